@@ -1,0 +1,79 @@
+/**
+ * acp-harness: an automation-first Agent Client Protocol (ACP) agent server.
+ *
+ * Run it as a program (`deno run -A mod.ts`, `bun mod.ts`, `node dist/cli.js`) to serve ACP on
+ * stdio, or embed it: {@link connectAgentServer} serves any pair of JSON-RPC message streams.
+ *
+ * @example Serving ACP over in-memory streams
+ * ```ts
+ * import {
+ *   connectAgentServer, createMemoryPair, DEFAULT_CONFIG, ModelCatalog, NodeHost, nullLogger, VERSION,
+ * } from "./mod.ts";
+ * const [serverSide, clientSide] = createMemoryPair();
+ * const connection = connectAgentServer(serverSide, {
+ *   config: DEFAULT_CONFIG, catalog: new ModelCatalog(), host: new NodeHost(), logger: nullLogger,
+ *   version: VERSION,
+ * });
+ * await clientSide.writable.close();
+ * await connection.closed;
+ * ```
+ *
+ * @module
+ */
+export {
+  type AgentServerConnection,
+  type AgentServerOptions,
+  connectAgentServer,
+} from "./src/protocol/agent_server.ts";
+export { type CliPlatform, runCli } from "./src/cli.ts";
+export {
+  type Command,
+  type Config,
+  ConfigError,
+  configFromEnv,
+  configFromFile,
+  DEFAULT_CONFIG,
+  mergeConfig,
+  parseArgs,
+  PERMISSION_MODES,
+  type PermissionMode,
+} from "./src/config/config.ts";
+export type { DirEntry, FileInfo, Host, HostOptions } from "./src/host/host.ts";
+export { NodeHost } from "./src/host/node_host.ts";
+export {
+  ModelCatalog,
+  type ModelCatalogOptions,
+  type ModelInfo,
+  type ResolvedModel,
+} from "./src/llm/catalog.ts";
+export { EchoProvider } from "./src/llm/echo.ts";
+export {
+  type FinishReason,
+  type LlmContentPart,
+  type LlmEvent,
+  type LlmMessage,
+  type LlmProvider,
+  type LlmRequest,
+  type LlmStreamOptions,
+  type LlmToolCall,
+  type LlmToolSpec,
+  type LlmUsage,
+  ProviderError,
+  type ProviderErrorKind,
+  type ProviderErrorOptions,
+} from "./src/llm/provider.ts";
+export { parseScript, type Script, ScriptedProvider, type ScriptStep } from "./src/llm/scripted.ts";
+export { createLogger, type Logger, type LogLevel, nullLogger } from "./src/log/logger.ts";
+export { createMemoryPair } from "./src/transport/memory.ts";
+export {
+  DEFAULT_MAX_MESSAGE_BYTES,
+  ndJsonStream,
+  type NdJsonStreamOptions,
+} from "./src/transport/nd_json_stream.ts";
+export type { AnyMessage, Stream } from "./src/transport/acp.ts";
+export { VERSION } from "./src/version.ts";
+
+if (import.meta.main) {
+  const { main } = await import("./src/runtime/main.ts");
+  await main();
+}

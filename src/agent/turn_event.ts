@@ -1,0 +1,32 @@
+import type { LlmMessage, LlmUsage } from "../llm/provider.ts";
+import type { ToolKind } from "../tools/tool.ts";
+
+/**
+ * The one event vocabulary the agent loop emits. The session turns these into ACP
+ * `session/update`s and into history; nothing else produces either.
+ */
+export type TurnEvent =
+  /** Reasoning text: a whole committed thought, or a delta in stream mode. */
+  | { readonly type: "thought"; readonly messageId: string; readonly text: string }
+  /** Answer text: a whole committed message, or a delta in stream mode. */
+  | { readonly type: "message"; readonly messageId: string; readonly text: string }
+  /** A tool call announced, before it runs. */
+  | {
+    readonly type: "tool-call";
+    readonly toolCallId: string;
+    readonly name: string;
+    readonly title: string;
+    readonly kind: ToolKind;
+    readonly rawInput: unknown;
+  }
+  /** A tool call's progress or result. */
+  | {
+    readonly type: "tool-call-update";
+    readonly toolCallId: string;
+    readonly status: "in_progress" | "completed" | "failed";
+    readonly text?: string;
+  }
+  /** Usage of the latest model request. */
+  | { readonly type: "usage"; readonly usage: LlmUsage }
+  /** A message committed to the conversation history. */
+  | { readonly type: "history"; readonly message: LlmMessage };

@@ -1,0 +1,129 @@
+import {
+  type Config,
+  ConfigError,
+  configFromEnv,
+  configFromFile,
+  mergeConfig,
+  parseArgs,
+  USAGE,
+} from "./config/config.ts";
+import type { Host } from "./host/host.ts";
+import { ModelCatalog } from "./llm/catalog.ts";
+import { parseScript, type Script } from "./llm/scripted.ts";
+import { createLogger } from "./log/logger.ts";
+import { connectAgentServer } from "./protocol/agent_server.ts";
+import { ndJsonStream } from "./transport/nd_json_stream.ts";
+import { abortableDelay } from "./util/abortable_delay.ts";
+import { VERSION } from "./version.ts";
+
+/** What a runtime entry point hands the CLI. */
+export interface CliPlatform {
+  /** Arguments after the program name. */
+  readonly args: readonly string[];
+  readonly host: Host;
+  readonly stdin: ReadableStream<Uint8Array>;
+  readonly stdout: WritableStream<Uint8Array>;
+  /** Writes diagnostics (stderr). */
+  writeStderr(text: string): void;
+  /** Calls `handler` on SIGINT or SIGTERM; returns a function that stops listening. */
+  onShutdownSignal(handler: () => void): () => void;
+}
+
+/** How long shutdown waits for turns to settle before giving up on them. */
+export const SHUTDOWN_GRACE_MS = 1500;
+
+/**
+ * Runs the acp-harness command line: `--help`, `--version`, or serve ACP on stdio until stdin
+ * closes or a shutdown signal arrives.
+ *
+ * @param platform The runtime's streams, host and signals
+ * @returns The process exit code: 0 after a clean shutdown, 2 for a usage or config error
+ */
+export async function runCli(platform: CliPlatform): Promise<number> {
+  const out = platform.stdout.getWriter();
+  let config: Config;
+  let script: Script | undefined;
+  try {
+    const command = parseArgs(platform.args);
+    if (command.kind === "help" || command.kind === "version") {
+      await out.write(new TextEncoder().encode(command.kind === "help" ? USAGE : `${VERSION}\n`));
+      await out.close();
+      return 0;
+    }
+    const env = configFromEnv((name) => platform.host.env(name));
+    const file = command.overrides.configFile ?? env.configFile;
+    const fromFile = file ? configFromFile(await readJson(platform.host, file), file) : {};
+    config = mergeConfig(fromFile, env, command.overrides);
+    if (config.script) script = parseScript(await readJson(platform.host, config.script));
+    if (config.model === "scripted" && !script) {
+      throw new ConfigError(`Model "scripted" needs a script: pass --script <file>`);
+    }
+    if (!new ModelCatalog(script ? { script } : {}).has(config.model)) {
+      throw new ConfigError(
+        `Unknown model "${config.model}": expected echo${script ? " or scripted" : ""}`,
+      );
+    }
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof TypeError) {
+      platform.writeStderr(`acp-harness: ${error.message}\n\n${USAGE}`);
+      out.releaseLock();
+      return 2;
+    }
+    throw error;
+  }
+  out.releaseLock();
+
+  const logger = createLogger(config.logLevel, (line) => platform.writeStderr(line));
+  const catalog = new ModelCatalog(script ? { script } : {});
+  let drainOnInputEnd = (): Promise<void> => Promise.resolve();
+  const stream = ndJsonStream(platform.stdout, platform.stdin, {
+    onInvalid: (reason) => logger.warn("bad input", { reason }),
+    onInputEnd: () => drainOnInputEnd(),
+  });
+  const connection = connectAgentServer(stream, {
+    config,
+    catalog,
+    host: platform.host,
+    logger,
+    version: VERSION,
+  });
+  drainOnInputEnd = () => {
+    logger.info("stdin closed");
+    return connection.drain();
+  };
+  logger.info("serving ACP on stdio", { version: VERSION, model: config.model });
+  const stopListening = platform.onShutdownSignal(() => {
+    logger.info("shutdown signal received");
+    void connection.close();
+  });
+  // Turns get a grace period to settle once the connection is going away; a turn that ignores
+  // cancellation must not keep the process alive.
+  const grace = new AbortController();
+  try {
+    const settled = await Promise.race([
+      connection.closed.then(() => true),
+      connection.disconnected.then(() => abortableDelay(SHUTDOWN_GRACE_MS, grace.signal))
+        .then(() => false),
+    ]);
+    if (!settled) logger.warn("turns did not settle in time; exiting anyway");
+    await Promise.race([stream.drained(), abortableDelay(SHUTDOWN_GRACE_MS, grace.signal)]);
+  } finally {
+    stopListening();
+    grace.abort();
+  }
+  return 0;
+}
+
+async function readJson(host: Host, file: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await host.readTextFile(file);
+  } catch (error) {
+    throw new ConfigError(`Cannot read "${file}": ${(error as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`Cannot parse "${file}" as JSON: ${(error as Error).message}`);
+  }
+}

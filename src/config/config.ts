@@ -1,0 +1,275 @@
+import { LOG_LEVELS, type LogLevel } from "../log/logger.ts";
+
+/** Permission policy of a session. */
+export type PermissionMode = "ask" | "auto" | "read-only";
+
+/** All permission modes. */
+export const PERMISSION_MODES: readonly PermissionMode[] = ["ask", "auto", "read-only"];
+
+/** The server's settings, from flags, environment and config file. */
+export interface Config {
+  /** Default model id for new sessions. @default {"echo"} */
+  readonly model: string;
+  /** Default permission mode. @default {"ask"} */
+  readonly mode: PermissionMode;
+  /** Relay deltas as they arrive instead of committed steps. @default {false} */
+  readonly stream: boolean;
+  /** Data directory; `undefined` means `~/.acp-harness`. */
+  readonly dataDir: string | undefined;
+  /** The config file that was read, if any. */
+  readonly configFile: string | undefined;
+  /** Least severe level logged to stderr. @default {"warn"} */
+  readonly logLevel: LogLevel;
+  /** Script file for the `scripted` model. */
+  readonly script: string | undefined;
+  /** Most model requests in one turn. @default {50} */
+  readonly maxSteps: number;
+}
+
+/** Default settings. */
+export const DEFAULT_CONFIG: Config = {
+  model: "echo",
+  mode: "ask",
+  stream: false,
+  dataDir: undefined,
+  configFile: undefined,
+  logLevel: "warn",
+  script: undefined,
+  maxSteps: 50,
+};
+
+/** A bad flag, environment variable or config file entry. */
+export class ConfigError extends TypeError {
+  /** @param message Names the setting and what was expected */
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+/** What the command line asks for. */
+export type Command =
+  | { readonly kind: "help" }
+  | { readonly kind: "version" }
+  | { readonly kind: "serve"; readonly overrides: Partial<Config> };
+
+/** The usage text printed by `--help` and after a usage error. */
+export const USAGE: string = `Usage: acp-harness [options]
+
+Serves the Agent Client Protocol (ACP) on stdin/stdout.
+
+Options:
+  --model <id>          Default model for new sessions (env ACP_HARNESS_MODEL; default echo)
+  --mode <mode>         Permission mode: ask, auto or read-only (env ACP_HARNESS_MODE; default ask)
+  --stream              Relay model output as it arrives instead of per committed step
+  --script <file>       Script file for the offline "scripted" model (env ACP_HARNESS_SCRIPT)
+  --max-steps <n>       Most model requests in one turn (env ACP_HARNESS_MAX_STEPS; default 50)
+  --data-dir <dir>      Data directory (env ACP_HARNESS_HOME; default ~/.acp-harness)
+  --config <file>       JSON config file (env ACP_HARNESS_CONFIG)
+  --log-level <level>   error, warn, info or debug, to stderr (env ACP_HARNESS_LOG_LEVEL; default warn)
+  -h, --help            Print this help and exit
+  -V, --version         Print the version and exit
+`;
+
+const VALUE_FLAGS = new Set([
+  "--model",
+  "--mode",
+  "--script",
+  "--max-steps",
+  "--data-dir",
+  "--config",
+  "--log-level",
+]);
+
+/**
+ * Parses command-line arguments. Pure: no I/O.
+ *
+ * @example Parsing flags
+ * ```ts
+ * import { parseArgs } from "./config.ts";
+ * const command = parseArgs(["--mode", "auto", "--stream"]);
+ * console.assert(command.kind === "serve" && command.overrides.mode === "auto");
+ * ```
+ *
+ * @param args The arguments after the program name
+ * @returns What to do
+ * @throws {ConfigError} For an unknown flag, a missing value or a bad value
+ */
+export function parseArgs(args: readonly string[]): Command {
+  const overrides: Record<string, unknown> = {};
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index] as string;
+    if (arg === "-h" || arg === "--help") return { kind: "help" };
+    if (arg === "-V" || arg === "--version") return { kind: "version" };
+    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
+    const flag = eq === -1 ? arg : arg.slice(0, eq);
+    if (flag === "--stream") {
+      if (eq !== -1) overrides.stream = parseBoolean("--stream", arg.slice(eq + 1));
+      else overrides.stream = true;
+      continue;
+    }
+    if (!VALUE_FLAGS.has(flag)) {
+      throw new ConfigError(
+        arg.startsWith("-") ? `Unknown option "${flag}"` : `Unexpected argument "${arg}"`,
+      );
+    }
+    let value: string | undefined;
+    if (eq !== -1) value = arg.slice(eq + 1);
+    else {
+      value = args[index + 1];
+      index++;
+    }
+    if (value === undefined || value === "") {
+      throw new ConfigError(`Option "${flag}" needs a value`);
+    }
+    Object.assign(overrides, settingFromString(flag, value));
+  }
+  return { kind: "serve", overrides: overrides as Partial<Config> };
+}
+
+const ENV_VARS: ReadonlyArray<readonly [string, string]> = [
+  ["ACP_HARNESS_MODEL", "--model"],
+  ["ACP_HARNESS_MODE", "--mode"],
+  ["ACP_HARNESS_STREAM", "--stream"],
+  ["ACP_HARNESS_SCRIPT", "--script"],
+  ["ACP_HARNESS_MAX_STEPS", "--max-steps"],
+  ["ACP_HARNESS_HOME", "--data-dir"],
+  ["ACP_HARNESS_CONFIG", "--config"],
+  ["ACP_HARNESS_LOG_LEVEL", "--log-level"],
+];
+
+/**
+ * Reads the settings that environment variables give.
+ *
+ * @param env Looks up one variable
+ * @returns The settings found
+ * @throws {ConfigError} Naming the variable with a bad value
+ */
+export function configFromEnv(env: (name: string) => string | undefined): Partial<Config> {
+  const settings: Record<string, unknown> = {};
+  for (const [name, flag] of ENV_VARS) {
+    const value = env(name);
+    if (value === undefined || value === "") continue;
+    try {
+      Object.assign(
+        settings,
+        flag === "--stream"
+          ? { stream: parseBoolean(name, value) }
+          : settingFromString(flag, value),
+      );
+    } catch (error) {
+      throw new ConfigError(`${name}: ${(error as Error).message}`);
+    }
+  }
+  return settings as Partial<Config>;
+}
+
+/**
+ * Reads the settings a JSON config file gives.
+ *
+ * @param json The parsed file
+ * @param file The file's path, for messages
+ * @returns The settings found
+ * @throws {ConfigError} Naming the key with a bad value
+ */
+export function configFromFile(json: unknown, file: string): Partial<Config> {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw new ConfigError(`Cannot read config file "${file}": expected a JSON object`);
+  }
+  const settings: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(json)) {
+    const bad = (expected: string): ConfigError =>
+      new ConfigError(`Cannot read config file "${file}": "${key}" must be ${expected}`);
+    switch (key) {
+      case "model":
+      case "script":
+      case "dataDir":
+        if (typeof value !== "string" || value === "") throw bad("a non-empty string");
+        settings[key] = value;
+        break;
+      case "mode":
+        if (!PERMISSION_MODES.includes(value as PermissionMode)) {
+          throw bad(`one of ${PERMISSION_MODES.join(", ")}`);
+        }
+        settings.mode = value;
+        break;
+      case "logLevel":
+        if (!LOG_LEVELS.includes(value as LogLevel)) throw bad(`one of ${LOG_LEVELS.join(", ")}`);
+        settings.logLevel = value;
+        break;
+      case "stream":
+        if (typeof value !== "boolean") throw bad("true or false");
+        settings.stream = value;
+        break;
+      case "maxSteps":
+        if (!Number.isInteger(value) || (value as number) < 1) throw bad("a positive integer");
+        settings.maxSteps = value;
+        break;
+      case "$schema":
+        break;
+      default:
+        throw new ConfigError(`Cannot read config file "${file}": unknown key "${key}"`);
+    }
+  }
+  return settings as Partial<Config>;
+}
+
+/**
+ * Merges settings; later sources win.
+ *
+ * @param sources Settings from lowest to highest precedence
+ * @returns The complete config
+ */
+export function mergeConfig(...sources: ReadonlyArray<Partial<Config>>): Config {
+  const merged: Record<string, unknown> = { ...DEFAULT_CONFIG };
+  for (const source of sources) {
+    for (const [key, value] of Object.entries(source)) {
+      if (value !== undefined) merged[key] = value;
+    }
+  }
+  return merged as unknown as Config;
+}
+
+function settingFromString(flag: string, value: string): Partial<Config> {
+  switch (flag) {
+    case "--model":
+      return { model: value };
+    case "--mode":
+      if (!PERMISSION_MODES.includes(value as PermissionMode)) {
+        throw new ConfigError(
+          `Invalid value "${value}" for "--mode": expected one of ${PERMISSION_MODES.join(", ")}`,
+        );
+      }
+      return { mode: value as PermissionMode };
+    case "--script":
+      return { script: value };
+    case "--max-steps": {
+      const steps = Number(value);
+      if (!/^\d+$/.test(value) || steps < 1) {
+        throw new ConfigError(
+          `Invalid value "${value}" for "--max-steps": expected a positive integer`,
+        );
+      }
+      return { maxSteps: steps };
+    }
+    case "--data-dir":
+      return { dataDir: value };
+    case "--config":
+      return { configFile: value };
+    case "--log-level":
+      if (!LOG_LEVELS.includes(value as LogLevel)) {
+        throw new ConfigError(
+          `Invalid value "${value}" for "--log-level": expected one of ${LOG_LEVELS.join(", ")}`,
+        );
+      }
+      return { logLevel: value as LogLevel };
+    default:
+      throw new ConfigError(`Unknown option "${flag}"`);
+  }
+}
+
+function parseBoolean(name: string, value: string): boolean {
+  if (/^(1|true|yes|on)$/i.test(value)) return true;
+  if (/^(0|false|no|off)$/i.test(value)) return false;
+  throw new ConfigError(`Invalid value "${value}" for "${name}": expected true or false`);
+}

@@ -1,0 +1,50 @@
+/**
+ * Everything the server needs from the operating system, behind one interface so the rest of the
+ * code uses only web APIs. Implemented once with `node:` built-ins, which Deno, Node.js and Bun
+ * all provide.
+ *
+ * @module
+ */
+
+/** What {@link Host.stat} reports. */
+export interface FileInfo {
+  readonly isFile: boolean;
+  readonly isDirectory: boolean;
+  readonly isSymlink: boolean;
+  readonly size: number;
+  readonly mtimeMs: number;
+}
+
+/** One directory entry. */
+export interface DirEntry {
+  readonly name: string;
+  readonly isFile: boolean;
+  readonly isDirectory: boolean;
+  readonly isSymlink: boolean;
+}
+
+/** Options shared by the file operations. */
+export interface HostOptions {
+  readonly signal?: AbortSignal;
+}
+
+/** The operating system, as the server sees it. */
+export interface Host {
+  readFile(path: string, options?: HostOptions): Promise<Uint8Array>;
+  readTextFile(path: string, options?: HostOptions): Promise<string>;
+  /** Writes through a temporary file and a rename, so readers never see half a file. */
+  writeFileAtomic(path: string, data: Uint8Array | string, options?: HostOptions): Promise<void>;
+  /** Information about `path`, or `undefined` when it does not exist. */
+  stat(path: string): Promise<FileInfo | undefined>;
+  /** The canonical path, with symlinks resolved. Rejects when `path` does not exist. */
+  realpath(path: string): Promise<string>;
+  readDir(path: string): Promise<DirEntry[]>;
+  mkdir(path: string): Promise<void>;
+  remove(path: string): Promise<void>;
+  /** The user's home directory. */
+  homeDir(): string;
+  /** An environment variable. */
+  env(name: string): string | undefined;
+  /** Milliseconds since the epoch. */
+  now(): number;
+}

@@ -1,0 +1,57 @@
+/** Log levels, most severe first. */
+export type LogLevel = "error" | "warn" | "info" | "debug";
+
+/** All log levels, most severe first. */
+export const LOG_LEVELS: readonly LogLevel[] = ["error", "warn", "info", "debug"];
+
+/** Where diagnostics go. In stdio mode this is stderr; never stdout. */
+export interface Logger {
+  error(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  info(message: string, fields?: Record<string, unknown>): void;
+  debug(message: string, fields?: Record<string, unknown>): void;
+}
+
+/** A logger that drops everything. */
+export const nullLogger: Logger = {
+  error(): void {},
+  warn(): void {},
+  info(): void {},
+  debug(): void {},
+};
+
+/**
+ * A logger that writes one line per entry at or above `level`.
+ *
+ * @example Logging to a buffer
+ * ```ts
+ * import { createLogger } from "./logger.ts";
+ * const lines: string[] = [];
+ * createLogger("info", (line) => lines.push(line)).warn("disk low", { free: 1 });
+ * console.assert(lines[0] === 'acp-harness warn: disk low {"free":1}\n');
+ * ```
+ *
+ * @param level The least severe level written
+ * @param write Receives each line, newline included
+ * @returns The logger
+ */
+export function createLogger(level: LogLevel, write: (line: string) => void): Logger {
+  const limit = LOG_LEVELS.indexOf(level);
+  const at = (entry: LogLevel) => (message: string, fields?: Record<string, unknown>): void => {
+    if (LOG_LEVELS.indexOf(entry) > limit) return;
+    let suffix = "";
+    if (fields && Object.keys(fields).length > 0) {
+      try {
+        suffix = " " +
+          JSON.stringify(
+            fields,
+            (_key, value) => value instanceof Error ? `${value.name}: ${value.message}` : value,
+          );
+      } catch {
+        suffix = " [unserializable fields]";
+      }
+    }
+    write(`acp-harness ${entry}: ${message}${suffix}\n`);
+  };
+  return { error: at("error"), warn: at("warn"), info: at("info"), debug: at("debug") };
+}

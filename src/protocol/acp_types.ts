@@ -1,0 +1,14 @@
+/**
+ * The one place ACP schema types are re-exported for the layers below the protocol.
+ *
+ * @module
+ */
+export type {
+  ClientCapabilities,
+  ContentBlock,
+  SessionConfigOption,
+  SessionConfigSelectGroup,
+  SessionModeState,
+  SessionUpdate,
+  StopReason,
+} from "@agentclientprotocol/sdk";

@@ -1,0 +1,267 @@
+import {
+  agent,
+  type AgentConnection,
+  methods,
+  PROTOCOL_VERSION,
+  RequestError,
+} from "@agentclientprotocol/sdk";
+import { TurnError } from "../agent/run_turn.ts";
+import type { Config } from "../config/config.ts";
+import type { Host } from "../host/host.ts";
+import type { ModelCatalog } from "../llm/catalog.ts";
+import type { Logger } from "../log/logger.ts";
+import { ConfigValueError, type Session, SessionStateError } from "../session/session.ts";
+import { SessionManager } from "../session/session_manager.ts";
+import type { Tool } from "../tools/tool.ts";
+import type { Stream } from "../transport/acp.ts";
+import { isAbsolutePath } from "../util/path.ts";
+import type { ClientCapabilities } from "./acp_types.ts";
+import { describeErrors } from "./describe_errors.ts";
+import { admitPrompt, type PromptCapabilities, PromptContentError } from "./prompt_content.ts";
+
+/** What an agent server is built from. */
+export interface AgentServerOptions {
+  readonly config: Config;
+  readonly catalog: ModelCatalog;
+  readonly host: Host;
+  readonly logger: Logger;
+  /** Reported as `agentInfo.version`. */
+  readonly version: string;
+  /** Tools offered to the model. @default {[]} */
+  readonly tools?: readonly Tool[];
+}
+
+/** A live ACP connection served by acp-harness. */
+export interface AgentServerConnection {
+  /** Resolves once the connection is closed and every session has settled. */
+  readonly closed: Promise<void>;
+  /** Resolves as soon as the transport is closed or `close()` is called. */
+  readonly disconnected: Promise<void>;
+  /**
+   * Cancels every turn and waits until every request in flight has been answered (while the
+   * transport can still carry the answers). Call it when the input ends.
+   */
+  drain(): Promise<void>;
+  /** Cancels every turn, waits for them to settle, then closes the connection. */
+  close(): Promise<void>;
+}
+
+const PROMPT_CAPABILITIES: PromptCapabilities = {
+  image: false,
+  audio: false,
+  embeddedContext: true,
+};
+
+/**
+ * Serves ACP on a message stream: one connection, many sessions.
+ *
+ * @example Serving in-process
+ * ```ts ignore
+ * import { connectAgentServer } from "./agent_server.ts";
+ * const connection = connectAgentServer(stream, { config, catalog, host, logger, version });
+ * await connection.closed;
+ * ```
+ *
+ * @param stream The connection's message streams
+ * @param options Configuration and dependencies
+ * @returns The connection handle
+ */
+export function connectAgentServer(
+  stream: Stream,
+  options: AgentServerOptions,
+): AgentServerConnection {
+  const { host, logger } = options;
+  // deno-lint-ignore prefer-const -- assigned once the app exists; the sink closure needs it first
+  let connection: AgentConnection | undefined;
+  let clientCapabilities: ClientCapabilities = {};
+  const sessions = new SessionManager({
+    config: options.config,
+    catalog: options.catalog,
+    tools: options.tools ?? [],
+    logger,
+    now: () => host.now(),
+    sinkFor: (sessionId) => (update) => {
+      if (!connection) return Promise.reject(new Error("Cannot send update: not connected"));
+      return connection.client.notify(methods.client.session.update, { sessionId, update });
+    },
+  });
+  // Requests being handled, so shutdown can wait for their answers to be written.
+  const inflight = new Set<Promise<unknown>>();
+  const track = <Context, Result>(
+    handler: (context: Context) => Result,
+  ): (context: Context) => Result => {
+    return (context) => {
+      const result = handler(context);
+      if (result instanceof Promise) {
+        const settled = result.catch(() => {});
+        inflight.add(settled);
+        void settled.then(() => inflight.delete(settled));
+      }
+      return result;
+    };
+  };
+  const requireSession = (sessionId: string): Session => {
+    const session = sessions.get(sessionId);
+    if (!session) throw RequestError.sessionNotFound(sessionId);
+    return session;
+  };
+
+  const app = agent({ name: "acp-harness" })
+    .onRequest(methods.agent.initialize, ({ params }) => {
+      clientCapabilities = params.clientCapabilities ?? {};
+      logger.debug("initialize", {
+        client: params.clientInfo?.name,
+        protocolVersion: params.protocolVersion,
+        clientCapabilities,
+      });
+      return {
+        protocolVersion: PROTOCOL_VERSION,
+        agentInfo: { name: "acp-harness", title: "acp-harness", version: options.version },
+        agentCapabilities: {
+          loadSession: false,
+          promptCapabilities: { ...PROMPT_CAPABILITIES },
+          mcpCapabilities: { http: false, sse: false },
+          sessionCapabilities: { additionalDirectories: {} },
+        },
+        authMethods: [],
+      };
+    })
+    .onRequest(methods.agent.authenticate, () => ({}))
+    .onRequest(
+      methods.agent.session.new,
+      track(async ({ params }) => {
+        if (params.mcpServers.length > 0) {
+          throw invalid(
+            "mcpServers: MCP servers are not supported yet (mcpCapabilities advertises none); pass []",
+          );
+        }
+        const cwd = await workspaceDirectory(host, params.cwd, "cwd");
+        const additionalDirectories: string[] = [];
+        for (const [index, dir] of (params.additionalDirectories ?? []).entries()) {
+          additionalDirectories.push(
+            await workspaceDirectory(host, dir, `additionalDirectories[${index}]`),
+          );
+        }
+        const session = sessions.create({ cwd, additionalDirectories });
+        logger.info("session created", { sessionId: session.id, cwd });
+        return {
+          sessionId: session.id,
+          configOptions: session.configOptions(),
+          modes: session.modes(),
+        };
+      }),
+    )
+    .onRequest(
+      methods.agent.session.prompt,
+      track(async ({ params, signal }) => {
+        const session = requireSession(params.sessionId);
+        let stopReason;
+        try {
+          if (session.busy) {
+            throw new SessionStateError(`a prompt is already in flight for session ${session.id}`);
+          }
+          const content = admitPrompt(params.prompt, PROMPT_CAPABILITIES);
+          stopReason = await session.prompt(content, signal);
+        } catch (error) {
+          throw toRequestError(error);
+        }
+        return { stopReason };
+      }),
+    )
+    .onNotification(methods.agent.session.cancel, ({ params }) => {
+      sessions.get(params.sessionId)?.cancel();
+    })
+    .onRequest(methods.agent.session.setConfigOption, ({ params }) => {
+      const session = requireSession(params.sessionId);
+      if ("type" in params && params.type === "boolean") {
+        throw invalid(`type: config option "${params.configId}" is a select; send a string value`);
+      }
+      try {
+        return { configOptions: session.setConfigOption(params.configId, params.value) };
+      } catch (error) {
+        throw toRequestError(error);
+      }
+    })
+    .onRequest(methods.agent.session.setMode, ({ params }) => {
+      const session = requireSession(params.sessionId);
+      try {
+        session.setMode(params.modeId);
+      } catch (error) {
+        throw toRequestError(error);
+      }
+      return {};
+    });
+
+  const described = describeErrors(stream, logger);
+  connection = app.connect(described);
+  const active = connection;
+  let markDisconnected = (): void => {};
+  const disconnected = new Promise<void>((resolve) => markDisconnected = resolve);
+  void active.closed.then(markDisconnected);
+  const closed = active.closed.then(() => sessions.closeAll());
+  const drain = async (): Promise<void> => {
+    markDisconnected();
+    await nextMacrotask();
+    await sessions.closeAll();
+    while (inflight.size > 0) await Promise.all([...inflight]);
+    await nextMacrotask();
+  };
+  return {
+    closed,
+    disconnected,
+    drain,
+    async close(): Promise<void> {
+      await drain();
+      active.close();
+      await closed;
+    },
+  };
+}
+
+function nextMacrotask(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+function invalid(message: string): RequestError {
+  return RequestError.invalidParams(undefined, message);
+}
+
+function toRequestError(error: unknown): unknown {
+  if (error instanceof RequestError) return error;
+  if (
+    error instanceof SessionStateError || error instanceof PromptContentError ||
+    error instanceof ConfigValueError
+  ) {
+    return invalid(error.message);
+  }
+  if (error instanceof TurnError) {
+    return RequestError.internalError(
+      error.providerError
+        ? {
+          kind: error.providerError.kind,
+          retryable: error.providerError.retryable,
+          ...(error.providerError.status === undefined
+            ? {}
+            : { status: error.providerError.status }),
+        }
+        : undefined,
+      error.message,
+    );
+  }
+  return error;
+}
+
+async function workspaceDirectory(host: Host, path: string, field: string): Promise<string> {
+  if (!isAbsolutePath(path)) {
+    throw invalid(`${field}: must be an absolute path, got ${JSON.stringify(path)}`);
+  }
+  const info = await host.stat(path);
+  if (!info?.isDirectory) {
+    throw invalid(
+      `${field}: must be an existing directory, but ${JSON.stringify(path)} ${
+        info ? "is not a directory" : "does not exist"
+      }`,
+    );
+  }
+  return await host.realpath(path);
+}

@@ -1,0 +1,60 @@
+import type { Logger } from "../log/logger.ts";
+import type { AnyMessage, Stream } from "../transport/acp.ts";
+
+/**
+ * Wraps a connection's outbound side so every error response names what was wrong, and logs it.
+ *
+ * The SDK answers a schema violation with `-32602 "Invalid params"` and the zod error tree in
+ * `data`; this adds the first offending field and its problem to the message
+ * (`Invalid params: prompt.0.text: Invalid input: expected string, received number`), keeping
+ * `data` as it was. Every error response is logged to the logger (stderr).
+ *
+ * @param stream The connection's streams
+ * @param logger Where error responses are reported
+ * @returns The same streams with the outbound side rewritten
+ */
+export function describeErrors(stream: Stream, logger: Logger): Stream {
+  const writer = stream.writable.getWriter();
+  const writable = new WritableStream<AnyMessage>({
+    write(message) {
+      if ("error" in message && message.error) {
+        const error = message.error as { code: number; message: string; data?: unknown };
+        if (error.code === -32602 && error.message === "Invalid params") {
+          const issue = firstIssue(error.data, []);
+          if (issue) {
+            message = { ...message, error: { ...error, message: `Invalid params: ${issue}` } };
+          }
+        }
+        const described = (message as { error: { code: number; message: string } }).error;
+        logger.warn("request failed", {
+          id: message.id,
+          code: described.code,
+          message: described.message,
+        });
+      }
+      return writer.write(message);
+    },
+    close() {
+      return writer.close();
+    },
+    abort(reason) {
+      return writer.abort(reason);
+    },
+  });
+  return { readable: stream.readable, writable };
+}
+
+function firstIssue(tree: unknown, path: readonly string[]): string | undefined {
+  if (typeof tree !== "object" || tree === null) return undefined;
+  const node = tree as Record<string, unknown>;
+  const errors = node._errors;
+  if (Array.isArray(errors) && typeof errors[0] === "string") {
+    return `${path.length > 0 ? path.join(".") : "params"}: ${errors[0]}`;
+  }
+  for (const [key, child] of Object.entries(node)) {
+    if (key === "_errors") continue;
+    const found = firstIssue(child, [...path, key]);
+    if (found) return found;
+  }
+  return undefined;
+}

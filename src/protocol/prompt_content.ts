@@ -1,0 +1,97 @@
+import type { LlmContentPart } from "../llm/provider.ts";
+import type { ContentBlock } from "./acp_types.ts";
+
+/** A prompt block that cannot be admitted. */
+export class PromptContentError extends TypeError {
+  /** @param message Names the block and the reason */
+  constructor(message: string) {
+    super(message);
+    this.name = "PromptContentError";
+  }
+}
+
+/** What the server accepts in prompts. */
+export interface PromptCapabilities {
+  readonly image: boolean;
+  readonly audio: boolean;
+  readonly embeddedContext: boolean;
+}
+
+/**
+ * Validates every prompt block, then rebuilds the user message in wire order.
+ *
+ * Text and resource links are accepted (a link becomes a `[resource_link name="…" uri="…"]`
+ * line), embedded text resources become context blocks, adjacent text is joined. Everything is
+ * checked before anything is returned, so a bad block rejects the whole prompt.
+ *
+ * @example Admitting text and a link
+ * ```ts
+ * import { admitPrompt } from "./prompt_content.ts";
+ * const parts = admitPrompt([
+ *   { type: "text", text: "Read " },
+ *   { type: "resource_link", name: "a.txt", uri: "file:///a.txt" },
+ * ], { image: false, audio: false, embeddedContext: true });
+ * console.assert(parts.length === 1);
+ * ```
+ *
+ * @param blocks The prompt blocks
+ * @param capabilities What is advertised
+ * @returns The user message parts
+ * @throws {PromptContentError} Naming the first bad block
+ */
+export function admitPrompt(
+  blocks: readonly ContentBlock[],
+  capabilities: PromptCapabilities,
+): LlmContentPart[] {
+  if (blocks.length === 0) {
+    throw new PromptContentError("prompt: must contain at least one content block");
+  }
+  const texts: string[] = [];
+  blocks.forEach((block, index) => {
+    const where = `prompt[${index}]`;
+    switch (block.type) {
+      case "text":
+        texts.push(block.text);
+        return;
+      case "resource_link":
+        texts.push(
+          `\n[resource_link name=${JSON.stringify(block.name)} uri=${JSON.stringify(block.uri)}]\n`,
+        );
+        return;
+      case "resource": {
+        if (!capabilities.embeddedContext) {
+          throw new PromptContentError(
+            `${where}: embedded resources are not supported (promptCapabilities.embeddedContext is false)`,
+          );
+        }
+        const resource = block.resource;
+        if (!("text" in resource)) {
+          throw new PromptContentError(
+            `${where}: embedded resource "${resource.uri}" has binary (blob) content; only text resources are supported`,
+          );
+        }
+        texts.push(
+          `\n[resource uri=${JSON.stringify(resource.uri)}]\n${resource.text}\n[/resource]\n`,
+        );
+        return;
+      }
+      case "image":
+        throw new PromptContentError(
+          `${where}: image content is not supported (promptCapabilities.image is false)`,
+        );
+      case "audio":
+        throw new PromptContentError(
+          `${where}: audio content is not supported (promptCapabilities.audio is false)`,
+        );
+      default:
+        throw new PromptContentError(
+          `${where}: unknown content type ${JSON.stringify((block as { type: unknown }).type)}`,
+        );
+    }
+  });
+  const text = texts.join("");
+  if (text.trim() === "") {
+    throw new PromptContentError("prompt: is empty; at least one block must carry text");
+  }
+  return [{ type: "text", text }];
+}

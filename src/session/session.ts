@@ -1,0 +1,316 @@
+import { runTurn, type StopReason, type TurnEmitter } from "../agent/run_turn.ts";
+import { buildSystemPrompt } from "../agent/system_prompt.ts";
+import type { TurnEvent } from "../agent/turn_event.ts";
+import type { PermissionMode } from "../config/config.ts";
+import type { ModelCatalog } from "../llm/catalog.ts";
+import type { LlmContentPart, LlmMessage } from "../llm/provider.ts";
+import type { Logger } from "../log/logger.ts";
+import type {
+  SessionConfigOption,
+  SessionModeState,
+  SessionUpdate,
+} from "../protocol/acp_types.ts";
+import type { Tool } from "../tools/tool.ts";
+import { buildConfigOptions, buildModeState, type Selection } from "./config_options.ts";
+import { UpdateQueue, type UpdateSink } from "./update_queue.ts";
+
+/** Thrown when a request does not fit the session's state (maps to -32602). */
+export class SessionStateError extends Error {
+  /** @param message Says what state the session is in */
+  constructor(message: string) {
+    super(message);
+    this.name = "SessionStateError";
+  }
+}
+
+/** Thrown for an unknown config option or value (maps to -32602). */
+export class ConfigValueError extends RangeError {
+  /** @param message Names the option and the accepted values */
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigValueError";
+  }
+}
+
+/** What a session is built from. */
+export interface SessionOptions {
+  readonly id: string;
+  /** Absolute, canonical working directory. */
+  readonly cwd: string;
+  /** Absolute, canonical extra workspace roots. */
+  readonly additionalDirectories: readonly string[];
+  readonly selection: Selection;
+  readonly catalog: ModelCatalog;
+  readonly tools: readonly Tool[];
+  readonly maxSteps: number;
+  readonly stream: boolean;
+  readonly sink: UpdateSink;
+  readonly logger: Logger;
+  readonly now: () => number;
+}
+
+interface ActiveTurn {
+  readonly controller: AbortController;
+  readonly done: Promise<StopReason>;
+}
+
+/**
+ * One ACP session: its conversation, its selection, its one prompt slot and its ordered updates.
+ */
+export class Session {
+  /** The session id. */
+  readonly id: string;
+  /** The working directory. */
+  readonly cwd: string;
+  /** Extra workspace roots. */
+  readonly additionalDirectories: readonly string[];
+  readonly #options: SessionOptions;
+  readonly #updates: UpdateQueue;
+  readonly #history: LlmMessage[] = [];
+  #selection: Selection;
+  #turn: ActiveTurn | undefined;
+  #closing: Promise<void> | undefined;
+  #title: string | undefined;
+
+  /** @param options What the session is built from */
+  constructor(options: SessionOptions) {
+    this.id = options.id;
+    this.cwd = options.cwd;
+    this.additionalDirectories = options.additionalDirectories;
+    this.#options = options;
+    this.#selection = options.selection;
+    this.#updates = new UpdateQueue(options.sink, options.logger);
+  }
+
+  /** The current selection. */
+  get selection(): Selection {
+    return this.#selection;
+  }
+
+  /** Whether a prompt is in flight. */
+  get busy(): boolean {
+    return this.#turn !== undefined;
+  }
+
+  /** The conversation so far. */
+  get history(): readonly LlmMessage[] {
+    return this.#history;
+  }
+
+  /** The complete config option list. */
+  configOptions(): SessionConfigOption[] {
+    return buildConfigOptions(this.#selection, this.#options.catalog.list());
+  }
+
+  /** The mode state, in sync with the `mode` option. */
+  modes(): SessionModeState {
+    return buildModeState(this.#selection.mode);
+  }
+
+  /**
+   * Changes a config option from the next turn on and tells the client.
+   *
+   * @param configId `model` or `mode`
+   * @param value The new value
+   * @returns The complete option list
+   * @throws {ConfigValueError} For an unknown option or value
+   */
+  setConfigOption(configId: string, value: unknown): SessionConfigOption[] {
+    this.#assertOpen();
+    const option = this.configOptions().find((candidate) => candidate.id === configId);
+    if (!option) {
+      throw new ConfigValueError(
+        `configId: unknown config option "${configId}"; expected one of model, mode`,
+      );
+    }
+    const allowed = option.type === "select"
+      ? option.options.flatMap((entry) => "group" in entry ? entry.options : [entry])
+        .map((entry) => entry.value)
+      : [];
+    if (typeof value !== "string" || !allowed.includes(value)) {
+      throw new ConfigValueError(
+        `value: ${JSON.stringify(value)} is not a value of "${configId}"; expected one of ${
+          allowed.join(", ")
+        }`,
+      );
+    }
+    const previousMode = this.#selection.mode;
+    this.#selection = configId === "model"
+      ? { ...this.#selection, model: value }
+      : { ...this.#selection, mode: value as PermissionMode };
+    const options = this.configOptions();
+    this.#updates.push({ sessionUpdate: "config_option_update", configOptions: options });
+    if (this.#selection.mode !== previousMode) {
+      this.#updates.push({
+        sessionUpdate: "current_mode_update",
+        currentModeId: this.#selection.mode,
+      });
+    }
+    return options;
+  }
+
+  /**
+   * Switches the permission mode (the legacy `session/set_mode`).
+   *
+   * @param modeId The mode
+   * @throws {ConfigValueError} For an unknown mode
+   */
+  setMode(modeId: string): void {
+    this.setConfigOption("mode", modeId);
+  }
+
+  /**
+   * Runs one prompt turn. The slot is taken synchronously: a second call before this one settles
+   * throws at once.
+   *
+   * @param content The validated user message
+   * @param signal Aborted when the request is cancelled
+   * @returns Why the turn ended, once every update of the turn is written
+   * @throws {SessionStateError} When a prompt is in flight or the session is closing
+   */
+  prompt(content: readonly LlmContentPart[], signal: AbortSignal): Promise<StopReason> {
+    this.#assertOpen();
+    if (this.#turn) {
+      throw new SessionStateError(`a prompt is already in flight for session ${this.id}`);
+    }
+    const controller = new AbortController();
+    const done = this.#runPrompt(content, signal, controller);
+    this.#turn = { controller, done };
+    return done;
+  }
+
+  /** Cancels the prompt in flight, if any. Harmless when idle. */
+  cancel(): void {
+    this.#turn?.controller.abort();
+  }
+
+  /**
+   * Cancels any prompt, waits for it to settle and flushes updates. Concurrent calls share one
+   * operation; afterwards the session accepts nothing.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      const turn = this.#turn;
+      turn?.controller.abort();
+      await turn?.done.catch(() => {});
+      await this.#updates.flush();
+    })();
+    return this.#closing;
+  }
+
+  async #runPrompt(
+    content: readonly LlmContentPart[],
+    signal: AbortSignal,
+    controller: AbortController,
+  ): Promise<StopReason> {
+    const onAbort = (): void => controller.abort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    if (signal.aborted) controller.abort();
+    let open = true;
+    const emit: TurnEmitter = (event) => open ? this.#apply(event) : undefined;
+    try {
+      const pinned = this.#selection;
+      const { info, provider } = this.#options.catalog.resolve(pinned.model);
+      const user: LlmMessage = { role: "user", content };
+      const history = [...this.#history, user];
+      this.#history.push(user);
+      if (this.#title === undefined) this.#announceTitle(content);
+      if (controller.signal.aborted) return "cancelled";
+      return await runTurn({
+        sessionId: this.id,
+        provider,
+        model: info.model,
+        system: buildSystemPrompt({
+          roots: [this.cwd, ...this.additionalDirectories],
+          model: info.name,
+          date: new Date(this.#options.now()),
+        }),
+        history,
+        tools: this.#options.tools,
+        roots: [this.cwd, ...this.additionalDirectories],
+        maxSteps: this.#options.maxSteps,
+        stream: this.#options.stream,
+        signal: controller.signal,
+        emit,
+      });
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      await this.#updates.flush();
+      open = false;
+      this.#turn = undefined;
+    }
+  }
+
+  #apply(event: TurnEvent): Promise<void> | undefined {
+    switch (event.type) {
+      case "history":
+        this.#history.push(event.message);
+        return undefined;
+      case "usage": {
+        const { contextWindow } = this.#options.catalog.resolve(this.#selection.model).info;
+        if (contextWindow === undefined) return undefined;
+        const { input, output } = event.usage;
+        return this.#updates.push({
+          sessionUpdate: "usage_update",
+          used: input + output,
+          size: contextWindow,
+        });
+      }
+      default:
+        return this.#updates.push(toSessionUpdate(event));
+    }
+  }
+
+  #announceTitle(content: readonly LlmContentPart[]): void {
+    const text = content.map((part) => part.type === "text" ? part.text : "").join(" ");
+    const line = text.split("\n").map((part) => part.trim()).find((part) => part !== "") ?? "";
+    if (line === "") return;
+    this.#title = line.length > 80 ? `${line.slice(0, 79)}…` : line;
+    this.#updates.push({
+      sessionUpdate: "session_info_update",
+      title: this.#title,
+      updatedAt: new Date(this.#options.now()).toISOString(),
+    });
+  }
+
+  #assertOpen(): void {
+    if (this.#closing) throw new SessionStateError(`session ${this.id} is closing`);
+  }
+}
+
+function toSessionUpdate(
+  event: Exclude<TurnEvent, { type: "history" } | { type: "usage" }>,
+): SessionUpdate {
+  switch (event.type) {
+    case "thought":
+      return {
+        sessionUpdate: "agent_thought_chunk",
+        messageId: event.messageId,
+        content: { type: "text", text: event.text },
+      };
+    case "message":
+      return {
+        sessionUpdate: "agent_message_chunk",
+        messageId: event.messageId,
+        content: { type: "text", text: event.text },
+      };
+    case "tool-call":
+      return {
+        sessionUpdate: "tool_call",
+        toolCallId: event.toolCallId,
+        title: event.title,
+        kind: event.kind,
+        status: "pending",
+        rawInput: event.rawInput,
+      };
+    case "tool-call-update":
+      return {
+        sessionUpdate: "tool_call_update",
+        toolCallId: event.toolCallId,
+        status: event.status,
+        ...(event.text === undefined
+          ? {}
+          : { content: [{ type: "content", content: { type: "text", text: event.text } }] }),
+      };
+  }
+}

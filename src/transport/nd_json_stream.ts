@@ -1,0 +1,215 @@
+import type { AnyMessage, Stream } from "./acp.ts";
+
+/** Default cap on one inbound message, in bytes. */
+export const DEFAULT_MAX_MESSAGE_BYTES: number = 32 * 1024 * 1024;
+
+/** Options for {@link ndJsonStream}. */
+export interface NdJsonStreamOptions {
+  /**
+   * Largest inbound message in bytes. A longer line is dropped and answered with a -32600 error;
+   * the stream keeps going.
+   * @default {32 MiB}
+   */
+  readonly maxMessageBytes?: number;
+  /** Told about every line that could not be delivered. */
+  readonly onInvalid?: (reason: string) => void;
+  /**
+   * Awaited when the input ends, after every earlier message was consumed and before the
+   * readable side closes: the place to finish in-flight work while answers can still be written.
+   */
+  readonly onInputEnd?: () => Promise<void>;
+}
+
+/** A framed stream pair that can say when its output is written. */
+export interface NdJsonStream extends Stream {
+  /** Resolves once every message written so far has reached the output. */
+  drained(): Promise<void>;
+}
+
+const NEWLINE = 0x0a;
+
+/**
+ * Frames JSON-RPC messages as newline-delimited JSON over a pair of byte streams.
+ *
+ * Unlike a plain framer it never gives up on the input: a line that is not JSON gets a -32700
+ * answer, a JSON value that is not a message object (or a batch) gets -32600, and a line over the
+ * size cap is skipped and answered with -32600 (with the request id when it can be read from the
+ * start of the line). Writes are serialized, one compact JSON text plus `\n` per message.
+ *
+ * @example Framing stdio
+ * ```ts ignore
+ * import { ndJsonStream } from "./nd_json_stream.ts";
+ * const stream = ndJsonStream(Deno.stdout.writable, Deno.stdin.readable);
+ * ```
+ *
+ * @param output Where encoded messages go
+ * @param input Where encoded messages come from
+ * @param options Size cap and diagnostics
+ * @returns The message stream pair, plus `drained()`
+ */
+export function ndJsonStream(
+  output: WritableStream<Uint8Array>,
+  input: ReadableStream<Uint8Array>,
+  options: NdJsonStreamOptions = {},
+): NdJsonStream {
+  const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+  const encoder = new TextEncoder();
+  const writer = output.getWriter();
+  let writes: Promise<void> = Promise.resolve();
+  const send = (message: unknown): Promise<void> => {
+    const bytes = encoder.encode(JSON.stringify(message) + "\n");
+    const write = writes.then(() => writer.write(bytes));
+    writes = write.catch(() => {});
+    return write;
+  };
+  const fail = (code: number, message: string, id: string | number | null = null): void => {
+    options.onInvalid?.(message);
+    void send({ jsonrpc: "2.0", id, error: { code, message } }).catch(() => {});
+  };
+  const decoder = new TextDecoder();
+  const reader = input.getReader();
+  const ready: AnyMessage[] = [];
+  let parts: Uint8Array[] = [];
+  let size = 0;
+  let oversized = false;
+  let head: Uint8Array | undefined;
+  const deliver = (line: Uint8Array): void => {
+    const text = decoder.decode(line).trim();
+    if (text === "") return;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return fail(-32700, "Parse error: the line is not valid JSON");
+    }
+    if (Array.isArray(value)) {
+      return fail(-32600, "Invalid request: JSON-RPC batches are not supported");
+    }
+    if (!isMessage(value)) {
+      return fail(
+        -32600,
+        'Invalid request: expected a JSON-RPC 2.0 object with "jsonrpc": "2.0" and a method or an id',
+        idOf(value),
+      );
+    }
+    ready.push(value);
+  };
+  const endLine = (): void => {
+    if (oversized) {
+      fail(
+        -32600,
+        `Invalid request: message exceeds ${maxBytes} bytes`,
+        head ? sniffId(decoder.decode(head)) : null,
+      );
+    } else if (size > 0) deliver(concat(parts, size));
+    parts = [];
+    size = 0;
+    oversized = false;
+    head = undefined;
+  };
+  const split = (chunk: Uint8Array): void => {
+    let start = 0;
+    while (start < chunk.length) {
+      const end = chunk.indexOf(NEWLINE, start);
+      const piece = chunk.subarray(start, end === -1 ? chunk.length : end);
+      if (!oversized) {
+        if (size + piece.length > maxBytes) {
+          oversized = true;
+          head ??= concat(parts, size, 256, piece);
+          parts = [];
+        } else if (piece.length > 0) {
+          parts.push(piece.slice());
+          size += piece.length;
+        }
+      }
+      if (end === -1) return;
+      endLine();
+      start = end + 1;
+    }
+  };
+
+  // Pull-based with no buffering: a message is read from the input only when the consumer asks,
+  // so when the input ends every earlier message has already been taken.
+  const readable = new ReadableStream<AnyMessage>({
+    async pull(controller) {
+      while (ready.length === 0) {
+        const { value, done } = await reader.read();
+        if (done) {
+          endLine();
+          if (ready.length > 0) break;
+          await options.onInputEnd?.();
+          controller.close();
+          reader.releaseLock();
+          return;
+        }
+        split(value);
+      }
+      controller.enqueue(ready.shift() as AnyMessage);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+
+  const writable = new WritableStream<AnyMessage>({
+    write(message) {
+      return send(message);
+    },
+    async close() {
+      await writes;
+      await writer.close().catch(() => {});
+    },
+    async abort() {
+      await writer.abort().catch(() => {});
+    },
+  });
+  return {
+    readable,
+    writable,
+    drained: () => writes,
+  };
+}
+
+function concat(
+  parts: readonly Uint8Array[],
+  size: number,
+  limit = Infinity,
+  extra?: Uint8Array,
+): Uint8Array {
+  const all = extra ? [...parts, extra] : parts;
+  const total = Math.min(limit, size + (extra?.length ?? 0));
+  if (all.length === 1 && all[0] && all[0].length <= total) return all[0];
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const part of all) {
+    if (at >= total) break;
+    const take = part.subarray(0, total - at);
+    out.set(take, at);
+    at += take.length;
+  }
+  return out;
+}
+
+function isMessage(value: unknown): value is AnyMessage {
+  if (typeof value !== "object" || value === null) return false;
+  const record = value as Record<string, unknown>;
+  if (record.jsonrpc !== "2.0") return false;
+  if ("method" in record) return typeof record.method === "string";
+  return "id" in record && ("result" in record || "error" in record);
+}
+
+function idOf(value: unknown): string | number | null {
+  if (typeof value !== "object" || value === null) return null;
+  const id = (value as Record<string, unknown>).id;
+  return typeof id === "string" || typeof id === "number" ? id : null;
+}
+
+function sniffId(head: string): string | number | null {
+  const match = /"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")/.exec(head);
+  if (!match?.[1]) return null;
+  try {
+    return JSON.parse(match[1]) as string | number;
+  } catch {
+    return null;
+  }
+}
