@@ -77,6 +77,7 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   const catalog = new ModelCatalog(script ? { script } : {});
   let drainOnInputEnd = (): Promise<void> => Promise.resolve();
   const stream = ndJsonStream(platform.stdout, platform.stdin, {
+    maxMessageBytes: config.maxMessageBytes,
     onInvalid: (reason) => logger.warn("bad input", { reason }),
     onInputEnd: () => drainOnInputEnd(),
   });

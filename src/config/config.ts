@@ -24,6 +24,8 @@ export interface Config {
   readonly script: string | undefined;
   /** Most model requests in one turn. @default {50} */
   readonly maxSteps: number;
+  /** Largest inbound JSON-RPC message in bytes. @default {33554432} */
+  readonly maxMessageBytes: number;
 }
 
 /** Default settings. */
@@ -36,6 +38,7 @@ export const DEFAULT_CONFIG: Config = {
   logLevel: "warn",
   script: undefined,
   maxSteps: 50,
+  maxMessageBytes: 32 * 1024 * 1024,
 };
 
 /** A bad flag, environment variable or config file entry. */
@@ -64,6 +67,7 @@ Options:
   --stream              Relay model output as it arrives instead of per committed step
   --script <file>       Script file for the offline "scripted" model (env ACP_HARNESS_SCRIPT)
   --max-steps <n>       Most model requests in one turn (env ACP_HARNESS_MAX_STEPS; default 50)
+  --max-message-bytes <n>  Largest inbound message (env ACP_HARNESS_MAX_MESSAGE_BYTES; default 32 MiB)
   --data-dir <dir>      Data directory (env ACP_HARNESS_HOME; default ~/.acp-harness)
   --config <file>       JSON config file (env ACP_HARNESS_CONFIG)
   --log-level <level>   error, warn, info or debug, to stderr (env ACP_HARNESS_LOG_LEVEL; default warn)
@@ -76,6 +80,7 @@ const VALUE_FLAGS = new Set([
   "--mode",
   "--script",
   "--max-steps",
+  "--max-message-bytes",
   "--data-dir",
   "--config",
   "--log-level",
@@ -133,6 +138,7 @@ const ENV_VARS: ReadonlyArray<readonly [string, string]> = [
   ["ACP_HARNESS_STREAM", "--stream"],
   ["ACP_HARNESS_SCRIPT", "--script"],
   ["ACP_HARNESS_MAX_STEPS", "--max-steps"],
+  ["ACP_HARNESS_MAX_MESSAGE_BYTES", "--max-message-bytes"],
   ["ACP_HARNESS_HOME", "--data-dir"],
   ["ACP_HARNESS_CONFIG", "--config"],
   ["ACP_HARNESS_LOG_LEVEL", "--log-level"],
@@ -202,8 +208,9 @@ export function configFromFile(json: unknown, file: string): Partial<Config> {
         settings.stream = value;
         break;
       case "maxSteps":
+      case "maxMessageBytes":
         if (!Number.isInteger(value) || (value as number) < 1) throw bad("a positive integer");
-        settings.maxSteps = value;
+        settings[key] = value;
         break;
       case "$schema":
         break;
@@ -243,15 +250,10 @@ function settingFromString(flag: string, value: string): Partial<Config> {
       return { mode: value as PermissionMode };
     case "--script":
       return { script: value };
-    case "--max-steps": {
-      const steps = Number(value);
-      if (!/^\d+$/.test(value) || steps < 1) {
-        throw new ConfigError(
-          `Invalid value "${value}" for "--max-steps": expected a positive integer`,
-        );
-      }
-      return { maxSteps: steps };
-    }
+    case "--max-steps":
+      return { maxSteps: positiveInteger(flag, value) };
+    case "--max-message-bytes":
+      return { maxMessageBytes: positiveInteger(flag, value) };
     case "--data-dir":
       return { dataDir: value };
     case "--config":
@@ -266,6 +268,14 @@ function settingFromString(flag: string, value: string): Partial<Config> {
     default:
       throw new ConfigError(`Unknown option "${flag}"`);
   }
+}
+
+function positiveInteger(flag: string, value: string): number {
+  const number = Number(value);
+  if (!/^\d+$/.test(value) || number < 1 || !Number.isSafeInteger(number)) {
+    throw new ConfigError(`Invalid value "${value}" for "${flag}": expected a positive integer`);
+  }
+  return number;
 }
 
 function parseBoolean(name: string, value: string): boolean {

@@ -1,0 +1,86 @@
+/**
+ * The baseline for `bench/main.ts`: a bare echo agent on `@agentclientprotocol/sdk` 2.4 with
+ * nothing of acp-harness in it. It answers `initialize`, creates sessions with random UUIDs, and
+ * answers each `session/prompt` with one `agent_message_chunk` echoing the prompt text, or with
+ * `BARE_CHUNKS=N` chunks when that env var is set, then `end_turn`. Every notification is awaited.
+ * It exits when stdin closes.
+ *
+ * Runtime-neutral: stdio goes through `node:process` and `node:stream`, so the same file runs as
+ * `deno run -A bench/bare_agent.ts`, `bun bench/bare_agent.ts`, or bundled for Node.js.
+ *
+ * @module
+ */
+import * as acp from "@agentclientprotocol/sdk";
+import process from "node:process";
+import { Readable, Writable } from "node:stream";
+
+const { methods } = acp;
+
+/** Reads `BARE_CHUNKS`: a positive integer, or undefined for the one-chunk echo. */
+function chunkCountFromEnv(value: string | undefined): number | undefined {
+  if (value === undefined || value === "") return undefined;
+  const count = Number(value);
+  if (!Number.isInteger(count) || count < 1) {
+    throw new Error(`BARE_CHUNKS must be a positive integer, got "${value}"`);
+  }
+  return count;
+}
+
+/** Joins the text blocks of a prompt. */
+function promptText(prompt: readonly acp.ContentBlock[]): string {
+  let text = "";
+  for (const block of prompt) {
+    if (block.type === "text") text += block.text;
+  }
+  return text;
+}
+
+/** Sends one `agent_message_chunk` and waits until the connection has taken it. */
+function sendChunk(client: acp.AgentContext, sessionId: string, text: string): Promise<void> {
+  return client.notify(methods.client.session.update, {
+    sessionId,
+    update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } },
+  });
+}
+
+/** Builds the agent and serves it on stdio until stdin closes. */
+async function main(): Promise<void> {
+  const chunkCount = chunkCountFromEnv(process.env.BARE_CHUNKS);
+  const sessions = new Set<string>();
+
+  const connection = acp.agent({ name: "bare-echo-agent" })
+    .onRequest(methods.agent.initialize, function initialize(): acp.InitializeResponse {
+      return {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        agentInfo: { name: "bare-echo-agent", version: "0.0.1" },
+        agentCapabilities: { loadSession: false, promptCapabilities: {} },
+        authMethods: [],
+      };
+    })
+    .onRequest(methods.agent.session.new, function newSession(): acp.NewSessionResponse {
+      const sessionId = crypto.randomUUID();
+      sessions.add(sessionId);
+      return { sessionId };
+    })
+    .onRequest(
+      methods.agent.session.prompt,
+      async function prompt({ params, client }): Promise<acp.PromptResponse> {
+        if (!sessions.has(params.sessionId)) throw acp.RequestError.sessionNotFound(params.sessionId);
+        if (chunkCount === undefined) {
+          await sendChunk(client, params.sessionId, `echo: ${promptText(params.prompt)}`);
+        } else {
+          for (let i = 0; i < chunkCount; i++) await sendChunk(client, params.sessionId, `w${i} `);
+        }
+        return { stopReason: "end_turn" };
+      },
+    )
+    .connect(acp.ndJsonStream(
+      Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
+      Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>,
+    ));
+
+  await connection.closed;
+  process.exit(0);
+}
+
+await main();

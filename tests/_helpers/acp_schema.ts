@@ -1,0 +1,82 @@
+/**
+ * Validates the messages an agent emits against the ACP JSON schema bundled in the SDK
+ * (`@agentclientprotocol/sdk/schema/v1/schema.json`), per method.
+ *
+ * @module
+ */
+import { createRequire } from "node:module";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import type { ValidateFunction } from "ajv";
+
+const require = createRequire(import.meta.url);
+const schema = require("@agentclientprotocol/sdk/schema/v1/schema.json") as {
+  $defs: Record<string, { "x-side"?: string; "x-method"?: string }>;
+};
+
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+const integer = (min: number, max: number) => ({
+  type: "number" as const,
+  validate: (value: number) => Number.isInteger(value) && value >= min && value <= max,
+});
+ajv.addFormat("uint16", integer(0, 0xffff));
+ajv.addFormat("uint32", integer(0, 0xffffffff));
+ajv.addFormat("uint64", integer(0, Number.MAX_SAFE_INTEGER));
+ajv.addFormat("int32", integer(-0x80000000, 0x7fffffff));
+ajv.addFormat("int64", integer(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER));
+ajv.addFormat("double", { type: "number", validate: (value: number) => Number.isFinite(value) });
+ajv.addFormat("uri", (value: string) => {
+  try {
+    new URL(value);
+    return true;
+  } catch {
+    return false;
+  }
+});
+ajv.addSchema(schema, "acp");
+
+const cache = new Map<string, ValidateFunction>();
+function validatorFor(def: string): ValidateFunction {
+  let validate = cache.get(def);
+  if (!validate) {
+    validate = ajv.getSchema(`acp#/$defs/${def}`);
+    if (!validate) throw new Error(`No schema definition ${def}`);
+    cache.set(def, validate);
+  }
+  return validate;
+}
+
+function defFor(side: string, method: string, suffix: string): string {
+  for (const [name, def] of Object.entries(schema.$defs)) {
+    if (def["x-side"] === side && def["x-method"] === method && name.endsWith(suffix)) return name;
+  }
+  throw new Error(`No ${suffix} definition for ${side} method ${method}`);
+}
+
+/** Schema problems of one outbound message, or [] when it is valid. */
+export function schemaProblems(message: unknown, requestMethod?: string): string[] {
+  const problems: string[] = [];
+  const check = (def: string, value: unknown, what: string): void => {
+    const validate = validatorFor(def);
+    if (!validate(value)) {
+      problems.push(
+        `${what} does not match ${def}: ${ajv.errorsText(validate.errors, { separator: "; " })}`,
+      );
+    }
+  };
+  if (typeof message !== "object" || message === null) return ["message is not an object"];
+  const m = message as Record<string, unknown>;
+  if (m.jsonrpc !== "2.0") problems.push('jsonrpc must be "2.0"');
+  if ("method" in m && typeof m.method === "string") {
+    if (m.method.startsWith("_")) return problems;
+    const suffix = "id" in m ? "Request" : "Notification";
+    check(defFor("client", m.method, suffix), m.params, `${m.method} params`);
+  } else if ("error" in m) {
+    check("Error", m.error, "error");
+  } else if ("result" in m) {
+    if (!requestMethod) problems.push(`response ${String(m.id)} answers no known request`);
+    else check(defFor("agent", requestMethod, "Response"), m.result, `${requestMethod} result`);
+  } else {
+    problems.push("message is neither request, notification nor response");
+  }
+  return problems;
+}
