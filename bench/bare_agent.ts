@@ -65,7 +65,9 @@ async function main(): Promise<void> {
     .onRequest(
       methods.agent.session.prompt,
       async function prompt({ params, client }): Promise<acp.PromptResponse> {
-        if (!sessions.has(params.sessionId)) throw acp.RequestError.sessionNotFound(params.sessionId);
+        if (!sessions.has(params.sessionId)) {
+          throw acp.RequestError.sessionNotFound(params.sessionId);
+        }
         if (chunkCount === undefined) {
           await sendChunk(client, params.sessionId, `echo: ${promptText(params.prompt)}`);
         } else {

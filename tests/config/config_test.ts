@@ -1,0 +1,375 @@
+import assert from "node:assert/strict";
+import {
+  type Command,
+  type Config,
+  ConfigError,
+  configFromEnv,
+  configFromFile,
+  DEFAULT_CONFIG,
+  mergeConfig,
+  parseArgs,
+} from "../../src/config/config.ts";
+
+/** The overrides of a `serve` command; fails for any other command. */
+function overrides(command: Command): Partial<Config> {
+  assert.equal(command.kind, "serve");
+  return (command as Extract<Command, { kind: "serve" }>).overrides;
+}
+
+/** Asserts that `fn` throws a ConfigError whose message contains every string in `parts`. */
+function assertConfigError(fn: () => unknown, ...parts: string[]): void {
+  assert.throws(fn, (error: unknown) => {
+    assert.ok(error instanceof ConfigError, `expected ConfigError, got ${String(error)}`);
+    assert.ok(error instanceof TypeError);
+    assert.equal(error.name, "ConfigError");
+    for (const part of parts) {
+      assert.ok(error.message.includes(part), `"${error.message}" does not mention "${part}"`);
+    }
+    return true;
+  });
+}
+
+/** An env lookup over a record. */
+function envOf(vars: Record<string, string>): (name: string) => string | undefined {
+  return (name) => vars[name];
+}
+
+// parseArgs
+
+Deno.test("parseArgs() returns serve with no overrides for no arguments", () => {
+  assert.deepEqual(parseArgs([]), { kind: "serve", overrides: {} });
+});
+
+Deno.test("parseArgs() returns help for --help and -h", () => {
+  assert.deepEqual(parseArgs(["--help"]), { kind: "help" });
+  assert.deepEqual(parseArgs(["-h"]), { kind: "help" });
+  assert.deepEqual(parseArgs(["--model", "x", "-h"]), { kind: "help" });
+});
+
+Deno.test("parseArgs() returns version for --version and -V", () => {
+  assert.deepEqual(parseArgs(["--version"]), { kind: "version" });
+  assert.deepEqual(parseArgs(["-V"]), { kind: "version" });
+  assert.deepEqual(parseArgs(["--stream", "-V"]), { kind: "version" });
+});
+
+Deno.test("parseArgs() stops at help before validating later arguments", () => {
+  assert.deepEqual(parseArgs(["--help", "--bogus"]), { kind: "help" });
+});
+
+const FLAG_CASES: ReadonlyArray<readonly [string, string, Partial<Config>]> = [
+  ["--model", "openai/gpt-4o", { model: "openai/gpt-4o" }],
+  ["--mode", "auto", { mode: "auto" }],
+  ["--mode", "read-only", { mode: "read-only" }],
+  ["--mode", "ask", { mode: "ask" }],
+  ["--script", "steps.json", { script: "steps.json" }],
+  ["--max-steps", "7", { maxSteps: 7 }],
+  ["--max-message-bytes", "4096", { maxMessageBytes: 4096 }],
+  ["--data-dir", "/var/lib/acp", { dataDir: "/var/lib/acp" }],
+  ["--config", "conf.json", { configFile: "conf.json" }],
+  ["--log-level", "debug", { logLevel: "debug" }],
+  ["--log-level", "error", { logLevel: "error" }],
+];
+
+Deno.test("parseArgs() reads every value flag given as `--flag value`", () => {
+  for (const [flag, value, expected] of FLAG_CASES) {
+    assert.deepEqual(overrides(parseArgs([flag, value])), expected, `${flag} ${value}`);
+  }
+});
+
+Deno.test("parseArgs() reads every value flag given as `--flag=value`", () => {
+  for (const [flag, value, expected] of FLAG_CASES) {
+    assert.deepEqual(overrides(parseArgs([`${flag}=${value}`])), expected, `${flag}=${value}`);
+  }
+});
+
+Deno.test("parseArgs() keeps everything after the first `=` in the value", () => {
+  assert.deepEqual(overrides(parseArgs(["--model=a=b"])), { model: "a=b" });
+});
+
+Deno.test("parseArgs() combines several flags and the last one wins", () => {
+  assert.deepEqual(
+    overrides(parseArgs([
+      "--model",
+      "a",
+      "--mode=auto",
+      "--stream",
+      "--max-steps",
+      "3",
+      "--model=b",
+    ])),
+    { model: "b", mode: "auto", stream: true, maxSteps: 3 },
+  );
+});
+
+Deno.test("parseArgs() sets stream for --stream and reads --stream=<boolean>", () => {
+  assert.deepEqual(overrides(parseArgs(["--stream"])), { stream: true });
+  for (const value of ["true", "1", "yes", "on", "TRUE"]) {
+    assert.deepEqual(overrides(parseArgs([`--stream=${value}`])), { stream: true }, value);
+  }
+  for (const value of ["false", "0", "no", "off", "Off"]) {
+    assert.deepEqual(overrides(parseArgs([`--stream=${value}`])), { stream: false }, value);
+  }
+});
+
+Deno.test("parseArgs() does not consume the next argument after --stream", () => {
+  assertConfigError(() => parseArgs(["--stream", "true"]), `Unexpected argument "true"`);
+});
+
+Deno.test("parseArgs() rejects a bad --stream value naming the flag", () => {
+  assertConfigError(
+    () => parseArgs(["--stream=maybe"]),
+    `"maybe"`,
+    `"--stream"`,
+    "true or false",
+  );
+});
+
+Deno.test("parseArgs() rejects an unknown flag naming it", () => {
+  assertConfigError(() => parseArgs(["--bogus"]), `Unknown option "--bogus"`);
+  assertConfigError(() => parseArgs(["--bogus=1"]), `Unknown option "--bogus"`);
+  assertConfigError(() => parseArgs(["-x"]), `Unknown option "-x"`);
+});
+
+Deno.test("parseArgs() rejects an unexpected positional argument naming it", () => {
+  assertConfigError(() => parseArgs(["serve-me"]), `Unexpected argument "serve-me"`);
+  assertConfigError(
+    () => parseArgs(["--model", "a", "extra"]),
+    `Unexpected argument "extra"`,
+  );
+});
+
+Deno.test("parseArgs() rejects a value flag without a value naming the flag", () => {
+  for (const flag of ["--model", "--mode", "--max-steps", "--config", "--log-level"]) {
+    assertConfigError(() => parseArgs([flag]), `Option "${flag}" needs a value`);
+    assertConfigError(() => parseArgs([`${flag}=`]), `Option "${flag}" needs a value`);
+    assertConfigError(() => parseArgs([flag, ""]), `Option "${flag}" needs a value`);
+  }
+});
+
+Deno.test("parseArgs() rejects a bad --mode naming the flag and the accepted modes", () => {
+  assertConfigError(
+    () => parseArgs(["--mode", "yolo"]),
+    `"yolo"`,
+    `"--mode"`,
+    "ask, auto, read-only",
+  );
+  assertConfigError(() => parseArgs(["--mode=AUTO"]), `"AUTO"`, `"--mode"`);
+});
+
+Deno.test("parseArgs() rejects a bad --log-level naming the flag and the accepted levels", () => {
+  assertConfigError(
+    () => parseArgs(["--log-level", "trace"]),
+    `"trace"`,
+    `"--log-level"`,
+    "error, warn, info, debug",
+  );
+});
+
+Deno.test("parseArgs() rejects --max-steps values that are not positive integers", () => {
+  for (const value of ["0", "-1", "1.5", "abc", "1e3", " 5", "0x10", "99999999999999999999"]) {
+    assertConfigError(
+      () => parseArgs(["--max-steps", value]),
+      `"${value}"`,
+      `"--max-steps"`,
+      "positive integer",
+    );
+  }
+});
+
+Deno.test("parseArgs() rejects --max-message-bytes values that are not positive integers", () => {
+  for (const value of ["0", "-5", "2.5", "32MiB"]) {
+    assertConfigError(
+      () => parseArgs([`--max-message-bytes=${value}`]),
+      `"${value}"`,
+      `"--max-message-bytes"`,
+      "positive integer",
+    );
+  }
+});
+
+// configFromEnv
+
+Deno.test("configFromEnv() returns nothing when no variable is set", () => {
+  assert.deepEqual(configFromEnv(() => undefined), {});
+});
+
+Deno.test("configFromEnv() reads every ACP_HARNESS_* variable", () => {
+  const cases: ReadonlyArray<readonly [string, string, Partial<Config>]> = [
+    ["ACP_HARNESS_MODEL", "anthropic/claude", { model: "anthropic/claude" }],
+    ["ACP_HARNESS_MODE", "read-only", { mode: "read-only" }],
+    ["ACP_HARNESS_STREAM", "1", { stream: true }],
+    ["ACP_HARNESS_STREAM", "off", { stream: false }],
+    ["ACP_HARNESS_SCRIPT", "/tmp/script.json", { script: "/tmp/script.json" }],
+    ["ACP_HARNESS_MAX_STEPS", "12", { maxSteps: 12 }],
+    ["ACP_HARNESS_MAX_MESSAGE_BYTES", "1024", { maxMessageBytes: 1024 }],
+    ["ACP_HARNESS_HOME", "/home/me/.acp", { dataDir: "/home/me/.acp" }],
+    ["ACP_HARNESS_CONFIG", "/etc/acp.json", { configFile: "/etc/acp.json" }],
+    ["ACP_HARNESS_LOG_LEVEL", "info", { logLevel: "info" }],
+  ];
+  for (const [name, value, expected] of cases) {
+    assert.deepEqual(configFromEnv(envOf({ [name]: value })), expected, `${name}=${value}`);
+  }
+});
+
+Deno.test("configFromEnv() reads all variables together", () => {
+  assert.deepEqual(
+    configFromEnv(envOf({
+      ACP_HARNESS_MODEL: "m",
+      ACP_HARNESS_MODE: "auto",
+      ACP_HARNESS_STREAM: "true",
+      ACP_HARNESS_MAX_STEPS: "2",
+      UNRELATED: "x",
+    })),
+    { model: "m", mode: "auto", stream: true, maxSteps: 2 },
+  );
+});
+
+Deno.test("configFromEnv() ignores empty variables", () => {
+  assert.deepEqual(
+    configFromEnv(envOf({
+      ACP_HARNESS_MODEL: "",
+      ACP_HARNESS_MODE: "",
+      ACP_HARNESS_STREAM: "",
+      ACP_HARNESS_MAX_STEPS: "",
+      ACP_HARNESS_LOG_LEVEL: "",
+    })),
+    {},
+  );
+});
+
+Deno.test("configFromEnv() rejects a bad value naming the variable", () => {
+  const cases: ReadonlyArray<readonly [string, string, string]> = [
+    ["ACP_HARNESS_MODE", "yolo", "ask, auto, read-only"],
+    ["ACP_HARNESS_STREAM", "maybe", "true or false"],
+    ["ACP_HARNESS_MAX_STEPS", "0", "positive integer"],
+    ["ACP_HARNESS_MAX_MESSAGE_BYTES", "big", "positive integer"],
+    ["ACP_HARNESS_LOG_LEVEL", "loud", "error, warn, info, debug"],
+  ];
+  for (const [name, value, expected] of cases) {
+    assertConfigError(
+      () => configFromEnv(envOf({ [name]: value })),
+      `${name}:`,
+      `"${value}"`,
+      expected,
+    );
+  }
+});
+
+// configFromFile
+
+Deno.test("configFromFile() returns nothing for an empty object", () => {
+  assert.deepEqual(configFromFile({}, "c.json"), {});
+});
+
+Deno.test("configFromFile() reads every key", () => {
+  const json = {
+    $schema: "https://example.com/schema.json",
+    model: "ollama/llama",
+    script: "s.json",
+    dataDir: "/data",
+    mode: "auto",
+    logLevel: "debug",
+    stream: true,
+    maxSteps: 9,
+    maxMessageBytes: 2048,
+  };
+  assert.deepEqual(configFromFile(json, "c.json"), {
+    model: "ollama/llama",
+    script: "s.json",
+    dataDir: "/data",
+    mode: "auto",
+    logLevel: "debug",
+    stream: true,
+    maxSteps: 9,
+    maxMessageBytes: 2048,
+  });
+  assert.deepEqual(configFromFile({ stream: false }, "c.json"), { stream: false });
+});
+
+Deno.test("configFromFile() rejects a value that is not a JSON object naming the file", () => {
+  for (const json of [null, [], "text", 3, true]) {
+    assertConfigError(
+      () => configFromFile(json, "/etc/acp.json"),
+      `"/etc/acp.json"`,
+      "expected a JSON object",
+    );
+  }
+});
+
+Deno.test("configFromFile() rejects an unknown key naming it and the file", () => {
+  assertConfigError(
+    () => configFromFile({ model: "m", modle: "typo" }, "c.json"),
+    `"c.json"`,
+    `unknown key "modle"`,
+  );
+  // configFile is a flag/env setting, not a file key.
+  assertConfigError(() => configFromFile({ configFile: "x" }, "c.json"), `"configFile"`);
+});
+
+Deno.test("configFromFile() rejects values of the wrong type naming the key", () => {
+  const cases: ReadonlyArray<readonly [Record<string, unknown>, string, string]> = [
+    [{ model: 3 }, "model", "a non-empty string"],
+    [{ model: "" }, "model", "a non-empty string"],
+    [{ script: null }, "script", "a non-empty string"],
+    [{ dataDir: ["/a"] }, "dataDir", "a non-empty string"],
+    [{ mode: "yolo" }, "mode", "one of ask, auto, read-only"],
+    [{ logLevel: 1 }, "logLevel", "one of error, warn, info, debug"],
+    [{ stream: "true" }, "stream", "true or false"],
+    [{ maxSteps: 0 }, "maxSteps", "a positive integer"],
+    [{ maxSteps: 2.5 }, "maxSteps", "a positive integer"],
+    [{ maxSteps: "5" }, "maxSteps", "a positive integer"],
+    [{ maxMessageBytes: -1 }, "maxMessageBytes", "a positive integer"],
+  ];
+  for (const [json, key, expected] of cases) {
+    assertConfigError(
+      () => configFromFile(json, "c.json"),
+      `Cannot read config file "c.json"`,
+      `"${key}" must be ${expected}`,
+    );
+  }
+});
+
+// mergeConfig
+
+Deno.test("mergeConfig() returns the defaults with no sources", () => {
+  assert.deepEqual(mergeConfig(), DEFAULT_CONFIG);
+  assert.notEqual(mergeConfig(), DEFAULT_CONFIG);
+});
+
+Deno.test("mergeConfig() applies defaults < file < env < flags", () => {
+  const file = configFromFile(
+    { model: "file-model", mode: "read-only", maxSteps: 5, logLevel: "info" },
+    "c.json",
+  );
+  const env = configFromEnv(envOf({ ACP_HARNESS_MODE: "auto", ACP_HARNESS_MAX_STEPS: "6" }));
+  const flags = overrides(parseArgs(["--max-steps", "7", "--stream"]));
+  assert.deepEqual(mergeConfig(file, env, flags), {
+    ...DEFAULT_CONFIG,
+    model: "file-model",
+    mode: "auto",
+    maxSteps: 7,
+    logLevel: "info",
+    stream: true,
+  });
+});
+
+Deno.test("mergeConfig() does not let undefined override an earlier value", () => {
+  const merged = mergeConfig(
+    { model: "kept", dataDir: "/kept" },
+    { model: undefined, dataDir: undefined } as unknown as Partial<Config>,
+  );
+  assert.equal(merged.model, "kept");
+  assert.equal(merged.dataDir, "/kept");
+  assert.equal(mergeConfig({ maxSteps: undefined } as unknown as Partial<Config>).maxSteps, 50);
+});
+
+Deno.test("mergeConfig() lets false and later values override", () => {
+  const merged = mergeConfig({ stream: true }, { stream: false });
+  assert.equal(merged.stream, false);
+});
+
+Deno.test("mergeConfig() does not mutate DEFAULT_CONFIG", () => {
+  const before = { ...DEFAULT_CONFIG };
+  mergeConfig({ model: "changed", maxSteps: 1 });
+  assert.deepEqual(DEFAULT_CONFIG, before);
+});

@@ -1,0 +1,191 @@
+import assert from "node:assert/strict";
+import { mkdtemp, realpath, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
+import { RUNTIMES } from "../_helpers/runtimes.ts";
+
+const workspace = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-stdio-")));
+const scriptFile = join(workspace, "hang.json");
+await writeFile(scriptFile, JSON.stringify([{ delayMs: 60_000, text: "never" }]));
+const baseEnv = { ...Deno.env.toObject(), ACP_HARNESS_HOME: join(workspace, "home") };
+
+/** Waits for the process to exit, failing (and killing it) if that takes over `ms`. */
+async function exitWithin(agent: StdioAgent, ms: number): Promise<number | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      agent.child.kill("SIGKILL");
+      reject(new Error(`the server did not exit within ${ms} ms:\n${agent.stderr()}`));
+    }, ms);
+  });
+  try {
+    const { code } = await Promise.race([agent.exited, timeout]);
+    return code;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+for (const runtime of RUNTIMES) {
+  const start = (args: readonly string[] = [], env: Record<string, string> = {}): StdioAgent =>
+    spawnAgent(runtime.command, [...runtime.args, ...args], {
+      cwd: workspace,
+      env: { ...baseEnv, ...env },
+    });
+
+  Deno.test(`${runtime.name}: serves initialize, session/new and an echo prompt over stdio`, async () => {
+    const agent = start();
+    const { client } = agent;
+    const init = await client.initialize();
+    assert.equal((init.agentInfo as { name: string }).name, "acp-harness");
+    const sessionId = await client.newSession(workspace);
+    assert.equal(await client.prompt(sessionId, "hello from stdio"), "end_turn");
+    const message = client.updates(sessionId).find(({ update }) =>
+      update.sessionUpdate === "agent_message_chunk"
+    );
+    assert.equal((message?.update.content as { text: string }).text, "Echo: hello from stdio");
+    agent.end();
+    assert.equal(await exitWithin(agent, 5_000), 0);
+    assert.deepEqual(agent.impure, [], "stdout carries protocol frames only");
+    assert.deepEqual(client.problems, []);
+  });
+
+  Deno.test(`${runtime.name}: answers bad input and keeps serving`, async () => {
+    const agent = start(["--max-message-bytes", "2048"]);
+    const { client } = agent;
+    await client.initialize();
+    await agent.writeRaw("this is not json\n");
+    await agent.writeRaw('{"hello":"world","id":77}\n');
+    await agent.writeRaw('[{"jsonrpc":"2.0","id":1,"method":"initialize"}]\n');
+    await agent.writeRaw(
+      `{"jsonrpc":"2.0","id":99,"method":"session/new","params":{"cwd":"${"x".repeat(4096)}"}}\n`,
+    );
+    const unknown = client.requestRaw("no/such_method", {});
+    await client.waitFor((frames) => frames.filter((frame) => "error" in frame).length >= 5);
+    const errors = client.frames.filter((frame) => "error" in frame).map((frame) => [
+      frame.id,
+      (frame.error as { code: number }).code,
+    ]);
+    assert.deepEqual(errors.slice(0, 4), [[null, -32700], [77, -32600], [null, -32600], [
+      99,
+      -32600,
+    ]]);
+    assert.equal(((await unknown).error as { code: number }).code, -32601);
+    const sessionId = await client.newSession(workspace);
+    assert.equal(await client.prompt(sessionId, "still serving"), "end_turn");
+    agent.end();
+    assert.equal(await exitWithin(agent, 5_000), 0);
+    assert.match(agent.stderr(), /Parse error/);
+    assert.deepEqual(agent.impure, []);
+    assert.deepEqual(client.problems, []);
+  });
+
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    Deno.test(`${runtime.name}: ${signal} mid-turn answers the prompt cancelled and exits 0`, async () => {
+      const agent = start(["--model", "scripted", "--script", scriptFile]);
+      const { client } = agent;
+      await client.initialize();
+      const sessionId = await client.newSession(workspace);
+      const prompt = client.prompt(sessionId, "hang");
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Deno.kill, not child.kill: Deno's node:child_process reports a child it signalled as killed
+      // even when the child handled the signal and exited 0.
+      Deno.kill(agent.child.pid as number, signal);
+      assert.equal(await prompt, "cancelled");
+      assert.equal(await exitWithin(agent, 2_000), 0);
+      assert.deepEqual(client.problems, []);
+    });
+  }
+
+  Deno.test(`${runtime.name}: stdin EOF mid-turn answers the prompt cancelled and exits 0`, async () => {
+    const agent = start(["--model", "scripted", "--script", scriptFile]);
+    const { client } = agent;
+    await client.initialize();
+    const sessionId = await client.newSession(workspace);
+    const prompt = client.prompt(sessionId, "hang");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    agent.end();
+    assert.equal(await prompt, "cancelled");
+    assert.equal(await exitWithin(agent, 2_000), 0);
+  });
+
+  Deno.test(`${runtime.name}: --help and --version print to stdout and exit 0`, async () => {
+    for (
+      const [flag, pattern] of [["--help", /^Usage: acp-harness/], [
+        "--version",
+        /^\d+\.\d+\.\d+\n$/,
+      ]] as const
+    ) {
+      const agent = start([flag]);
+      let stdout = "";
+      agent.child.stdout?.removeAllListeners("data");
+      agent.child.stdout?.on("data", (text: string) => stdout += text);
+      assert.equal(await exitWithin(agent, 5_000), 0);
+      assert.match(stdout, pattern);
+    }
+  });
+
+  Deno.test(`${runtime.name}: an unknown flag is a one-line error plus usage on stderr, exit 2`, async () => {
+    const agent = start(["--bogus"]);
+    assert.equal(await exitWithin(agent, 5_000), 2);
+    const [first, ...rest] = agent.stderr().split("\n");
+    assert.equal(first, 'acp-harness: Unknown option "--bogus"');
+    assert.match(rest.join("\n"), /Usage: acp-harness/);
+    assert.deepEqual(agent.impure, []);
+  });
+}
+
+Deno.test("deno: flags beat environment variables, which beat the config file", async () => {
+  const configFile = join(workspace, "config.json");
+  await writeFile(configFile, JSON.stringify({ mode: "auto", logLevel: "debug" }));
+  const cases: Array<[string[], Record<string, string>, string]> = [
+    [[], { ACP_HARNESS_CONFIG: configFile }, "auto"],
+    [[], { ACP_HARNESS_CONFIG: configFile, ACP_HARNESS_MODE: "read-only" }, "read-only"],
+    [["--mode", "ask", "--config", configFile], { ACP_HARNESS_MODE: "read-only" }, "ask"],
+  ];
+  const [deno] = RUNTIMES;
+  assert.ok(deno);
+  for (const [args, env, expected] of cases) {
+    const agent = spawnAgent(deno.command, [...deno.args, ...args], {
+      cwd: workspace,
+      env: { ...baseEnv, ...env },
+    });
+    await agent.client.initialize();
+    const result = await agent.client.request<{ modes: { currentModeId: string } }>(
+      "session/new",
+      { cwd: workspace, mcpServers: [] },
+    );
+    assert.equal(result.modes.currentModeId, expected, JSON.stringify({ args, env }));
+    agent.end();
+    assert.equal(await exitWithin(agent, 5_000), 0);
+  }
+});
+
+Deno.test("deno: bad values in flags, environment and config file exit 2 naming them", async () => {
+  const badFile = join(workspace, "bad.json");
+  await writeFile(badFile, JSON.stringify({ mode: "yolo" }));
+  const cases: Array<[string[], Record<string, string>, RegExp]> = [
+    [
+      ["--mode", "yolo"],
+      {},
+      /Invalid value "yolo" for "--mode": expected one of ask, auto, read-only/,
+    ],
+    [["--log-level"], {}, /Option "--log-level" needs a value/],
+    [[], { ACP_HARNESS_MODE: "yolo" }, /ACP_HARNESS_MODE: Invalid value "yolo"/],
+    [["--config", badFile], {}, /"mode" must be one of ask, auto, read-only/],
+    [["--model", "gpt-none"], {}, /Unknown model "gpt-none"/],
+    [["--model", "scripted"], {}, /Model "scripted" needs a script/],
+    [["--script", join(workspace, "missing.json")], {}, /Cannot read ".*missing.json"/],
+  ];
+  const [deno] = RUNTIMES;
+  assert.ok(deno);
+  for (const [args, env, pattern] of cases) {
+    const agent = spawnAgent(deno.command, [...deno.args, ...args], {
+      cwd: workspace,
+      env: { ...baseEnv, ...env },
+    });
+    assert.equal(await exitWithin(agent, 5_000), 2, JSON.stringify(args));
+    assert.match(agent.stderr().split("\n")[0] ?? "", pattern);
+  }
+});
