@@ -63,4 +63,6 @@ const stopReason = await client({ name: "acp-harness-demo" })
 
 server.stdin!.end();
 await new Promise((resolve) => server.on("exit", resolve));
-console.log(`\nThe turn ended with "${stopReason}"; the server exited with code ${server.exitCode}.`);
+console.log(
+  `\nThe turn ended with "${stopReason}"; the server exited with code ${server.exitCode}.`,
+);

@@ -14,9 +14,10 @@ export interface SystemPromptOptions {
  *
  * @example Building a prompt
  * ```ts
+ * import assert from "node:assert/strict";
  * import { buildSystemPrompt } from "./system_prompt.ts";
  * const text = buildSystemPrompt({ roots: ["/w"], model: "echo", date: new Date(0) });
- * console.assert(text.includes("/w"));
+ * assert(text.includes("/w"));
  * ```
  *
  * @param options The inputs

@@ -91,9 +91,10 @@ const VALUE_FLAGS = new Set([
  *
  * @example Parsing flags
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseArgs } from "./config.ts";
  * const command = parseArgs(["--mode", "auto", "--stream"]);
- * console.assert(command.kind === "serve" && command.overrides.mode === "auto");
+ * assert(command.kind === "serve" && command.overrides.mode === "auto");
  * ```
  *
  * @param args The arguments after the program name

@@ -36,9 +36,10 @@ export interface ModelCatalogOptions {
  *
  * @example Resolving the offline default
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ModelCatalog } from "./catalog.ts";
  * const catalog = new ModelCatalog();
- * console.assert(catalog.resolve("echo").provider.id === "echo");
+ * assert(catalog.resolve("echo").provider.id === "echo");
  * ```
  */
 export class ModelCatalog {

@@ -16,13 +16,14 @@ const CHUNK_CHARS = 64;
  *
  * @example Echoing a prompt
  * ```ts
+ * import assert from "node:assert/strict";
  * import { EchoProvider } from "./echo.ts";
  * const events = [];
  * for await (const event of new EchoProvider().stream({
  *   sessionId: "s", model: "echo", system: "", tools: [],
  *   messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }],
  * }, { signal: new AbortController().signal })) events.push(event);
- * console.assert(events.at(-1)?.type === "finish");
+ * assert(events.at(-1)?.type === "finish");
  * ```
  */
 export class EchoProvider implements LlmProvider {

@@ -101,9 +101,10 @@ export interface ProviderErrorOptions {
  *
  * @example Classifying a failure
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ProviderError } from "./provider.ts";
  * const error = new ProviderError("Rate limited", { kind: "rate-limit", retryable: true, status: 429 });
- * console.assert(error.retryable);
+ * assert(error.retryable);
  * ```
  */
 export class ProviderError extends Error {

@@ -100,9 +100,10 @@ export interface Script {
  *
  * @example Parsing a one-step script
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseScript } from "./scripted.ts";
  * const script = parseScript([{ text: "hello" }]);
- * console.assert(script.steps.length === 1);
+ * assert(script.steps.length === 1);
  * ```
  *
  * @param json The parsed file content
@@ -129,9 +130,10 @@ export function parseScript(json: unknown): Script {
  *
  * @example Replaying text then a tool call
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseScript, ScriptedProvider } from "./scripted.ts";
  * const provider = new ScriptedProvider(parseScript([{ text: "hi" }]));
- * console.assert(provider.id === "scripted");
+ * assert(provider.id === "scripted");
  * ```
  */
 export class ScriptedProvider implements LlmProvider {

@@ -25,10 +25,11 @@ export const nullLogger: Logger = {
  *
  * @example Logging to a buffer
  * ```ts
+ * import assert from "node:assert/strict";
  * import { createLogger } from "./logger.ts";
  * const lines: string[] = [];
  * createLogger("info", (line) => lines.push(line)).warn("disk low", { free: 1 });
- * console.assert(lines[0] === 'acp-harness warn: disk low {"free":1}\n');
+ * assert(lines[0] === 'acp-harness warn: disk low {"free":1}\n');
  * ```
  *
  * @param level The least severe level written

@@ -26,12 +26,13 @@ export interface PromptCapabilities {
  *
  * @example Admitting text and a link
  * ```ts
+ * import assert from "node:assert/strict";
  * import { admitPrompt } from "./prompt_content.ts";
  * const parts = admitPrompt([
  *   { type: "text", text: "Read " },
  *   { type: "resource_link", name: "a.txt", uri: "file:///a.txt" },
  * ], { image: false, audio: false, embeddedContext: true });
- * console.assert(parts.length === 1);
+ * assert(parts.length === 1);
  * ```
  *
  * @param blocks The prompt blocks

@@ -6,12 +6,13 @@ import type { AnyMessage, Stream } from "./acp.ts";
  *
  * @example Passing a message across
  * ```ts
+ * import assert from "node:assert/strict";
  * import { createMemoryPair } from "./memory.ts";
  * const [a, b] = createMemoryPair();
  * const writer = a.writable.getWriter();
  * void writer.write({ jsonrpc: "2.0", method: "ping" });
  * const { value } = await b.readable.getReader().read();
- * console.assert(value && "method" in value && value.method === "ping");
+ * assert(value && "method" in value && value.method === "ping");
  * await writer.close();
  * ```
  *

@@ -5,9 +5,10 @@
  *
  * @example Waiting with a deadline
  * ```ts
+ * import assert from "node:assert/strict";
  * import { abortableDelay } from "./abortable_delay.ts";
  * const done = await abortableDelay(1, AbortSignal.timeout(1000));
- * console.assert(done === true);
+ * assert(done === true);
  * ```
  *
  * @param ms How long to wait

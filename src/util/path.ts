@@ -3,8 +3,9 @@
  *
  * @example Checking paths
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isAbsolutePath } from "./path.ts";
- * console.assert(isAbsolutePath("/tmp") && !isAbsolutePath("tmp"));
+ * assert(isAbsolutePath("/tmp") && !isAbsolutePath("tmp"));
  * ```
  *
  * @param path The path
