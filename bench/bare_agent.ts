@@ -1,8 +1,11 @@
 /**
  * The baseline for `bench/main.ts`: a bare echo agent on `@agentclientprotocol/sdk` 2.4 with
  * nothing of acp-harness in it. It answers `initialize`, creates sessions with random UUIDs, and
- * answers each `session/prompt` with one `agent_message_chunk` echoing the prompt text, or with
- * `BARE_CHUNKS=N` chunks when that env var is set, then `end_turn`. Every notification is awaited.
+ * answers each `session/prompt` the way acp-harness's echo model does (a `session_info_update` title
+ * on a session's first prompt, one `agent_thought_chunk`, one `agent_message_chunk` echoing the
+ * prompt text, each chunk with a `messageId`), or with `BARE_CHUNKS=N` message chunks when that env
+ * var is set, then `end_turn`. The same frames on both sides, so the comparison measures the
+ * server, not the model's output. Every notification is awaited.
  * It exits when stdin closes.
  *
  * Runtime-neutral: stdio goes through `node:process` and `node:stream`, so the same file runs as
@@ -36,17 +39,26 @@ function promptText(prompt: readonly acp.ContentBlock[]): string {
 }
 
 /** Sends one `agent_message_chunk` and waits until the connection has taken it. */
-function sendChunk(client: acp.AgentContext, sessionId: string, text: string): Promise<void> {
+function sendChunk(
+  client: acp.AgentContext,
+  sessionId: string,
+  text: string,
+  kind: "agent_message_chunk" | "agent_thought_chunk" = "agent_message_chunk",
+): Promise<void> {
   return client.notify(methods.client.session.update, {
     sessionId,
-    update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } },
+    update: {
+      sessionUpdate: kind,
+      messageId: crypto.randomUUID(),
+      content: { type: "text", text },
+    },
   });
 }
 
 /** Builds the agent and serves it on stdio until stdin closes. */
 async function main(): Promise<void> {
   const chunkCount = chunkCountFromEnv(process.env.BARE_CHUNKS);
-  const sessions = new Set<string>();
+  const sessions = new Map<string, { titled: boolean }>();
 
   const connection = acp.agent({ name: "bare-echo-agent" })
     .onRequest(methods.agent.initialize, function initialize(): acp.InitializeResponse {
@@ -59,17 +71,34 @@ async function main(): Promise<void> {
     })
     .onRequest(methods.agent.session.new, function newSession(): acp.NewSessionResponse {
       const sessionId = crypto.randomUUID();
-      sessions.add(sessionId);
+      sessions.set(sessionId, { titled: false });
       return { sessionId };
     })
     .onRequest(
       methods.agent.session.prompt,
       async function prompt({ params, client }): Promise<acp.PromptResponse> {
-        if (!sessions.has(params.sessionId)) {
-          throw acp.RequestError.sessionNotFound(params.sessionId);
+        const session = sessions.get(params.sessionId);
+        if (!session) throw acp.RequestError.sessionNotFound(params.sessionId);
+        const text = promptText(params.prompt);
+        if (!session.titled) {
+          session.titled = true;
+          await client.notify(methods.client.session.update, {
+            sessionId: params.sessionId,
+            update: {
+              sessionUpdate: "session_info_update",
+              title: text.slice(0, 80),
+              updatedAt: new Date().toISOString(),
+            },
+          });
         }
         if (chunkCount === undefined) {
-          await sendChunk(client, params.sessionId, `echo: ${promptText(params.prompt)}`);
+          await sendChunk(
+            client,
+            params.sessionId,
+            `The user sent ${text.length} characters; echoing them back.`,
+            "agent_thought_chunk",
+          );
+          await sendChunk(client, params.sessionId, `Echo: ${text}`);
         } else {
           for (let i = 0; i < chunkCount; i++) await sendChunk(client, params.sessionId, `w${i} `);
         }

@@ -26,7 +26,12 @@ const CEILING_FILE = `${TMP}/ceiling.ndjson`;
 const RESULTS_FILE = `${ROOT}/bench/RESULTS.md`;
 const DENO = `${ROOT}/node_modules/.bin/deno`;
 const BUN = `${ROOT}/node_modules/.bin/bun`;
-const NODE = "node";
+/**
+ * Node.js by absolute path. When `node` is not on PATH, Deno puts a `node` link to itself on the
+ * PATH it gives this process (and `node:child_process` runs Deno for a bare `node`), which would
+ * silently benchmark Deno twice; such links are skipped.
+ */
+const NODE = await findOnPath("node", await Deno.realPath(Deno.execPath()));
 
 const RUNTIMES = ["deno", "node", "bun"] as const;
 type Runtime = typeof RUNTIMES[number];
@@ -51,6 +56,8 @@ interface Settings {
   readonly chunks: number;
   readonly throughputRuns: number;
 }
+
+const settings = parseSettings(Deno.args);
 
 const REQUEST_TIMEOUT_MS = 60_000;
 const EXIT_TIMEOUT_MS = 10_000;
@@ -88,6 +95,22 @@ function parseSettings(args: readonly string[]): Settings {
     chunks: quick ? 2000 : 20_000,
     throughputRuns: quick ? 1 : 3,
   };
+}
+
+/** The first executable `name` on PATH that is not (a link to) `exclude`. */
+async function findOnPath(name: string, exclude: string): Promise<string | undefined> {
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    if (dir === "") continue;
+    const candidate = `${dir}/${name}`;
+    try {
+      const info = await Deno.stat(candidate);
+      const executable = info.isFile && ((info.mode ?? 0) & 0o111) !== 0;
+      if (executable && await Deno.realPath(candidate) !== exclude) return candidate;
+    } catch {
+      // not in this directory
+    }
+  }
+  return undefined;
 }
 
 function isRuntime(name: string): name is Runtime {
@@ -294,6 +317,7 @@ function agentCommand(runtime: Runtime, kind: Kind, workload: Workload): Command
       return { command: DENO, args: ["run", "-A", entry, ...streamArgs], env };
     }
     case "node": {
+      if (NODE === undefined) throw new Error("node is not on PATH");
       const entry = kind === "ours" ? "dist/cli.js" : BARE_BUNDLE;
       return { command: NODE, args: [entry, ...streamArgs], env };
     }
@@ -368,6 +392,9 @@ interface StartupResult {
 
 interface RoundTripResult {
   p50Ms: Pair<number>;
+  /** p50 of the first and of the last block, to show drift as the session grows. */
+  firstBlockP50Ms: Pair<number>;
+  lastBlockP50Ms: Pair<number>;
   p99Ms: Pair<number>;
   promptsPerSecond: Pair<number>;
 }
@@ -468,6 +495,14 @@ async function measureRoundTrip(runtime: Runtime, result: RuntimeResult): Promis
   result.roundTrip = {
     p50Ms: { ours: percentile(latencies.ours, 0.5), bare: percentile(latencies.bare, 0.5) },
     p99Ms: { ours: percentile(latencies.ours, 0.99), bare: percentile(latencies.bare, 0.99) },
+    firstBlockP50Ms: {
+      ours: percentile(latencies.ours.slice(0, settings.promptBlock), 0.5),
+      bare: percentile(latencies.bare.slice(0, settings.promptBlock), 0.5),
+    },
+    lastBlockP50Ms: {
+      ours: percentile(latencies.ours.slice(-settings.promptBlock), 0.5),
+      bare: percentile(latencies.bare.slice(-settings.promptBlock), 0.5),
+    },
     promptsPerSecond: {
       ours: latencies.ours.length / (busyMs.ours / 1000),
       bare: latencies.bare.length / (busyMs.bare / 1000),
@@ -509,15 +544,25 @@ async function measureThroughput(runtime: Runtime, result: RuntimeResult): Promi
   };
 }
 
-/** How fast this client alone takes in notifications: `cat` of a ready-made NDJSON file. */
-async function measureClientCeiling(): Promise<number> {
+/**
+ * How fast this client alone takes in notifications: `cat` of a ready-made NDJSON file.
+ *
+ * @returns Notifications per second, or undefined when `cat` cannot run
+ */
+async function measureClientCeiling(): Promise<number | undefined> {
   const rates: number[] = [];
-  for (let run = 0; run < 3; run++) {
-    const agent = new AgentProcess("cat", { command: "cat", args: [CEILING_FILE], env: {} });
-    const reply = agent.request("session/prompt", {});
-    const { at } = await reply;
-    rates.push(agent.messageChunks / ((at - agent.spawnedAt) / 1000));
-    await agent.waitExit();
+  try {
+    for (let run = 0; run < 3; run++) {
+      const agent = new AgentProcess("cat", { command: "cat", args: [CEILING_FILE], env: {} });
+      const { at } = await agent.request("session/prompt", {});
+      rates.push(agent.messageChunks / ((at - agent.spawnedAt) / 1000));
+      await agent.waitExit();
+    }
+  } catch (error) {
+    console.error(`[bench] client ceiling not measured: ${(error as Error).message}`);
+    return undefined;
+  } finally {
+    killAllChildren();
   }
   return median(rates);
 }
@@ -600,23 +645,36 @@ async function prepare(): Promise<string[]> {
   return warnings;
 }
 
-async function commandOutput(command: string, args: readonly string[]): Promise<string> {
+/** Runs a short command to completion; resolves with its exit code and stdout. */
+async function runCommand(
+  command: string,
+  args: readonly string[],
+): Promise<{ code: number | null; stdout: string }> {
   const child = spawn(command, [...args], { cwd: ROOT, stdio: ["ignore", "pipe", "ignore"] });
   liveChildren.add(child);
-  let output = "";
+  let stdout = "";
   child.stdout?.setEncoding("utf8");
-  child.stdout?.on("data", (data: string) => output += data);
+  child.stdout?.on("data", (data: string) => stdout += data);
   try {
-    await new Promise<void>((resolve, reject) => {
-      child.once("close", () => resolve());
+    const code = await new Promise<number | null>((resolve, reject) => {
+      child.once("close", (exitCode: number | null) => resolve(exitCode));
       child.once("error", reject);
     });
-  } catch {
-    return "unavailable";
+    return { code, stdout };
   } finally {
     liveChildren.delete(child);
   }
-  return output.trim().split("\n")[0] ?? "";
+}
+
+/** The first line a `--version` run prints. */
+async function versionOf(command: string | undefined): Promise<string> {
+  if (command === undefined) return "not found";
+  try {
+    const { stdout } = await runCommand(command, ["--version"]);
+    return stdout.trim().split("\n")[0] ?? "unknown";
+  } catch {
+    return "unavailable";
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -631,7 +689,7 @@ interface Machine {
   readonly node: string;
   readonly deno: string;
   readonly bun: string;
-  readonly clientCeiling: number;
+  readonly clientCeiling: number | undefined;
 }
 
 function fixed(value: number | undefined, digits: number): string {
@@ -723,6 +781,8 @@ function renderReport(
       `${fixed(t?.p99Ms.ours, 2)} / ${fixed(t?.p99Ms.bare, 2)}`,
       `${thousands(t?.promptsPerSecond.ours)} / ${thousands(t?.promptsPerSecond.bare)}`,
       ratioText(ratioOf(t?.promptsPerSecond.ours, t?.promptsPerSecond.bare)),
+      `${fixed(t?.firstBlockP50Ms.ours, 3)} → ${fixed(t?.lastBlockP50Ms.ours, 3)}`,
+      `${fixed(t?.firstBlockP50Ms.bare, 3)} → ${fixed(t?.lastBlockP50Ms.bare, 3)}`,
     ];
   });
   const throughputRows = results.map((r) => {
@@ -808,14 +868,18 @@ function renderReport(
         "p99 ours / bare",
         "prompts/s ours / bare",
         "prompts/s ratio",
+        "ours p50 first → last block",
+        "bare p50 first → last block",
       ],
       roundTripRows,
     ),
     "",
     `After ${settings.warmupPrompts} warm-up prompts each; ours and bare alternate in blocks of ` +
     `${settings.promptBlock}. Ours runs the echo model, which answers with an ` +
-    "`agent_thought_chunk` and an `agent_message_chunk` (two notifications per prompt); the bare " +
-    "agent sends one `agent_message_chunk`.",
+    "`agent_thought_chunk` and an `agent_message_chunk` (two notifications per prompt, plus a " +
+    "title on the first); the bare agent sends the same frames, so the ratio is the server's " +
+    "own cost. The first → last block columns show how the " +
+    "latency drifts as the session's history grows.",
     "",
     `## Update throughput: one prompt answered by ${settings.chunks.toLocaleString("en-US")} ` +
     "`agent_message_chunk` notifications (notifications/s, higher is better)",
@@ -854,8 +918,10 @@ function renderReport(
     "so figures move by up to ±40% between runs; " +
     "compare ours with bare within one run only. Ours and bare are interleaved run by run (start-up), " +
     "block by block (round trip) and prompt by prompt (throughput) so they share the same noise. " +
-    `This client alone takes in about ${thousands(machine.clientCeiling)} notifications/s ` +
-    "(`cat` of a ready-made NDJSON file), the ceiling of any throughput figure above.",
+    (machine.clientCeiling === undefined
+      ? "The client's own ceiling could not be measured (no `cat`)."
+      : `This client alone takes in about ${thousands(machine.clientCeiling)} notifications/s ` +
+        "(`cat` of a ready-made NDJSON file), the ceiling of any throughput figure above."),
     ...(warnings.length > 0 ? ["", "## Warnings", "", ...warnings.map((w) => `- ${w}`)] : []),
     ...(errors.length > 0 ? ["", "## Errors", "", ...errors] : []),
     "",
@@ -864,8 +930,6 @@ function renderReport(
 
 // ---------------------------------------------------------------------------------------------
 // Main
-
-const settings = parseSettings(Deno.args);
 
 async function runRuntime(runtime: Runtime): Promise<RuntimeResult> {
   const result: RuntimeResult = { runtime, exitMs: { ours: [], bare: [] }, errors: [] };
@@ -880,8 +944,9 @@ async function runRuntime(runtime: Runtime): Promise<RuntimeResult> {
     try {
       await phase(runtime, result);
     } catch (error) {
-      result.errors.push(`${name}: ${error instanceof Error ? error.message : String(error)}`);
-      console.error(`[bench] ${runtime}: ${name} failed: ${result.errors.at(-1)}`);
+      const message = error instanceof Error ? error.message : String(error);
+      result.errors.push(`${name}: ${message}`);
+      console.error(`[bench] ${runtime}: ${name} failed: ${message}`);
     } finally {
       killAllChildren();
     }
@@ -901,11 +966,7 @@ async function main(): Promise<void> {
   Deno.addSignalListener("SIGTERM", onSignal);
   try {
     const warnings = await prepare();
-    const [node, deno, bun] = await Promise.all([
-      commandOutput(NODE, ["--version"]),
-      commandOutput(DENO, ["--version"]),
-      commandOutput(BUN, ["--version"]),
-    ]);
+    const [node, deno, bun] = await Promise.all([versionOf(NODE), versionOf(DENO), versionOf(BUN)]);
     const clientCeiling = await measureClientCeiling();
     const results: RuntimeResult[] = [];
     for (const runtime of settings.runtimes) results.push(await runRuntime(runtime));
@@ -920,9 +981,11 @@ async function main(): Promise<void> {
       bun,
       clientCeiling,
     };
-    const report = renderReport(machine, results, warnings);
-    await Deno.writeTextFile(RESULTS_FILE, report);
-    console.log(report);
+    await Deno.writeTextFile(RESULTS_FILE, renderReport(machine, results, warnings));
+    // Leave the file as the repo's formatter wants it, so `deno fmt --check` stays clean.
+    const formatted = await runCommand(DENO, ["fmt", "--quiet", RESULTS_FILE]);
+    if (formatted.code !== 0) console.error(`[bench] deno fmt ${RESULTS_FILE} failed`);
+    console.log(await Deno.readTextFile(RESULTS_FILE));
     console.error(`[bench] wrote ${RESULTS_FILE}`);
   } finally {
     killAllChildren();

@@ -23,7 +23,7 @@ const wire = ndJsonStream(
   Writable.toWeb(server.stdin!) as WritableStream<Uint8Array>,
   Readable.toWeb(server.stdout!) as unknown as ReadableStream<Uint8Array>,
 );
-const show = (arrow: string) => (message: unknown) => {
+const show = (arrow: string) => <T>(message: T): T => {
   console.log(`${arrow} ${JSON.stringify(message)}`);
   return message;
 };
@@ -35,7 +35,7 @@ const stream: Stream = {
     async write(message) {
       const writer = wire.writable.getWriter();
       try {
-        await writer.write(show("→")(message) as typeof message);
+        await writer.write(show("→")(message));
       } finally {
         writer.releaseLock();
       }

@@ -21,8 +21,11 @@ export interface TurnOptions {
   readonly model: string;
   readonly reasoningEffort?: string;
   readonly system: string;
-  /** The conversation so far, ending with the new user message. */
-  readonly history: readonly LlmMessage[];
+  /**
+   * The conversation so far, ending with the new user message. The turn appends each message it
+   * commits (and emits a `history` event for it), so the array is the session's conversation.
+   */
+  readonly history: LlmMessage[];
   readonly tools: readonly Tool[];
   readonly roots: readonly string[];
   /** Most model requests in one turn before it stops with `max_turn_requests`. */
@@ -67,8 +70,7 @@ interface StepResult {
  * @returns Why the turn ended
  */
 export async function runTurn(options: TurnOptions): Promise<StopReason> {
-  const { signal } = options;
-  const history = [...options.history];
+  const { signal, history } = options;
   for (let step = 0;; step++) {
     if (signal.aborted) return "cancelled";
     if (step >= options.maxSteps) return "max_turn_requests";

@@ -125,7 +125,7 @@ export function parseArgs(args: readonly string[]): Command {
       value = args[index + 1];
       index++;
     }
-    if (value === undefined || value === "") {
+    if (value === undefined || value === "" || (eq === -1 && value.startsWith("--"))) {
       throw new ConfigError(`Option "${flag}" needs a value`);
     }
     Object.assign(overrides, settingFromString(flag, value));

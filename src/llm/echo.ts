@@ -29,6 +29,25 @@ const CHUNK_CHARS = 64;
 export class EchoProvider implements LlmProvider {
   /** Always `echo`. */
   readonly id: string = "echo";
+  // A session's history is one array that only grows, so the estimate for it is remembered with
+  // the length and last message it covered; the next request adds up only what is new. Any other
+  // array (or one that changed in place) is estimated from scratch.
+  readonly #estimates = new WeakMap<
+    readonly LlmMessage[],
+    { length: number; last: LlmMessage | undefined; tokens: number }
+  >();
+
+  #historyTokens(messages: readonly LlmMessage[]): number {
+    const known = this.#estimates.get(messages);
+    const reusable = known !== undefined && known.length <= messages.length &&
+      (known.length === 0 || messages[known.length - 1] === known.last);
+    let tokens = reusable ? known.tokens : 0;
+    for (let index = reusable ? known.length : 0; index < messages.length; index++) {
+      tokens += estimateTokens(messageText(messages[index] as LlmMessage));
+    }
+    this.#estimates.set(messages, { length: messages.length, last: messages.at(-1), tokens });
+    return tokens;
+  }
 
   /**
    * Streams the echo of the last user message.
@@ -45,12 +64,15 @@ export class EchoProvider implements LlmProvider {
       type: "reasoning-delta",
       text: `The user sent ${prompt.length} characters; echoing them back.`,
     };
-    for (let at = 0; at < answer.length || at === 0; at += CHUNK_CHARS) {
+    for (let at = 0; at < answer.length;) {
       if (options.signal.aborted) return yield { type: "finish", reason: "aborted" };
-      yield { type: "text-delta", text: answer.slice(at, at + CHUNK_CHARS) };
+      let end = Math.min(at + CHUNK_CHARS, answer.length);
+      // Never split a surrogate pair between two deltas.
+      if (end < answer.length && isHighSurrogate(answer.charCodeAt(end - 1))) end--;
+      yield { type: "text-delta", text: answer.slice(at, end) };
+      at = end;
     }
-    const input = estimateTokens(request.system) +
-      request.messages.reduce((sum, message) => sum + estimateTokens(messageText(message)), 0);
+    const input = estimateTokens(request.system) + this.#historyTokens(request.messages);
     yield { type: "usage", usage: { input, output: estimateTokens(answer) } };
     yield { type: "finish", reason: "stop" };
   }
@@ -75,6 +97,10 @@ function messageText(message: LlmMessage): string {
     case "tool":
       return message.content;
   }
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
 }
 
 function estimateTokens(text: string): number {

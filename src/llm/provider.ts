@@ -57,6 +57,7 @@ export interface LlmRequest {
   /** Model id within the provider. */
   readonly model: string;
   readonly system: string;
+  /** The conversation; read it while streaming, do not keep it (it grows after the step). */
   readonly messages: readonly LlmMessage[];
   readonly tools: readonly LlmToolSpec[];
   /** Reasoning effort, when the model declares efforts. */

@@ -47,10 +47,8 @@ const stepSchema = z.strictObject({
   }).optional(),
 });
 
-const scriptSchema = z.union([
-  z.array(stepSchema),
-  z.strictObject({ steps: z.array(stepSchema) }),
-]);
+const stepsSchema = z.array(stepSchema);
+const scriptObjectSchema = z.strictObject({ steps: stepsSchema });
 
 /** One scripted model step. See the README for the format. */
 export interface ScriptStep {
@@ -111,7 +109,10 @@ export interface Script {
  * @throws {TypeError} Naming the first invalid field
  */
 export function parseScript(json: unknown): Script {
-  const result = scriptSchema.safeParse(json);
+  // Choosing the schema by shape (rather than a union) keeps zod's errors pointing at the field.
+  const result = Array.isArray(json)
+    ? stepsSchema.safeParse(json)
+    : scriptObjectSchema.safeParse(json);
   if (!result.success) {
     const issue = result.error.issues[0];
     const path = issue?.path.length ? issue.path.join(".") : "(root)";

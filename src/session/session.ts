@@ -211,9 +211,7 @@ export class Session {
     try {
       const pinned = this.#selection;
       const { info, provider } = this.#options.catalog.resolve(pinned.model);
-      const user: LlmMessage = { role: "user", content };
-      const history = [...this.#history, user];
-      this.#history.push(user);
+      this.#history.push({ role: "user", content });
       if (this.#title === undefined) this.#announceTitle(content);
       if (controller.signal.aborted) return "cancelled";
       return await runTurn({
@@ -225,7 +223,7 @@ export class Session {
           model: info.name,
           date: new Date(this.#options.now()),
         }),
-        history,
+        history: this.#history,
         tools: this.#options.tools,
         roots: [this.cwd, ...this.additionalDirectories],
         maxSteps: this.#options.maxSteps,
@@ -233,6 +231,10 @@ export class Session {
         signal: controller.signal,
         emit,
       });
+    } catch (error) {
+      // A cancelled turn is an outcome, even if something below threw on the abort.
+      if (controller.signal.aborted) return "cancelled";
+      throw error;
     } finally {
       signal.removeEventListener("abort", onAbort);
       await this.#updates.flush();
@@ -244,7 +246,7 @@ export class Session {
   #apply(event: TurnEvent): Promise<void> | undefined {
     switch (event.type) {
       case "history":
-        this.#history.push(event.message);
+        // runTurn appended it to this session's history already; the store will record it.
         return undefined;
       case "usage": {
         const { contextWindow } = this.#options.catalog.resolve(this.#selection.model).info;

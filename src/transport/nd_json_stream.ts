@@ -27,6 +27,8 @@ export interface NdJsonStream extends Stream {
 }
 
 const NEWLINE = 0x0a;
+const CARRIAGE_RETURN = 0x0d;
+const HIGH_WATER_CHARS = 1 << 20;
 
 /**
  * Frames JSON-RPC messages as newline-delimited JSON over a pair of byte streams.
@@ -34,7 +36,8 @@ const NEWLINE = 0x0a;
  * Unlike a plain framer it never gives up on the input: a line that is not JSON gets a -32700
  * answer, a JSON value that is not a message object (or a batch) gets -32600, and a line over the
  * size cap is skipped and answered with -32600 (with the request id when it can be read from the
- * start of the line). Writes are serialized, one compact JSON text plus `\n` per message.
+ * start of the line). Each message is one compact JSON text plus `\n`; messages sent while a write
+ * is in flight go out together in the next write.
  *
  * @example Framing stdio
  * ```ts ignore
@@ -55,10 +58,25 @@ export function ndJsonStream(
   const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
   const encoder = new TextEncoder();
   const writer = output.getWriter();
+  // Messages sent while a write is in flight are coalesced into the next single write, so a burst
+  // of updates costs a few large writes instead of one small write each.
   let writes: Promise<void> = Promise.resolve();
+  let batch: string[] = [];
+  let batchChars = 0;
+  let nextWrite: Promise<void> | undefined;
   const send = (message: unknown): Promise<void> => {
-    const bytes = encoder.encode(JSON.stringify(message) + "\n");
-    const write = writes.then(() => writer.write(bytes));
+    const text = JSON.stringify(message) + "\n";
+    batch.push(text);
+    batchChars += text.length;
+    if (nextWrite) return nextWrite;
+    const write = writes.then(() => {
+      const bytes = encoder.encode(batch.length === 1 ? batch[0] : batch.join(""));
+      batch = [];
+      batchChars = 0;
+      nextWrite = undefined;
+      return writer.write(bytes);
+    });
+    nextWrite = write;
     writes = write.catch(() => {});
     return write;
   };
@@ -112,8 +130,12 @@ export function ndJsonStream(
     while (start < chunk.length) {
       const end = chunk.indexOf(NEWLINE, start);
       const piece = chunk.subarray(start, end === -1 ? chunk.length : end);
+      // A CR of a CRLF line ending is not part of the message.
+      const counted = end !== -1 && piece[piece.length - 1] === CARRIAGE_RETURN
+        ? piece.length - 1
+        : piece.length;
       if (!oversized) {
-        if (size + piece.length > maxBytes) {
+        if (size + counted > maxBytes) {
           oversized = true;
           head ??= concat(parts, size, 256, piece);
           parts = [];
@@ -152,8 +174,13 @@ export function ndJsonStream(
   }, { highWaterMark: 0 });
 
   const writable = new WritableStream<AnyMessage>({
+    // Accepting a message does not wait for it to reach the output unless a lot is already
+    // waiting: the writer can go on producing while the previous batch is written (order is
+    // kept). `drained()` tells when everything has been written.
     write(message) {
-      return send(message);
+      const written = send(message);
+      written.catch(() => {});
+      return batchChars > HIGH_WATER_CHARS ? written : undefined;
     },
     async close() {
       await writes;
@@ -166,7 +193,16 @@ export function ndJsonStream(
   return {
     readable,
     writable,
-    drained: () => writes,
+    // Messages can still sit in the writable's queue when the last batch finishes, so wait until
+    // a whole round passes with nothing new to write.
+    async drained(): Promise<void> {
+      let last: Promise<void>;
+      do {
+        last = writes;
+        await last;
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      } while (last !== writes || batch.length > 0);
+    },
   };
 }
 

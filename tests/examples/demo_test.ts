@@ -1,0 +1,16 @@
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { ROOT } from "../_helpers/runtimes.ts";
+
+Deno.test("examples/demo.ts drives the server through one exchange and prints it", async () => {
+  const { stdout } = await promisify(execFile)(
+    Deno.execPath(),
+    ["run", "-A", `${ROOT}examples/demo.ts`, "demo prompt"],
+    { cwd: ROOT, timeout: 30_000 },
+  );
+  const lines = stdout.split("\n");
+  assert.ok(lines.some((line) => line.startsWith("→ ") && line.includes('"method":"initialize"')));
+  assert.ok(lines.some((line) => line.startsWith("← ") && line.includes("Echo: demo prompt")));
+  assert.match(stdout, /The turn ended with "end_turn"; the server exited with code 0\./);
+});

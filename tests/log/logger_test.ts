@@ -1,0 +1,106 @@
+import assert from "node:assert/strict";
+import { createLogger, LOG_LEVELS, type LogLevel, nullLogger } from "../../src/log/logger.ts";
+
+function capture(level: LogLevel): { lines: string[]; log: ReturnType<typeof createLogger> } {
+  const lines: string[] = [];
+  return { lines, log: createLogger(level, (line) => lines.push(line)) };
+}
+
+function logAll(log: ReturnType<typeof createLogger>): void {
+  log.error("e");
+  log.warn("w");
+  log.info("i");
+  log.debug("d");
+}
+
+Deno.test("LOG_LEVELS lists the levels most severe first", () => {
+  assert.deepEqual(LOG_LEVELS, ["error", "warn", "info", "debug"]);
+});
+
+Deno.test("createLogger() writes only entries at or above its level", () => {
+  const expected: Record<LogLevel, string[]> = {
+    error: ["e"],
+    warn: ["e", "w"],
+    info: ["e", "w", "i"],
+    debug: ["e", "w", "i", "d"],
+  };
+  for (const level of LOG_LEVELS) {
+    const { lines, log } = capture(level);
+    logAll(log);
+    assert.deepEqual(
+      lines.map((line) => line.replace(/^acp-harness \w+: (.*)\n$/, "$1")),
+      expected[level],
+      level,
+    );
+  }
+});
+
+Deno.test("createLogger() formats one line per entry with the level", () => {
+  const { lines, log } = capture("debug");
+  logAll(log);
+  assert.deepEqual(lines, [
+    "acp-harness error: e\n",
+    "acp-harness warn: w\n",
+    "acp-harness info: i\n",
+    "acp-harness debug: d\n",
+  ]);
+});
+
+Deno.test("createLogger() appends fields as compact JSON", () => {
+  const { lines, log } = capture("info");
+  log.info("session created", { sessionId: "s1", count: 2, nested: { ok: true }, list: [1] });
+  assert.deepEqual(lines, [
+    'acp-harness info: session created {"sessionId":"s1","count":2,"nested":{"ok":true},"list":[1]}\n',
+  ]);
+});
+
+Deno.test("createLogger() omits empty or missing fields", () => {
+  const { lines, log } = capture("info");
+  log.warn("plain", {});
+  log.warn("none");
+  assert.deepEqual(lines, ["acp-harness warn: plain\n", "acp-harness warn: none\n"]);
+});
+
+Deno.test("createLogger() renders Error values in fields as name and message", () => {
+  const { lines, log } = capture("error");
+  class CustomError extends Error {
+    override name = "CustomError";
+  }
+  log.error("failed", {
+    error: new TypeError("bad input"),
+    deep: { cause: new CustomError("inner") },
+  });
+  assert.deepEqual(lines, [
+    'acp-harness error: failed {"error":"TypeError: bad input","deep":{"cause":"CustomError: inner"}}\n',
+  ]);
+});
+
+Deno.test("createLogger() still writes the message when fields cannot be serialized", () => {
+  const { lines, log } = capture("warn");
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  log.warn("loop", { cyclic });
+  log.warn("big", { n: 10n });
+  assert.deepEqual(lines, [
+    "acp-harness warn: loop [unserializable fields]\n",
+    "acp-harness warn: big [unserializable fields]\n",
+  ]);
+});
+
+Deno.test("createLogger() does not call the writer for filtered entries", () => {
+  let calls = 0;
+  const log = createLogger("error", () => calls++);
+  log.debug("x", { a: 1 });
+  log.info("x");
+  log.warn("x");
+  assert.equal(calls, 0);
+  log.error("x");
+  assert.equal(calls, 1);
+});
+
+Deno.test("nullLogger drops everything without throwing", () => {
+  for (const level of LOG_LEVELS) {
+    assert.equal(nullLogger[level]("message", { error: new Error("x") }), undefined);
+    assert.equal(nullLogger[level]("message"), undefined);
+  }
+});

@@ -1,0 +1,454 @@
+import assert from "node:assert/strict";
+import {
+  DEFAULT_MAX_MESSAGE_BYTES,
+  ndJsonStream,
+  type NdJsonStreamOptions,
+} from "../../src/transport/nd_json_stream.ts";
+import type { AnyMessage } from "../../src/transport/acp.ts";
+
+const encoder = new TextEncoder();
+
+/** A byte stream that yields each chunk in turn (strings are UTF-8 encoded). */
+function input(chunks: ReadonlyArray<string | Uint8Array>): ReadableStream<Uint8Array> {
+  const queue = chunks.map((chunk) => typeof chunk === "string" ? encoder.encode(chunk) : chunk);
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      const next = queue.shift();
+      if (next === undefined) controller.close();
+      else controller.enqueue(next);
+    },
+  });
+}
+
+/** Splits `text`'s UTF-8 bytes into chunks of `size` bytes. */
+function byteChunks(text: string, size: number): Uint8Array[] {
+  const bytes = encoder.encode(text);
+  const out: Uint8Array[] = [];
+  for (let at = 0; at < bytes.length; at += size) out.push(bytes.slice(at, at + size));
+  return out;
+}
+
+interface Collector {
+  readonly writable: WritableStream<Uint8Array>;
+  readonly chunks: Uint8Array[];
+  text(): string;
+  lines(): unknown[];
+  closed: boolean;
+}
+
+/** An output byte stream that keeps everything written to it. */
+function collector(): Collector {
+  const chunks: Uint8Array[] = [];
+  const result: Collector = {
+    chunks,
+    writable: new WritableStream<Uint8Array>({
+      write(chunk) {
+        chunks.push(chunk.slice());
+      },
+      close() {
+        result.closed = true;
+      },
+    }),
+    text() {
+      const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+      const all = new Uint8Array(total);
+      let at = 0;
+      for (const chunk of chunks) {
+        all.set(chunk, at);
+        at += chunk.length;
+      }
+      return new TextDecoder().decode(all);
+    },
+    lines() {
+      const text = result.text();
+      assert.ok(text === "" || text.endsWith("\n"), "output must end with a newline");
+      return text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line));
+    },
+    closed: false,
+  };
+  return result;
+}
+
+/** Runs a stream over `chunks`, reads every message and waits for all writes. */
+async function run(
+  chunks: ReadonlyArray<string | Uint8Array>,
+  options: NdJsonStreamOptions = {},
+): Promise<{ messages: AnyMessage[]; output: unknown[]; invalid: string[] }> {
+  const out = collector();
+  const invalid: string[] = [];
+  const stream = ndJsonStream(out.writable, input(chunks), {
+    ...options,
+    onInvalid: (reason) => invalid.push(reason),
+  });
+  const messages: AnyMessage[] = [];
+  for await (const message of stream.readable) messages.push(message);
+  await stream.drained();
+  return { messages, output: out.lines(), invalid };
+}
+
+function request(id: number | string, method = "ping", params: unknown = {}): AnyMessage {
+  return { jsonrpc: "2.0", id, method, params } as AnyMessage;
+}
+
+function idOf(message: AnyMessage | undefined): unknown {
+  return (message as { id?: unknown } | undefined)?.id;
+}
+
+function tick(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+function line(message: unknown): string {
+  return JSON.stringify(message) + "\n";
+}
+
+function errorLine(id: number | string | null, code: number, message: string): unknown {
+  return { jsonrpc: "2.0", id, error: { code, message } };
+}
+
+const INVALID_REQUEST =
+  'Invalid request: expected a JSON-RPC 2.0 object with "jsonrpc": "2.0" and a method or an id';
+
+Deno.test("ndJsonStream() delivers one message per line, several per chunk", async () => {
+  const { messages, output } = await run([line(request(1)) + line(request(2)) + line(request(3))]);
+  assert.deepEqual(messages, [request(1), request(2), request(3)]);
+  assert.deepEqual(output, []);
+});
+
+Deno.test("ndJsonStream() reassembles messages split across chunks", async () => {
+  const text = line(request(1, "a", { x: "y".repeat(40) })) + line(request(2, "b"));
+  for (const size of [1, 2, 3, 7, 16]) {
+    const { messages, output } = await run(byteChunks(text, size));
+    assert.deepEqual(
+      messages,
+      [request(1, "a", { x: "y".repeat(40) }), request(2, "b")],
+      `chunk size ${size}`,
+    );
+    assert.deepEqual(output, []);
+  }
+});
+
+Deno.test("ndJsonStream() accepts the other message shapes", async () => {
+  const notification = { jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "s" } };
+  const result = { jsonrpc: "2.0", id: 7, result: { ok: true } };
+  const error = { jsonrpc: "2.0", id: "x", error: { code: -1, message: "no" } };
+  const { messages, output } = await run([line(notification), line(result), line(error)]);
+  assert.deepEqual(messages, [notification, result, error]);
+  assert.deepEqual(output, []);
+});
+
+Deno.test("ndJsonStream() decodes multi-byte UTF-8 split across chunk boundaries", async () => {
+  const params = { text: "héllo wörld 🌍 日本語 ✓" };
+  const text = line(request(1, "say", params));
+  for (const size of [1, 2, 3, 5]) {
+    const { messages, output } = await run(byteChunks(text, size));
+    assert.deepEqual(messages, [request(1, "say", params)], `chunk size ${size}`);
+    assert.deepEqual(output, []);
+  }
+});
+
+Deno.test("ndJsonStream() tolerates CRLF line endings", async () => {
+  const text = JSON.stringify(request(1)) + "\r\n" + JSON.stringify(request(2)) + "\r\n";
+  const { messages, output } = await run(byteChunks(text, 5));
+  assert.deepEqual(messages, [request(1), request(2)]);
+  assert.deepEqual(output, []);
+});
+
+Deno.test("ndJsonStream() skips blank and whitespace-only lines without answering", async () => {
+  const { messages, output, invalid } = await run([
+    "\n\n",
+    "   \n\t\n\r\n",
+    line(request(1)),
+    "\n",
+  ]);
+  assert.deepEqual(messages, [request(1)]);
+  assert.deepEqual(output, []);
+  assert.deepEqual(invalid, []);
+});
+
+Deno.test("ndJsonStream() delivers a final line that has no trailing newline", async () => {
+  const { messages } = await run([line(request(1)), JSON.stringify(request(2))]);
+  assert.deepEqual(messages, [request(1), request(2)]);
+  const split = await run(byteChunks(JSON.stringify(request(3)), 4));
+  assert.deepEqual(split.messages, [request(3)]);
+});
+
+Deno.test("ndJsonStream() answers invalid JSON with -32700 and id null, then continues", async () => {
+  const { messages, output, invalid } = await run([
+    '{"jsonrpc":"2.0","id":1,"method":\n',
+    line(request(2)),
+    "not json at all\n",
+    line(request(3)),
+  ]);
+  assert.deepEqual(messages, [request(2), request(3)]);
+  const parseError = errorLine(null, -32700, "Parse error: the line is not valid JSON");
+  assert.deepEqual(output, [parseError, parseError]);
+  assert.equal(invalid.length, 2);
+});
+
+Deno.test("ndJsonStream() answers a JSON array with -32600 saying batches are unsupported", async () => {
+  const { messages, output } = await run([
+    line([request(1), request(2)]),
+    line(request(3)),
+  ]);
+  assert.deepEqual(messages, [request(3)]);
+  assert.deepEqual(output, [
+    errorLine(null, -32600, "Invalid request: JSON-RPC batches are not supported"),
+  ]);
+  assert.match(JSON.stringify(output), /batches/);
+});
+
+Deno.test("ndJsonStream() answers non-JSON-RPC values with -32600 and their id", async () => {
+  const { messages, output } = await run([
+    line({ id: 5, method: "no-version" }),
+    line({ jsonrpc: "1.0", id: "v1", method: "old" }),
+    line({ jsonrpc: "2.0", id: 6, method: 42 }),
+    line({ jsonrpc: "2.0", id: 8 }),
+    line({ hello: "world" }),
+    "42\n",
+    '"text"\n',
+    "null\n",
+    line(request(9)),
+  ]);
+  assert.deepEqual(messages, [request(9)]);
+  assert.deepEqual(output, [
+    errorLine(5, -32600, INVALID_REQUEST),
+    errorLine("v1", -32600, INVALID_REQUEST),
+    errorLine(6, -32600, INVALID_REQUEST),
+    errorLine(8, -32600, INVALID_REQUEST),
+    errorLine(null, -32600, INVALID_REQUEST),
+    errorLine(null, -32600, INVALID_REQUEST),
+    errorLine(null, -32600, INVALID_REQUEST),
+    errorLine(null, -32600, INVALID_REQUEST),
+  ]);
+});
+
+Deno.test("ndJsonStream() answers an oversized line with -32600 and the sniffed id, then continues", async () => {
+  const big = line(request(42, "big", { pad: "a".repeat(200) }));
+  const { messages, output, invalid } = await run([big, line(request(43))], {
+    maxMessageBytes: 64,
+  });
+  assert.deepEqual(messages, [request(43)]);
+  assert.deepEqual(output, [
+    errorLine(42, -32600, "Invalid request: message exceeds 64 bytes"),
+  ]);
+  assert.deepEqual(invalid, ["Invalid request: message exceeds 64 bytes"]);
+});
+
+Deno.test("ndJsonStream() sniffs a string id from an oversized line split across chunks", async () => {
+  const big = line(request('req-"7"', "big", { pad: "é".repeat(300) }));
+  const { messages, output } = await run(
+    [...byteChunks(big, 10), line(request(1))],
+    { maxMessageBytes: 100 },
+  );
+  assert.deepEqual(messages, [request(1)]);
+  assert.deepEqual(output, [
+    errorLine('req-"7"', -32600, "Invalid request: message exceeds 100 bytes"),
+  ]);
+});
+
+Deno.test("ndJsonStream() answers an oversized line with id null when no id is in its start", async () => {
+  const noId = line({ jsonrpc: "2.0", method: "note", params: { pad: "b".repeat(500) } });
+  const lateId = '{"jsonrpc":"2.0","method":"x","params":{"pad":"' + "c".repeat(400) +
+    '"},"id":9}\n';
+  const { messages, output } = await run([noId, lateId, line(request(2))], {
+    maxMessageBytes: 64,
+  });
+  assert.deepEqual(messages, [request(2)]);
+  assert.deepEqual(output, [
+    errorLine(null, -32600, "Invalid request: message exceeds 64 bytes"),
+    errorLine(null, -32600, "Invalid request: message exceeds 64 bytes"),
+  ]);
+});
+
+Deno.test("ndJsonStream() answers an oversized final line without a newline", async () => {
+  const { messages, output } = await run(
+    [line(request(1)), JSON.stringify(request(3, "big", { pad: "d".repeat(100) }))],
+    { maxMessageBytes: 60 },
+  );
+  assert.deepEqual(messages, [request(1)]);
+  assert.deepEqual(output, [errorLine(3, -32600, "Invalid request: message exceeds 60 bytes")]);
+});
+
+Deno.test("ndJsonStream() delivers a line of exactly maxMessageBytes bytes", async () => {
+  const base = JSON.stringify(request(1, "m", { pad: "" }));
+  const exact = JSON.stringify(request(1, "m", { pad: "e".repeat(80 - base.length) }));
+  assert.equal(encoder.encode(exact).length, 80);
+  const { messages, output } = await run(byteChunks(exact + "\n", 7), { maxMessageBytes: 80 });
+  assert.equal(messages.length, 1);
+  assert.deepEqual(output, []);
+  const over = await run([exact.replace('"e', '"ee') + "\n"], { maxMessageBytes: 80 });
+  assert.deepEqual(over.messages, []);
+  assert.deepEqual(over.output, [
+    errorLine(1, -32600, "Invalid request: message exceeds 80 bytes"),
+  ]);
+});
+
+Deno.test("ndJsonStream() does not count a CRLF terminator against maxMessageBytes", async () => {
+  const exact = JSON.stringify(request(1, "m"));
+  const maxMessageBytes = encoder.encode(exact).length;
+  const { messages, output } = await run([exact + "\r\n"], { maxMessageBytes });
+  assert.deepEqual(output, [], "a message of exactly maxMessageBytes was rejected");
+  assert.deepEqual(messages, [request(1, "m")]);
+});
+
+Deno.test("ndJsonStream() defaults maxMessageBytes to 32 MiB", () => {
+  assert.equal(DEFAULT_MAX_MESSAGE_BYTES, 32 * 1024 * 1024);
+});
+
+Deno.test("ndJsonStream() reads input only when a message is asked for", async () => {
+  let ended = 0;
+  const out = collector();
+  const stream = ndJsonStream(out.writable, input([line(request(1)) + line(request(2))]), {
+    onInputEnd: () => {
+      ended++;
+      return Promise.resolve();
+    },
+  });
+  const reader = stream.readable.getReader();
+  assert.deepEqual(await reader.read(), { done: false, value: request(1) });
+  assert.deepEqual(await reader.read(), { done: false, value: request(2) });
+  assert.equal(ended, 0, "onInputEnd ran before every message was read");
+  assert.deepEqual(await reader.read(), { done: true, value: undefined });
+  assert.equal(ended, 1);
+  reader.releaseLock();
+});
+
+Deno.test("ndJsonStream() awaits onInputEnd before closing the readable", async () => {
+  const log: string[] = [];
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => release = resolve);
+  const out = collector();
+  const stream = ndJsonStream(out.writable, input([line(request(1)), line(request(2))]), {
+    onInputEnd: async () => {
+      log.push("end");
+      await released;
+      log.push("end done");
+    },
+  });
+  const writer = stream.writable.getWriter();
+  const reader = stream.readable.getReader();
+  log.push(`read ${JSON.stringify(idOf((await reader.read()).value))}`);
+  log.push(`read ${JSON.stringify(idOf((await reader.read()).value))}`);
+  const last = reader.read().then((result) => {
+    log.push(`done ${result.done}`);
+  });
+  // Let the pull reach onInputEnd; the read must still be pending.
+  while (!log.includes("end")) await new Promise((resolve) => setTimeout(resolve, 1));
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.deepEqual(log, ["read 1", "read 2", "end"]);
+  // Answers written while onInputEnd runs still reach the output.
+  await writer.write({ jsonrpc: "2.0", id: 2, result: {} } as AnyMessage);
+  release();
+  await last;
+  assert.deepEqual(log, ["read 1", "read 2", "end", "end done", "done true"]);
+  await writer.close();
+  assert.deepEqual(out.lines(), [{ jsonrpc: "2.0", id: 2, result: {} }]);
+  assert.equal(out.closed, true);
+});
+
+Deno.test("ndJsonStream() writes one compact JSON text per line, in order", async () => {
+  const out = collector();
+  const stream = ndJsonStream(out.writable, input([]));
+  const writer = stream.writable.getWriter();
+  const sent: unknown[] = [
+    { jsonrpc: "2.0", id: 1, result: { text: "multi\nline ünïcode 🌍" } },
+    { jsonrpc: "2.0", method: "session/update", params: { n: 2 } },
+    { jsonrpc: "2.0", id: "3", error: { code: -32601, message: "nope" } },
+  ];
+  for (const message of sent) await writer.write(message as AnyMessage);
+  await writer.close();
+  assert.equal(out.text(), sent.map((message) => JSON.stringify(message) + "\n").join(""));
+  assert.deepEqual(out.lines(), sent);
+  assert.equal(out.closed, true);
+  for await (const _ of stream.readable) assert.fail("no input expected");
+});
+
+/** An output whose writes complete only when the test releases them, one at a time. */
+function gatedOutput(): {
+  writable: WritableStream<Uint8Array>;
+  written: string[];
+  pending: Array<() => void>;
+} {
+  const written: string[] = [];
+  const pending: Array<() => void> = [];
+  const decoder = new TextDecoder();
+  const writable = new WritableStream<Uint8Array>({
+    write(chunk) {
+      return new Promise<void>((resolve) => {
+        pending.push(() => {
+          written.push(decoder.decode(chunk));
+          resolve();
+        });
+      });
+    },
+  });
+  return { writable, written, pending };
+}
+
+/** Releases gated writes until `done()` says everything expected has been written. */
+async function releaseAll(
+  output: ReturnType<typeof gatedOutput>,
+  done: () => boolean,
+): Promise<void> {
+  for (let round = 0; !done(); round++) {
+    assert.ok(round < 100, `writes never completed: ${JSON.stringify(output.written)}`);
+    await tick();
+    output.pending.shift()?.();
+  }
+}
+
+Deno.test("ndJsonStream() drained() waits for an accepted write to reach the output", async () => {
+  const output = gatedOutput();
+  const stream = ndJsonStream(output.writable, input([]));
+  const writer = stream.writable.getWriter();
+  await tick();
+  await writer.write(request(1));
+  let writtenWhenDrained: string | undefined;
+  const done = stream.drained().then(() => writtenWhenDrained = output.written.join(""));
+  await tick();
+  assert.equal(writtenWhenDrained, undefined, "drained() resolved before the output took it");
+  await releaseAll(output, () => output.written.length > 0);
+  await done;
+  assert.equal(writtenWhenDrained, line(request(1)));
+  await writer.close();
+  for await (const _ of stream.readable) assert.fail("no input expected");
+});
+
+Deno.test("ndJsonStream() drained() waits for every write made so far, even queued ones", async () => {
+  const output = gatedOutput();
+  const stream = ndJsonStream(output.writable, input([]));
+  const writer = stream.writable.getWriter();
+  await tick();
+  const expected = line(request(1)) + line(request(2));
+  void writer.write(request(1));
+  void writer.write(request(2));
+  let writtenWhenDrained: string | undefined;
+  const done = stream.drained().then(() => writtenWhenDrained = output.written.join(""));
+  await releaseAll(output, () => output.written.join("") === expected);
+  await done;
+  assert.equal(
+    writtenWhenDrained,
+    expected,
+    "drained() resolved before the second message reached the output",
+  );
+  await writer.close();
+  for await (const _ of stream.readable) assert.fail("no input expected");
+});
+
+Deno.test("ndJsonStream() orders error answers with other writes", async () => {
+  const out = collector();
+  const stream = ndJsonStream(out.writable, input(["garbage\n", line(request(1))]));
+  const writer = stream.writable.getWriter();
+  const reader = stream.readable.getReader();
+  const first = await reader.read();
+  assert.deepEqual(first.value, request(1));
+  await writer.write({ jsonrpc: "2.0", id: 1, result: null } as AnyMessage);
+  await stream.drained();
+  assert.deepEqual(out.lines(), [
+    errorLine(null, -32700, "Parse error: the line is not valid JSON"),
+    { jsonrpc: "2.0", id: 1, result: null },
+  ]);
+  assert.equal((await reader.read()).done, true);
+  await writer.close();
+});
