@@ -89,7 +89,7 @@ function parseSettings(args: readonly string[]): Settings {
     quick,
     runtimes: runtimes.length > 0 ? runtimes : RUNTIMES,
     startupRuns: quick ? 3 : 15,
-    warmupPrompts: quick ? 20 : 200,
+    warmupPrompts: quick ? 20 : 1_000,
     prompts: quick ? 200 : 2000,
     promptBlock: quick ? 50 : 100,
     chunks: quick ? 2000 : 20_000,
@@ -878,8 +878,9 @@ function renderReport(
     `${settings.promptBlock}. Ours runs the echo model, which answers with an ` +
     "`agent_thought_chunk` and an `agent_message_chunk` (two notifications per prompt, plus a " +
     "title on the first); the bare agent sends the same frames, so the ratio is the server's " +
-    "own cost. The first → last block columns show how the " +
-    "latency drifts as the session's history grows.",
+    "own cost. The warm-up lets both reach steady state (the JIT optimizes more of the " +
+    "larger server later); the first → last block columns show the latency at the start and " +
+    "the end of the measured prompts, as the session's history grows.",
     "",
     `## Update throughput: one prompt answered by ${settings.chunks.toLocaleString("en-US")} ` +
     "`agent_message_chunk` notifications (notifications/s, higher is better)",

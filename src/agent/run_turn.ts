@@ -11,7 +11,10 @@ import type { TurnEvent } from "./turn_event.ts";
 /** How a turn ended, in ACP terms. */
 export type StopReason = "end_turn" | "max_tokens" | "max_turn_requests" | "refusal" | "cancelled";
 
-/** Receives the turn's events in order; a returned promise applies backpressure. */
+/**
+ * Receives the turn's events in order. A returned promise means the client is behind: the loop
+ * waits on it before relaying more deltas.
+ */
 export type TurnEmitter = (event: TurnEvent) => void | Promise<void>;
 
 /** Everything one turn needs. */
@@ -80,7 +83,7 @@ export async function runTurn(options: TurnOptions): Promise<StopReason> {
       for (const call of result.calls) {
         const message = await runToolCall(options, call);
         history.push(message);
-        await options.emit({ type: "history", message });
+        options.emit({ type: "history", message });
       }
       if (signal.aborted) return "cancelled";
       if (result.reason === "tool-calls" || result.reason === "stop") continue;
@@ -122,13 +125,15 @@ async function runStep(options: TurnOptions, history: LlmMessage[]): Promise<Ste
       case "reasoning-delta":
         reasoning += event.text;
         if (stream && event.text && !signal.aborted) {
-          await emit({ type: "thought", messageId: thoughtId, text: event.text });
+          const wait = emit({ type: "thought", messageId: thoughtId, text: event.text });
+          if (wait) await wait;
         }
         break;
       case "text-delta":
         text += event.text;
         if (stream && event.text && !signal.aborted) {
-          await emit({ type: "message", messageId, text: event.text });
+          const wait = emit({ type: "message", messageId, text: event.text });
+          if (wait) await wait;
         }
         break;
       case "tool-call":
@@ -150,8 +155,8 @@ async function runStep(options: TurnOptions, history: LlmMessage[]): Promise<Ste
           );
         }
         if (!stream) {
-          if (reasoning) await emit({ type: "thought", messageId: thoughtId, text: reasoning });
-          if (text) await emit({ type: "message", messageId, text });
+          if (reasoning) emit({ type: "thought", messageId: thoughtId, text: reasoning });
+          if (text) emit({ type: "message", messageId, text });
         }
         const message: LlmMessage = {
           role: "assistant",
@@ -161,8 +166,8 @@ async function runStep(options: TurnOptions, history: LlmMessage[]): Promise<Ste
           ...(providerState === undefined ? {} : { providerState }),
         };
         history.push(message);
-        await emit({ type: "history", message });
-        if (usage) await emit({ type: "usage", usage });
+        emit({ type: "history", message });
+        if (usage) emit({ type: "usage", usage });
         return { reason: event.reason, calls };
       }
     }
@@ -183,7 +188,7 @@ async function runToolCall(options: TurnOptions, call: LlmToolCall): Promise<Llm
   } catch {
     parsed = false;
   }
-  await emit({
+  emit({
     type: "tool-call",
     toolCallId: call.id,
     name: call.name,
@@ -199,7 +204,7 @@ async function runToolCall(options: TurnOptions, call: LlmToolCall): Promise<Llm
   } else if (signal.aborted) {
     result = { content: "Tool call cancelled", isError: true };
   } else {
-    await emit({ type: "tool-call-update", toolCallId: call.id, status: "in_progress" });
+    emit({ type: "tool-call-update", toolCallId: call.id, status: "in_progress" });
     try {
       result = await tool.execute(input, {
         sessionId: options.sessionId,
@@ -213,7 +218,7 @@ async function runToolCall(options: TurnOptions, call: LlmToolCall): Promise<Llm
       result = { content: `${result.content}\n(turn cancelled)`, isError: false };
     }
   }
-  await emit({
+  emit({
     type: "tool-call-update",
     toolCallId: call.id,
     status: result.isError ? "failed" : "completed",

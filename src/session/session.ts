@@ -69,6 +69,8 @@ export class Session {
   readonly #history: LlmMessage[] = [];
   #selection: Selection;
   #turn: ActiveTurn | undefined;
+  #controller = new AbortController();
+  #system: { key: string; text: string } | undefined;
   #closing: Promise<void> | undefined;
   #title: string | undefined;
 
@@ -173,7 +175,9 @@ export class Session {
     if (this.#turn) {
       throw new SessionStateError(`a prompt is already in flight for session ${this.id}`);
     }
-    const controller = new AbortController();
+    // A controller is only used up by an abort, so an uncancelled one serves the next turn too.
+    if (this.#controller.signal.aborted) this.#controller = new AbortController();
+    const controller = this.#controller;
     const done = this.#runPrompt(content, signal, controller);
     this.#turn = { controller, done };
     return done;
@@ -218,11 +222,7 @@ export class Session {
         sessionId: this.id,
         provider,
         model: info.model,
-        system: buildSystemPrompt({
-          roots: [this.cwd, ...this.additionalDirectories],
-          model: info.name,
-          date: new Date(this.#options.now()),
-        }),
+        system: this.#systemPrompt(info.name),
         history: this.#history,
         tools: this.#options.tools,
         roots: [this.cwd, ...this.additionalDirectories],
@@ -237,10 +237,21 @@ export class Session {
       throw error;
     } finally {
       signal.removeEventListener("abort", onAbort);
-      await this.#updates.flush();
+      // Every update of the turn is already queued on the connection, whose writes go out in
+      // order, so the prompt's answer cannot overtake them; nothing of this turn is sent later.
       open = false;
       this.#turn = undefined;
     }
+  }
+
+  #systemPrompt(model: string): string {
+    const date = new Date(this.#options.now());
+    const key = `${model}\n${Math.floor(date.getTime() / 86_400_000)}`;
+    if (this.#system?.key !== key) {
+      const roots = [this.cwd, ...this.additionalDirectories];
+      this.#system = { key, text: buildSystemPrompt({ roots, model, date }) };
+    }
+    return this.#system.text;
   }
 
   #apply(event: TurnEvent): Promise<void> | undefined {

@@ -9,7 +9,9 @@ const HIGH_WATER = 256;
 /**
  * One session's ordered outbound updates.
  *
- * Updates are handed to the sink in the order pushed (the sink preserves that order on the wire).
+ * Updates are handed to the sink in the order pushed, at once; the sink (the connection's single
+ * write queue) keeps that order on the wire, so anything sent after a push (such as the prompt's
+ * answer) goes out after the update.
  * `push` returns a promise only when too many writes are outstanding, which lets a fast producer
  * wait for a slow client; `flush` resolves once everything pushed so far is written.
  */

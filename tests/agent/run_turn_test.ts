@@ -620,18 +620,26 @@ Deno.test("runTurn() passes the abort to a running tool and then returns cancell
   );
 });
 
-Deno.test("runTurn() awaits the emitter before emitting the next event", async () => {
+Deno.test("runTurn() waits on the emitter's backpressure before relaying the next delta", async () => {
   const provider = new FakeProvider([[reasoning("r"), text("t"), finish("stop")]]);
-  let busy = false;
+  let pending = false;
   const order: string[] = [];
   const { options } = turnOptions(provider, {
     stream: true,
-    emit: async (event) => {
-      assert.equal(busy, false, "emit was called while a previous emit was pending");
-      busy = true;
-      await new Promise((resolve) => setTimeout(resolve, 1));
+    emit: (event) => {
+      if (event.type === "thought" || event.type === "message") {
+        assert.equal(pending, false, "a delta was relayed while the client was behind");
+        pending = true;
+        order.push(event.type);
+        return new Promise<void>((resolve) =>
+          setTimeout(() => {
+            pending = false;
+            resolve();
+          }, 1)
+        );
+      }
       order.push(event.type);
-      busy = false;
+      return undefined;
     },
   });
   assert.equal(await runTurn(options), "end_turn");
