@@ -142,7 +142,12 @@ export function connectAgentServer(
             await workspaceDirectory(host, dir, `additionalDirectories[${index}]`),
           );
         }
-        const session = sessions.create({ cwd, additionalDirectories });
+        let session: Session;
+        try {
+          session = sessions.create({ cwd, additionalDirectories });
+        } catch (error) {
+          throw toRequestError(error);
+        }
         logger.info("session created", { sessionId: session.id, cwd });
         return {
           sessionId: session.id,
@@ -157,9 +162,9 @@ export function connectAgentServer(
         const session = requireSession(params.sessionId);
         let stopReason;
         try {
-          if (session.busy) {
-            throw new SessionStateError(`a prompt is already in flight for session ${session.id}`);
-          }
+          // The slot is checked before the content; nothing awaits between here and the turn
+          // taking the slot.
+          session.assertCanPrompt();
           const content = admitPrompt(params.prompt, PROMPT_CAPABILITIES);
           stopReason = await session.prompt(content, signal);
         } catch (error) {

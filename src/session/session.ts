@@ -84,21 +84,6 @@ export class Session {
     this.#updates = new UpdateQueue(options.sink, options.logger);
   }
 
-  /** The current selection. */
-  get selection(): Selection {
-    return this.#selection;
-  }
-
-  /** Whether a prompt is in flight. */
-  get busy(): boolean {
-    return this.#turn !== undefined;
-  }
-
-  /** The conversation so far. */
-  get history(): readonly LlmMessage[] {
-    return this.#history;
-  }
-
   /** The complete config option list. */
   configOptions(): SessionConfigOption[] {
     return buildConfigOptions(this.#selection, this.#options.catalog.list());
@@ -171,16 +156,25 @@ export class Session {
    * @throws {SessionStateError} When a prompt is in flight or the session is closing
    */
   prompt(content: readonly LlmContentPart[], signal: AbortSignal): Promise<StopReason> {
-    this.#assertOpen();
-    if (this.#turn) {
-      throw new SessionStateError(`a prompt is already in flight for session ${this.id}`);
-    }
+    this.assertCanPrompt();
     // A controller is only used up by an abort, so an uncancelled one serves the next turn too.
     if (this.#controller.signal.aborted) this.#controller = new AbortController();
     const controller = this.#controller;
     const done = this.#runPrompt(content, signal, controller);
     this.#turn = { controller, done };
     return done;
+  }
+
+  /**
+   * Checks that a prompt could start now.
+   *
+   * @throws {SessionStateError} When a prompt is in flight or the session is closing
+   */
+  assertCanPrompt(): void {
+    this.#assertOpen();
+    if (this.#turn) {
+      throw new SessionStateError(`a prompt is already in flight for session ${this.id}`);
+    }
   }
 
   /** Cancels the prompt in flight, if any. Harmless when idle. */

@@ -2,7 +2,7 @@ import type { Config } from "../config/config.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Tool } from "../tools/tool.ts";
-import { Session } from "./session.ts";
+import { Session, SessionStateError } from "./session.ts";
 import type { UpdateSink } from "./update_queue.ts";
 
 /** What a {@link SessionManager} needs. */
@@ -46,8 +46,10 @@ export class SessionManager {
    *
    * @param params Validated workspace roots
    * @returns The session
+   * @throws {SessionStateError} Once the manager is closing
    */
   create(params: CreateSessionOptions): Session {
+    if (this.#closing) throw new SessionStateError("the server is shutting down");
     const { config, catalog, tools, logger, now, sinkFor } = this.#options;
     const id = crypto.randomUUID();
     const session = new Session({
