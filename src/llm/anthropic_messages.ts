@@ -1,0 +1,469 @@
+/**
+ * The `anthropic-messages` provider: streaming `/v1/messages` (Anthropic, and Anthropic-format
+ * endpoints such as DeepSeek's `/anthropic`).
+ *
+ * @module
+ */
+import { guardEvents, openEventStream, streamError } from "./http.ts";
+import {
+  type FinishReason,
+  type LlmContentPart,
+  type LlmEvent,
+  type LlmMessage,
+  type LlmProvider,
+  type LlmRequest,
+  type LlmStreamOptions,
+  type LlmUsage,
+  ProviderError,
+} from "./provider.ts";
+
+/** The `anthropic-version` header sent unless configured otherwise. */
+export const DEFAULT_ANTHROPIC_VERSION = "2023-06-01";
+
+/** `max_tokens` when the request sets no `maxOutputTokens` (the API requires the field). */
+export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;
+
+/**
+ * Thinking budgets (`thinking: {type: "enabled", budget_tokens}`) by reasoning effort.
+ * `low`, `medium` and `high` are 2048, 8192 and 24576 tokens; `minimal` is the API minimum and
+ * `xhigh`/`max` allow 32768. Other efforts (`none` included) send no `thinking` field.
+ */
+export const ANTHROPIC_THINKING_BUDGETS: Readonly<Record<string, number>> = {
+  minimal: 1024,
+  low: 2048,
+  medium: 8192,
+  high: 24576,
+  xhigh: 32768,
+  max: 32768,
+};
+
+/** The smallest `budget_tokens` the API accepts. */
+const MIN_THINKING_BUDGET = 1024;
+
+/** Options for {@link AnthropicMessagesProvider}. */
+export interface AnthropicMessagesProviderOptions {
+  /** Provider id (the part before the slash of a model id). */
+  readonly id: string;
+  /**
+   * API root the path `/v1/messages` is appended to, e.g. `https://api.anthropic.com` or
+   * `https://api.deepseek.com/anthropic`.
+   */
+  readonly baseUrl: string;
+  /** Sent as `x-api-key`; never included in error messages. */
+  readonly apiKey?: string;
+  /** Extra request headers (they override the defaults), e.g. `anthropic-beta`. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * The fetch to use.
+   *
+   * @default globalThis.fetch
+   */
+  readonly fetch?: typeof fetch;
+  /**
+   * The `anthropic-version` header.
+   *
+   * @default "2023-06-01"
+   */
+  readonly anthropicVersion?: string;
+}
+
+/** What this provider keeps in an assistant message's `providerState`. */
+export interface AnthropicMessagesProviderState {
+  /**
+   * The assistant content blocks exactly as received (`thinking` and `redacted_thinking` with
+   * their signatures, `text`, `tool_use` with its parsed input), re-sent unchanged.
+   */
+  readonly content: readonly Record<string, unknown>[];
+}
+
+/**
+ * A provider for Anthropic Messages streaming.
+ *
+ * `text_delta` streams as `text-delta` and `thinking_delta` as `reasoning-delta`. Each
+ * `tool_use` block is emitted as a `tool-call` when its block stops (an empty input is `{}`).
+ * At the end come one `provider-state` (the content blocks as received, so thinking signatures
+ * go back unchanged on the next request), one `usage` (input counts cache reads and writes) and
+ * `finish`. Failures, including `error` events, end the stream with `finish: error`; an abort
+ * ends it with `finish: aborted`.
+ *
+ * @example Streaming from a server
+ * ```ts ignore
+ * import { AnthropicMessagesProvider } from "./anthropic_messages.ts";
+ * const provider = new AnthropicMessagesProvider({
+ *   id: "anthropic",
+ *   baseUrl: "https://api.anthropic.com",
+ *   apiKey: "sk-ant-…",
+ * });
+ * for await (const event of provider.stream({
+ *   sessionId: "s", model: "claude-haiku-4-5", system: "Be brief.", tools: [],
+ *   messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }],
+ * }, { signal: AbortSignal.timeout(60_000) })) console.log(event);
+ * ```
+ */
+export class AnthropicMessagesProvider implements LlmProvider {
+  /** Provider id. */
+  readonly id: string;
+  readonly #url: string;
+  readonly #headers: Readonly<Record<string, string>>;
+  readonly #fetch: typeof fetch | undefined;
+  readonly #secrets: readonly string[];
+
+  /** @param options Endpoint, credentials and API version */
+  constructor(options: AnthropicMessagesProviderOptions) {
+    this.id = options.id;
+    this.#url = `${options.baseUrl.replace(/\/+$/, "")}/v1/messages`;
+    this.#headers = {
+      accept: "text/event-stream",
+      "anthropic-version": options.anthropicVersion ?? DEFAULT_ANTHROPIC_VERSION,
+      ...(options.apiKey ? { "x-api-key": options.apiKey } : {}),
+      ...options.headers,
+    };
+    this.#fetch = options.fetch;
+    this.#secrets = options.apiKey ? [options.apiKey] : [];
+  }
+
+  /**
+   * Streams one model step.
+   *
+   * @param request What to send
+   * @param options Carries the abort signal
+   * @returns Events ending with exactly one `finish`
+   */
+  stream(request: LlmRequest, options: LlmStreamOptions): AsyncIterable<LlmEvent> {
+    return guardEvents(this.#stream(request, options.signal), options.signal);
+  }
+
+  async *#stream(request: LlmRequest, signal: AbortSignal): AsyncGenerator<LlmEvent> {
+    const opened = await openEventStream({
+      url: this.#url,
+      body: buildAnthropicMessagesBody(request),
+      headers: this.#headers,
+      signal,
+      secrets: this.#secrets,
+      ...(this.#fetch ? { fetch: this.#fetch } : {}),
+    });
+    if (opened.type === "aborted") return yield { type: "finish", reason: "aborted" };
+    if (opened.type === "error") {
+      return yield { type: "finish", reason: "error", error: opened.error };
+    }
+
+    const blocks = new Map<number, Record<string, unknown>>();
+    const partialJson = new Map<number, string>();
+    let usage: Record<string, unknown> = {};
+    let stopReason: string | undefined;
+    let done = false;
+    let hasToolCalls = false;
+    for await (const sse of opened.events) {
+      const payload = parseJson(sse.data);
+      if (!isRecord(payload)) {
+        const error = new ProviderError(
+          `Cannot parse stream event: ${sse.data.slice(0, 200)}`,
+          { kind: "server", retryable: false },
+        );
+        return yield { type: "finish", reason: "error", error };
+      }
+      const type = typeof payload.type === "string" ? payload.type : sse.event;
+      switch (type) {
+        case "message_start": {
+          const message = isRecord(payload.message) ? payload.message : {};
+          if (isRecord(message.usage)) usage = { ...usage, ...withoutNulls(message.usage) };
+          break;
+        }
+        case "content_block_start": {
+          const index = indexOf(payload);
+          const block = isRecord(payload.content_block) ? payload.content_block : undefined;
+          if (index === undefined || !block) break;
+          blocks.set(index, block);
+          if (block.type === "tool_use") partialJson.set(index, "");
+          if (block.type === "text" && isNonEmptyString(block.text)) {
+            yield { type: "text-delta", text: block.text };
+          }
+          if (block.type === "thinking" && isNonEmptyString(block.thinking)) {
+            yield { type: "reasoning-delta", text: block.thinking };
+          }
+          break;
+        }
+        case "content_block_delta": {
+          const index = indexOf(payload);
+          const delta = isRecord(payload.delta) ? payload.delta : {};
+          const block = index === undefined ? undefined : blocks.get(index);
+          if (index === undefined || !block) break;
+          switch (delta.type) {
+            case "text_delta":
+              if (!isNonEmptyString(delta.text)) break;
+              block.text = stringOf(block.text) + delta.text;
+              yield { type: "text-delta", text: delta.text };
+              break;
+            case "thinking_delta":
+              if (!isNonEmptyString(delta.thinking)) break;
+              block.thinking = stringOf(block.thinking) + delta.thinking;
+              yield { type: "reasoning-delta", text: delta.thinking };
+              break;
+            case "signature_delta":
+              if (typeof delta.signature === "string") {
+                block.signature = stringOf(block.signature) + delta.signature;
+              }
+              break;
+            case "input_json_delta":
+              if (typeof delta.partial_json === "string") {
+                partialJson.set(index, (partialJson.get(index) ?? "") + delta.partial_json);
+              }
+              break;
+            case "citations_delta":
+              if (delta.citation !== undefined) {
+                block.citations = [
+                  ...(Array.isArray(block.citations) ? block.citations : []),
+                  delta.citation,
+                ];
+              }
+              break;
+          }
+          break;
+        }
+        case "content_block_stop": {
+          const index = indexOf(payload);
+          const block = index === undefined ? undefined : blocks.get(index);
+          if (index === undefined || !block || !partialJson.has(index)) break;
+          const raw = partialJson.get(index) ?? "";
+          partialJson.delete(index);
+          const args = raw.trim() === "" ? "{}" : raw;
+          const input = parseJson(args);
+          // The API takes the input back only as an object; a malformed one is kept as `{}`.
+          block.input = isRecord(input) ? input : {};
+          if (block.type === "tool_use") {
+            hasToolCalls = true;
+            yield {
+              type: "tool-call",
+              call: { id: stringOf(block.id), name: stringOf(block.name), arguments: args },
+            };
+          }
+          break;
+        }
+        case "message_delta": {
+          const delta = isRecord(payload.delta) ? payload.delta : {};
+          if (isNonEmptyString(delta.stop_reason)) stopReason = delta.stop_reason;
+          if (isRecord(payload.usage)) usage = { ...usage, ...withoutNulls(payload.usage) };
+          break;
+        }
+        case "message_stop":
+          done = true;
+          break;
+        case "error": {
+          const error = streamError(payload.error ?? payload, this.#secrets);
+          return yield { type: "finish", reason: "error", error };
+        }
+          // `ping` and unknown events are ignored.
+      }
+      if (done) break;
+    }
+    if (!done && stopReason === undefined) {
+      const error = new ProviderError("The stream ended before message_stop", {
+        kind: "transport",
+        retryable: true,
+      });
+      return yield { type: "finish", reason: "error", error };
+    }
+    const content = [...blocks.entries()].sort(([a], [b]) => a - b).map(([, block]) => block);
+    if (content.length > 0) {
+      const state: AnthropicMessagesProviderState = { content };
+      yield { type: "provider-state", state };
+    }
+    const total = readUsage(usage);
+    if (total) yield { type: "usage", usage: total };
+    yield { type: "finish", reason: finishOf(stopReason, hasToolCalls) };
+  }
+}
+
+/**
+ * Builds the `/v1/messages` request body for an {@link LlmRequest}.
+ *
+ * The system prompt is the top-level `system`. Messages alternate user/assistant: tool results
+ * become `tool_result` blocks (with `is_error`) of one user message, merged with any user
+ * message that follows; images become base64 sources; empty text blocks are dropped. An
+ * assistant message whose `providerState` holds content blocks from this provider is sent with
+ * exactly those blocks (thinking signatures unchanged), otherwise with its text and `tool_use`
+ * blocks. `max_tokens` is `maxOutputTokens`, else 8192 (plus the thinking budget when thinking
+ * is on); `reasoningEffort` maps to a thinking budget by {@link ANTHROPIC_THINKING_BUDGETS},
+ * capped below `maxOutputTokens` when that is set.
+ *
+ * @example A body with a tool result
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { buildAnthropicMessagesBody } from "./anthropic_messages.ts";
+ * const body = buildAnthropicMessagesBody({
+ *   sessionId: "s", model: "m", system: "sys", tools: [],
+ *   messages: [
+ *     { role: "user", content: [{ type: "text", text: "hi" }] },
+ *     { role: "assistant", text: "", toolCalls: [{ id: "t1", name: "read", arguments: "{}" }] },
+ *     { role: "tool", toolCallId: "t1", name: "read", content: "data", isError: false },
+ *   ],
+ * });
+ * assert.equal(body.system, "sys");
+ * assert.equal(body.max_tokens, 8192);
+ * assert.deepEqual(body.messages, [
+ *   { role: "user", content: [{ type: "text", text: "hi" }] },
+ *   { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "read", input: {} }] },
+ *   {
+ *     role: "user",
+ *     content: [{ type: "tool_result", tool_use_id: "t1", content: "data", is_error: false }],
+ *   },
+ * ]);
+ * ```
+ *
+ * @param request The request
+ * @returns The JSON body
+ */
+export function buildAnthropicMessagesBody(request: LlmRequest): Record<string, unknown> {
+  const messages: { role: "user" | "assistant"; content: unknown[] }[] = [];
+  const push = (role: "user" | "assistant", blocks: readonly unknown[]): void => {
+    if (blocks.length === 0) return;
+    const last = messages.at(-1);
+    if (last?.role === role) last.content.push(...blocks);
+    else messages.push({ role, content: [...blocks] });
+  };
+  for (const message of request.messages) {
+    switch (message.role) {
+      case "user":
+        push("user", userBlocks(message.content));
+        break;
+      case "assistant":
+        push("assistant", assistantBlocks(message));
+        break;
+      case "tool":
+        push("user", [{
+          type: "tool_result",
+          tool_use_id: message.toolCallId,
+          ...(message.content === "" ? {} : { content: message.content }),
+          is_error: message.isError,
+        }]);
+        break;
+    }
+  }
+  const budget = request.reasoningEffort === undefined
+    ? undefined
+    : ANTHROPIC_THINKING_BUDGETS[request.reasoningEffort];
+  let maxTokens = request.maxOutputTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS;
+  let thinking: Record<string, unknown> | undefined;
+  if (budget !== undefined) {
+    // budget_tokens must be below max_tokens.
+    const capped = request.maxOutputTokens === undefined
+      ? budget
+      : Math.min(budget, request.maxOutputTokens - 1);
+    if (capped >= MIN_THINKING_BUDGET) {
+      thinking = { type: "enabled", budget_tokens: capped };
+      if (request.maxOutputTokens === undefined) maxTokens = capped + DEFAULT_ANTHROPIC_MAX_TOKENS;
+    }
+  }
+  const body: Record<string, unknown> = {
+    model: request.model,
+    "max_tokens": maxTokens,
+    stream: true,
+  };
+  if (request.system) body.system = request.system;
+  body.messages = messages;
+  if (request.tools.length > 0) {
+    body.tools = request.tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      input_schema: tool.inputSchema,
+    }));
+  }
+  if (thinking) body.thinking = thinking;
+  return body;
+}
+
+function userBlocks(parts: readonly LlmContentPart[]): Record<string, unknown>[] {
+  return parts.flatMap((part): Record<string, unknown>[] => {
+    if (part.type === "text") return part.text === "" ? [] : [{ type: "text", text: part.text }];
+    return [{
+      type: "image",
+      source: { type: "base64", media_type: part.mimeType, data: part.data },
+    }];
+  });
+}
+
+function assistantBlocks(message: Extract<LlmMessage, { role: "assistant" }>): unknown[] {
+  const state = message.providerState;
+  if (
+    isRecord(state) && Array.isArray(state.content) && state.content.length > 0 &&
+    state.content.every((block) => isRecord(block) && typeof block.type === "string")
+  ) {
+    return state.content;
+  }
+  const blocks: unknown[] = [];
+  if (message.text !== "") blocks.push({ type: "text", text: message.text });
+  for (const call of message.toolCalls ?? []) {
+    const input = parseJson(call.arguments.trim() === "" ? "{}" : call.arguments);
+    blocks.push({
+      type: "tool_use",
+      id: call.id,
+      name: call.name,
+      input: isRecord(input) ? input : {},
+    });
+  }
+  return blocks;
+}
+
+function readUsage(usage: Record<string, unknown>): LlmUsage | undefined {
+  const input = countOf(usage.input_tokens);
+  const output = countOf(usage.output_tokens);
+  if (input === undefined && output === undefined) return undefined;
+  const cacheWrite = countOf(usage.cache_creation_input_tokens);
+  const cacheRead = countOf(usage.cache_read_input_tokens);
+  const details = isRecord(usage.output_tokens_details) ? usage.output_tokens_details : {};
+  const reasoning = countOf(details.thinking_tokens);
+  return {
+    input: (input ?? 0) + (cacheWrite ?? 0) + (cacheRead ?? 0),
+    output: output ?? 0,
+    ...(cacheRead === undefined ? {} : { cacheRead }),
+    ...(cacheWrite === undefined ? {} : { cacheWrite }),
+    ...(reasoning === undefined ? {} : { reasoning }),
+  };
+}
+
+function finishOf(reason: string | undefined, hasToolCalls: boolean): FinishReason {
+  switch (reason) {
+    case "max_tokens":
+    case "model_context_window_exceeded":
+      return "max-tokens";
+    case "tool_use":
+      return "tool-calls";
+    case "refusal":
+      return "refusal";
+    default:
+      // end_turn, stop_sequence, pause_turn and unknown reasons.
+      return hasToolCalls ? "tool-calls" : "stop";
+  }
+}
+
+function indexOf(payload: Record<string, unknown>): number | undefined {
+  return typeof payload.index === "number" ? payload.index : undefined;
+}
+
+function withoutNulls(record: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== null));
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isNonEmptyString(value: unknown): value is string {
+  return typeof value === "string" && value !== "";
+}
+
+function stringOf(value: unknown): string {
+  return typeof value === "string" ? value : "";
+}
+
+function countOf(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined;
+}

@@ -1,0 +1,551 @@
+/**
+ * HTTP helpers shared by the network providers: POST a JSON body, open a server-sent event
+ * stream, and turn every failure into a {@link ProviderError} (errors as data).
+ *
+ * @module
+ */
+import { type LlmEvent, ProviderError, type ProviderErrorKind } from "./provider.ts";
+import { SseDecoder, type SseEvent } from "./sse.ts";
+
+/** Longest piece of a non-JSON error body quoted in an error message. */
+const MAX_QUOTED_BODY = 300;
+
+/** Options for {@link postJson} and {@link openEventStream}. */
+export interface PostJsonOptions {
+  /** Absolute URL to POST to. */
+  readonly url: string;
+  /** Sent as JSON. */
+  readonly body: unknown;
+  /** Extra request headers; `content-type: application/json` is always set. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * The fetch to use.
+   *
+   * @default globalThis.fetch
+   */
+  readonly fetch?: typeof fetch;
+  /** Aborts the request and the response body. */
+  readonly signal: AbortSignal;
+  /** Values (API keys) replaced by `[redacted]` wherever they would appear in an error message. */
+  readonly secrets?: readonly string[];
+}
+
+/** What {@link postJson} got: a 2xx response, an abort, or a classified failure. */
+export type PostJsonResult =
+  | { readonly type: "response"; readonly response: Response }
+  | { readonly type: "aborted" }
+  | { readonly type: "error"; readonly error: ProviderError };
+
+/** What {@link openEventStream} got: the events of a 2xx stream, an abort, or a failure. */
+export type OpenEventStreamResult =
+  | { readonly type: "events"; readonly events: AsyncGenerator<SseEvent, void, undefined> }
+  | { readonly type: "aborted" }
+  | { readonly type: "error"; readonly error: ProviderError };
+
+/**
+ * POSTs a JSON body; never throws.
+ *
+ * A transport failure (fetch threw while `signal` was not aborted) becomes a retryable
+ * `transport` error; a non-2xx response is read and classified with {@link httpError}.
+ *
+ * @example Posting to a fake fetch
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { postJson } from "./http.ts";
+ * const result = await postJson({
+ *   url: "http://127.0.0.1:9/v1/x",
+ *   body: { a: 1 },
+ *   signal: new AbortController().signal,
+ *   fetch: () => Promise.resolve(Response.json({ error: { message: "Slow down" } }, { status: 429 })),
+ * });
+ * assert(result.type === "error");
+ * assert.equal(result.error.message, "HTTP 429: Slow down");
+ * assert.equal(result.error.kind, "rate-limit");
+ * ```
+ *
+ * @param options Where, what and how
+ * @returns The response, `aborted`, or the error
+ */
+export async function postJson(options: PostJsonOptions): Promise<PostJsonResult> {
+  const { signal, secrets = [] } = options;
+  if (signal.aborted) return { type: "aborted" };
+  const fetchImpl = options.fetch ?? fetch;
+  let response: Response;
+  try {
+    response = await fetchImpl(options.url, {
+      method: "POST",
+      headers: { ...options.headers, "content-type": "application/json" },
+      body: JSON.stringify(options.body),
+      signal,
+    });
+  } catch (error) {
+    if (signal.aborted) return { type: "aborted" };
+    return { type: "error", error: transportError(error, { url: options.url, secrets }) };
+  }
+  if (signal.aborted) {
+    await discardBody(response);
+    return { type: "aborted" };
+  }
+  if (response.ok) return { type: "response", response };
+  let body = "";
+  try {
+    body = await whileNotAborted(response.text(), signal);
+  } catch {
+    // An unreadable error body still leaves the status to classify.
+  }
+  if (signal.aborted) return { type: "aborted" };
+  return {
+    type: "error",
+    error: httpError({ status: response.status, body, headers: response.headers, secrets }),
+  };
+}
+
+/**
+ * POSTs a JSON body and opens the response as a stream of server-sent events; never throws.
+ *
+ * A 2xx response with a JSON body (some servers answer errors that way) is classified like an
+ * error response. The returned events end when the body ends, when `signal` aborts (the body
+ * is cancelled, closing the connection) or when the caller stops iterating; a failed read
+ * throws from the iteration.
+ *
+ * @example Reading events from a fake fetch
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { openEventStream } from "./http.ts";
+ * const opened = await openEventStream({
+ *   url: "http://127.0.0.1:9/v1/x",
+ *   body: {},
+ *   signal: new AbortController().signal,
+ *   fetch: () => Promise.resolve(new Response("data: 1\n\ndata: 2\n\n")),
+ * });
+ * assert(opened.type === "events");
+ * const data = [];
+ * for await (const event of opened.events) data.push(event.data);
+ * assert.deepEqual(data, ["1", "2"]);
+ * ```
+ *
+ * @param options Where, what and how
+ * @returns The events, `aborted`, or the error
+ */
+export async function openEventStream(options: PostJsonOptions): Promise<OpenEventStreamResult> {
+  const { signal, secrets = [] } = options;
+  const posted = await postJson(options);
+  if (posted.type !== "response") return posted;
+  const { response } = posted;
+  const contentType = response.headers.get("content-type") ?? "";
+  if (/\bjson\b/i.test(contentType)) {
+    let text = "";
+    try {
+      text = await whileNotAborted(response.text(), signal);
+    } catch (error) {
+      if (signal.aborted) return { type: "aborted" };
+      return { type: "error", error: transportError(error, { url: options.url, secrets }) };
+    }
+    if (signal.aborted) return { type: "aborted" };
+    const payload = parseJson(text);
+    if (isRecord(payload) && payload.error !== undefined && payload.error !== null) {
+      return { type: "error", error: httpError({ status: response.status, body: text, secrets }) };
+    }
+    return {
+      type: "error",
+      error: new ProviderError(
+        `HTTP ${response.status}: expected an event stream, got ${contentType}`,
+        { kind: "bad-request", retryable: false, status: response.status },
+      ),
+    };
+  }
+  if (!response.body) {
+    return {
+      type: "error",
+      error: new ProviderError(`HTTP ${response.status}: response has no body`, {
+        kind: "transport",
+        retryable: true,
+        status: response.status,
+      }),
+    };
+  }
+  return { type: "events", events: readEvents(response.body, signal) };
+}
+
+async function* readEvents(
+  body: ReadableStream<Uint8Array>,
+  signal: AbortSignal,
+): AsyncGenerator<SseEvent, void, undefined> {
+  // Reading the body directly (rather than through piped streams) makes a cancel reach the
+  // connection at once.
+  const reader = body.getReader();
+  const text = new TextDecoder();
+  const decoder = new SseDecoder();
+  // Cancelling the reader ends a pending read even when the fetch in use ignores the signal.
+  const onAbort = (): void => void reader.cancel(signal.reason).catch(() => {});
+  signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    while (!signal.aborted) {
+      const next = await reader.read();
+      const chunk = next.done ? text.decode() : text.decode(next.value, { stream: true });
+      for (const event of decoder.decode(chunk)) {
+        if (signal.aborted) return;
+        yield event;
+      }
+      if (next.done) return;
+    }
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+    // Ends the body (and closes the connection) when the caller stopped early.
+    await reader.cancel().catch(() => {});
+  }
+}
+
+/** What {@link httpError} classifies. */
+export interface HttpErrorInput {
+  /** The HTTP status. */
+  readonly status: number;
+  /** The response body as text (JSON or not). */
+  readonly body: string;
+  /** The response headers, for `Retry-After`. */
+  readonly headers?: Headers;
+  /** Values replaced by `[redacted]` in the message. */
+  readonly secrets?: readonly string[];
+  /**
+   * The current time, for `Retry-After` dates.
+   *
+   * @default Date.now()
+   */
+  readonly now?: number;
+}
+
+/**
+ * Classifies a non-2xx response.
+ *
+ * | status | kind | retryable |
+ * |---|---|---|
+ * | 401, 403 | `auth` | no |
+ * | 402; 429 whose body mentions insufficient quota, billing or balance | `quota` | no |
+ * | 429 | `rate-limit` | yes |
+ * | 400, 413 whose body mentions context length, too many tokens or prompt is too long | `context-overflow` | no |
+ * | 408 | `transport` | yes |
+ * | other 4xx | `bad-request` | no |
+ * | 5xx (529 included) | `server` | yes |
+ *
+ * The message is `HTTP <status>: <message>`, the message taken from the JSON body
+ * (`error.message`, or `error` or `message` when it is a string), else from the start of the
+ * body text, else the status text. `retryAfterMs` comes from `retry-after-ms` or
+ * `Retry-After` (seconds or an HTTP date).
+ *
+ * @example A rate limit with Retry-After
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { httpError } from "./http.ts";
+ * const error = httpError({
+ *   status: 429,
+ *   body: '{"error":{"message":"Rate limit reached","type":"requests"}}',
+ *   headers: new Headers({ "retry-after": "2" }),
+ * });
+ * assert.equal(error.message, "HTTP 429: Rate limit reached");
+ * assert.equal(error.kind, "rate-limit");
+ * assert.equal(error.retryAfterMs, 2000);
+ * ```
+ *
+ * @param input The status, body and headers
+ * @returns The classified error
+ */
+export function httpError(input: HttpErrorInput): ProviderError {
+  const { status, body, secrets = [] } = input;
+  const payload = parseJson(body);
+  const details = errorDetails(payload);
+  const text = details.message ?? quoteBody(body) ?? statusText(status);
+  const haystack = `${details.code ?? ""} ${details.type ?? ""} ${details.message ?? body}`;
+  // A 2xx carrying an error body is classified by what the body says.
+  const effective = status >= 400 ? status : details.status;
+  const kind = effective === undefined ? kindOfText(haystack) : kindOfStatus(effective, haystack);
+  const retryAfterMs = input.headers ? parseRetryAfter(input.headers, input.now) : undefined;
+  return new ProviderError(redact(`HTTP ${status}: ${text}`, secrets), {
+    kind,
+    retryable: isRetryable(kind),
+    status,
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+  });
+}
+
+/**
+ * Classifies an error reported inside a 2xx stream: an OpenAI-style `data: {"error": …}`
+ * payload or an Anthropic `error` event.
+ *
+ * The kind comes from a numeric HTTP-like `code`/`status` when there is one, else from the
+ * `type`/`code` strings (`rate_limit_error`, `overloaded_error`, `insufficient_quota`,
+ * `context_length_exceeded`, `authentication_error`, `invalid_request_error`, …). Unknown
+ * errors count as retryable `server` failures.
+ *
+ * @example An Anthropic overload
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { streamError } from "./http.ts";
+ * const error = streamError({ type: "overloaded_error", message: "Overloaded" });
+ * assert.equal(error.kind, "server");
+ * assert(error.retryable);
+ * assert.equal(error.message, "Stream error (overloaded_error): Overloaded");
+ * ```
+ *
+ * @param error The value of the payload's `error` field
+ * @param secrets Values replaced by `[redacted]` in the message
+ * @returns The classified error
+ */
+export function streamError(error: unknown, secrets: readonly string[] = []): ProviderError {
+  const details = errorDetails({ error });
+  const label = details.type ?? details.code;
+  const message = details.message ?? (typeof error === "string" ? error : JSON.stringify(error));
+  const text = `Stream error${label ? ` (${label})` : ""}: ${message}`;
+  const status = details.status;
+  const haystack = `${details.code ?? ""} ${details.type ?? ""} ${message}`;
+  const kind = status !== undefined ? kindOfStatus(status, haystack) : kindOfText(haystack);
+  return new ProviderError(redact(text, secrets), {
+    kind,
+    retryable: isRetryable(kind),
+    ...(status === undefined ? {} : { status }),
+  });
+}
+
+/** Options for {@link transportError}. */
+export interface TransportErrorOptions {
+  /** The URL that could not be reached (named in the message). */
+  readonly url?: string;
+  /** Values replaced by `[redacted]` in the message. */
+  readonly secrets?: readonly string[];
+}
+
+/**
+ * A retryable `transport` error for a request that failed without a response (or whose body
+ * could not be read).
+ *
+ * @example Naming the endpoint
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { transportError } from "./http.ts";
+ * const error = transportError(new TypeError("connection refused"), {
+ *   url: "http://127.0.0.1:9/v1/chat/completions",
+ * });
+ * assert.equal(
+ *   error.message,
+ *   "Cannot reach http://127.0.0.1:9/v1/chat/completions: connection refused",
+ * );
+ * assert(error.retryable);
+ * ```
+ *
+ * @param cause What fetch (or the body read) threw
+ * @param options The URL and the secrets to redact
+ * @returns The error
+ */
+export function transportError(cause: unknown, options: TransportErrorOptions = {}): ProviderError {
+  const reason = cause instanceof Error ? cause.message : String(cause);
+  const where = options.url === undefined ? "" : ` ${safeUrl(options.url)}`;
+  return new ProviderError(redact(`Cannot reach${where}: ${reason}`, options.secrets ?? []), {
+    kind: "transport",
+    retryable: true,
+    cause,
+  });
+}
+
+/**
+ * Reads the server's requested wait from `retry-after-ms` (milliseconds, sent by OpenAI) or
+ * `Retry-After` (seconds or an HTTP date).
+ *
+ * @example Seconds and dates
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseRetryAfter } from "./http.ts";
+ * assert.equal(parseRetryAfter(new Headers({ "retry-after": "1.5" })), 1500);
+ * const now = Date.parse("Wed, 21 Oct 2026 07:28:00 GMT");
+ * const headers = new Headers({ "retry-after": "Wed, 21 Oct 2026 07:28:30 GMT" });
+ * assert.equal(parseRetryAfter(headers, now), 30_000);
+ * assert.equal(parseRetryAfter(new Headers()), undefined);
+ * ```
+ *
+ * @param headers Response headers
+ * @param now The current time in ms since the epoch
+ * @returns Milliseconds to wait (never negative), or `undefined` when not given or unreadable
+ */
+export function parseRetryAfter(headers: Headers, now: number = Date.now()): number | undefined {
+  const ms = headers.get("retry-after-ms")?.trim();
+  if (ms && /^\d+(\.\d+)?$/.test(ms)) return Math.round(Number(ms));
+  const value = headers.get("retry-after")?.trim();
+  if (!value) return undefined;
+  if (/^\d+(\.\d+)?$/.test(value)) return Math.round(Number(value) * 1000);
+  // Only an HTTP date (it has a weekday and month name); Date.parse reads "-5" as a year.
+  const date = /[a-z]/i.test(value) ? Date.parse(value) : Number.NaN;
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/**
+ * Wraps a provider's raw event generator so the stream keeps the {@link LlmProvider} contract:
+ * it never throws, ends with exactly one `finish`, and ends with `finish: aborted` (dropping
+ * anything after) once `signal` has aborted.
+ *
+ * A thrown {@link ProviderError} ends the stream with it; any other throw becomes a retryable
+ * `transport` error.
+ *
+ * @example Turning a throw into a finish
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { guardEvents } from "./http.ts";
+ * async function* broken() {
+ *   yield { type: "text-delta", text: "a" } as const;
+ *   throw new TypeError("connection reset");
+ * }
+ * const events = await Array.fromAsync(guardEvents(broken(), new AbortController().signal));
+ * assert.equal(events.length, 2);
+ * assert(events[1]?.type === "finish" && events[1].reason === "error");
+ * ```
+ *
+ * @param source The provider's events
+ * @param signal The request's signal
+ * @returns The guarded events
+ */
+export async function* guardEvents(
+  source: AsyncIterable<LlmEvent>,
+  signal: AbortSignal,
+): AsyncGenerator<LlmEvent, void, undefined> {
+  let failure: ProviderError | undefined;
+  try {
+    if (!signal.aborted) {
+      for await (const event of source) {
+        if (signal.aborted) break;
+        yield event;
+        if (event.type === "finish") return;
+      }
+    }
+  } catch (error) {
+    if (!signal.aborted) {
+      failure = error instanceof ProviderError ? error : new ProviderError(
+        `Cannot read the response stream: ${error instanceof Error ? error.message : error}`,
+        { kind: "transport", retryable: true, cause: error },
+      );
+    }
+  }
+  if (signal.aborted) return yield { type: "finish", reason: "aborted" };
+  yield {
+    type: "finish",
+    reason: "error",
+    error: failure ??
+      new ProviderError("The provider stream ended without a finish", {
+        kind: "transport",
+        retryable: true,
+      }),
+  };
+}
+
+// Internals.
+
+interface ErrorDetails {
+  readonly message?: string;
+  readonly type?: string;
+  readonly code?: string;
+  readonly status?: number;
+}
+
+/** Reads `{error: {message, type, code}}`, `{error: "…"}`, `{message}` and `{detail}` bodies. */
+function errorDetails(payload: unknown): ErrorDetails {
+  if (!isRecord(payload)) return {};
+  const error = payload.error;
+  if (typeof error === "string" && error !== "") return { message: error };
+  const source = isRecord(error) ? error : payload;
+  const message = [source.message, payload.message, payload.detail].find(
+    (value): value is string => typeof value === "string" && value !== "",
+  );
+  const type = typeof source.type === "string" && source.type !== "error" ? source.type : undefined;
+  const code = typeof source.code === "string" ? source.code : undefined;
+  const numeric = [source.status, source.code].find((value): value is number =>
+    typeof value === "number" && Number.isInteger(value) && value >= 400 && value <= 599
+  );
+  return {
+    ...(message === undefined ? {} : { message }),
+    ...(type === undefined ? {} : { type }),
+    ...(code === undefined ? {} : { code }),
+    ...(numeric === undefined ? {} : { status: numeric }),
+  };
+}
+
+const QUOTA =
+  /insufficient[_ ]?quota|exceeded your current quota|billing|insufficient[_ ]balance|credit balance/i;
+const CONTEXT =
+  /context[_ ]?length|context[_ ]window|too many tokens|prompt is too long|maximum context|reduce the length of the (?:messages|prompt)/i;
+
+function kindOfStatus(status: number, text: string): ProviderErrorKind {
+  if (status === 401 || status === 403) return "auth";
+  if (status === 402) return "quota";
+  if (status === 429) return QUOTA.test(text) ? "quota" : "rate-limit";
+  if ((status === 400 || status === 413) && CONTEXT.test(text)) return "context-overflow";
+  if (status === 408) return "transport";
+  if (status >= 500) return "server";
+  return "bad-request";
+}
+
+function kindOfText(text: string): ProviderErrorKind {
+  if (QUOTA.test(text)) return "quota";
+  if (CONTEXT.test(text)) return "context-overflow";
+  if (/rate[_ ]?limit|too many requests/i.test(text)) return "rate-limit";
+  if (/authentication|permission|api[_ ]?key|unauthori[sz]ed|forbidden/i.test(text)) return "auth";
+  if (/invalid[_ ]request|bad[_ ]request|not[_ ]found|request_too_large/i.test(text)) {
+    return "bad-request";
+  }
+  return "server";
+}
+
+function isRetryable(kind: ProviderErrorKind): boolean {
+  return kind === "rate-limit" || kind === "server" || kind === "transport";
+}
+
+function quoteBody(body: string): string | undefined {
+  const text = body.replace(/\s+/g, " ").trim();
+  if (text === "") return undefined;
+  return text.length > MAX_QUOTED_BODY ? `${text.slice(0, MAX_QUOTED_BODY)}…` : text;
+}
+
+function statusText(status: number): string {
+  if (status === 429) return "Too Many Requests";
+  if (status >= 500) return "Server error";
+  return "Request failed";
+}
+
+/** The URL without credentials, query or fragment (a key could hide in any of them). */
+function safeUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    return "(invalid URL)";
+  }
+}
+
+function redact(text: string, secrets: readonly string[]): string {
+  let result = text;
+  for (const secret of secrets) {
+    if (secret.length >= 4) result = result.split(secret).join("[redacted]");
+  }
+  return result;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Resolves with `promise`, or rejects as soon as `signal` aborts. */
+function whileNotAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+async function discardBody(response: Response): Promise<void> {
+  await response.body?.cancel().catch(() => {});
+}
