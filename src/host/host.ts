@@ -28,6 +28,27 @@ export interface HostOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Options for {@link Host.spawn}. */
+export interface SpawnOptions {
+  /** Absolute working directory. */
+  readonly cwd: string;
+  /** Extra environment variables on top of the host's environment. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Aborting kills the whole process group (SIGTERM, then SIGKILL after a grace period). */
+  readonly signal?: AbortSignal;
+}
+
+/** A running child process (the leader of its own process group). */
+export interface HostProcess {
+  readonly pid: number;
+  readonly stdout: ReadableStream<Uint8Array>;
+  readonly stderr: ReadableStream<Uint8Array>;
+  /** Resolves when the process has exited and its output streams are closed. */
+  readonly exited: Promise<{ readonly code: number | null; readonly signal: string | null }>;
+  /** Kills the whole process group. */
+  kill(signal?: "SIGTERM" | "SIGKILL"): void;
+}
+
 /** The operating system, as the server sees it. */
 export interface Host {
   readFile(path: string, options?: HostOptions): Promise<Uint8Array>;
@@ -41,6 +62,11 @@ export interface Host {
   readDir(path: string): Promise<DirEntry[]>;
   mkdir(path: string): Promise<void>;
   remove(path: string): Promise<void>;
+  /**
+   * Starts a process in a new process group, stdin closed.
+   * Rejects when it cannot be started (e.g. the command does not exist).
+   */
+  spawn(command: string, args: readonly string[], options: SpawnOptions): Promise<HostProcess>;
   /** The user's home directory. */
   homeDir(): string;
   /** An environment variable. */

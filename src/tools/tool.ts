@@ -3,6 +3,8 @@
  *
  * @module
  */
+import type { Host } from "../host/host.ts";
+import type { Workspace } from "./workspace.ts";
 
 /** ACP tool kinds, used by clients to pick icons and by permission policy. */
 export type ToolKind =
@@ -17,19 +19,52 @@ export type ToolKind =
   | "switch_mode"
   | "other";
 
+/** What a tool does to the world, which decides whether permission modes let it run. */
+export type ToolEffect = "read" | "write" | "execute";
+
 /** What a tool call is running in. */
 export interface ToolContext {
   readonly sessionId: string;
-  /** Absolute workspace roots: the session cwd first, then additional directories. */
+  /** The session's working directory (absolute, canonical); relative paths resolve against it. */
+  readonly cwd: string;
+  /** Absolute canonical workspace roots: the session cwd first, then additional directories. */
   readonly roots: readonly string[];
+  /** File and process access: through the ACP client when it offers it, else the host. */
+  readonly workspace: Workspace;
+  /** The host, for what clients cannot do (directory listings, globbing, searching). */
+  readonly host: Host;
   readonly signal: AbortSignal;
 }
+
+/** A file location a tool call touches, for clients to follow along. */
+export interface ToolLocation {
+  /** Absolute path. */
+  readonly path: string;
+  /** 1-based line. */
+  readonly line?: number;
+}
+
+/** Rich content a client shows for a tool call. */
+export type ToolDisplay =
+  | { readonly type: "text"; readonly text: string }
+  /** `oldText` is null for a new file. */
+  | {
+    readonly type: "diff";
+    readonly path: string;
+    readonly oldText: string | null;
+    readonly newText: string;
+  }
+  /** A terminal the client created (`terminal/create`) and still shows. */
+  | { readonly type: "terminal"; readonly terminalId: string };
 
 /** What a tool call produced. Failure is a result, never a throw. */
 export interface ToolResult {
   /** Text the model sees. */
   readonly content: string;
   readonly isError: boolean;
+  /** What the client shows; defaults to `content` as text. */
+  readonly display?: readonly ToolDisplay[];
+  readonly locations?: readonly ToolLocation[];
 }
 
 /** A tool the model can call. */
@@ -39,8 +74,11 @@ export interface Tool {
   /** JSON schema of the input object. */
   readonly inputSchema: Readonly<Record<string, unknown>>;
   readonly kind: ToolKind;
-  /** A short human title for one call, shown by clients. */
+  readonly effect: ToolEffect;
+  /** A short human title for one call, shown by clients. Must not throw on bad input. */
   title(input: unknown): string;
+  /** Files the call will touch, resolved against `cwd` (best effort, no I/O). */
+  locations?(input: unknown, cwd: string): readonly ToolLocation[];
   /** Runs the call. */
   execute(input: unknown, context: ToolContext): Promise<ToolResult>;
 }

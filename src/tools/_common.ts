@@ -1,0 +1,155 @@
+/**
+ * Internal helpers shared by the built-in tools: input schemas and their validation, results,
+ * and path resolution that turns refusals into results.
+ *
+ * @module
+ */
+import { resolveToolPath } from "./paths.ts";
+import { joinPath } from "./posix_path.ts";
+import { quote } from "./_text.ts";
+import type { ToolContext, ToolLocation, ToolResult } from "./tool.ts";
+
+/** A string input field. */
+export type StringSchema = {
+  readonly type: "string";
+  readonly description: string;
+  readonly minLength?: number;
+};
+
+/** An integer input field. */
+export type IntegerSchema = {
+  readonly type: "integer";
+  readonly description: string;
+  readonly minimum?: number;
+  readonly maximum?: number;
+};
+
+/** A boolean input field. */
+export type BooleanSchema = {
+  readonly type: "boolean";
+  readonly description: string;
+};
+
+/** One input field. */
+export type PropertySchema = StringSchema | IntegerSchema | BooleanSchema;
+
+/** The JSON schema subset the built-in tools use for their input. */
+export type ObjectSchema = {
+  readonly type: "object";
+  readonly properties: Readonly<Record<string, PropertySchema>>;
+  readonly required: readonly string[];
+  readonly additionalProperties: false;
+};
+
+/**
+ * Checks `input` against `schema`. An optional field may also be `null`, which counts as absent
+ * (models often send that). Returns a message naming the first bad field, or `undefined`.
+ */
+export function validateInput(schema: ObjectSchema, input: unknown): string | undefined {
+  const fields = Object.keys(schema.properties);
+  if (typeof input !== "object" || input === null || Array.isArray(input)) {
+    return `Invalid input: expected an object with the fields ${fields.join(", ")} (got ${
+      typeName(input)
+    })`;
+  }
+  const record = input as Record<string, unknown>;
+  for (const name of Object.keys(record)) {
+    if (!Object.hasOwn(schema.properties, name)) {
+      return `Invalid input: unknown field ${quote(name)} (expected: ${fields.join(", ")})`;
+    }
+  }
+  for (const [name, property] of Object.entries(schema.properties)) {
+    const value = record[name];
+    if (value === undefined || value === null) {
+      if (schema.required.includes(name)) return `Invalid input: ${quote(name)} is required`;
+      continue;
+    }
+    const problem = checkProperty(property, value);
+    if (problem !== undefined) return `Invalid input: ${quote(name)} ${problem}`;
+  }
+  return undefined;
+}
+
+function checkProperty(property: PropertySchema, value: unknown): string | undefined {
+  switch (property.type) {
+    case "string":
+      if (typeof value !== "string") return `must be a string (got ${typeName(value)})`;
+      if (property.minLength !== undefined && value.length < property.minLength) {
+        return property.minLength === 1
+          ? "must not be empty"
+          : `must have at least ${property.minLength} characters`;
+      }
+      return undefined;
+    case "boolean":
+      return typeof value === "boolean" ? undefined : `must be a boolean (got ${typeName(value)})`;
+    case "integer": {
+      if (typeof value !== "number" || !Number.isInteger(value)) {
+        return `must be an integer (got ${
+          typeof value === "number" ? String(value) : typeName(value)
+        })`;
+      }
+      if (property.minimum !== undefined && value < property.minimum) {
+        return `must be at least ${property.minimum} (got ${value})`;
+      }
+      if (property.maximum !== undefined && value > property.maximum) {
+        return `must be at most ${property.maximum} (got ${value})`;
+      }
+      return undefined;
+    }
+  }
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object") return "an object";
+  return `a ${typeof value}`;
+}
+
+/** A string field of an unvalidated input, or `undefined` (for titles and locations). */
+export function stringField(input: unknown, name: string): string | undefined {
+  if (typeof input !== "object" || input === null) return undefined;
+  const value = (input as Record<string, unknown>)[name];
+  return typeof value === "string" ? value : undefined;
+}
+
+/** The location of a path field, resolved against `cwd` without I/O (for `Tool.locations`). */
+export function pathLocations(input: unknown, cwd: string, name = "path"): ToolLocation[] {
+  const path = stringField(input, name);
+  if (path === undefined || path === "" || path.includes("\0")) return [];
+  return [{ path: joinPath(cwd, path) }];
+}
+
+/** A failed tool result. */
+export function errorResult(content: string): ToolResult {
+  return { content, isError: true };
+}
+
+/** The result of a call whose signal aborted. */
+export function cancelledResult(): ToolResult {
+  return errorResult("Cancelled: the tool call was aborted");
+}
+
+/** Resolves a path inside the workspace, or the error result that refuses it. */
+export async function resolveOrError(
+  context: ToolContext,
+  path: string,
+): Promise<{ ok: true; path: string } | { ok: false; result: ToolResult }> {
+  const resolved = await resolveToolPath(context.host, context, path);
+  if (context.signal.aborted) return { ok: false, result: cancelledResult() };
+  if (!resolved.ok) return { ok: false, result: errorResult(resolved.reason) };
+  return resolved;
+}
+
+/** The message of an error, for results. */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === "ENOENT") return "it does not exist";
+    if (code === "EACCES" || code === "EPERM") return "permission denied";
+    if (code === "EISDIR") return "it is a directory";
+    if (code === "ENOTDIR") return "a parent of it is not a directory";
+    return error.message;
+  }
+  return String(error);
+}

@@ -1,0 +1,48 @@
+/**
+ * File and command access for tools. Two implementations: the host's own file system and
+ * processes, and the ACP client's `fs/*` and `terminal/*` methods when it advertises them.
+ * Paths given to a workspace are absolute and already confined to the session's roots.
+ *
+ * @module
+ */
+
+/** Options shared by workspace operations. */
+export interface WorkspaceOptions {
+  readonly signal: AbortSignal;
+}
+
+/** Options for {@link Workspace.runCommand}. */
+export interface RunCommandOptions extends WorkspaceOptions {
+  /** Absolute working directory. */
+  readonly cwd: string;
+  /** Kill the command (its whole process group) after this long. */
+  readonly timeoutMs: number;
+  /** Keep at most this many bytes of output (the end is kept). */
+  readonly outputLimit: number;
+}
+
+/** How a command ended. */
+export interface CommandResult {
+  /** Combined stdout and stderr, in arrival order, possibly truncated at the start. */
+  readonly output: string;
+  readonly truncated: boolean;
+  /** Exit code, or null when killed by a signal. */
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly timedOut: boolean;
+  /** Set when the command ran in a client terminal that stays visible in the tool call. */
+  readonly terminalId?: string;
+}
+
+/** File and command access for one session. */
+export interface Workspace {
+  /** Reads a whole text file. Rejects when it does not exist or cannot be read. */
+  readTextFile(path: string, options: WorkspaceOptions): Promise<string>;
+  /** Creates or replaces a text file (atomically on the host). */
+  writeTextFile(path: string, content: string, options: WorkspaceOptions): Promise<void>;
+  /**
+   * Runs a shell command line (`sh -c` on the host). On timeout or abort the whole process group
+   * is killed before this resolves. Rejects only when the command cannot be started.
+   */
+  runCommand(command: string, options: RunCommandOptions): Promise<CommandResult>;
+}

@@ -1,0 +1,196 @@
+import assert from "node:assert/strict";
+import process from "node:process";
+import { waitGone as gone } from "./_processes.ts";
+import type { HostProcess } from "../../src/host/host.ts";
+import { NodeHost } from "../../src/host/node_host.ts";
+
+/** Reads `stream` line by line until `count` lines arrived; keeps reading the rest in the background. */
+async function readLines(
+  stream: ReadableStream<Uint8Array>,
+  count: number,
+): Promise<{ lines: string[]; rest: Promise<string> }> {
+  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (text.split("\n").length <= count) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += value;
+  }
+  const rest = (async (): Promise<string> => {
+    let tail = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return tail;
+      tail += value;
+    }
+  })();
+  return { lines: text.split("\n").slice(0, count), rest };
+}
+
+async function drain(child: HostProcess): Promise<{ stdout: string; stderr: string }> {
+  const [stdout, stderr] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ]);
+  return { stdout, stderr };
+}
+
+Deno.test("NodeHost.spawn() runs a command with cwd and extra env and reports its exit", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    const host = new NodeHost({ PATH: process.env.PATH, FROM_HOST: "host" });
+    const child = await host.spawn(
+      "/bin/sh",
+      ["-c", 'pwd; echo "$FROM_HOST $EXTRA"; echo oops >&2; exit 3'],
+      { cwd: dir, env: { EXTRA: "extra" } },
+    );
+    assert.ok(child.pid > 0);
+    const output = await drain(child);
+    assert.deepEqual(output, { stdout: `${dir}\nhost extra\n`, stderr: "oops\n" });
+    assert.deepEqual(await child.exited, { code: 3, signal: null });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("NodeHost.spawn() puts the child in its own process group", async () => {
+  const child = await new NodeHost().spawn("/bin/sh", ["-c", "ps -o pgid= -p $$"], { cwd: "/" });
+  const { stdout } = await drain(child);
+  assert.equal(Number(stdout.trim()), child.pid);
+  assert.equal((await child.exited).code, 0);
+});
+
+Deno.test("NodeHost.spawn() rejects when the command or the cwd does not exist", async () => {
+  const host = new NodeHost();
+  await assert.rejects(
+    host.spawn("/nonexistent/command", [], { cwd: "/" }),
+    (error: unknown) => (error as { code?: string }).code === "ENOENT",
+  );
+  await assert.rejects(
+    host.spawn("no-such-command-acp-harness", [], { cwd: "/" }),
+    (error: unknown) => (error as { code?: string }).code === "ENOENT",
+  );
+  await assert.rejects(host.spawn("/bin/sh", ["-c", "true"], { cwd: "/nonexistent/dir" }));
+});
+
+Deno.test("NodeHost.spawn() rejects with the reason when the signal is already aborted", async () => {
+  const controller = new AbortController();
+  const reason = new Error("stop");
+  controller.abort(reason);
+  await assert.rejects(
+    new NodeHost().spawn("/bin/sh", ["-c", "true"], { cwd: "/", signal: controller.signal }),
+    (error: unknown) => error === reason,
+  );
+});
+
+Deno.test("NodeHost.spawn() abort kills the whole process group, grandchildren included", async () => {
+  const controller = new AbortController();
+  const child = await new NodeHost().spawn(
+    "/bin/sh",
+    ["-c", "sleep 30 & echo $!; sleep 30 & echo $!; wait"],
+    { cwd: "/", signal: controller.signal },
+  );
+  const { lines, rest } = await readLines(child.stdout, 2);
+  const pids = lines.map(Number);
+  assert.equal(pids.length, 2);
+  assert.ok(pids.every((pid) => pid > 0 && pid !== child.pid));
+  assert.deepEqual(await gone(pids, 0), pids, "the grandchildren run before the abort");
+  const started = Date.now();
+  controller.abort();
+  const [exit] = await Promise.all([child.exited, rest, child.stderr.cancel()]);
+  assert.deepEqual(exit, { code: null, signal: "SIGTERM" });
+  assert.ok(Date.now() - started < 1_500, "SIGTERM was enough, no SIGKILL wait");
+  assert.deepEqual(await gone([child.pid, ...pids]), []);
+  // The op sanitizer fails this test if the SIGKILL timer were still pending.
+});
+
+Deno.test("NodeHost.spawn() abort escalates to SIGKILL when SIGTERM is ignored", async () => {
+  const controller = new AbortController();
+  const child = await new NodeHost().spawn(
+    "/bin/sh",
+    ["-c", "trap '' TERM; sleep 30 & echo $!; wait"],
+    { cwd: "/", signal: controller.signal },
+  );
+  const { lines, rest } = await readLines(child.stdout, 1);
+  const started = Date.now();
+  controller.abort();
+  const [exit] = await Promise.all([child.exited, rest, child.stderr.cancel()]);
+  const elapsed = Date.now() - started;
+  assert.deepEqual(exit, { code: null, signal: "SIGKILL" });
+  assert.ok(elapsed >= 1_900 && elapsed < 5_000, `killed after ${elapsed} ms`);
+  assert.deepEqual(await gone([Number(lines[0])]), []);
+});
+
+Deno.test("NodeHost.spawn() kill() signals the group and is a no-op after exit", async () => {
+  const child = await new NodeHost().spawn(
+    "/bin/sh",
+    ["-c", "sleep 30 & echo $!; wait"],
+    { cwd: "/" },
+  );
+  const { lines, rest } = await readLines(child.stdout, 1);
+  child.kill("SIGKILL");
+  const [exit] = await Promise.all([child.exited, rest, child.stderr.cancel()]);
+  assert.deepEqual(exit, { code: null, signal: "SIGKILL" });
+  assert.deepEqual(await gone([Number(lines[0])]), []);
+  child.kill();
+  child.kill("SIGKILL");
+});
+
+Deno.test("NodeHost.spawn() abort after exit does nothing", async () => {
+  const controller = new AbortController();
+  const child = await new NodeHost().spawn("/bin/sh", ["-c", "exit 0"], {
+    cwd: "/",
+    signal: controller.signal,
+  });
+  await drain(child);
+  assert.deepEqual(await child.exited, { code: 0, signal: null });
+  controller.abort();
+});
+
+Deno.test("NodeHost.spawn() streams large output with backpressure and survives a cancel", async () => {
+  const host = new NodeHost();
+  const big = await host.spawn("/bin/sh", ["-c", "head -c 3000000 /dev/zero"], { cwd: "/" });
+  const [stdout] = await Promise.all([
+    new Response(big.stdout).arrayBuffer(),
+    big.stderr.cancel(),
+  ]);
+  assert.equal(stdout.byteLength, 3_000_000);
+  assert.equal((await big.exited).code, 0);
+
+  // `yes` never ends by itself: cancelling stdout closes the pipe and it dies of SIGPIPE.
+  const endless = await host.spawn("yes", [], { cwd: "/" });
+  const reader = endless.stdout.getReader();
+  assert.equal((await reader.read()).done, false);
+  await reader.cancel();
+  await endless.stderr.cancel();
+  const exit = await endless.exited;
+  assert.ok(exit.signal === "SIGPIPE" || exit.code !== 0, JSON.stringify(exit));
+});
+
+Deno.test("NodeHost.spawn() abort still settles when a process that left the group holds the pipes", async () => {
+  const controller = new AbortController();
+  const child = await new NodeHost().spawn(
+    "/bin/sh",
+    ["-c", "setsid sleep 30 & echo $!; wait"],
+    { cwd: "/", signal: controller.signal },
+  );
+  const { lines, rest } = await readLines(child.stdout, 1);
+  const escaped = Number(lines[0]);
+  try {
+    // Wait until it has left the group: until then the group kill would still reach it.
+    for (let tries = 0; tries < 200; tries++) {
+      const stat = await Deno.readTextFile(`/proc/${escaped}/stat`);
+      const pgrp = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
+      if (pgrp === escaped) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const started = Date.now();
+    controller.abort();
+    const [exit] = await Promise.all([child.exited, rest, child.stderr.cancel()]);
+    const elapsed = Date.now() - started;
+    assert.equal(exit.code, null);
+    assert.ok(elapsed >= 2_900 && elapsed < 6_000, `settled after ${elapsed} ms`);
+  } finally {
+    process.kill(escaped, "SIGKILL");
+  }
+});
