@@ -9,6 +9,7 @@ import {
 } from "./config/config.ts";
 import type { Host } from "./host/host.ts";
 import { ModelCatalog } from "./llm/catalog.ts";
+import { builtinProviders, type ProviderSpec } from "./llm/presets.ts";
 import { parseScript, type Script } from "./llm/scripted.ts";
 import { createLogger } from "./log/logger.ts";
 import { connectAgentServer } from "./protocol/agent_server.ts";
@@ -43,6 +44,7 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   const out = platform.stdout.getWriter();
   let config: Config;
   let script: Script | undefined;
+  let catalog: ModelCatalog;
   try {
     const command = parseArgs(platform.args);
     if (command.kind === "help" || command.kind === "version") {
@@ -58,10 +60,13 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     if (config.model === "scripted" && !script) {
       throw new ConfigError(`Model "scripted" needs a script: pass --script <file>`);
     }
-    if (!new ModelCatalog(script ? { script } : {}).has(config.model)) {
-      throw new ConfigError(
-        `Unknown model "${config.model}": expected echo${script ? " or scripted" : ""}`,
-      );
+    catalog = createCatalog(config, platform.host, script);
+    if (!catalog.info(config.model)) {
+      try {
+        catalog.resolve(config.model);
+      } catch (error) {
+        throw new ConfigError((error as Error).message);
+      }
     }
   } catch (error) {
     if (error instanceof ConfigError || error instanceof TypeError) {
@@ -74,7 +79,6 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   out.releaseLock();
 
   const logger = createLogger(config.logLevel, (line) => platform.writeStderr(line));
-  const catalog = new ModelCatalog(script ? { script } : {});
   let drainOnInputEnd = (): Promise<void> => Promise.resolve();
   const stream = ndJsonStream(platform.stdout, platform.stdin, {
     maxMessageBytes: config.maxMessageBytes,
@@ -113,6 +117,30 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     grace.abort();
   }
   return 0;
+}
+
+/**
+ * The model catalog a config describes: the built-in providers (read from the host's
+ * environment), the config file's providers and model facts, the script, the default model.
+ *
+ * @param config The merged config
+ * @param host Gives the environment
+ * @param script The scripted model's script, if any
+ * @returns The catalog
+ */
+export function createCatalog(config: Config, host: Host, script?: Script): ModelCatalog {
+  const env = (name: string): string | undefined => host.env(name);
+  const providers: Record<string, ProviderSpec> = builtinProviders(env);
+  for (const [id, provider] of Object.entries(config.providers)) {
+    providers[id] = { ...provider, configured: true, defaults: providers[id]?.defaults ?? {} };
+  }
+  return new ModelCatalog({
+    providers,
+    models: config.models,
+    defaultModel: config.model,
+    env,
+    ...(script ? { script } : {}),
+  });
 }
 
 async function readJson(host: Host, file: string): Promise<unknown> {

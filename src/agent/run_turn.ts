@@ -1,3 +1,4 @@
+import type { Host } from "../host/host.ts";
 import type {
   LlmMessage,
   LlmProvider,
@@ -5,7 +6,9 @@ import type {
   LlmUsage,
   ProviderError,
 } from "../llm/provider.ts";
-import type { Tool, ToolResult } from "../tools/tool.ts";
+import type { Tool, ToolLocation, ToolResult } from "../tools/tool.ts";
+import type { Workspace } from "../tools/workspace.ts";
+import { abortableDelay } from "../util/abortable_delay.ts";
 import type { TurnEvent } from "./turn_event.ts";
 
 /** How a turn ended, in ACP terms. */
@@ -17,12 +20,45 @@ export type StopReason = "end_turn" | "max_tokens" | "max_turn_requests" | "refu
  */
 export type TurnEmitter = (event: TurnEvent) => void | Promise<void>;
 
+/** A tool call waiting for permission to run. */
+export interface AuthorizeRequest {
+  readonly tool: Tool;
+  readonly toolCallId: string;
+  readonly title: string;
+  readonly rawInput: unknown;
+  readonly locations: readonly ToolLocation[];
+  readonly signal: AbortSignal;
+}
+
+/** Whether a tool call may run; `reason` (for the model) when it may not. */
+export type Authorization = { readonly allowed: true } | {
+  readonly allowed: false;
+  readonly reason: string;
+};
+
+/** How failed model requests are retried. */
+export interface RetryPolicy {
+  /** Most attempts per model step, the first included. @default {4} */
+  readonly attempts: number;
+  /** Backoff before the second attempt; doubles each time, with ±25% jitter. @default {500} */
+  readonly baseDelayMs: number;
+  /** Longest wait between attempts (a longer `Retry-After` is still honoured up to 60 s). */
+  readonly maxDelayMs: number;
+}
+
+/** The default {@link RetryPolicy}. */
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 4, baseDelayMs: 500, maxDelayMs: 20_000 };
+
+/** How many of one step's tool calls run at once (edits and commands still go one at a time). */
+export const TOOL_PARALLELISM = 4;
+
 /** Everything one turn needs. */
 export interface TurnOptions {
   readonly sessionId: string;
   readonly provider: LlmProvider;
   readonly model: string;
   readonly reasoningEffort?: string;
+  readonly maxOutputTokens?: number;
   readonly system: string;
   /**
    * The conversation so far, ending with the new user message. The turn appends each message it
@@ -30,9 +66,19 @@ export interface TurnOptions {
    */
   readonly history: LlmMessage[];
   readonly tools: readonly Tool[];
+  /** The session's working directory (canonical). */
+  readonly cwd: string;
+  /** Canonical workspace roots, the cwd first. */
   readonly roots: readonly string[];
+  readonly host: Host;
+  readonly workspace: Workspace;
+  /** Decides whether a tool call runs; without it every call runs. */
+  readonly authorize?: (request: AuthorizeRequest) => Promise<Authorization>;
   /** Most model requests in one turn before it stops with `max_turn_requests`. */
   readonly maxSteps: number;
+  readonly retry?: RetryPolicy;
+  /** Told before each retry of a failed model request. */
+  readonly onRetry?: (error: ProviderError, attempt: number, delayMs: number) => void;
   /** Relay deltas as they arrive instead of committed steps. */
   readonly stream: boolean;
   readonly signal: AbortSignal;
@@ -63,11 +109,13 @@ interface StepResult {
   readonly calls: readonly LlmToolCall[];
 }
 
+type Attempt = StepResult | { readonly reason: "error"; readonly error: ProviderError | undefined };
+
 /**
  * Runs one prompt turn: model step, commit, tool calls, next step, until the model stops.
  *
  * Never throws for cancellation: an aborted signal ends the turn with `cancelled`. A model
- * failure throws {@link TurnError}.
+ * request that still fails after its retries throws {@link TurnError}.
  *
  * @param options The turn's inputs
  * @returns Why the turn ended
@@ -77,11 +125,11 @@ export async function runTurn(options: TurnOptions): Promise<StopReason> {
   for (let step = 0;; step++) {
     if (signal.aborted) return "cancelled";
     if (step >= options.maxSteps) return "max_turn_requests";
-    const result = await runStep(options, history);
+    const result = await runStep(options);
     if (result.reason === "aborted" || signal.aborted) return "cancelled";
     if (result.calls.length > 0) {
-      for (const call of result.calls) {
-        const message = await runToolCall(options, call);
+      const messages = await runToolCalls(options, result.calls);
+      for (const message of messages) {
         history.push(message);
         options.emit({ type: "history", message });
       }
@@ -99,8 +147,34 @@ export async function runTurn(options: TurnOptions): Promise<StopReason> {
   }
 }
 
-async function runStep(options: TurnOptions, history: LlmMessage[]): Promise<StepResult> {
-  const { signal, emit, stream } = options;
+/** One model step, retried on retryable failures. */
+async function runStep(options: TurnOptions): Promise<StepResult> {
+  const retry = options.retry ?? DEFAULT_RETRY;
+  for (let attempt = 1;; attempt++) {
+    const result = await attemptStep(options);
+    if (result.reason !== "error") return result;
+    const error = result.error;
+    const label = `${options.provider.id}/${options.model}`;
+    if (!error?.retryable || attempt >= retry.attempts) {
+      const tries = attempt > 1 ? ` (after ${attempt} attempts)` : "";
+      throw new TurnError(
+        `Model request failed (${label})${tries}: ${error?.message ?? "unknown error"}`,
+        error,
+      );
+    }
+    const backoff = retry.baseDelayMs * 2 ** (attempt - 1);
+    const jittered = Math.min(retry.maxDelayMs, backoff * (0.75 + Math.random() * 0.5));
+    const delayMs = Math.round(
+      error.retryAfterMs === undefined ? jittered : Math.min(error.retryAfterMs, 60_000),
+    );
+    options.onRetry?.(error, attempt, delayMs);
+    if (!(await abortableDelay(delayMs, options.signal))) return { reason: "aborted", calls: [] };
+  }
+}
+
+/** One model request. Commits the step (history, committed-mode updates) when it succeeds. */
+async function attemptStep(options: TurnOptions): Promise<Attempt> {
+  const { signal, emit, stream, history } = options;
   const thoughtId = crypto.randomUUID();
   const messageId = crypto.randomUUID();
   let reasoning = "";
@@ -112,13 +186,14 @@ async function runStep(options: TurnOptions, history: LlmMessage[]): Promise<Ste
     sessionId: options.sessionId,
     model: options.model,
     system: options.system,
-    messages: history,
+    messages: forProvider(history, options.provider.id),
     tools: options.tools.map(({ name, description, inputSchema }) => ({
       name,
       description,
       inputSchema,
     })),
     ...(options.reasoningEffort === undefined ? {} : { reasoningEffort: options.reasoningEffort }),
+    ...(options.maxOutputTokens === undefined ? {} : { maxOutputTokens: options.maxOutputTokens }),
   }, { signal });
   for await (const event of events) {
     switch (event.type) {
@@ -147,13 +222,7 @@ async function runStep(options: TurnOptions, history: LlmMessage[]): Promise<Ste
         break;
       case "finish": {
         if (event.reason === "aborted" || signal.aborted) return { reason: "aborted", calls: [] };
-        if (event.reason === "error") {
-          const reason = event.error?.message ?? "unknown error";
-          throw new TurnError(
-            `Model request failed (${options.provider.id}/${options.model}): ${reason}`,
-            event.error,
-          );
-        }
+        if (event.reason === "error") return { reason: "error", error: event.error };
         if (!stream) {
           if (reasoning) emit({ type: "thought", messageId: thoughtId, text: reasoning });
           if (text) emit({ type: "message", messageId, text });
@@ -163,12 +232,13 @@ async function runStep(options: TurnOptions, history: LlmMessage[]): Promise<Ste
           text,
           ...(reasoning ? { reasoning } : {}),
           ...(calls.length > 0 ? { toolCalls: calls } : {}),
-          ...(providerState === undefined ? {} : { providerState }),
+          ...(providerState === undefined ? {} : { providerState, provider: options.provider.id }),
         };
         history.push(message);
         emit({ type: "history", message });
         if (usage) emit({ type: "usage", usage });
-        return { reason: event.reason, calls };
+        const reason = calls.length > 0 && event.reason === "stop" ? "tool-calls" : event.reason;
+        return { reason, calls };
       }
     }
   }
@@ -178,8 +248,80 @@ async function runStep(options: TurnOptions, history: LlmMessage[]): Promise<Ste
   );
 }
 
-async function runToolCall(options: TurnOptions, call: LlmToolCall): Promise<LlmMessage> {
-  const { emit, signal } = options;
+/**
+ * The history as one provider may see it: provider state (thinking signatures, reasoning
+ * content) is only ever sent back to the provider that produced it.
+ */
+function forProvider(history: LlmMessage[], provider: string): LlmMessage[] {
+  const foreign = (message: LlmMessage): boolean =>
+    message.role === "assistant" && message.providerState !== undefined &&
+    message.provider !== provider;
+  if (!history.some(foreign)) return history;
+  return history.map((message) => {
+    if (!foreign(message) || message.role !== "assistant") return message;
+    const { providerState: _state, provider: _provider, ...rest } = message;
+    return rest;
+  });
+}
+
+interface PreparedCall {
+  readonly call: LlmToolCall;
+  readonly tool: Tool | undefined;
+  readonly input: unknown;
+  readonly parsed: boolean;
+  readonly title: string;
+  readonly locations: readonly ToolLocation[];
+}
+
+/**
+ * Announces every call of a step in order, then runs them: up to {@link TOOL_PARALLELISM} at
+ * once, edits and commands one at a time. Resolves with the tool messages in call order.
+ */
+async function runToolCalls(
+  options: TurnOptions,
+  calls: readonly LlmToolCall[],
+): Promise<LlmMessage[]> {
+  const prepared = calls.map((call) => prepare(options, call));
+  for (const { call, tool, input, title, locations } of prepared) {
+    options.emit({
+      type: "tool-call",
+      toolCallId: call.id,
+      name: call.name,
+      title,
+      kind: tool?.kind ?? "other",
+      rawInput: input,
+      locations,
+    });
+  }
+  const results: LlmMessage[] = new Array(prepared.length);
+  let next = 0;
+  let exclusive: Promise<void> = Promise.resolve();
+  const worker = async (): Promise<void> => {
+    while (next < prepared.length) {
+      const index = next++;
+      const entry = prepared[index] as PreparedCall;
+      if (entry.tool && entry.tool.effect !== "read") {
+        const previous = exclusive;
+        let release = (): void => {};
+        exclusive = new Promise((resolve) => release = resolve);
+        await previous;
+        try {
+          results[index] = await runToolCall(options, entry);
+        } finally {
+          release();
+        }
+      } else {
+        results[index] = await runToolCall(options, entry);
+      }
+    }
+  };
+  await Promise.all(
+    Array.from({ length: Math.min(TOOL_PARALLELISM, prepared.length) }, () => worker()),
+  );
+  return results;
+}
+
+function prepare(options: TurnOptions, call: LlmToolCall): PreparedCall {
   const tool = options.tools.find((candidate) => candidate.name === call.name);
   let input: unknown = call.arguments;
   let parsed = true;
@@ -188,14 +330,22 @@ async function runToolCall(options: TurnOptions, call: LlmToolCall): Promise<Llm
   } catch {
     parsed = false;
   }
-  emit({
-    type: "tool-call",
-    toolCallId: call.id,
-    name: call.name,
-    title: tool ? safeTitle(tool, input) : call.name,
-    kind: tool?.kind ?? "other",
-    rawInput: input,
-  });
+  let title = call.name;
+  let locations: readonly ToolLocation[] = [];
+  if (tool && parsed) {
+    try {
+      title = tool.title(input);
+      locations = tool.locations?.(input, options.cwd) ?? [];
+    } catch {
+      // Titles and locations are best effort.
+    }
+  }
+  return { call, tool, input, parsed, title, locations };
+}
+
+async function runToolCall(options: TurnOptions, entry: PreparedCall): Promise<LlmMessage> {
+  const { emit, signal } = options;
+  const { call, tool, input, parsed } = entry;
   let result: ToolResult;
   if (!tool) {
     result = { content: `Unknown tool "${call.name}"`, isError: true };
@@ -204,18 +354,40 @@ async function runToolCall(options: TurnOptions, call: LlmToolCall): Promise<Llm
   } else if (signal.aborted) {
     result = { content: "Tool call cancelled", isError: true };
   } else {
-    emit({ type: "tool-call-update", toolCallId: call.id, status: "in_progress" });
+    let authorization: Authorization;
     try {
-      result = await tool.execute(input, {
-        sessionId: options.sessionId,
-        roots: options.roots,
-        signal,
-      });
+      authorization = options.authorize
+        ? await options.authorize({
+          tool,
+          toolCallId: call.id,
+          title: entry.title,
+          rawInput: input,
+          locations: entry.locations,
+          signal,
+        })
+        : { allowed: true };
     } catch (error) {
-      result = { content: `Tool failed: ${String(error)}`, isError: true };
+      // Fail closed: a permission check that breaks is a refusal, never a run.
+      authorization = { allowed: false, reason: `Permission check failed: ${String(error)}` };
     }
-    if (signal.aborted && !result.isError) {
-      result = { content: `${result.content}\n(turn cancelled)`, isError: false };
+    if (!authorization.allowed) {
+      result = { content: authorization.reason, isError: true };
+    } else if (signal.aborted) {
+      result = { content: "Tool call cancelled", isError: true };
+    } else {
+      emit({ type: "tool-call-update", toolCallId: call.id, status: "in_progress" });
+      try {
+        result = await tool.execute(input, {
+          sessionId: options.sessionId,
+          cwd: options.cwd,
+          roots: options.roots,
+          workspace: options.workspace,
+          host: options.host,
+          signal,
+        });
+      } catch (error) {
+        result = { content: `Tool failed: ${String(error)}`, isError: true };
+      }
     }
   }
   emit({
@@ -223,6 +395,8 @@ async function runToolCall(options: TurnOptions, call: LlmToolCall): Promise<Llm
     toolCallId: call.id,
     status: result.isError ? "failed" : "completed",
     text: result.content,
+    ...(result.display ? { display: result.display } : {}),
+    ...(result.locations ? { locations: result.locations } : {}),
   });
   return {
     role: "tool",
@@ -231,12 +405,4 @@ async function runToolCall(options: TurnOptions, call: LlmToolCall): Promise<Llm
     content: result.content,
     isError: result.isError,
   };
-}
-
-function safeTitle(tool: Tool, input: unknown): string {
-  try {
-    return tool.title(input);
-  } catch {
-    return tool.name;
-  }
 }

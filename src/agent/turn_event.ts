@@ -1,5 +1,5 @@
 import type { LlmMessage, LlmUsage } from "../llm/provider.ts";
-import type { ToolKind } from "../tools/tool.ts";
+import type { ToolDisplay, ToolKind, ToolLocation } from "../tools/tool.ts";
 
 /**
  * The one event vocabulary the agent loop emits. The session turns these into ACP
@@ -10,7 +10,7 @@ export type TurnEvent =
   | { readonly type: "thought"; readonly messageId: string; readonly text: string }
   /** Answer text: a whole committed message, or a delta in stream mode. */
   | { readonly type: "message"; readonly messageId: string; readonly text: string }
-  /** A tool call announced, before it runs. */
+  /** A tool call announced, before it runs (or asks). */
   | {
     readonly type: "tool-call";
     readonly toolCallId: string;
@@ -18,13 +18,18 @@ export type TurnEvent =
     readonly title: string;
     readonly kind: ToolKind;
     readonly rawInput: unknown;
+    readonly locations: readonly ToolLocation[];
   }
   /** A tool call's progress or result. */
   | {
     readonly type: "tool-call-update";
     readonly toolCallId: string;
     readonly status: "in_progress" | "completed" | "failed";
+    /** The result text the model sees. */
     readonly text?: string;
+    /** What the client shows instead of the text. */
+    readonly display?: readonly ToolDisplay[];
+    readonly locations?: readonly ToolLocation[];
   }
   /** Usage of the latest model request. */
   | { readonly type: "usage"; readonly usage: LlmUsage }

@@ -1,3 +1,5 @@
+import { z } from "zod";
+import type { ModelFacts, ProviderApi } from "../llm/presets.ts";
 import { LOG_LEVELS, type LogLevel } from "../log/logger.ts";
 
 /** Permission policy of a session. */
@@ -26,6 +28,20 @@ export interface Config {
   readonly maxSteps: number;
   /** Largest inbound JSON-RPC message in bytes. @default {33554432} */
   readonly maxMessageBytes: number;
+  /** Providers from the config file, by id (they override built-in ones of the same id). */
+  readonly providers: Readonly<Record<string, ProviderConfig>>;
+  /** Model facts from the config file, by full model id. */
+  readonly models: Readonly<Record<string, ModelFacts>>;
+}
+
+/** A provider declared in the config file. */
+export interface ProviderConfig {
+  readonly api: ProviderApi;
+  readonly baseUrl: string;
+  /** Environment variable holding the API key. */
+  readonly apiKeyEnv?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly maxTokensField?: "max_tokens" | "max_completion_tokens";
 }
 
 /** Default settings. */
@@ -39,7 +55,42 @@ export const DEFAULT_CONFIG: Config = {
   script: undefined,
   maxSteps: 50,
   maxMessageBytes: 32 * 1024 * 1024,
+  providers: {},
+  models: {},
 };
+
+const providerSchema = z.strictObject({
+  api: z.enum(["openai-chat", "anthropic-messages"]),
+  baseUrl: z.url({ protocol: /^https?$/ }),
+  apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).optional(),
+  headers: z.record(z.string(), z.string()).optional(),
+  maxTokensField: z.enum(["max_tokens", "max_completion_tokens"]).optional(),
+});
+
+const tokens = z.number().int().positive();
+const price = z.number().nonnegative();
+const modelSchema = z.strictObject({
+  name: z.string().min(1).optional(),
+  contextWindow: tokens.optional(),
+  maxOutputTokens: tokens.optional(),
+  image: z.boolean().optional(),
+  reasoningEfforts: z.array(z.string().min(1)).min(1).optional(),
+  defaultReasoningEffort: z.string().min(1).optional(),
+  pricing: z.strictObject({
+    input: price,
+    output: price,
+    cacheRead: price.optional(),
+    cacheWrite: price.optional(),
+  }).optional(),
+}).refine(
+  (model) =>
+    model.defaultReasoningEffort === undefined ||
+    (model.reasoningEfforts ?? []).includes(model.defaultReasoningEffort),
+  {
+    message: "defaultReasoningEffort must be one of reasoningEfforts",
+    path: ["defaultReasoningEffort"],
+  },
+);
 
 /** A bad flag, environment variable or config file entry. */
 export class ConfigError extends TypeError {
@@ -213,6 +264,24 @@ export function configFromFile(json: unknown, file: string): Partial<Config> {
         if (!Number.isInteger(value) || (value as number) < 1) throw bad("a positive integer");
         settings[key] = value;
         break;
+      case "providers":
+      case "models": {
+        const schema = z.record(
+          key === "providers" ? z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/) : z.string().min(1),
+          key === "providers" ? providerSchema : modelSchema,
+        );
+        const result = schema.safeParse(value);
+        if (!result.success) {
+          const issue = result.error.issues[0];
+          throw new ConfigError(
+            `Cannot read config file "${file}": "${[key, ...(issue?.path ?? [])].join(".")}": ${
+              issue?.message ?? "invalid"
+            }`,
+          );
+        }
+        settings[key] = result.data;
+        break;
+      }
       case "$schema":
         break;
       default:

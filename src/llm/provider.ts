@@ -31,8 +31,10 @@ export type LlmMessage =
     readonly text: string;
     readonly reasoning?: string;
     readonly toolCalls?: readonly LlmToolCall[];
-    /** Opaque provider data sent back unchanged on later requests. */
+    /** Opaque provider data sent back unchanged on later requests to the same provider. */
     readonly providerState?: unknown;
+    /** Id of the provider that produced the message (and its `providerState`). */
+    readonly provider?: string;
   }
   | {
     readonly role: "tool";

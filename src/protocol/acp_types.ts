@@ -11,4 +11,5 @@ export type {
   SessionModeState,
   SessionUpdate,
   StopReason,
+  ToolCallContent,
 } from "@agentclientprotocol/sdk";

@@ -5,17 +5,21 @@ import {
   PROTOCOL_VERSION,
   RequestError,
 } from "@agentclientprotocol/sdk";
-import { TurnError } from "../agent/run_turn.ts";
+import { type RetryPolicy, TurnError } from "../agent/run_turn.ts";
 import type { Config } from "../config/config.ts";
 import type { Host } from "../host/host.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
 import { ConfigValueError, type Session, SessionStateError } from "../session/session.ts";
 import { SessionManager } from "../session/session_manager.ts";
+import { builtinTools } from "../tools/builtin_tools.ts";
+import { HostWorkspace } from "../tools/host_workspace.ts";
 import type { Tool } from "../tools/tool.ts";
 import type { Stream } from "../transport/acp.ts";
 import { isAbsolutePath } from "../util/path.ts";
 import type { ClientCapabilities } from "./acp_types.ts";
+import { createPermissionAsker } from "./ask_permission.ts";
+import { ClientWorkspace } from "./client_workspace.ts";
 import { describeErrors } from "./describe_errors.ts";
 import { admitPrompt, type PromptCapabilities, PromptContentError } from "./prompt_content.ts";
 
@@ -27,9 +31,14 @@ export interface AgentServerOptions {
   readonly logger: Logger;
   /** Reported as `agentInfo.version`. */
   readonly version: string;
-  /** Tools offered to the model. @default {[]} */
+  /** Tools offered to the model. @default {builtinTools()} */
   readonly tools?: readonly Tool[];
+  /** How failed model requests are retried. @default {DEFAULT_RETRY} */
+  readonly retry?: RetryPolicy;
 }
+
+/** Largest AGENTS.md read into the system prompt, in bytes. */
+export const MAX_INSTRUCTIONS_BYTES = 64 * 1024;
 
 /** A live ACP connection served by acp-harness. */
 export interface AgentServerConnection {
@@ -45,12 +54,6 @@ export interface AgentServerConnection {
   /** Cancels every turn, waits for them to settle, then closes the connection. */
   close(): Promise<void>;
 }
-
-const PROMPT_CAPABILITIES: PromptCapabilities = {
-  image: false,
-  audio: false,
-  embeddedContext: true,
-};
 
 /**
  * Serves ACP on a message stream: one connection, many sessions.
@@ -70,20 +73,36 @@ export function connectAgentServer(
   stream: Stream,
   options: AgentServerOptions,
 ): AgentServerConnection {
-  const { host, logger } = options;
-  // deno-lint-ignore prefer-const -- assigned once the app exists; the sink closure needs it first
+  const { host, logger, catalog } = options;
+  // deno-lint-ignore prefer-const -- assigned once the app exists; the closures need it first
   let connection: AgentConnection | undefined;
   let clientCapabilities: ClientCapabilities = {};
+  const promptCapabilities: PromptCapabilities = {
+    image: catalog.info(options.config.model)?.image ?? false,
+    audio: false,
+    embeddedContext: true,
+  };
+  const hostWorkspace = new HostWorkspace(host);
   const sessions = new SessionManager({
     config: options.config,
-    catalog: options.catalog,
-    tools: options.tools ?? [],
+    catalog,
+    tools: options.tools ?? builtinTools(),
+    host,
     logger,
     now: () => host.now(),
     sinkFor: (sessionId) => (update) => {
       if (!connection) return Promise.reject(new Error("Cannot send update: not connected"));
       return connection.client.notify(methods.client.session.update, { sessionId, update });
     },
+    workspaceFor: (sessionId) =>
+      connection
+        ? new ClientWorkspace(connection.client, clientCapabilities, sessionId, hostWorkspace)
+        : hostWorkspace,
+    ask: (question) =>
+      connection
+        ? createPermissionAsker(connection.client, logger)(question)
+        : Promise.resolve("cancelled"),
+    ...(options.retry ? { retry: options.retry } : {}),
   });
   // Requests being handled, so shutdown can wait for their answers to be written.
   const inflight = new Set<Promise<unknown>>();
@@ -119,7 +138,7 @@ export function connectAgentServer(
         agentInfo: { name: "acp-harness", title: "acp-harness", version: options.version },
         agentCapabilities: {
           loadSession: false,
-          promptCapabilities: { ...PROMPT_CAPABILITIES },
+          promptCapabilities: { ...promptCapabilities },
           mcpCapabilities: { http: false, sse: false },
           sessionCapabilities: { additionalDirectories: {} },
         },
@@ -144,7 +163,12 @@ export function connectAgentServer(
         }
         let session: Session;
         try {
-          session = sessions.create({ cwd, additionalDirectories });
+          const instructions = await readInstructions(host, cwd, logger);
+          session = sessions.create({
+            cwd,
+            additionalDirectories,
+            ...(instructions ? { instructions } : {}),
+          });
         } catch (error) {
           throw toRequestError(error);
         }
@@ -165,7 +189,11 @@ export function connectAgentServer(
           // The slot is checked before the content; nothing awaits between here and the turn
           // taking the slot.
           session.assertCanPrompt();
-          const content = admitPrompt(params.prompt, PROMPT_CAPABILITIES);
+          const model = session.currentModel();
+          const content = admitPrompt(params.prompt, promptCapabilities, {
+            id: model?.id ?? "",
+            image: model?.image ?? false,
+          });
           stopReason = await session.prompt(content, signal);
         } catch (error) {
           throw toRequestError(error);
@@ -221,6 +249,26 @@ export function connectAgentServer(
       await closed;
     },
   };
+}
+
+async function readInstructions(
+  host: Host,
+  cwd: string,
+  logger: Logger,
+): Promise<string | undefined> {
+  const file = `${cwd.replace(/\/+$/, "")}/AGENTS.md`;
+  try {
+    const info = await host.stat(file);
+    if (!info?.isFile) return undefined;
+    if (info.size > MAX_INSTRUCTIONS_BYTES) {
+      logger.warn("AGENTS.md is too large; ignoring it", { file, size: info.size });
+      return undefined;
+    }
+    return await host.readTextFile(file);
+  } catch (error) {
+    logger.warn("cannot read AGENTS.md", { file, error });
+    return undefined;
+  }
 }
 
 function nextMacrotask(): Promise<void> {

@@ -1,14 +1,9 @@
 import type { LlmContentPart } from "../llm/provider.ts";
 import type { ContentBlock } from "./acp_types.ts";
+import { admitImage, MAX_IMAGES_PER_PROMPT } from "./image_content.ts";
+import { PromptContentError } from "./prompt_content_error.ts";
 
-/** A prompt block that cannot be admitted. */
-export class PromptContentError extends TypeError {
-  /** @param message Names the block and the reason */
-  constructor(message: string) {
-    super(message);
-    this.name = "PromptContentError";
-  }
-}
+export { PromptContentError };
 
 /** What the server accepts in prompts. */
 export interface PromptCapabilities {
@@ -17,11 +12,19 @@ export interface PromptCapabilities {
   readonly embeddedContext: boolean;
 }
 
+/** What the session's model accepts, checked on top of the capabilities. */
+export interface PromptModel {
+  /** Model id, for messages. */
+  readonly id: string;
+  readonly image: boolean;
+}
+
 /**
  * Validates every prompt block, then rebuilds the user message in wire order.
  *
  * Text and resource links are accepted (a link becomes a `[resource_link name="…" uri="…"]`
- * line), embedded text resources become context blocks, adjacent text is joined. Everything is
+ * line), embedded text resources become context blocks, adjacent text is joined; images (when
+ * advertised and the model accepts them) are validated and kept in wire order. Everything is
  * checked before anything is returned, so a bad block rejects the whole prompt.
  *
  * @example Admitting text and a link
@@ -37,17 +40,30 @@ export interface PromptCapabilities {
  *
  * @param blocks The prompt blocks
  * @param capabilities What is advertised
+ * @param model The session's model, for images
  * @returns The user message parts
  * @throws {PromptContentError} Naming the first bad block
  */
 export function admitPrompt(
   blocks: readonly ContentBlock[],
   capabilities: PromptCapabilities,
+  model: PromptModel = { id: "", image: false },
 ): LlmContentPart[] {
   if (blocks.length === 0) {
     throw new PromptContentError("prompt: must contain at least one content block");
   }
-  const texts: string[] = [];
+  const images = blocks.filter((block) => block.type === "image").length;
+  if (images > MAX_IMAGES_PER_PROMPT) {
+    throw new PromptContentError(
+      `prompt: has ${images} images; at most ${MAX_IMAGES_PER_PROMPT} are accepted per prompt`,
+    );
+  }
+  const parts: LlmContentPart[] = [];
+  let texts: string[] = [];
+  const flush = (): void => {
+    if (texts.length > 0) parts.push({ type: "text", text: texts.join("") });
+    texts = [];
+  };
   blocks.forEach((block, index) => {
     const where = `prompt[${index}]`;
     switch (block.type) {
@@ -77,9 +93,22 @@ export function admitPrompt(
         return;
       }
       case "image":
-        throw new PromptContentError(
-          `${where}: image content is not supported (promptCapabilities.image is false)`,
-        );
+        if (!capabilities.image) {
+          throw new PromptContentError(
+            `${where}: image content is not supported (promptCapabilities.image is false)`,
+          );
+        }
+        if (!model.image) {
+          throw new PromptContentError(
+            `${where}: the session's model "${model.id}" does not accept images`,
+          );
+        }
+        {
+          const image = admitImage(block, where);
+          flush();
+          parts.push(image);
+        }
+        return;
       case "audio":
         throw new PromptContentError(
           `${where}: audio content is not supported (promptCapabilities.audio is false)`,
@@ -90,9 +119,10 @@ export function admitPrompt(
         );
     }
   });
-  const text = texts.join("");
-  if (text.trim() === "") {
+  flush();
+  const meaningful = parts.some((part) => part.type === "image" || part.text.trim() !== "");
+  if (!meaningful) {
     throw new PromptContentError("prompt: is empty; at least one block must carry text");
   }
-  return [{ type: "text", text }];
+  return parts.filter((part) => part.type === "image" || part.text !== "");
 }

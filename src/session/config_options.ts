@@ -10,6 +10,34 @@ import type {
 export interface Selection {
   readonly model: string;
   readonly mode: PermissionMode;
+  /** Reasoning effort; `undefined` is the provider's own default. */
+  readonly effort?: string;
+}
+
+/** The value of the `reasoning_effort` option that leaves the effort to the provider. */
+export const DEFAULT_EFFORT = "default";
+
+/**
+ * The effort a model starts with: its declared default, else the provider's.
+ *
+ * @param model The model
+ * @returns The effort, or `undefined` for the provider's default
+ */
+export function initialEffort(model: ModelInfo | undefined): string | undefined {
+  return model?.reasoningEfforts.length ? model.defaultReasoningEffort : undefined;
+}
+
+/**
+ * The values of the `reasoning_effort` option for a model (empty when it has no efforts).
+ *
+ * @param model The model
+ * @returns The values, `default` first when the model declares no default effort
+ */
+export function effortValues(model: ModelInfo | undefined): string[] {
+  if (!model?.reasoningEfforts.length) return [];
+  return model.defaultReasoningEffort === undefined
+    ? [DEFAULT_EFFORT, ...model.reasoningEfforts]
+    : [...model.reasoningEfforts];
 }
 
 const MODE_INFO: Readonly<Record<PermissionMode, { name: string; description: string }>> = {
@@ -26,11 +54,13 @@ const MODE_INFO: Readonly<Record<PermissionMode, { name: string; description: st
  *
  * @param selection Current values
  * @param models The models offered
- * @returns `model` (grouped by provider) and `mode`
+ * @param current The selected model's facts
+ * @returns `model` (grouped by provider), `mode`, and `reasoning_effort` for models with efforts
  */
 export function buildConfigOptions(
   selection: Selection,
   models: readonly ModelInfo[],
+  current: ModelInfo | undefined,
 ): SessionConfigOption[] {
   const groups: SessionConfigSelectGroup[] = [];
   for (const model of models) {
@@ -41,7 +71,7 @@ export function buildConfigOptions(
     }
     group.options.push({ value: model.id, name: model.name, description: model.description });
   }
-  return [
+  const options: SessionConfigOption[] = [
     {
       id: "model",
       name: "Model",
@@ -61,6 +91,22 @@ export function buildConfigOptions(
       options: PERMISSION_MODES.map((mode) => ({ value: mode, ...MODE_INFO[mode] })),
     },
   ];
+  const efforts = effortValues(current);
+  if (efforts.length > 0) {
+    options.push({
+      id: "reasoning_effort",
+      name: "Reasoning effort",
+      description: "How much the model thinks before answering",
+      category: "thought_level",
+      type: "select",
+      currentValue: selection.effort ?? current?.defaultReasoningEffort ?? DEFAULT_EFFORT,
+      options: efforts.map((value) => ({
+        value,
+        name: value === DEFAULT_EFFORT ? "Provider default" : value,
+      })),
+    });
+  }
+  return options;
 }
 
 /**

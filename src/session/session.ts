@@ -1,17 +1,34 @@
-import { runTurn, type StopReason, type TurnEmitter } from "../agent/run_turn.ts";
+import {
+  type Authorization,
+  type AuthorizeRequest,
+  type RetryPolicy,
+  runTurn,
+  type StopReason,
+} from "../agent/run_turn.ts";
 import { buildSystemPrompt } from "../agent/system_prompt.ts";
 import type { TurnEvent } from "../agent/turn_event.ts";
 import type { PermissionMode } from "../config/config.ts";
-import type { ModelCatalog } from "../llm/catalog.ts";
-import type { LlmContentPart, LlmMessage } from "../llm/provider.ts";
+import type { Host } from "../host/host.ts";
+import type { ModelCatalog, ModelInfo } from "../llm/catalog.ts";
+import type { LlmContentPart, LlmMessage, LlmUsage } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
 import type {
   SessionConfigOption,
   SessionModeState,
   SessionUpdate,
+  ToolCallContent,
 } from "../protocol/acp_types.ts";
-import type { Tool } from "../tools/tool.ts";
-import { buildConfigOptions, buildModeState, type Selection } from "./config_options.ts";
+import { decidePermission, type PermissionAnswer } from "../permission/policy.ts";
+import type { Tool, ToolDisplay, ToolKind, ToolLocation } from "../tools/tool.ts";
+import type { Workspace } from "../tools/workspace.ts";
+import {
+  buildConfigOptions,
+  buildModeState,
+  DEFAULT_EFFORT,
+  effortValues,
+  initialEffort,
+  type Selection,
+} from "./config_options.ts";
 import { UpdateQueue, type UpdateSink } from "./update_queue.ts";
 
 /** Thrown when a request does not fit the session's state (maps to -32602). */
@@ -32,6 +49,25 @@ export class ConfigValueError extends RangeError {
   }
 }
 
+/** A tool call the user is asked about. */
+export interface PermissionQuestion {
+  readonly sessionId: string;
+  readonly toolCallId: string;
+  readonly title: string;
+  readonly kind: ToolKind;
+  readonly rawInput: unknown;
+  readonly locations: readonly ToolLocation[];
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Asks the client for permission (`session/request_permission`). Resolves `cancelled` when the
+ * turn was cancelled or the client answered so; never rejects (failures count as a refusal).
+ */
+export type PermissionAsker = (
+  question: PermissionQuestion,
+) => Promise<PermissionAnswer | "cancelled">;
+
 /** What a session is built from. */
 export interface SessionOptions {
   readonly id: string;
@@ -42,8 +78,14 @@ export interface SessionOptions {
   readonly selection: Selection;
   readonly catalog: ModelCatalog;
   readonly tools: readonly Tool[];
+  readonly host: Host;
+  readonly workspace: Workspace;
+  readonly ask: PermissionAsker;
+  /** Project instructions (the cwd's AGENTS.md), when present. */
+  readonly instructions?: string;
   readonly maxSteps: number;
   readonly stream: boolean;
+  readonly retry?: RetryPolicy;
   readonly sink: UpdateSink;
   readonly logger: Logger;
   readonly now: () => number;
@@ -70,6 +112,8 @@ export class Session {
   #selection: Selection;
   #turn: ActiveTurn | undefined;
   #controller = new AbortController();
+  readonly #grants = new Map<string, "allow_always" | "reject_always">();
+  #cost = 0;
   #system: { key: string; text: string } | undefined;
   #closing: Promise<void> | undefined;
   #title: string | undefined;
@@ -84,9 +128,18 @@ export class Session {
     this.#updates = new UpdateQueue(options.sink, options.logger);
   }
 
+  /** The selected model's facts. */
+  currentModel(): ModelInfo | undefined {
+    return this.#options.catalog.info(this.#selection.model);
+  }
+
   /** The complete config option list. */
   configOptions(): SessionConfigOption[] {
-    return buildConfigOptions(this.#selection, this.#options.catalog.list());
+    return buildConfigOptions(
+      this.#selection,
+      this.#options.catalog.list(),
+      this.#options.catalog.info(this.#selection.model),
+    );
   }
 
   /** The mode state, in sync with the `mode` option. */
@@ -107,7 +160,9 @@ export class Session {
     const option = this.configOptions().find((candidate) => candidate.id === configId);
     if (!option) {
       throw new ConfigValueError(
-        `configId: unknown config option "${configId}"; expected one of model, mode`,
+        `configId: unknown config option "${configId}"; expected one of ${
+          this.configOptions().map((candidate) => candidate.id).join(", ")
+        }`,
       );
     }
     const allowed = option.type === "select"
@@ -122,9 +177,19 @@ export class Session {
       );
     }
     const previousMode = this.#selection.mode;
-    this.#selection = configId === "model"
-      ? { ...this.#selection, model: value }
-      : { ...this.#selection, mode: value as PermissionMode };
+    if (configId === "model") {
+      const effort = initialEffort(this.#options.catalog.info(value));
+      this.#selection = {
+        model: value,
+        mode: this.#selection.mode,
+        ...(effort === undefined ? {} : { effort }),
+      };
+    } else if (configId === "mode") {
+      this.#selection = { ...this.#selection, mode: value as PermissionMode };
+    } else {
+      const { effort: _previous, ...rest } = this.#selection;
+      this.#selection = value === DEFAULT_EFFORT ? rest : { ...rest, effort: value };
+    }
     const options = this.configOptions();
     this.#updates.push({ sessionUpdate: "config_option_update", configOptions: options });
     if (this.#selection.mode !== previousMode) {
@@ -205,25 +270,44 @@ export class Session {
     signal.addEventListener("abort", onAbort, { once: true });
     if (signal.aborted) controller.abort();
     let open = true;
-    const emit: TurnEmitter = (event) => open ? this.#apply(event) : undefined;
     try {
       const pinned = this.#selection;
       const { info, provider } = this.#options.catalog.resolve(pinned.model);
       this.#history.push({ role: "user", content });
       if (this.#title === undefined) this.#announceTitle(content);
       if (controller.signal.aborted) return "cancelled";
+      const chosen = pinned.effort ?? info.defaultReasoningEffort;
+      const effort = chosen !== undefined && effortValues(info).includes(chosen) &&
+          chosen !== DEFAULT_EFFORT
+        ? chosen
+        : undefined;
       return await runTurn({
         sessionId: this.id,
         provider,
         model: info.model,
+        ...(effort === undefined ? {} : { reasoningEffort: effort }),
+        ...(info.maxOutputTokens === undefined ? {} : { maxOutputTokens: info.maxOutputTokens }),
         system: this.#systemPrompt(info.name),
         history: this.#history,
         tools: this.#options.tools,
+        cwd: this.cwd,
         roots: [this.cwd, ...this.additionalDirectories],
+        host: this.#options.host,
+        workspace: this.#options.workspace,
+        authorize: (request) => this.#authorize(request, pinned),
         maxSteps: this.#options.maxSteps,
+        ...(this.#options.retry ? { retry: this.#options.retry } : {}),
+        onRetry: (error, attempt, delayMs) =>
+          this.#options.logger.warn("model request failed; retrying", {
+            sessionId: this.id,
+            model: info.id,
+            attempt,
+            delayMs,
+            error: error.message,
+          }),
         stream: this.#options.stream,
         signal: controller.signal,
-        emit,
+        emit: (event) => open ? this.#apply(event, info) : undefined,
       });
     } catch (error) {
       // A cancelled turn is an outcome, even if something below threw on the abort.
@@ -243,29 +327,71 @@ export class Session {
     const key = `${model}\n${Math.floor(date.getTime() / 86_400_000)}`;
     if (this.#system?.key !== key) {
       const roots = [this.cwd, ...this.additionalDirectories];
-      this.#system = { key, text: buildSystemPrompt({ roots, model, date }) };
+      const instructions = this.#options.instructions;
+      this.#system = {
+        key,
+        text: buildSystemPrompt({ roots, model, date, ...(instructions ? { instructions } : {}) }),
+      };
     }
     return this.#system.text;
   }
 
-  #apply(event: TurnEvent): Promise<void> | undefined {
+  async #authorize(request: AuthorizeRequest, pinned: Selection): Promise<Authorization> {
+    const { tool } = request;
+    const decision = decidePermission(pinned.mode, tool.name, tool.effect, this.#grants);
+    if (decision.action === "allow") return { allowed: true };
+    if (decision.action === "deny") return { allowed: false, reason: decision.reason };
+    const answer = await this.#options.ask({
+      sessionId: this.id,
+      toolCallId: request.toolCallId,
+      title: request.title,
+      kind: tool.kind,
+      rawInput: request.rawInput,
+      locations: request.locations,
+      signal: request.signal,
+    });
+    if (answer === "allow_always" || answer === "reject_always") {
+      this.#grants.set(tool.name, answer);
+    }
+    if (answer === "allow_once" || answer === "allow_always") return { allowed: true };
+    return {
+      allowed: false,
+      reason: answer === "cancelled"
+        ? `Permission to run ${tool.name} was not given: the request was cancelled.`
+        : `The user refused permission to run ${tool.name}${
+          answer === "reject_always" ? " for the rest of this session" : ""
+        }.`,
+    };
+  }
+
+  #apply(event: TurnEvent, model: ModelInfo): Promise<void> | undefined {
     switch (event.type) {
       case "history":
         // runTurn appended it to this session's history already; the store will record it.
         return undefined;
-      case "usage": {
-        const { contextWindow } = this.#options.catalog.resolve(this.#selection.model).info;
-        if (contextWindow === undefined) return undefined;
-        const { input, output } = event.usage;
-        return this.#updates.push({
-          sessionUpdate: "usage_update",
-          used: input + output,
-          size: contextWindow,
-        });
-      }
+      case "usage":
+        return this.#reportUsage(event.usage, model);
       default:
         return this.#updates.push(toSessionUpdate(event));
     }
+  }
+
+  #reportUsage(usage: LlmUsage, model: ModelInfo): Promise<void> | undefined {
+    if (model.pricing) {
+      const { input, output, cacheRead = 0, cacheWrite = 0 } = usage;
+      const price = model.pricing;
+      this.#cost += (Math.max(0, input - cacheRead - cacheWrite) * price.input +
+        cacheRead * (price.cacheRead ?? price.input) +
+        cacheWrite * (price.cacheWrite ?? price.input) +
+        output * price.output) / 1_000_000;
+    }
+    if (model.contextWindow === undefined) return undefined;
+    return this.#updates.push({
+      sessionUpdate: "usage_update",
+      used: usage.input + usage.output,
+      size: model.contextWindow,
+      ...(model.pricing ? { cost: { amount: roundCost(this.#cost), currency: "USD" } } : {}),
+    });
   }
 
   #announceTitle(content: readonly LlmContentPart[]): void {
@@ -283,6 +409,10 @@ export class Session {
   #assertOpen(): void {
     if (this.#closing) throw new SessionStateError(`session ${this.id} is closing`);
   }
+}
+
+function roundCost(amount: number): number {
+  return Math.round(amount * 1e6) / 1e6;
 }
 
 function toSessionUpdate(
@@ -309,15 +439,38 @@ function toSessionUpdate(
         kind: event.kind,
         status: "pending",
         rawInput: event.rawInput,
+        ...(event.locations.length > 0 ? { locations: locationsOf(event.locations) } : {}),
       };
-    case "tool-call-update":
+    case "tool-call-update": {
+      const display: readonly ToolDisplay[] | undefined = event.display ??
+        (event.text === undefined ? undefined : [{ type: "text", text: event.text }]);
       return {
         sessionUpdate: "tool_call_update",
         toolCallId: event.toolCallId,
         status: event.status,
-        ...(event.text === undefined
-          ? {}
-          : { content: [{ type: "content", content: { type: "text", text: event.text } }] }),
+        ...(display ? { content: display.map(toolCallContent) } : {}),
+        ...(event.locations ? { locations: locationsOf(event.locations) } : {}),
       };
+    }
+  }
+}
+
+function locationsOf(locations: readonly ToolLocation[]): Array<{ path: string; line?: number }> {
+  return locations.map(({ path, line }) => (line === undefined ? { path } : { path, line }));
+}
+
+function toolCallContent(display: ToolDisplay): ToolCallContent {
+  switch (display.type) {
+    case "text":
+      return { type: "content", content: { type: "text", text: display.text } };
+    case "diff":
+      return {
+        type: "diff",
+        path: display.path,
+        oldText: display.oldText,
+        newText: display.newText,
+      };
+    case "terminal":
+      return { type: "terminal", terminalId: display.terminalId };
   }
 }

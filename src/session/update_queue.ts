@@ -44,7 +44,7 @@ export class UpdateQueue {
       },
       (error: unknown) => {
         this.#outstanding--;
-        this.#logger.debug("session update not delivered", { error });
+        this.#logger.debug("session update not delivered", { error: String(error) });
       },
     );
     return this.#outstanding >= HIGH_WATER ? this.#last : undefined;

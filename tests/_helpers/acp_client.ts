@@ -51,7 +51,13 @@ export class AcpTestClient {
     const answered = method === undefined && id !== undefined && id !== null
       ? this.#sentMethods.get(id)
       : undefined;
-    for (const problem of schemaProblems(frame, answered)) {
+    let problems: string[];
+    try {
+      problems = schemaProblems(frame, answered);
+    } catch (error) {
+      problems = [String(error)];
+    }
+    for (const problem of problems) {
       this.problems.push(`${JSON.stringify(frame).slice(0, 200)}: ${problem}`);
     }
     if (method !== undefined && id !== undefined) {

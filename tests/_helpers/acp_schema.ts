@@ -47,7 +47,8 @@ function validatorFor(def: string): ValidateFunction {
 
 function defFor(side: string, method: string, suffix: string): string {
   for (const [name, def] of Object.entries(schema.$defs)) {
-    if (def["x-side"] === side && def["x-method"] === method && name.endsWith(suffix)) return name;
+    const sideMatches = def["x-side"] === side || def["x-side"] === "protocol";
+    if (sideMatches && def["x-method"] === method && name.endsWith(suffix)) return name;
   }
   throw new Error(`No ${suffix} definition for ${side} method ${method}`);
 }

@@ -10,11 +10,13 @@ import {
   createLogger,
   createMemoryPair,
   mergeConfig,
-  ModelCatalog,
   NodeHost,
   parseScript,
   VERSION,
 } from "../../mod.ts";
+import type { RetryPolicy } from "../../src/agent/run_turn.ts";
+import { createCatalog } from "../../src/cli.ts";
+import type { Tool } from "../../src/tools/tool.ts";
 import { type AcpTestClient, memoryClient } from "./acp_client.ts";
 
 /** An in-memory server and a client connected to it. */
@@ -32,6 +34,12 @@ export interface StartOptions {
   readonly config?: Partial<Config>;
   /** Steps for the scripted model (makes `scripted` available). */
   readonly script?: unknown;
+  /** The environment providers see (API keys, base URLs); nothing else is read. */
+  readonly env?: Record<string, string>;
+  /** Tools instead of the built-in ones. */
+  readonly tools?: readonly Tool[];
+  /** Retry policy; tests default to fast retries. */
+  readonly retry?: RetryPolicy;
 }
 
 /** Starts a server over an in-memory pair. */
@@ -39,12 +47,16 @@ export function startServer(options: StartOptions = {}): MemoryServer {
   const [serverSide, clientSide] = createMemoryPair();
   const logs: string[] = [];
   const script = options.script === undefined ? undefined : parseScript(options.script);
+  const config = mergeConfig(options.config ?? {});
+  const host = new NodeHost(options.env ?? {});
   const connection = connectAgentServer(serverSide, {
-    config: mergeConfig(options.config ?? {}),
-    catalog: new ModelCatalog(script ? { script } : {}),
-    host: new NodeHost(),
+    config,
+    catalog: createCatalog(config, host, script),
+    host,
     logger: createLogger("debug", (line) => logs.push(line)),
     version: VERSION,
+    retry: options.retry ?? { attempts: 3, baseDelayMs: 5, maxDelayMs: 50 },
+    ...(options.tools ? { tools: options.tools } : {}),
   });
   const client = memoryClient(clientSide);
   return {

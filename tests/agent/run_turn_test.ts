@@ -1,5 +1,13 @@
+import { NodeHost } from "../../src/host/node_host.ts";
+import { HostWorkspace } from "../../src/tools/host_workspace.ts";
 import assert from "node:assert/strict";
-import { runTurn, TurnError, type TurnOptions } from "../../src/agent/run_turn.ts";
+import {
+  type AuthorizeRequest,
+  runTurn,
+  TOOL_PARALLELISM,
+  TurnError,
+  type TurnOptions,
+} from "../../src/agent/run_turn.ts";
 import type { TurnEvent } from "../../src/agent/turn_event.ts";
 import {
   type LlmEvent,
@@ -9,7 +17,7 @@ import {
   type LlmStreamOptions,
   ProviderError,
 } from "../../src/llm/provider.ts";
-import type { Tool, ToolContext, ToolResult } from "../../src/tools/tool.ts";
+import type { Tool, ToolContext, ToolEffect, ToolKind, ToolResult } from "../../src/tools/tool.ts";
 
 /** One model step of the fake: fixed events, or a function of the request and signal. */
 type FakeStep =
@@ -18,12 +26,13 @@ type FakeStep =
 
 /** A provider that replays steps and records what it was asked. */
 class FakeProvider implements LlmProvider {
-  readonly id: string = "fake";
+  readonly id: string;
   readonly requests: LlmRequest[] = [];
   readonly #steps: FakeStep[];
 
-  constructor(steps: FakeStep[]) {
+  constructor(steps: FakeStep[], id = "fake") {
     this.#steps = steps;
+    this.id = id;
   }
 
   async *stream(request: LlmRequest, options: LlmStreamOptions): AsyncIterable<LlmEvent> {
@@ -57,6 +66,7 @@ function fakeTool(
     description: "Reads a file",
     inputSchema: { type: "object", properties: { path: { type: "string" } } },
     kind: "read",
+    effect: "read",
     title(input: unknown): string {
       return `Read ${(input as { path: string }).path}`;
     },
@@ -102,7 +112,10 @@ function turnOptions(
     system: "be brief",
     history: [USER],
     tools: [],
+    cwd: "/work",
     roots: ["/work"],
+    host: new NodeHost({}),
+    workspace: new HostWorkspace(new NodeHost({})),
     maxSteps: 10,
     stream: false,
     signal: new AbortController().signal,
@@ -236,6 +249,7 @@ Deno.test("runTurn() keeps provider state on the assistant history message", asy
     role: "assistant",
     text: "ok",
     providerState: { signature: "sig" },
+    provider: "fake",
   });
 });
 
@@ -277,6 +291,7 @@ Deno.test("runTurn() runs a tool call and feeds its result to the next step", as
       title: "Read a.txt",
       kind: "read",
       rawInput: { path: "a.txt" },
+      locations: [],
     },
     { type: "tool-call-update", toolCallId: "c1", status: "in_progress" },
     { type: "tool-call-update", toolCallId: "c1", status: "completed", text: "file body" },
@@ -292,30 +307,53 @@ Deno.test("runTurn() runs a tool call and feeds its result to the next step", as
   assert.deepEqual(provider.requests[1]?.messages, [USER, assistant, toolMessage]);
 });
 
-Deno.test("runTurn() runs several tool calls of one step in order", async () => {
+Deno.test("runTurn() announces every tool call of a step in order before any of them runs", async () => {
   const provider = new FakeProvider([
     [
       toolCall("c1", "read_file", '{"path":"a"}'),
       toolCall("c2", "read_file", '{"path":"b"}'),
+      toolCall("c3", "read_file", '{"path":"c"}'),
       finish("tool-calls"),
     ],
     [finish("stop")],
   ]);
-  const tool = fakeTool((input) =>
-    Promise.resolve({ content: `body of ${(input as { path: string }).path}`, isError: false })
-  );
-  const { events, options } = turnOptions(provider, { tools: [tool] });
+  const seenAtStart: string[][] = [];
+  const events: TurnEvent[] = [];
+  const tool = fakeTool((input) => {
+    seenAtStart.push(ofType(events, "tool-call").map((event) => event.toolCallId));
+    return Promise.resolve({
+      content: `body of ${(input as { path: string }).path}`,
+      isError: false,
+    });
+  });
+  const { options } = turnOptions(provider, {
+    tools: [tool],
+    emit: (event) => {
+      events.push(event);
+    },
+  });
   assert.equal(await runTurn(options), "end_turn");
-  assert.deepEqual(
-    ofType(events, "tool-call-update").map((event) => [event.toolCallId, event.status, event.text]),
-    [
-      ["c1", "in_progress", undefined],
-      ["c1", "completed", "body of a"],
-      ["c2", "in_progress", undefined],
-      ["c2", "completed", "body of b"],
-    ],
+  assert.deepEqual(seenAtStart, [["c1", "c2", "c3"], ["c1", "c2", "c3"], ["c1", "c2", "c3"]]);
+  const toolEvents = events.filter((event) =>
+    event.type === "tool-call" || event.type === "tool-call-update"
   );
-  assert.deepEqual(provider.requests[1]?.messages.slice(2).map((m) => m.role), ["tool", "tool"]);
+  assert.deepEqual(
+    toolEvents.slice(0, 3).map((event) => [event.type, event.toolCallId]),
+    [["tool-call", "c1"], ["tool-call", "c2"], ["tool-call", "c3"]],
+  );
+  // Each call gets in_progress then completed with its own result.
+  for (const [id, body] of [["c1", "body of a"], ["c2", "body of b"], ["c3", "body of c"]]) {
+    assert.deepEqual(
+      ofType(events, "tool-call-update").filter((event) => event.toolCallId === id)
+        .map((event) => [event.status, event.text]),
+      [["in_progress", undefined], ["completed", body]],
+      id,
+    );
+  }
+  assert.deepEqual(
+    provider.requests[1]?.messages.slice(2).map((m) => m.role === "tool" && m.content),
+    ["body of a", "body of b", "body of c"],
+  );
 });
 
 Deno.test("runTurn() continues after tool calls even when the step finished with stop", async () => {
@@ -383,6 +421,7 @@ Deno.test("runTurn() answers an unknown tool with a failed result and continues"
     title: "nope",
     kind: "other",
     rawInput: { x: 1 },
+    locations: [],
   }]);
   assert.deepEqual(ofType(events, "tool-call-update"), [{
     type: "tool-call-update",
@@ -612,11 +651,21 @@ Deno.test("runTurn() passes the abort to a running tool and then returns cancell
   assert.equal(await runTurn(options), "cancelled");
   assert.equal(provider.requests.length, 1, "no model request after the abort");
   assert.equal(tool.calls.length, 1, "no further tool runs after the abort");
-  // Every announced tool call still gets a final update.
+  // Every announced tool call still gets a final update (in completion order: c2 never starts,
+  // so it may finish first).
   assert.deepEqual(
     ofType(events, "tool-call-update").filter((event) => event.status !== "in_progress")
-      .map((event) => [event.toolCallId, event.status]),
+      .map((event) => [event.toolCallId, event.status]).sort(),
     [["c1", "failed"], ["c2", "failed"]],
+  );
+  assert.deepEqual(
+    ofType(events, "tool-call-update").find((event) => event.toolCallId === "c2")?.text,
+    "Tool call cancelled",
+  );
+  // The results still reach the history in call order.
+  assert.deepEqual(
+    options.history.filter((message) => message.role === "tool").map((m) => m.toolCallId),
+    ["c1", "c2"],
   );
 });
 
@@ -644,4 +693,628 @@ Deno.test("runTurn() waits on the emitter's backpressure before relaying the nex
   });
   assert.equal(await runTurn(options), "end_turn");
   assert.deepEqual(order, ["thought", "message", "history"]);
+});
+
+// Tool locations
+
+Deno.test("runTurn() announces a tool call with the locations the tool reports", async () => {
+  const provider = new FakeProvider([
+    [toolCall("c1", "read_file", '{"path":"a.txt"}'), finish("tool-calls")],
+    [finish("stop")],
+  ]);
+  const tool = fakeTool();
+  const seen: Array<[unknown, string]> = [];
+  const withLocations: Tool = {
+    ...tool,
+    locations(input: unknown, cwd: string) {
+      seen.push([input, cwd]);
+      return [{ path: `${cwd}/${(input as { path: string }).path}`, line: 3 }];
+    },
+  };
+  const { events, options } = turnOptions(provider, { tools: [withLocations] });
+  assert.equal(await runTurn(options), "end_turn");
+  assert.deepEqual(seen, [[{ path: "a.txt" }, "/work"]]);
+  assert.deepEqual(ofType(events, "tool-call")[0]?.locations, [{ path: "/work/a.txt", line: 3 }]);
+});
+
+Deno.test("runTurn() announces no locations when locations() throws", async () => {
+  const provider = new FakeProvider([
+    [toolCall("c1", "read_file", '{"path":"a.txt"}'), finish("tool-calls")],
+    [finish("stop")],
+  ]);
+  const tool: Tool = {
+    ...fakeTool(),
+    locations(): never {
+      throw new Error("bad input");
+    },
+  };
+  const { events, options } = turnOptions(provider, { tools: [tool] });
+  assert.equal(await runTurn(options), "end_turn");
+  const [announced] = ofType(events, "tool-call");
+  assert.equal(announced?.title, "Read a.txt");
+  assert.deepEqual(announced?.locations, []);
+  assert.equal(ofType(events, "tool-call-update").at(-1)?.status, "completed");
+});
+
+// Retries
+
+function failure(
+  message: string,
+  options: { readonly retryable: boolean; readonly retryAfterMs?: number },
+): Extract<LlmEvent, { type: "finish" }> {
+  return {
+    type: "finish",
+    reason: "error",
+    error: new ProviderError(message, {
+      kind: options.retryable ? "server" : "bad-request",
+      ...options,
+    }),
+  };
+}
+
+/** Runs `fn` with Math.random() fixed, so the retry jitter is known. */
+async function withRandom<T>(value: number, fn: () => Promise<T>): Promise<T> {
+  const original = Math.random;
+  Math.random = () => value;
+  try {
+    return await fn();
+  } finally {
+    Math.random = original;
+  }
+}
+
+Deno.test("runTurn() retries a retryable provider error with doubling backoff", async () => {
+  const provider = new FakeProvider([
+    [text("lost"), failure("overloaded", { retryable: true })],
+    [failure("still overloaded", { retryable: true })],
+    [text("ok"), finish("stop")],
+  ]);
+  const retries: Array<[string, number, number]> = [];
+  const { events, options } = turnOptions(provider, {
+    retry: { attempts: 3, baseDelayMs: 2, maxDelayMs: 100 },
+    onRetry: (error, attempt, delayMs) => retries.push([error.message, attempt, delayMs]),
+  });
+  // Math.random() = 0.5 means no jitter.
+  assert.equal(await withRandom(0.5, () => runTurn(options)), "end_turn");
+  assert.equal(provider.requests.length, 3);
+  assert.deepEqual(retries, [["overloaded", 1, 2], ["still overloaded", 2, 4]]);
+  for (const request of provider.requests) assert.deepEqual(request.messages, [USER]);
+  assert.deepEqual(ofType(events, "message").map((event) => event.text), ["ok"]);
+});
+
+Deno.test("runTurn() caps the backoff at maxDelayMs", async () => {
+  const provider = new FakeProvider([
+    [failure("a", { retryable: true })],
+    [failure("b", { retryable: true })],
+    [failure("c", { retryable: true })],
+    [finish("stop")],
+  ]);
+  const delays: number[] = [];
+  const { options } = turnOptions(provider, {
+    retry: { attempts: 4, baseDelayMs: 2, maxDelayMs: 3 },
+    onRetry: (_error, _attempt, delayMs) => delays.push(delayMs),
+  });
+  assert.equal(await withRandom(0.5, () => runTurn(options)), "end_turn");
+  assert.deepEqual(delays, [2, 3, 3]);
+});
+
+Deno.test("runTurn() jitters the backoff by at most 25%", async () => {
+  for (const random of [0, 0.25, 0.75, 0.9999]) {
+    const provider = new FakeProvider([[failure("x", { retryable: true })], [finish("stop")]]);
+    const delays: number[] = [];
+    const { options } = turnOptions(provider, {
+      retry: { attempts: 2, baseDelayMs: 8, maxDelayMs: 1000 },
+      onRetry: (_error, _attempt, delayMs) => delays.push(delayMs),
+    });
+    assert.equal(await withRandom(random, () => runTurn(options)), "end_turn");
+    assert.equal(delays.length, 1);
+    const [delay = NaN] = delays;
+    assert.ok(delay >= 6 && delay <= 10, `delay ${delay} for random ${random}`);
+  }
+});
+
+Deno.test("runTurn() never waits longer than maxDelayMs between attempts", async () => {
+  // RetryPolicy.maxDelayMs is documented as the longest wait between attempts.
+  const provider = new FakeProvider([
+    [failure("a", { retryable: true })],
+    [failure("b", { retryable: true })],
+    [finish("stop")],
+  ]);
+  const delays: number[] = [];
+  const { options } = turnOptions(provider, {
+    retry: { attempts: 3, baseDelayMs: 8, maxDelayMs: 8 },
+    onRetry: (_error, _attempt, delayMs) => delays.push(delayMs),
+  });
+  assert.equal(await withRandom(0.9999, () => runTurn(options)), "end_turn");
+  assert.equal(delays.length, 2);
+  for (const delay of delays) assert.ok(delay <= 8, `waited ${delay} ms with maxDelayMs 8`);
+});
+
+Deno.test("runTurn() honours retryAfterMs, even beyond maxDelayMs", async () => {
+  const provider = new FakeProvider([
+    [failure("slow down", { retryable: true, retryAfterMs: 30 })],
+    [text("ok"), finish("stop")],
+  ]);
+  const retries: Array<[number, number]> = [];
+  const { options } = turnOptions(provider, {
+    retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 5 },
+    onRetry: (_error, attempt, delayMs) => retries.push([attempt, delayMs]),
+  });
+  const started = performance.now();
+  assert.equal(await runTurn(options), "end_turn");
+  const elapsed = performance.now() - started;
+  assert.deepEqual(retries, [[1, 30]]);
+  assert.ok(elapsed >= 25, `retried after ${elapsed} ms, before the requested 30 ms`);
+  assert.equal(provider.requests.length, 2);
+});
+
+Deno.test("runTurn() passes the error, attempt number and delay to onRetry", async () => {
+  const first = failure("first", { retryable: true });
+  const provider = new FakeProvider([[first], [finish("stop")]]);
+  const calls: Array<[unknown, number, number]> = [];
+  const { options } = turnOptions(provider, {
+    retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 1 },
+    onRetry: (error, attempt, delayMs) => calls.push([error, attempt, delayMs]),
+  });
+  assert.equal(await withRandom(0.5, () => runTurn(options)), "end_turn");
+  assert.equal(calls.length, 1);
+  assert.equal(calls[0]?.[0], first.error);
+  assert.equal(calls[0]?.[1], 1);
+  assert.equal(calls[0]?.[2], 1);
+});
+
+Deno.test("runTurn() does not retry a non-retryable provider error", async () => {
+  const provider = new FakeProvider([[failure("bad request", { retryable: false })]]);
+  let retried = 0;
+  const { options } = turnOptions(provider, {
+    retry: { attempts: 4, baseDelayMs: 1, maxDelayMs: 1 },
+    onRetry: () => retried++,
+  });
+  await assert.rejects(runTurn(options), (thrown: unknown) => {
+    assert.ok(thrown instanceof TurnError);
+    assert.match(thrown.message, /bad request/);
+    assert.doesNotMatch(thrown.message, /attempts/);
+    return true;
+  });
+  assert.equal(provider.requests.length, 1);
+  assert.equal(retried, 0);
+});
+
+Deno.test("runTurn() does not retry a finish error without a ProviderError", async () => {
+  const provider = new FakeProvider([[{ type: "finish", reason: "error" }]]);
+  const { options } = turnOptions(provider, {
+    retry: { attempts: 3, baseDelayMs: 1, maxDelayMs: 1 },
+  });
+  await assert.rejects(runTurn(options), (thrown: unknown) => {
+    assert.ok(thrown instanceof TurnError);
+    assert.match(thrown.message, /fake\/model-x/);
+    assert.match(thrown.message, /unknown error/);
+    assert.equal(thrown.providerError, undefined);
+    return true;
+  });
+  assert.equal(provider.requests.length, 1);
+});
+
+Deno.test("runTurn() gives up after retry.attempts and says how many attempts it made", async () => {
+  const last = failure("third", { retryable: true });
+  const provider = new FakeProvider([
+    [failure("first", { retryable: true })],
+    [failure("second", { retryable: true })],
+    [last],
+    [text("never"), finish("stop")],
+  ]);
+  const attempts: number[] = [];
+  const { events, options } = turnOptions(provider, {
+    retry: { attempts: 3, baseDelayMs: 1, maxDelayMs: 1 },
+    onRetry: (_error, attempt) => attempts.push(attempt),
+  });
+  await assert.rejects(runTurn(options), (thrown: unknown) => {
+    assert.ok(thrown instanceof TurnError);
+    assert.match(thrown.message, /fake\/model-x/);
+    assert.match(thrown.message, /after 3 attempts/);
+    assert.match(thrown.message, /third/);
+    assert.equal(thrown.providerError, last.error);
+    return true;
+  });
+  assert.equal(provider.requests.length, 3);
+  assert.deepEqual(attempts, [1, 2]);
+  assert.deepEqual(events, []);
+});
+
+Deno.test("runTurn() uses the default retry policy when none is given", async () => {
+  // Default base delay: 500 ms ±25% before the second attempt. The onRetry hook aborts, so the
+  // test does not wait for it.
+  const provider = new FakeProvider([[failure("once", { retryable: true })], [finish("stop")]]);
+  const controller = new AbortController();
+  const delays: number[] = [];
+  const { options } = turnOptions(provider, {
+    signal: controller.signal,
+    onRetry: (_error, _attempt, delayMs) => {
+      delays.push(delayMs);
+      controller.abort();
+    },
+  });
+  assert.equal(await runTurn(options), "cancelled");
+  assert.equal(delays.length, 1);
+  const [delay = NaN] = delays;
+  assert.ok(delay >= 375 && delay <= 625, `default first backoff was ${delay} ms`);
+  assert.equal(provider.requests.length, 1);
+});
+
+Deno.test("runTurn() in committed mode emits nothing of a failed attempt", async () => {
+  const tool = fakeTool();
+  const provider = new FakeProvider([
+    [
+      reasoning("lost thought"),
+      text("lost text"),
+      toolCall("c1", "read_file", "{}"),
+      { type: "provider-state", state: "lost" },
+      { type: "usage", usage: { input: 9, output: 9 } },
+      failure("dropped", { retryable: true }),
+    ],
+    [text("kept"), finish("stop")],
+  ]);
+  const { events, options } = turnOptions(provider, {
+    tools: [tool],
+    retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 1 },
+  });
+  assert.equal(await runTurn(options), "end_turn");
+  const withoutIds = events.map((event) =>
+    event.type === "message" || event.type === "thought" ? { ...event, messageId: "-" } : event
+  );
+  assert.deepEqual(withoutIds, [
+    { type: "message", messageId: "-", text: "kept" },
+    { type: "history", message: { role: "assistant", text: "kept" } },
+  ]);
+  assert.equal(tool.calls.length, 0, "a failed attempt's tool calls never run");
+  assert.deepEqual(options.history, [USER, { role: "assistant", text: "kept" }]);
+  assert.deepEqual(provider.requests[1]?.messages, [USER]);
+});
+
+Deno.test("runTurn() in stream mode keeps a failed attempt out of the history", async () => {
+  const provider = new FakeProvider([
+    [text("lost"), failure("dropped", { retryable: true })],
+    [text("kept"), finish("stop")],
+  ]);
+  const { events, options } = turnOptions(provider, {
+    stream: true,
+    retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 1 },
+  });
+  assert.equal(await runTurn(options), "end_turn");
+  assert.deepEqual(ofType(events, "history").map((event) => event.message), [
+    { role: "assistant", text: "kept" },
+  ]);
+  assert.deepEqual(provider.requests[1]?.messages, [USER]);
+});
+
+Deno.test("runTurn() returns cancelled when aborted during the backoff, leaving no timer", async () => {
+  const controller = new AbortController();
+  // A Retry-After of an hour is capped at 60 s; the abort must end the wait long before that.
+  const provider = new FakeProvider([
+    [failure("busy", { retryable: true, retryAfterMs: 3_600_000 })],
+    [text("never"), finish("stop")],
+  ]);
+  let delay: number | undefined;
+  const { events, options } = turnOptions(provider, {
+    signal: controller.signal,
+    retry: { attempts: 3, baseDelayMs: 1, maxDelayMs: 1 },
+    onRetry: (_error, _attempt, delayMs) => {
+      delay = delayMs;
+      setTimeout(() => controller.abort(), 5);
+    },
+  });
+  const started = performance.now();
+  assert.equal(await runTurn(options), "cancelled");
+  assert.ok(performance.now() - started < 5_000, "the backoff was not cut short");
+  assert.equal(delay, 60_000);
+  assert.equal(provider.requests.length, 1);
+  assert.deepEqual(events, []);
+  // Deno's op sanitizer fails this test if the 60 s backoff timer is still pending.
+});
+
+// Authorization
+
+function effectTool(
+  name: string,
+  effect: ToolEffect,
+  kind: ToolKind,
+  run?: (input: unknown, context: ToolContext) => Promise<ToolResult>,
+): Tool & { calls: FakeToolCall[] } {
+  const tool = fakeTool(run, name);
+  return Object.assign(tool, { effect, kind, title: () => `${name} call` });
+}
+
+Deno.test("runTurn() does not run a tool call that authorize denies", async () => {
+  const provider = new FakeProvider([
+    [toolCall("c1", "write_file", '{"path":"a"}'), finish("tool-calls")],
+    [text("understood"), finish("stop")],
+  ]);
+  const tool = effectTool("write_file", "write", "edit");
+  const { events, options } = turnOptions(provider, {
+    tools: [tool],
+    authorize: () => Promise.resolve({ allowed: false, reason: "The user refused write_file." }),
+  });
+  assert.equal(await runTurn(options), "end_turn");
+  assert.equal(tool.calls.length, 0);
+  assert.deepEqual(ofType(events, "tool-call-update"), [{
+    type: "tool-call-update",
+    toolCallId: "c1",
+    status: "failed",
+    text: "The user refused write_file.",
+  }]);
+  assert.deepEqual(provider.requests[1]?.messages.at(-1), {
+    role: "tool",
+    toolCallId: "c1",
+    name: "write_file",
+    content: "The user refused write_file.",
+    isError: true,
+  });
+});
+
+Deno.test("runTurn() runs a tool call that authorize allows", async () => {
+  const provider = new FakeProvider([
+    [toolCall("c1", "write_file", '{"path":"a"}'), finish("tool-calls")],
+    [finish("stop")],
+  ]);
+  const tool = effectTool(
+    "write_file",
+    "write",
+    "edit",
+    () => Promise.resolve({ content: "written", isError: false }),
+  );
+  const { events, options } = turnOptions(provider, {
+    tools: [tool],
+    authorize: () => Promise.resolve({ allowed: true }),
+  });
+  assert.equal(await runTurn(options), "end_turn");
+  assert.equal(tool.calls.length, 1);
+  assert.deepEqual(
+    ofType(events, "tool-call-update").map((event) => [event.status, event.text]),
+    [["in_progress", undefined], ["completed", "written"]],
+  );
+});
+
+Deno.test("runTurn() asks authorize with the call's id, title, input, locations and signal", async () => {
+  const provider = new FakeProvider([
+    [toolCall("c7", "read_file", '{"path":"a.txt"}'), finish("tool-calls")],
+    [finish("stop")],
+  ]);
+  const tool: Tool = {
+    ...fakeTool(),
+    locations: (input: unknown, cwd: string) => [
+      { path: `${cwd}/${(input as { path: string }).path}` },
+    ],
+  };
+  const controller = new AbortController();
+  const requests: AuthorizeRequest[] = [];
+  const events: TurnEvent[] = [];
+  let announcedBefore = false;
+  const { options } = turnOptions(provider, {
+    tools: [tool],
+    signal: controller.signal,
+    emit: (event) => {
+      events.push(event);
+    },
+    authorize: (request) => {
+      requests.push(request);
+      announcedBefore = ofType(events, "tool-call").some((event) => event.toolCallId === "c7");
+      return Promise.resolve({ allowed: true });
+    },
+  });
+  assert.equal(await runTurn(options), "end_turn");
+  assert.equal(requests.length, 1);
+  const [request] = requests;
+  assert.ok(request);
+  assert.equal(request.tool, tool);
+  assert.equal(request.toolCallId, "c7");
+  assert.equal(request.title, "Read a.txt");
+  assert.deepEqual(request.rawInput, { path: "a.txt" });
+  assert.deepEqual(request.locations, [{ path: "/work/a.txt" }]);
+  assert.equal(request.signal.aborted, false);
+  controller.abort();
+  assert.equal(request.signal.aborted, true, "authorize's signal follows the turn's");
+  assert.ok(announcedBefore, "the call is announced before authorize is asked");
+});
+
+Deno.test("runTurn() does not ask authorize for unknown tools or malformed arguments", async () => {
+  const provider = new FakeProvider([
+    [toolCall("c1", "nope", "{}"), toolCall("c2", "read_file", "{bad"), finish("tool-calls")],
+    [finish("stop")],
+  ]);
+  let asked = 0;
+  const { events, options } = turnOptions(provider, {
+    tools: [fakeTool()],
+    authorize: () => {
+      asked++;
+      return Promise.resolve({ allowed: true });
+    },
+  });
+  assert.equal(await runTurn(options), "end_turn");
+  assert.equal(asked, 0);
+  assert.deepEqual(ofType(events, "tool-call-update").map((event) => event.status), [
+    "failed",
+    "failed",
+  ]);
+});
+
+Deno.test("runTurn() does not run a tool when the turn is cancelled while authorizing", async () => {
+  const controller = new AbortController();
+  const provider = new FakeProvider([
+    [toolCall("c1", "write_file", "{}"), finish("tool-calls")],
+    [text("never"), finish("stop")],
+  ]);
+  const tool = effectTool("write_file", "write", "edit");
+  const { events, options } = turnOptions(provider, {
+    tools: [tool],
+    signal: controller.signal,
+    authorize: () => {
+      controller.abort();
+      return Promise.resolve({ allowed: true });
+    },
+  });
+  assert.equal(await runTurn(options), "cancelled");
+  assert.equal(tool.calls.length, 0);
+  assert.deepEqual(ofType(events, "tool-call-update"), [{
+    type: "tool-call-update",
+    toolCallId: "c1",
+    status: "failed",
+    text: "Tool call cancelled",
+  }]);
+  assert.equal(provider.requests.length, 1);
+});
+
+// Parallelism
+
+interface Tracker {
+  active: number;
+  max: number;
+  readonly started: string[];
+  readonly finished: string[];
+}
+
+function tracker(): Tracker {
+  return { active: 0, max: 0, started: [], finished: [] };
+}
+
+/** A tool that sleeps `input.ms` and records overlap in the trackers it is given. */
+function sleepingTool(name: string, effect: ToolEffect, trackers: readonly Tracker[]): Tool {
+  return effectTool(name, effect, effect === "read" ? "read" : "edit", async (input) => {
+    const { id, ms } = input as { id: string; ms: number };
+    for (const t of trackers) {
+      t.active++;
+      t.max = Math.max(t.max, t.active);
+      t.started.push(id);
+    }
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    for (const t of trackers) {
+      t.active--;
+      t.finished.push(id);
+    }
+    return { content: `done ${id}`, isError: false };
+  });
+}
+
+function sleepCall(name: string, id: string, ms: number): LlmEvent {
+  return toolCall(id, name, JSON.stringify({ id, ms }));
+}
+
+Deno.test("runTurn() runs up to TOOL_PARALLELISM read calls at once", async () => {
+  const reads = tracker();
+  const count = TOOL_PARALLELISM + 2;
+  const ids = Array.from({ length: count }, (_, index) => `r${index + 1}`);
+  const provider = new FakeProvider([
+    [...ids.map((id) => sleepCall("read_file", id, 10)), finish("tool-calls")],
+    [finish("stop")],
+  ]);
+  const { options } = turnOptions(provider, {
+    tools: [sleepingTool("read_file", "read", [reads])],
+  });
+  assert.equal(await runTurn(options), "end_turn");
+  assert.equal(reads.max, TOOL_PARALLELISM);
+  assert.deepEqual(reads.started, ids, "calls start in call order");
+  assert.equal(reads.finished.length, count);
+});
+
+Deno.test("runTurn() never overlaps write and execute tool calls", async () => {
+  const exclusive = tracker();
+  const all = tracker();
+  const provider = new FakeProvider([
+    [
+      sleepCall("write_file", "w1", 10),
+      sleepCall("run_command", "x1", 5),
+      sleepCall("write_file", "w2", 1),
+      sleepCall("read_file", "r1", 15),
+      sleepCall("run_command", "x2", 1),
+      finish("tool-calls"),
+    ],
+    [finish("stop")],
+  ]);
+  const { options } = turnOptions(provider, {
+    tools: [
+      sleepingTool("write_file", "write", [exclusive, all]),
+      sleepingTool("run_command", "execute", [exclusive, all]),
+      sleepingTool("read_file", "read", [all]),
+    ],
+  });
+  assert.equal(await runTurn(options), "end_turn");
+  assert.equal(exclusive.max, 1, "a write or execute call overlapped another");
+  assert.deepEqual(exclusive.started, ["w1", "x1", "w2", "x2"], "edits and commands keep order");
+  assert.ok(all.max >= 2, "a read call waited for the edits");
+  assert.deepEqual(
+    options.history.filter((m) => m.role === "tool").map((m) => m.toolCallId),
+    ["w1", "x1", "w2", "r1", "x2"],
+  );
+});
+
+Deno.test("runTurn() appends tool results in call order whatever order they finish in", async () => {
+  const reads = tracker();
+  const provider = new FakeProvider([
+    [
+      sleepCall("read_file", "c1", 30),
+      sleepCall("read_file", "c2", 1),
+      sleepCall("read_file", "c3", 15),
+      finish("tool-calls"),
+    ],
+    [finish("stop")],
+  ]);
+  const { events, options } = turnOptions(provider, {
+    tools: [sleepingTool("read_file", "read", [reads])],
+  });
+  assert.equal(await runTurn(options), "end_turn");
+  assert.deepEqual(reads.finished, ["c2", "c3", "c1"], "the calls ran concurrently");
+  assert.deepEqual(
+    ofType(events, "tool-call-update").filter((event) => event.status === "completed")
+      .map((event) => event.toolCallId),
+    ["c2", "c3", "c1"],
+  );
+  const toolHistory = ofType(events, "history").map((event) => event.message)
+    .filter((message) => message.role === "tool");
+  assert.deepEqual(toolHistory.map((message) => message.toolCallId), ["c1", "c2", "c3"]);
+  assert.deepEqual(
+    provider.requests[1]?.messages.slice(2).map((m) => m.role === "tool" && m.content),
+    ["done c1", "done c2", "done c3"],
+  );
+});
+
+// Provider state
+
+Deno.test("runTurn() sends provider state back only to the provider that produced it", async () => {
+  const call = { id: "c1", name: "read_file", arguments: "{}" };
+  const alpha = new FakeProvider([
+    [
+      text("a1"),
+      { type: "provider-state", state: { signature: "A" } },
+      toolCall(call.id, call.name, call.arguments),
+      finish("tool-calls"),
+    ],
+    [text("a2"), finish("stop")],
+  ], "alpha");
+  const history: LlmMessage[] = [USER];
+  const tools = [fakeTool()];
+  assert.equal(await runTurn(turnOptions(alpha, { history, tools }).options), "end_turn");
+  const stateful: LlmMessage = {
+    role: "assistant",
+    text: "a1",
+    toolCalls: [call],
+    providerState: { signature: "A" },
+    provider: "alpha",
+  };
+  assert.deepEqual(history[1], stateful);
+  // The same provider gets its state back within the turn.
+  assert.deepEqual(alpha.requests[1]?.messages[1], stateful);
+
+  const next: LlmMessage = { role: "user", content: [{ type: "text", text: "again" }] };
+  history.push(next);
+  const beta = new FakeProvider([[finish("stop")]], "beta");
+  assert.equal(await runTurn(turnOptions(beta, { history, tools }).options), "end_turn");
+  const sent = beta.requests[0]?.messages;
+  assert.equal(sent?.length, 5);
+  assert.deepEqual(sent?.[1], { role: "assistant", text: "a1", toolCalls: [call] });
+  assert.deepEqual(sent?.slice(2), history.slice(2, 5));
+  assert.deepEqual(history[1], stateful, "the session history keeps the state");
+
+  history.push(next);
+  const alphaAgain = new FakeProvider([[finish("stop")]], "alpha");
+  assert.equal(await runTurn(turnOptions(alphaAgain, { history, tools }).options), "end_turn");
+  assert.deepEqual(alphaAgain.requests[0]?.messages[1], stateful);
 });

@@ -373,3 +373,167 @@ Deno.test("mergeConfig() does not mutate DEFAULT_CONFIG", () => {
   mergeConfig({ model: "changed", maxSteps: 1 });
   assert.deepEqual(DEFAULT_CONFIG, before);
 });
+
+// configFromFile: providers and models
+
+Deno.test("configFromFile() reads the providers section", () => {
+  const providers = {
+    local: { api: "openai-chat", baseUrl: "http://127.0.0.1:8080/v1" },
+    "corp-proxy.eu": {
+      api: "anthropic-messages",
+      baseUrl: "https://llm.example.com/anthropic",
+      apiKeyEnv: "CORP_LLM_KEY",
+      headers: { "x-team": "tools" },
+    },
+    openai: {
+      api: "openai-chat",
+      baseUrl: "https://api.openai.com/v1",
+      apiKeyEnv: "OPENAI_API_KEY",
+      maxTokensField: "max_tokens",
+    },
+  };
+  assert.deepEqual(configFromFile({ providers }, "c.json"), { providers });
+  assert.deepEqual(configFromFile({ providers: {} }, "c.json"), { providers: {} });
+});
+
+Deno.test("configFromFile() reads the models section", () => {
+  const models = {
+    "local/llama": { name: "Llama", contextWindow: 8192, image: false },
+    "anthropic/claude-next": {
+      maxOutputTokens: 64_000,
+      image: true,
+      reasoningEfforts: ["low", "high"],
+      defaultReasoningEffort: "high",
+      pricing: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
+    },
+    "openai/free": { pricing: { input: 0, output: 0 } },
+    "deepseek/x": {},
+  };
+  assert.deepEqual(configFromFile({ models }, "c.json"), { models });
+});
+
+Deno.test("mergeConfig() defaults providers and models to empty and takes the file's", () => {
+  const merged = mergeConfig();
+  assert.deepEqual(merged.providers, {});
+  assert.deepEqual(merged.models, {});
+  const file = configFromFile({
+    providers: { local: { api: "openai-chat", baseUrl: "http://127.0.0.1:1/v1" } },
+    models: { "local/m": { name: "M" } },
+  }, "c.json");
+  assert.deepEqual(mergeConfig(file).providers, {
+    local: { api: "openai-chat", baseUrl: "http://127.0.0.1:1/v1" },
+  });
+  assert.deepEqual(mergeConfig(file).models, { "local/m": { name: "M" } });
+});
+
+Deno.test("configFromFile() rejects a bad provider naming the path", () => {
+  const good = { api: "openai-chat", baseUrl: "http://127.0.0.1:8080/v1" };
+  const cases: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
+    [{ local: { ...good, api: "gemini" } }, "providers.local.api"],
+    [{ local: { baseUrl: good.baseUrl } }, "providers.local.api"],
+    [{ local: { ...good, baseUrl: "not a url" } }, "providers.local.baseUrl"],
+    [{ local: { ...good, baseUrl: "ftp://127.0.0.1/v1" } }, "providers.local.baseUrl"],
+    [{ local: { ...good, baseUrl: 8080 } }, "providers.local.baseUrl"],
+    [{ local: { api: "openai-chat" } }, "providers.local.baseUrl"],
+    [{ local: { ...good, apiKeyEnv: "MY-KEY" } }, "providers.local.apiKeyEnv"],
+    [{ local: { ...good, apiKeyEnv: "1KEY" } }, "providers.local.apiKeyEnv"],
+    [{ local: { ...good, apiKeyEnv: "" } }, "providers.local.apiKeyEnv"],
+    [{ local: { ...good, apiKeyEnv: "$KEY" } }, "providers.local.apiKeyEnv"],
+    [{ local: { ...good, headers: { "x-a": 1 } } }, "providers.local.headers.x-a"],
+    [{ local: { ...good, maxTokensField: "max_output_tokens" } }, "providers.local.maxTokensField"],
+    [{ local: { ...good, apiKey: "sk-inline" } }, "providers.local"],
+    [{ local: "http://127.0.0.1:8080" }, "providers.local"],
+  ];
+  for (const [providers, path] of cases) {
+    assertConfigError(
+      () => configFromFile({ providers }, "c.json"),
+      `Cannot read config file "c.json"`,
+      `"${path}"`,
+    );
+  }
+});
+
+Deno.test("configFromFile() names an unknown provider key", () => {
+  assertConfigError(
+    () =>
+      configFromFile({
+        providers: {
+          local: { api: "openai-chat", baseUrl: "http://127.0.0.1:1", apiKey: "sk-x" },
+        },
+      }, "c.json"),
+    `"providers.local"`,
+    "apiKey",
+  );
+});
+
+Deno.test("configFromFile() rejects bad provider ids", () => {
+  const provider = { api: "openai-chat", baseUrl: "http://127.0.0.1:1" };
+  for (const id of ["Local", "my provider", "a/b", "-x", ""]) {
+    assertConfigError(
+      () => configFromFile({ providers: { [id]: provider } }, "c.json"),
+      `Cannot read config file "c.json"`,
+      `"providers`,
+    );
+  }
+});
+
+Deno.test("configFromFile() rejects sections that are not objects", () => {
+  for (const key of ["providers", "models"]) {
+    for (const value of [[], "x", null, 3]) {
+      assertConfigError(
+        () => configFromFile({ [key]: value }, "c.json"),
+        `Cannot read config file "c.json"`,
+        `"${key}"`,
+      );
+    }
+  }
+});
+
+Deno.test("configFromFile() rejects bad model facts naming the path", () => {
+  const cases: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
+    [{ "local/m": { contextWindow: 0 } }, "models.local/m.contextWindow"],
+    [{ "local/m": { contextWindow: 1.5 } }, "models.local/m.contextWindow"],
+    [{ "local/m": { maxOutputTokens: -1 } }, "models.local/m.maxOutputTokens"],
+    [{ "local/m": { image: "yes" } }, "models.local/m.image"],
+    [{ "local/m": { name: "" } }, "models.local/m.name"],
+    [{ "local/m": { reasoningEfforts: [] } }, "models.local/m.reasoningEfforts"],
+    [{ "local/m": { reasoningEfforts: ["low", ""] } }, "models.local/m.reasoningEfforts.1"],
+    [{ "local/m": { pricing: { input: 1 } } }, "models.local/m.pricing.output"],
+    [{ "local/m": { pricing: { input: -1, output: 1 } } }, "models.local/m.pricing.input"],
+    [{ "local/m": { pricing: { input: 1, output: 1, cached: 1 } } }, "models.local/m.pricing"],
+    [{ "local/m": { vision: true } }, "models.local/m"],
+    [{ "local/m": "fast" }, "models.local/m"],
+  ];
+  for (const [models, path] of cases) {
+    assertConfigError(
+      () => configFromFile({ models }, "c.json"),
+      `Cannot read config file "c.json"`,
+      `"${path}"`,
+    );
+  }
+});
+
+Deno.test("configFromFile() rejects a defaultReasoningEffort outside reasoningEfforts", () => {
+  assertConfigError(
+    () =>
+      configFromFile({
+        models: {
+          "local/m": { reasoningEfforts: ["low", "high"], defaultReasoningEffort: "medium" },
+        },
+      }, "c.json"),
+    `"models.local/m.defaultReasoningEffort"`,
+    "reasoningEfforts",
+  );
+  assertConfigError(
+    () => configFromFile({ models: { "local/m": { defaultReasoningEffort: "high" } } }, "c.json"),
+    `"models.local/m.defaultReasoningEffort"`,
+  );
+  assert.deepEqual(
+    configFromFile({
+      models: { "local/m": { reasoningEfforts: ["low", "high"], defaultReasoningEffort: "low" } },
+    }, "c.json"),
+    {
+      models: { "local/m": { reasoningEfforts: ["low", "high"], defaultReasoningEffort: "low" } },
+    },
+  );
+});

@@ -148,3 +148,112 @@ Deno.test("admitPrompt() validates every block before returning", () => {
   // And an empty-text check does not hide a bad block.
   assertRejected([{ type: "text", text: "" }, BLOB], ["prompt[1]"]);
 });
+
+// Images
+
+const WITH_IMAGES: PromptCapabilities = { ...CAPABILITIES, image: true };
+const VISION = { id: "openai/vision", image: true };
+const JPEG: ContentBlock = { type: "image", mimeType: "image/jpeg", data: "/9j/4A==" };
+
+Deno.test("admitPrompt() accepts an image when advertised and the model accepts images", () => {
+  assert.deepEqual(admitPrompt([{ type: "text", text: "see" }, IMAGE], WITH_IMAGES, VISION), [
+    { type: "text", text: "see" },
+    { type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" },
+  ]);
+});
+
+Deno.test("admitPrompt() rejects an image the session's model does not accept", () => {
+  assert.throws(
+    () =>
+      admitPrompt([{ type: "text", text: "see" }, IMAGE], WITH_IMAGES, {
+        id: "deepseek/deepseek-v4-pro",
+        image: false,
+      }),
+    (error: unknown) => {
+      assert.ok(error instanceof PromptContentError);
+      assert.match(error.message, /^prompt\[1\]: /);
+      assert.match(error.message, /"deepseek\/deepseek-v4-pro" does not accept images/);
+      return true;
+    },
+  );
+  // Without a model, images are refused too.
+  assert.throws(() => admitPrompt([IMAGE], WITH_IMAGES), PromptContentError);
+});
+
+Deno.test("admitPrompt() rejects an image when promptCapabilities.image is off, whatever the model", () => {
+  assert.throws(() => admitPrompt([{ type: "text", text: "x" }, IMAGE], CAPABILITIES, VISION), {
+    name: "PromptContentError",
+    message: /prompt\[1\]: .*promptCapabilities\.image is false/,
+  });
+});
+
+Deno.test("admitPrompt() keeps images in wire order between joined text", () => {
+  assert.deepEqual(
+    admitPrompt(
+      [
+        { type: "text", text: "Compare " },
+        { type: "text", text: "these:" },
+        IMAGE,
+        { type: "text", text: "and" },
+        JPEG,
+        IMAGE,
+        { type: "resource_link", name: "a", uri: "b" },
+        { type: "text", text: "done" },
+      ],
+      WITH_IMAGES,
+      VISION,
+    ),
+    [
+      { type: "text", text: "Compare these:" },
+      { type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" },
+      { type: "text", text: "and" },
+      { type: "image", mimeType: "image/jpeg", data: "/9j/4A==" },
+      { type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" },
+      { type: "text", text: '\n[resource_link name="a" uri="b"]\ndone' },
+    ],
+  );
+});
+
+Deno.test("admitPrompt() accepts a prompt of only an image", () => {
+  assert.deepEqual(admitPrompt([IMAGE], WITH_IMAGES, VISION), [
+    { type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" },
+  ]);
+  assert.deepEqual(
+    admitPrompt(
+      [{ type: "text", text: "" }, JPEG, { type: "text", text: "" }],
+      WITH_IMAGES,
+      VISION,
+    ),
+    [{ type: "image", mimeType: "image/jpeg", data: "/9j/4A==" }],
+  );
+});
+
+Deno.test("admitPrompt() accepts 20 images and rejects 21", () => {
+  const twenty = Array.from({ length: 20 }, () => IMAGE);
+  assert.equal(admitPrompt(twenty, WITH_IMAGES, VISION).length, 20);
+  assert.throws(() => admitPrompt([...twenty, JPEG], WITH_IMAGES, VISION), (error: unknown) => {
+    assert.ok(error instanceof PromptContentError);
+    assert.match(error.message, /21 images/);
+    assert.match(error.message, /at most 20/);
+    return true;
+  });
+});
+
+Deno.test("admitPrompt() rejects a bad image naming its index", () => {
+  const cases: ReadonlyArray<readonly [ContentBlock, RegExp]> = [
+    [{ type: "image", mimeType: "image/png", data: "iVBORw0KGgo" }, /canonical base64/],
+    [{ type: "image", mimeType: "image/tiff", data: "iVBORw0KGgo=" }, /mimeType/],
+    [{ type: "image", mimeType: "image/jpeg", data: "iVBORw0KGgo=" }, /signature/],
+  ];
+  for (const [block, reason] of cases) {
+    assert.throws(
+      () => admitPrompt([{ type: "text", text: "a" }, IMAGE, block], WITH_IMAGES, VISION),
+      (error: unknown) => {
+        assert.ok(error instanceof PromptContentError);
+        assert.match(error.message, /^prompt\[2\]: /);
+        assert.match(error.message, reason);
+        return true;
+      },
+    );
+  }
+});

@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, realpath, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, realpath, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { schemaProblems } from "../_helpers/acp_schema.ts";
+import { startFakeLlmServer } from "../_helpers/fake_llm_server.ts";
+import { openAiTurn } from "../_helpers/llm_fixtures.ts";
 import { commandLine, ROOT, RUNTIMES } from "../_helpers/runtimes.ts";
 
 const base = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-acpx-")));
@@ -20,10 +22,19 @@ interface AcpxRun {
 }
 
 /** Runs acpx with a temporary HOME; `interrupt` sends SIGINT once the prompt is on the wire. */
-function runAcpx(args: readonly string[], interrupt = false): Promise<AcpxRun> {
+function runAcpx(
+  args: readonly string[],
+  interrupt = false,
+  env: Record<string, string> = {},
+): Promise<AcpxRun> {
   const child = spawn(`${ROOT}node_modules/.bin/acpx`, args, {
     cwd: workspace,
-    env: { ...Deno.env.toObject(), HOME: join(base, "home"), ACP_HARNESS_HOME: join(base, "data") },
+    env: {
+      ...Deno.env.toObject(),
+      HOME: join(base, "home"),
+      ACP_HARNESS_HOME: join(base, "data"),
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";
@@ -52,18 +63,28 @@ function runAcpx(args: readonly string[], interrupt = false): Promise<AcpxRun> {
   });
 }
 
+/** Methods the agent calls on the client (their requests are the agent's, responses acpx's). */
+const CLIENT_METHODS = /^(fs\/|terminal\/|session\/request_permission$|session\/update$)/;
+
 /** Schema problems in the agent's frames (acpx prints both directions). */
 function agentProblems(frames: ReadonlyArray<Record<string, unknown>>): string[] {
   const requests = new Map<unknown, string>();
+  // Ids of the agent's own requests still waiting for acpx's answer; ids of the two sides overlap.
+  const agentRequests = new Set<unknown>();
   const problems: string[] = [];
   for (const frame of frames) {
-    if (typeof frame.method === "string" && "id" in frame) requests.set(frame.id, frame.method);
-    const isAgentResponse = !("method" in frame) && requests.has(frame.id) &&
-      !["session/request_permission"].includes(requests.get(frame.id) as string);
-    const isAgentNotification = frame.method === "session/update";
-    if (isAgentResponse) {
+    const method = frame.method;
+    if (typeof method === "string") {
+      if (CLIENT_METHODS.test(method)) {
+        problems.push(...schemaProblems(frame));
+        if ("id" in frame) agentRequests.add(frame.id);
+      } else if ("id" in frame) requests.set(frame.id, method);
+    } else if (agentRequests.has(frame.id)) {
+      agentRequests.delete(frame.id);
+    } else if (requests.has(frame.id)) {
       problems.push(...schemaProblems(frame, requests.get(frame.id)));
-    } else if (isAgentNotification) problems.push(...schemaProblems(frame));
+      requests.delete(frame.id);
+    }
   }
   return problems;
 }
@@ -122,3 +143,58 @@ Deno.test("acpx Ctrl-C sends session/cancel; the prompt ends cancelled and acpx 
   assert.deepEqual(answer?.result, { stopReason: "cancelled" });
   assert.deepEqual(agentProblems(run.frames), []);
 });
+
+for (const [flag, answer] of [["--approve-all", "allow"], ["--deny-all", "deny"]] as const) {
+  Deno.test(`acpx ${flag}: an edit through acpx's own fs and permission handling`, async () => {
+    const server = await startFakeLlmServer();
+    try {
+      const file = join(workspace, `${answer}.txt`);
+      await writeFile(file, "before\n");
+      const configFile = join(base, `${answer}.config.json`);
+      await writeFile(
+        configFile,
+        JSON.stringify({
+          providers: { fake: { api: "openai-chat", baseUrl: `${server.url}/v1` } },
+        }),
+      );
+      server.enqueue(
+        openAiTurn({
+          toolCalls: [{
+            id: "e1",
+            name: "edit_file",
+            arguments: { path: `${answer}.txt`, old_text: "before", new_text: "after" },
+          }],
+        }),
+        openAiTurn({ text: ["finished"] }),
+      );
+      const [, node] = RUNTIMES;
+      assert.ok(node);
+      const run = await runAcpx([
+        "--agent",
+        commandLine(node, ["--config", configFile, "--model", "fake/coder"]),
+        "--format",
+        "json",
+        flag,
+        "exec",
+        "edit the file",
+      ]);
+      const asked = run.frames.filter((frame) => frame.method === "session/request_permission");
+      assert.equal(asked.length, 1);
+      const last = run.frames.at(-1);
+      if (answer === "allow") {
+        assert.equal(run.code, 0, run.stderr);
+        assert.equal(await readFile(file, "utf8"), "after\n");
+        // acpx advertises fs, so the edit went through its fs/write_text_file.
+        assert.ok(run.frames.some((frame) => frame.method === "fs/write_text_file"));
+        assert.deepEqual(last?.result, { stopReason: "end_turn" });
+      } else {
+        assert.equal(run.code, 5, "acpx exits 5 when every permission request was denied");
+        assert.equal(await readFile(file, "utf8"), "before\n");
+        assert.ok(!run.frames.some((frame) => frame.method === "fs/write_text_file"));
+      }
+      assert.deepEqual(agentProblems(run.frames), []);
+    } finally {
+      await server.close();
+    }
+  });
+}

@@ -1,0 +1,106 @@
+import { type AgentContext, methods } from "@agentclientprotocol/sdk";
+import type {
+  CommandResult,
+  RunCommandOptions,
+  Workspace,
+  WorkspaceOptions,
+} from "../tools/workspace.ts";
+import type { ClientCapabilities } from "./acp_types.ts";
+
+/**
+ * File and command access that goes through the ACP client where it offers it
+ * (`fs/read_text_file`, `fs/write_text_file`, `terminal/*`), so the client sees unsaved editor
+ * buffers, records edits and shows commands in its own terminals; everything else falls back to
+ * the host. Every terminal created is released.
+ */
+export class ClientWorkspace implements Workspace {
+  readonly #client: AgentContext;
+  readonly #capabilities: ClientCapabilities;
+  readonly #sessionId: string;
+  readonly #fallback: Workspace;
+
+  /**
+   * @param client The connection's client context
+   * @param capabilities What the client advertised at initialize
+   * @param sessionId The session the calls belong to
+   * @param fallback The host workspace, for what the client does not offer
+   */
+  constructor(
+    client: AgentContext,
+    capabilities: ClientCapabilities,
+    sessionId: string,
+    fallback: Workspace,
+  ) {
+    this.#client = client;
+    this.#capabilities = capabilities;
+    this.#sessionId = sessionId;
+    this.#fallback = fallback;
+  }
+
+  /** Reads through `fs/read_text_file` when offered. */
+  async readTextFile(path: string, options: WorkspaceOptions): Promise<string> {
+    if (!this.#capabilities.fs?.readTextFile) return this.#fallback.readTextFile(path, options);
+    const result = await this.#client.request(
+      methods.client.fs.readTextFile,
+      { sessionId: this.#sessionId, path },
+      { cancellationSignal: options.signal, stopWaitingOnCancel: true },
+    );
+    return result.content;
+  }
+
+  /** Writes through `fs/write_text_file` when offered. */
+  async writeTextFile(path: string, content: string, options: WorkspaceOptions): Promise<void> {
+    if (!this.#capabilities.fs?.writeTextFile) {
+      return this.#fallback.writeTextFile(path, content, options);
+    }
+    await this.#client.request(
+      methods.client.fs.writeTextFile,
+      { sessionId: this.#sessionId, path, content },
+      { cancellationSignal: options.signal, stopWaitingOnCancel: true },
+    );
+  }
+
+  /** Runs in a client terminal when offered; kills it on timeout or abort; always releases it. */
+  async runCommand(command: string, options: RunCommandOptions): Promise<CommandResult> {
+    if (!this.#capabilities.terminal) return this.#fallback.runCommand(command, options);
+    const terminal = await this.#client.createTerminal({
+      sessionId: this.#sessionId,
+      command: "/bin/sh",
+      args: ["-c", command],
+      cwd: options.cwd,
+      outputByteLimit: options.outputLimit,
+    }, { cancellationSignal: options.signal, stopWaitingOnCancel: true });
+    let timedOut = false;
+    const stop = new AbortController();
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop.abort();
+    }, options.timeoutMs);
+    const onAbort = (): void => stop.abort();
+    options.signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      const exited = terminal.waitForExit();
+      exited.catch(() => {});
+      const stopped = new Promise<void>((resolve) => {
+        if (stop.signal.aborted) resolve();
+        stop.signal.addEventListener("abort", () => resolve(), { once: true });
+      });
+      const winner = await Promise.race([exited, stopped.then(() => undefined)]);
+      if (winner === undefined) await terminal.kill().catch(() => {});
+      const output = await terminal.currentOutput();
+      const status = winner ?? output.exitStatus ?? {};
+      return {
+        output: output.output,
+        truncated: output.truncated,
+        exitCode: status.exitCode ?? null,
+        signal: status.signal ?? null,
+        timedOut,
+        terminalId: terminal.id,
+      };
+    } finally {
+      clearTimeout(timer);
+      options.signal.removeEventListener("abort", onAbort);
+      await terminal.release().catch(() => {});
+    }
+  }
+}
