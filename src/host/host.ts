@@ -49,6 +49,26 @@ export interface HostProcess {
   kill(signal?: "SIGTERM" | "SIGKILL"): void;
 }
 
+/** Options for {@link Host.appendFile}. */
+export interface AppendFileOptions {
+  /** Flush the data to disk (`fdatasync`) before resolving. */
+  readonly sync: boolean;
+  /**
+   * Create the file when it does not exist; when `false` a missing file rejects (`ENOENT`).
+   * @default {true}
+   */
+  readonly create?: boolean;
+}
+
+/** Options for {@link Host.createExclusive} and {@link Host.truncate}. */
+export interface SyncOptions {
+  /**
+   * Flush the data to disk (`fdatasync`) before resolving.
+   * @default {false}
+   */
+  readonly sync?: boolean;
+}
+
 /** The operating system, as the server sees it. */
 export interface Host {
   readFile(path: string, options?: HostOptions): Promise<Uint8Array>;
@@ -69,8 +89,43 @@ export interface Host {
   spawn(command: string, args: readonly string[], options: SpawnOptions): Promise<HostProcess>;
   /** The user's home directory. */
   homeDir(): string;
+  /** The process's working directory. */
+  cwd(): string;
   /** An environment variable. */
   env(name: string): string | undefined;
   /** Milliseconds since the epoch. */
   now(): number;
+  /**
+   * Appends `data` with a single `write` on a file opened with `O_APPEND`, so concurrent appenders
+   * never interleave: the data lands whole, or torn at its end by a crash.
+   */
+  appendFile(path: string, data: string | Uint8Array, options: AppendFileOptions): Promise<void>;
+  /**
+   * {@link appendFile} done synchronously (open, one `write`, close; no flush): the data is in the
+   * operating system's hands when this returns, so a crash of this process cannot lose it. Throws
+   * on failure. Pair with {@link syncFile} for durability.
+   */
+  appendFileSync(
+    path: string,
+    data: string | Uint8Array,
+    options?: { readonly create?: boolean },
+  ): void;
+  /** Flushes a file's data to disk (`fdatasync`), e.g. after {@link appendFileSync}. */
+  syncFile(path: string): Promise<void>;
+  /** Creates `path` with `data` only if it does not exist (`O_CREAT|O_EXCL`); `false` if it does. */
+  createExclusive(path: string, data: string | Uint8Array, options?: SyncOptions): Promise<boolean>;
+  /** Renames atomically, replacing `to` if it exists. */
+  rename(from: string, to: string): Promise<void>;
+  /** Cuts a file to `length` bytes. */
+  truncate(path: string, length: number, options?: SyncOptions): Promise<void>;
+  /** Bytes `start` (inclusive) to `end` (exclusive, default: the end of the file) of a file. */
+  readFileRange(path: string, start: number, end?: number): Promise<Uint8Array>;
+  /** Flushes a directory's entries (after a create or rename) to disk; best effort, never rejects. */
+  syncDir(path: string): Promise<void>;
+  /** This process's id. */
+  pid(): number;
+  /** This machine's host name. */
+  hostname(): string;
+  /** Whether a process with this id runs on this machine; zombies count as dead. */
+  isProcessAlive(pid: number): boolean;
 }

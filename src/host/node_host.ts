@@ -1,10 +1,20 @@
 import * as childProcess from "node:child_process";
+import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
 import process from "node:process";
 import type { Readable } from "node:stream";
-import type { DirEntry, FileInfo, Host, HostOptions, HostProcess, SpawnOptions } from "./host.ts";
+import type {
+  AppendFileOptions,
+  DirEntry,
+  FileInfo,
+  Host,
+  HostOptions,
+  HostProcess,
+  SpawnOptions,
+  SyncOptions,
+} from "./host.ts";
 
 /** How long an aborted process group gets between SIGTERM and SIGKILL. */
 const KILL_GRACE_MS = 2_000;
@@ -174,6 +184,11 @@ export class NodeHost implements Host {
     return os.homedir();
   }
 
+  /** The process's working directory. */
+  cwd(): string {
+    return process.cwd();
+  }
+
   /** An environment variable. */
   env(name: string): string | undefined {
     return this.#env[name];
@@ -182,6 +197,226 @@ export class NodeHost implements Host {
   /** Milliseconds since the epoch. */
   now(): number {
     return Date.now();
+  }
+
+  /**
+   * Appends with one `write` on a descriptor opened with `O_APPEND`, then `fdatasync` when
+   * `options.sync`. A short write (only when the disk is full) rejects: the file then has a torn
+   * tail, which readers of append-only logs must tolerate.
+   *
+   * @example Appending a line durably
+   * ```ts ignore
+   * import { NodeHost } from "./node_host.ts";
+   * await new NodeHost().appendFile("/tmp/log.jsonl", '{"a":1}\n', { sync: true });
+   * ```
+   *
+   * @param file The file
+   * @param data The bytes (strings are UTF-8 encoded)
+   * @param options `sync` to flush; `create: false` to reject when the file is missing
+   */
+  async appendFile(
+    file: string,
+    data: string | Uint8Array,
+    options: AppendFileOptions,
+  ): Promise<void> {
+    const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    const flags = fs.constants.O_WRONLY | fs.constants.O_APPEND |
+      (options.create === false ? 0 : fs.constants.O_CREAT);
+    const handle = await fs.open(file, flags, 0o644);
+    try {
+      const { bytesWritten } = await handle.write(bytes, 0, bytes.byteLength);
+      if (bytesWritten !== bytes.byteLength) {
+        throw new Error(
+          `Cannot append to "${file}": wrote ${bytesWritten} of ${bytes.byteLength} bytes`,
+        );
+      }
+      if (options.sync) await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /**
+   * Appends synchronously with one `write` on a descriptor opened with `O_APPEND`; no flush.
+   *
+   * @example Appending a record that must survive a crash of this process
+   * ```ts ignore
+   * import { NodeHost } from "./node_host.ts";
+   * const host = new NodeHost();
+   * host.appendFileSync("/tmp/log.jsonl", '{"a":1}\n', { create: false });
+   * await host.syncFile("/tmp/log.jsonl"); // and of the machine
+   * ```
+   *
+   * @param file The file
+   * @param data The bytes (strings are UTF-8 encoded)
+   * @param options `create: false` to throw when the file is missing
+   */
+  appendFileSync(
+    file: string,
+    data: string | Uint8Array,
+    options?: { readonly create?: boolean },
+  ): void {
+    const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    const flags = fs.constants.O_WRONLY | fs.constants.O_APPEND |
+      (options?.create === false ? 0 : fs.constants.O_CREAT);
+    const fd = openSync(file, flags, 0o644);
+    try {
+      const written = writeSync(fd, bytes, 0, bytes.byteLength);
+      if (written !== bytes.byteLength) {
+        throw new Error(
+          `Cannot append to "${file}": wrote ${written} of ${bytes.byteLength} bytes`,
+        );
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** `fdatasync`s a file through a new descriptor (the flush covers the file, not a descriptor). */
+  async syncFile(file: string): Promise<void> {
+    const handle = await fs.open(file, "r");
+    try {
+      await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /**
+   * Creates `file` with `data` unless it exists (`O_CREAT|O_EXCL`).
+   *
+   * @example Taking a lock file
+   * ```ts ignore
+   * import { NodeHost } from "./node_host.ts";
+   * const mine = await new NodeHost().createExclusive("/tmp/x.lock", "{}"); // false if taken
+   * ```
+   *
+   * @param file The file to create
+   * @param data Its content
+   * @param options `sync` to flush the content before resolving
+   * @returns `true` when created, `false` when it already existed
+   */
+  async createExclusive(
+    file: string,
+    data: string | Uint8Array,
+    options?: SyncOptions,
+  ): Promise<boolean> {
+    let handle: fs.FileHandle;
+    try {
+      handle = await fs.open(file, "wx", 0o644);
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code === "EEXIST") return false;
+      throw error;
+    }
+    try {
+      await handle.writeFile(data);
+      if (options?.sync) await handle.datasync();
+    } catch (error) {
+      await handle.close().catch(() => {});
+      await fs.rm(file, { force: true });
+      throw error;
+    }
+    await handle.close();
+    return true;
+  }
+
+  /** Renames atomically, replacing `to`. */
+  rename(from: string, to: string): Promise<void> {
+    return fs.rename(from, to);
+  }
+
+  /** Cuts `file` to `length` bytes, then `fdatasync` when `options.sync`. */
+  async truncate(file: string, length: number, options?: SyncOptions): Promise<void> {
+    const handle = await fs.open(file, "r+");
+    try {
+      await handle.truncate(length);
+      if (options?.sync) await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /**
+   * Reads bytes `start` to `end` (exclusive; default the current end of the file). Returns fewer
+   * bytes when the file is shorter.
+   *
+   * @example Reading what was appended since the last read
+   * ```ts ignore
+   * import { NodeHost } from "./node_host.ts";
+   * const tail = await new NodeHost().readFileRange("/tmp/log.jsonl", 1024);
+   * ```
+   *
+   * @param file The file
+   * @param start First byte
+   * @param end Byte after the last one
+   * @returns The bytes read
+   */
+  async readFileRange(file: string, start: number, end?: number): Promise<Uint8Array> {
+    const handle = await fs.open(file, "r");
+    try {
+      const stop = end ?? (await handle.stat()).size;
+      const buffer = new Uint8Array(Math.max(0, stop - start));
+      let filled = 0;
+      while (filled < buffer.byteLength) {
+        const { bytesRead } = await handle.read(
+          buffer,
+          filled,
+          buffer.byteLength - filled,
+          start + filled,
+        );
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      return filled === buffer.byteLength ? buffer : buffer.subarray(0, filled);
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** `fsync`s a directory so renames and creates in it survive a power loss; errors are ignored. */
+  async syncDir(dir: string): Promise<void> {
+    try {
+      const handle = await fs.open(dir, "r");
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+    } catch {
+      // Best effort: some platforms and file systems cannot fsync a directory.
+    }
+  }
+
+  /** This process's id. */
+  pid(): number {
+    return process.pid;
+  }
+
+  /** This machine's host name. */
+  hostname(): string {
+    return os.hostname();
+  }
+
+  /**
+   * `kill(pid, 0)`: `EPERM` means it exists (owned by someone else). On Linux a zombie (state `Z`
+   * in `/proc/<pid>/stat`) counts as dead: an init that does not reap leaves dead processes there.
+   *
+   * @param pid A process id
+   * @returns Whether it is alive
+   */
+  isProcessAlive(pid: number): boolean {
+    if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+    try {
+      process.kill(pid, 0);
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code !== "EPERM") return false;
+    }
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+    } catch {
+      return true;
+    }
   }
 }
 

@@ -194,3 +194,138 @@ Deno.test("NodeHost.spawn() abort still settles when a process that left the gro
     process.kill(escaped, "SIGKILL");
   }
 });
+
+Deno.test("NodeHost.appendFile() appends, creates unless told not to, and syncs", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const host = new NodeHost();
+    const file = `${dir}/log.jsonl`;
+    await host.appendFile(file, "one\n", { sync: false });
+    await host.appendFile(file, new TextEncoder().encode("two\n"), { sync: true });
+    await host.appendFile(file, "", { sync: true, create: false });
+    assert.equal(await Deno.readTextFile(file), "one\ntwo\n");
+    await assert.rejects(
+      host.appendFile(`${dir}/missing`, "x", { sync: false, create: false }),
+      (error: unknown) => (error as { code?: string }).code === "ENOENT",
+    );
+    await assert.rejects(Deno.stat(`${dir}/missing`), Deno.errors.NotFound);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("NodeHost.appendFileSync() writes before it returns; syncFile() flushes", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const host = new NodeHost();
+    const file = `${dir}/log`;
+    host.appendFileSync(file, "one\n");
+    host.appendFileSync(file, new TextEncoder().encode("two\n"), { create: false });
+    assert.equal(await Deno.readTextFile(file), "one\ntwo\n");
+    await host.syncFile(file);
+    assert.throws(
+      () => host.appendFileSync(`${dir}/missing`, "x", { create: false }),
+      (error: unknown) => (error as { code?: string }).code === "ENOENT",
+    );
+    await assert.rejects(host.syncFile(`${dir}/missing`));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("NodeHost.appendFile() from many concurrent writers never interleaves", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const host = new NodeHost();
+    const file = `${dir}/log`;
+    const lines = Array.from({ length: 200 }, (_, n) => `${n}:${"x".repeat(n * 37 % 5000)}\n`);
+    await Promise.all(lines.map((line) => host.appendFile(file, line, { sync: false })));
+    const written = (await Deno.readTextFile(file)).split("\n").slice(0, -1).map((l) => `${l}\n`);
+    assert.deepEqual(written.sort(), [...lines].sort());
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("NodeHost.createExclusive() creates once", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const host = new NodeHost();
+    const file = `${dir}/x.lock`;
+    assert.equal(await host.createExclusive(file, "first", { sync: true }), true);
+    assert.equal(await host.createExclusive(file, "second"), false);
+    assert.equal(await Deno.readTextFile(file), "first");
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, n) => host.createExclusive(`${dir}/race`, `${n}`)),
+    );
+    assert.equal(results.filter(Boolean).length, 1);
+    await assert.rejects(host.createExclusive(`${dir}/no/such/dir`, "x"));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("NodeHost.rename(), truncate(), readFileRange() and syncDir()", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const host = new NodeHost();
+    await Deno.writeTextFile(`${dir}/a`, "0123456789");
+    await Deno.writeTextFile(`${dir}/b`, "old");
+    await host.rename(`${dir}/a`, `${dir}/b`);
+    assert.equal(await Deno.readTextFile(`${dir}/b`), "0123456789");
+    await assert.rejects(Deno.stat(`${dir}/a`), Deno.errors.NotFound);
+
+    const text = async (start: number, end?: number): Promise<string> =>
+      new TextDecoder().decode(await host.readFileRange(`${dir}/b`, start, end));
+    assert.equal(await text(0, 3), "012");
+    assert.equal(await text(7), "789");
+    assert.equal(await text(8, 100), "89");
+    assert.equal(await text(20), "");
+    assert.equal(await text(4, 4), "");
+    await assert.rejects(host.readFileRange(`${dir}/missing`, 0));
+
+    await host.truncate(`${dir}/b`, 4, { sync: true });
+    assert.equal(await Deno.readTextFile(`${dir}/b`), "0123");
+    await host.syncDir(dir);
+    await host.syncDir(`${dir}/missing`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("NodeHost.pid(), hostname() and isProcessAlive()", async () => {
+  const host = new NodeHost();
+  assert.equal(host.pid(), process.pid);
+  assert.ok(host.hostname().length > 0);
+  assert.equal(host.isProcessAlive(process.pid), true);
+  for (const bad of [0, -1, 1.5, Number.NaN, 2 ** 60]) {
+    assert.equal(host.isProcessAlive(bad), false);
+  }
+
+  const exited = await host.spawn("/bin/sh", ["-c", "exit 0"], { cwd: "/" });
+  await drain(exited);
+  await exited.exited;
+  assert.equal(host.isProcessAlive(exited.pid), false);
+
+  // A zombie: the shell's background child exits, but its parent (now `sleep`) never reaps it.
+  const parent = await host.spawn("/bin/sh", ["-c", "true & echo $!; exec sleep 30"], {
+    cwd: "/",
+  });
+  const { lines, rest } = await readLines(parent.stdout, 1);
+  const zombie = Number(lines[0]);
+  try {
+    let state = "";
+    for (let tries = 0; tries < 200 && state !== "Z"; tries++) {
+      const stat = await Deno.readTextFile(`/proc/${zombie}/stat`);
+      state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+      if (state !== "Z") await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assert.equal(state, "Z");
+    process.kill(zombie, 0); // still in the process table
+    assert.equal(host.isProcessAlive(zombie), false);
+    assert.equal(host.isProcessAlive(parent.pid), true);
+  } finally {
+    parent.kill("SIGKILL");
+    await Promise.all([parent.exited, rest, parent.stderr.cancel()]);
+  }
+});

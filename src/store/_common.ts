@@ -1,0 +1,62 @@
+/**
+ * Small helpers shared by the store modules.
+ *
+ * @module
+ */
+
+/** What session ids may look like: UUIDs and similar; never a path separator or a dot. */
+const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+
+/** A lowercase hex sha256. */
+export const SHA256_HEX: RegExp = /^[0-9a-f]{64}$/;
+
+/** Whether `id` is safe to use as a file name (see {@link SESSION_ID}). */
+export function isValidSessionId(id: unknown): id is string {
+  return typeof id === "string" && SESSION_ID.test(id);
+}
+
+/** Whether `value` is an ISO 8601 time exactly as `Date.prototype.toISOString` writes it. */
+export function isCanonicalTime(value: unknown): value is string {
+  if (typeof value !== "string" || value.length !== 24) return false;
+  const ms = Date.parse(value);
+  return Number.isFinite(ms) && new Date(ms).toISOString() === value;
+}
+
+/** Whether a rejected file operation failed because the path does not exist. */
+export function isNotFound(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === "ENOENT" || code === "ENOTDIR" ||
+    error instanceof Error && error.name === "NotFound";
+}
+
+/** Resolves after `ms` milliseconds. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A plain JSON object (not an array, not null). */
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** An array of strings. */
+export function isStringArray(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === "string");
+}
+
+/** Lowercase hex of a sha256 digest. */
+export async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
+  );
+  let hex = "";
+  for (const byte of digest) hex += byte.toString(16).padStart(2, "0");
+  return hex;
+}
+
+/** Whether two byte arrays hold the same bytes. */
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.byteLength !== b.byteLength) return false;
+  for (let i = 0; i < a.byteLength; i++) if (a[i] !== b[i]) return false;
+  return true;
+}

@@ -1,0 +1,193 @@
+/**
+ * Lock files: `{pid, hostname, time, nonce}` created with `O_EXCL`. A lock whose process is dead
+ * (same host) is taken over under a second exclusive "takeover" file, so two processes never both
+ * win the same stale lock; the lock path itself never disappears during a takeover (temp + rename).
+ *
+ * @module
+ */
+import type { Host } from "../host/host.ts";
+import { isNotFound, isObject, sleep } from "./_common.ts";
+
+/** An unparsable lock younger than this is being written (create, then write): wait for it. */
+const UNPARSABLE_GRACE_MS = 3_000;
+/** A takeover guard older than this belongs to a taker that died. */
+const TAKEOVER_STALE_MS = 5_000;
+const ATTEMPTS = 5;
+
+/** What a lock file says. */
+export interface LockOwner {
+  readonly pid: number;
+  readonly hostname: string;
+  /** ISO 8601 time it was taken. */
+  readonly time: string;
+  /** Distinguishes two holders in one process. */
+  readonly nonce: string;
+}
+
+/** The outcome of {@link tryLock}. */
+export type LockAttempt =
+  | { readonly acquired: true; readonly lock: HeldLock }
+  | { readonly acquired: false; readonly holder: LockOwner | undefined };
+
+/** Options for {@link tryLock}. */
+export interface TryLockOptions {
+  /** Also treat a live holder's lock as stale after this long (for locks held only briefly). */
+  readonly staleAfterMs?: number;
+}
+
+interface ReadLock {
+  readonly raw: string;
+  readonly owner: LockOwner | undefined;
+  readonly mtimeMs: number;
+}
+
+/** A lock this process holds. */
+export class HeldLock {
+  readonly #host: Host;
+  readonly #path: string;
+  readonly #raw: string;
+  /** What the lock file says. */
+  readonly owner: LockOwner;
+
+  /**
+   * @param host File access
+   * @param path The lock file
+   * @param owner What was written into it
+   */
+  constructor(host: Host, path: string, owner: LockOwner) {
+    this.#host = host;
+    this.#path = path;
+    this.owner = owner;
+    this.#raw = JSON.stringify(owner);
+  }
+
+  /** Removes the lock file if it still says it is ours (a takeover may have replaced it). */
+  async release(): Promise<void> {
+    const current = await readRaw(this.#host, this.#path);
+    if (current === this.#raw) await this.#host.remove(this.#path);
+  }
+}
+
+/**
+ * Takes the lock at `path` if it is free or stale.
+ *
+ * @example Taking and releasing a lock
+ * ```ts ignore
+ * const attempt = await tryLock(host, "/data/locks/abc.lock");
+ * if (attempt.acquired) await attempt.lock.release();
+ * else console.error(`held by pid ${attempt.holder?.pid}`);
+ * ```
+ *
+ * @param host File access and process checks
+ * @param path The lock file (its directory must exist)
+ * @param options When a live holder's lock also counts as stale
+ * @returns The held lock, or who holds it (`undefined` when unknown)
+ */
+export async function tryLock(
+  host: Host,
+  path: string,
+  options: TryLockOptions = {},
+): Promise<LockAttempt> {
+  const owner: LockOwner = {
+    pid: host.pid(),
+    hostname: host.hostname(),
+    time: new Date(host.now()).toISOString(),
+    nonce: crypto.randomUUID(),
+  };
+  const raw = JSON.stringify(owner);
+  let holder: LockOwner | undefined;
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    if (await host.createExclusive(path, raw)) {
+      return { acquired: true, lock: new HeldLock(host, path, owner) };
+    }
+    const existing = await readLock(host, path);
+    if (existing === undefined) continue; // released meanwhile
+    holder = existing.owner;
+    const state = staleness(host, existing, options.staleAfterMs);
+    if (state === "held") return { acquired: false, holder };
+    if (state === "writing") {
+      await sleep(5 * (attempt + 1));
+      continue;
+    }
+    if (await takeOver(host, path, existing.raw, raw)) {
+      return { acquired: true, lock: new HeldLock(host, path, owner) };
+    }
+    await sleep(1 + attempt * 2);
+  }
+  return { acquired: false, holder };
+}
+
+function staleness(
+  host: Host,
+  lock: ReadLock,
+  staleAfterMs: number | undefined,
+): "held" | "stale" | "writing" {
+  const now = host.now();
+  const { owner } = lock;
+  if (owner === undefined) {
+    return now - lock.mtimeMs > UNPARSABLE_GRACE_MS ? "stale" : "writing";
+  }
+  if (owner.hostname === host.hostname() && !host.isProcessAlive(owner.pid)) return "stale";
+  if (staleAfterMs !== undefined) {
+    const since = Date.parse(owner.time);
+    const age = now - (Number.isFinite(since) ? Math.max(since, lock.mtimeMs) : lock.mtimeMs);
+    if (age > staleAfterMs) return "stale";
+  }
+  return "held";
+}
+
+/** Replaces a stale lock whose content is still `stale` with `mine`; `false` when someone else won. */
+async function takeOver(host: Host, path: string, stale: string, mine: string): Promise<boolean> {
+  const guard = `${path}.takeover`;
+  if (!await host.createExclusive(guard, mine)) {
+    const other = await readLock(host, guard);
+    if (other !== undefined && staleness(host, other, TAKEOVER_STALE_MS) === "stale") {
+      await host.remove(guard);
+    }
+    return false;
+  }
+  try {
+    if (await readRaw(host, path) !== stale) return false;
+    await host.writeFileAtomic(path, mine);
+    return await readRaw(host, path) === mine;
+  } finally {
+    await host.remove(guard);
+  }
+}
+
+async function readRaw(host: Host, path: string): Promise<string | undefined> {
+  try {
+    return await host.readTextFile(path);
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+async function readLock(host: Host, path: string): Promise<ReadLock | undefined> {
+  const info = await host.stat(path);
+  const raw = await readRaw(host, path);
+  if (raw === undefined || info === undefined) return undefined;
+  return { raw, owner: parseOwner(raw), mtimeMs: info.mtimeMs };
+}
+
+function parseOwner(raw: string): LockOwner | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+  if (
+    !isObject(value) || !Number.isSafeInteger(value.pid) || typeof value.hostname !== "string" ||
+    typeof value.time !== "string"
+  ) {
+    return undefined;
+  }
+  return {
+    pid: value.pid as number,
+    hostname: value.hostname,
+    time: value.time,
+    nonce: typeof value.nonce === "string" ? value.nonce : "",
+  };
+}
