@@ -7,12 +7,15 @@
  * @example Serving ACP over in-memory streams
  * ```ts
  * import {
- *   connectAgentServer, createMemoryPair, DEFAULT_CONFIG, ModelCatalog, NodeHost, nullLogger, VERSION,
+ *   connectAgentServer, createMemoryPair, DEFAULT_CONFIG, JsonlSessionStore, ModelCatalog, NodeHost,
+ *   nullLogger, VERSION,
  * } from "./mod.ts";
+ * const host = new NodeHost();
+ * const store = new JsonlSessionStore({ host, dataDir: await Deno.makeTempDir() });
  * const [serverSide, clientSide] = createMemoryPair();
  * const connection = connectAgentServer(serverSide, {
- *   config: DEFAULT_CONFIG, catalog: new ModelCatalog(), host: new NodeHost(), logger: nullLogger,
- *   version: VERSION,
+ *   config: DEFAULT_CONFIG, catalog: new ModelCatalog(), host, logger: nullLogger, version: VERSION,
+ *   store, attachments: store.attachments,
  * });
  * await clientSide.writable.close();
  * await connection.closed;
@@ -64,6 +67,26 @@ export {
 } from "./src/llm/provider.ts";
 export { parseScript, type Script, ScriptedProvider, type ScriptStep } from "./src/llm/scripted.ts";
 export { createLogger, type Logger, type LogLevel, nullLogger } from "./src/log/logger.ts";
+export { FileAttachmentStore } from "./src/store/attachment_store.ts";
+export {
+  JsonlSessionStore,
+  type JsonlSessionStoreOptions,
+} from "./src/store/jsonl_session_store.ts";
+export {
+  type AttachmentStore,
+  InvalidCursorError,
+  type ListOptions,
+  type LoadedSession,
+  type SessionHeader,
+  type SessionLease,
+  SessionLockedError,
+  type SessionPage,
+  type SessionStore,
+  type SessionSummary,
+  type StoredContentPart,
+  type StoredEvent,
+  type StoredRecord,
+} from "./src/store/session_store.ts";
 export { createMemoryPair } from "./src/transport/memory.ts";
 export {
   DEFAULT_MAX_MESSAGE_BYTES,

@@ -12,6 +12,9 @@ import { ModelCatalog } from "./llm/catalog.ts";
 import { builtinProviders, type ProviderSpec } from "./llm/presets.ts";
 import { parseScript, type Script } from "./llm/scripted.ts";
 import { createLogger } from "./log/logger.ts";
+import { JsonlSessionStore } from "./store/jsonl_session_store.ts";
+import { normalizePath } from "./tools/posix_path.ts";
+import { isAbsolutePath } from "./util/path.ts";
 import { connectAgentServer } from "./protocol/agent_server.ts";
 import { ndJsonStream } from "./transport/nd_json_stream.ts";
 import { abortableDelay } from "./util/abortable_delay.ts";
@@ -85,12 +88,19 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     onInvalid: (reason) => logger.warn("bad input", { reason }),
     onInputEnd: () => drainOnInputEnd(),
   });
+  const store = new JsonlSessionStore({
+    host: platform.host,
+    dataDir: dataDirectory(config, platform.host),
+    logger,
+  });
   const connection = connectAgentServer(stream, {
     config,
     catalog,
     host: platform.host,
     logger,
     version: VERSION,
+    store,
+    attachments: store.attachments,
   });
   drainOnInputEnd = () => {
     logger.info("stdin closed");
@@ -117,6 +127,19 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     grace.abort();
   }
   return 0;
+}
+
+/**
+ * The data directory a config names: `--data-dir` (relative to the working directory), else
+ * `~/.acp-harness`.
+ *
+ * @param config The merged config
+ * @param host Gives the home and working directories
+ * @returns An absolute path
+ */
+export function dataDirectory(config: Config, host: Host): string {
+  const dir = config.dataDir ?? `${host.homeDir()}/.acp-harness`;
+  return isAbsolutePath(dir) ? dir : normalizePath(`${host.cwd()}/${dir}`);
 }
 
 /**

@@ -235,7 +235,12 @@ async function attemptStep(options: TurnOptions): Promise<Attempt> {
           ...(providerState === undefined ? {} : { providerState, provider: options.provider.id }),
         };
         history.push(message);
-        emit({ type: "history", message });
+        emit({
+          type: "history",
+          message,
+          ...(text ? { messageId } : {}),
+          ...(reasoning ? { thoughtId } : {}),
+        });
         if (usage) emit({ type: "usage", usage });
         const reason = calls.length > 0 && event.reason === "stop" ? "tool-calls" : event.reason;
         return { reason, calls };

@@ -33,5 +33,13 @@ export type TurnEvent =
   }
   /** Usage of the latest model request. */
   | { readonly type: "usage"; readonly usage: LlmUsage }
-  /** A message committed to the conversation history. */
-  | { readonly type: "history"; readonly message: LlmMessage };
+  /**
+   * A message committed to the conversation history; for an assistant message, the ids its
+   * text and reasoning were shown under.
+   */
+  | {
+    readonly type: "history";
+    readonly message: LlmMessage;
+    readonly messageId?: string;
+    readonly thoughtId?: string;
+  };

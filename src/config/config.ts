@@ -28,6 +28,8 @@ export interface Config {
   readonly maxSteps: number;
   /** Largest inbound JSON-RPC message in bytes. @default {33554432} */
   readonly maxMessageBytes: number;
+  /** Sessions per `session/list` page. @default {100} */
+  readonly sessionListPageSize: number;
   /** Providers from the config file, by id (they override built-in ones of the same id). */
   readonly providers: Readonly<Record<string, ProviderConfig>>;
   /** Model facts from the config file, by full model id. */
@@ -55,6 +57,7 @@ export const DEFAULT_CONFIG: Config = {
   script: undefined,
   maxSteps: 50,
   maxMessageBytes: 32 * 1024 * 1024,
+  sessionListPageSize: 100,
   providers: {},
   models: {},
 };
@@ -261,6 +264,7 @@ export function configFromFile(json: unknown, file: string): Partial<Config> {
         break;
       case "maxSteps":
       case "maxMessageBytes":
+      case "sessionListPageSize":
         if (!Number.isInteger(value) || (value as number) < 1) throw bad("a positive integer");
         settings[key] = value;
         break;

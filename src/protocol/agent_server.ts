@@ -11,13 +11,19 @@ import type { Host } from "../host/host.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
 import { ConfigValueError, type Session, SessionStateError } from "../session/session.ts";
-import { SessionManager } from "../session/session_manager.ts";
+import { SessionManager, SessionNotFoundError } from "../session/session_manager.ts";
+import {
+  type AttachmentStore,
+  InvalidCursorError,
+  type SessionStore,
+} from "../store/session_store.ts";
+import { normalizePath } from "../tools/posix_path.ts";
 import { builtinTools } from "../tools/builtin_tools.ts";
 import { HostWorkspace } from "../tools/host_workspace.ts";
 import type { Tool } from "../tools/tool.ts";
 import type { Stream } from "../transport/acp.ts";
 import { isAbsolutePath } from "../util/path.ts";
-import type { ClientCapabilities } from "./acp_types.ts";
+import type { ClientCapabilities, SessionConfigOption, SessionModeState } from "./acp_types.ts";
 import { createPermissionAsker } from "./ask_permission.ts";
 import { ClientWorkspace } from "./client_workspace.ts";
 import { describeErrors } from "./describe_errors.ts";
@@ -35,6 +41,10 @@ export interface AgentServerOptions {
   readonly tools?: readonly Tool[];
   /** How failed model requests are retried. @default {DEFAULT_RETRY} */
   readonly retry?: RetryPolicy;
+  /** Where sessions are recorded. */
+  readonly store: SessionStore;
+  /** Where prompt images are kept. */
+  readonly attachments: AttachmentStore;
 }
 
 /** Largest AGENTS.md read into the system prompt, in bytes. */
@@ -103,6 +113,8 @@ export function connectAgentServer(
         ? createPermissionAsker(connection.client, logger)(question)
         : Promise.resolve("cancelled"),
     ...(options.retry ? { retry: options.retry } : {}),
+    store: options.store,
+    attachments: options.attachments,
   });
   // Requests being handled, so shutdown can wait for their answers to be written.
   const inflight = new Set<Promise<unknown>>();
@@ -125,6 +137,38 @@ export function connectAgentServer(
     return session;
   };
 
+  const reopen = async (
+    params: {
+      sessionId: string;
+      cwd: string;
+      additionalDirectories?: string[] | null;
+      mcpServers?: unknown[] | null;
+    },
+    replay: boolean,
+  ): Promise<{ configOptions: SessionConfigOption[]; modes: SessionModeState }> => {
+    if ((params.mcpServers ?? []).length > 0) {
+      throw invalid(
+        "mcpServers: MCP servers are not supported yet (mcpCapabilities advertises none); pass []",
+      );
+    }
+    const roots = await workspaceRoots(host, params);
+    try {
+      const instructions = await readInstructions(host, roots.cwd, logger);
+      const session = await sessions.open(params.sessionId, {
+        cwd: roots.cwd,
+        ...(params.additionalDirectories
+          ? { additionalDirectories: roots.additionalDirectories }
+          : {}),
+        ...(instructions ? { instructions } : {}),
+        replay,
+      });
+      logger.info(replay ? "session loaded" : "session resumed", { sessionId: session.id });
+      return { configOptions: session.configOptions(), modes: session.modes() };
+    } catch (error) {
+      throw toRequestError(error);
+    }
+  };
+
   const app = agent({ name: "acp-harness" })
     .onRequest(methods.agent.initialize, ({ params }) => {
       clientCapabilities = params.clientCapabilities ?? {};
@@ -137,10 +181,16 @@ export function connectAgentServer(
         protocolVersion: PROTOCOL_VERSION,
         agentInfo: { name: "acp-harness", title: "acp-harness", version: options.version },
         agentCapabilities: {
-          loadSession: false,
+          loadSession: true,
           promptCapabilities: { ...promptCapabilities },
           mcpCapabilities: { http: false, sse: false },
-          sessionCapabilities: { additionalDirectories: {} },
+          sessionCapabilities: {
+            additionalDirectories: {},
+            list: {},
+            resume: {},
+            close: {},
+            delete: {},
+          },
         },
         authMethods: [],
       };
@@ -154,24 +204,18 @@ export function connectAgentServer(
             "mcpServers: MCP servers are not supported yet (mcpCapabilities advertises none); pass []",
           );
         }
-        const cwd = await workspaceDirectory(host, params.cwd, "cwd");
-        const additionalDirectories: string[] = [];
-        for (const [index, dir] of (params.additionalDirectories ?? []).entries()) {
-          additionalDirectories.push(
-            await workspaceDirectory(host, dir, `additionalDirectories[${index}]`),
-          );
-        }
+        const roots = await workspaceRoots(host, params);
         let session: Session;
         try {
-          const instructions = await readInstructions(host, cwd, logger);
-          session = sessions.create({
-            cwd,
-            additionalDirectories,
+          const instructions = await readInstructions(host, roots.cwd, logger);
+          session = await sessions.create({
+            ...roots,
             ...(instructions ? { instructions } : {}),
           });
         } catch (error) {
           throw toRequestError(error);
         }
+        const cwd = roots.cwd;
         logger.info("session created", { sessionId: session.id, cwd });
         return {
           sessionId: session.id,
@@ -199,6 +243,61 @@ export function connectAgentServer(
           throw toRequestError(error);
         }
         return { stopReason };
+      }),
+    )
+    .onRequest(
+      methods.agent.session.load,
+      track(({ params }) => reopen(params, true)),
+    )
+    .onRequest(
+      methods.agent.session.resume,
+      track(({ params }) => reopen(params, false)),
+    )
+    .onRequest(methods.agent.session.list, async ({ params }) => {
+      let cwd: string | undefined;
+      if (params.cwd !== undefined && params.cwd !== null) {
+        if (!isAbsolutePath(params.cwd)) {
+          throw invalid(`cwd: must be an absolute path, got ${JSON.stringify(params.cwd)}`);
+        }
+        // Match the canonical path; a directory that no longer exists matches lexically.
+        cwd = await host.realpath(params.cwd).catch(() => normalizePath(params.cwd as string));
+      }
+      try {
+        const page = await sessions.list({
+          ...(cwd === undefined ? {} : { cwd }),
+          ...(params.cursor === undefined || params.cursor === null
+            ? {}
+            : { cursor: params.cursor }),
+          limit: options.config.sessionListPageSize,
+        });
+        return {
+          sessions: page.sessions.map((summary) => ({
+            sessionId: summary.id,
+            cwd: summary.cwd,
+            ...(summary.additionalDirectories.length > 0
+              ? { additionalDirectories: [...summary.additionalDirectories] }
+              : {}),
+            ...(summary.title === undefined ? {} : { title: summary.title }),
+            updatedAt: summary.updatedAt,
+          })),
+          ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
+        };
+      } catch (error) {
+        throw toRequestError(error);
+      }
+    })
+    .onRequest(
+      methods.agent.session.close,
+      track(async ({ params }) => {
+        await sessions.close(params.sessionId);
+        return {};
+      }),
+    )
+    .onRequest(
+      methods.agent.session.delete,
+      track(async ({ params }) => {
+        await sessions.delete(params.sessionId);
+        return {};
       }),
     )
     .onNotification(methods.agent.session.cancel, ({ params }) => {
@@ -281,6 +380,8 @@ function invalid(message: string): RequestError {
 
 function toRequestError(error: unknown): unknown {
   if (error instanceof RequestError) return error;
+  if (error instanceof SessionNotFoundError) return RequestError.sessionNotFound(error.sessionId);
+  if (error instanceof InvalidCursorError) return invalid(`cursor: ${error.message}`);
   if (
     error instanceof SessionStateError || error instanceof PromptContentError ||
     error instanceof ConfigValueError
@@ -302,6 +403,20 @@ function toRequestError(error: unknown): unknown {
     );
   }
   return error;
+}
+
+async function workspaceRoots(
+  host: Host,
+  params: { cwd: string; additionalDirectories?: string[] | null },
+): Promise<{ cwd: string; additionalDirectories: string[] }> {
+  const cwd = await workspaceDirectory(host, params.cwd, "cwd");
+  const additionalDirectories: string[] = [];
+  for (const [index, dir] of (params.additionalDirectories ?? []).entries()) {
+    additionalDirectories.push(
+      await workspaceDirectory(host, dir, `additionalDirectories[${index}]`),
+    );
+  }
+  return { cwd, additionalDirectories };
 }
 
 async function workspaceDirectory(host: Host, path: string, field: string): Promise<string> {

@@ -16,10 +16,9 @@ import type {
   SessionConfigOption,
   SessionModeState,
   SessionUpdate,
-  ToolCallContent,
 } from "../protocol/acp_types.ts";
 import { decidePermission, type PermissionAnswer } from "../permission/policy.ts";
-import type { Tool, ToolDisplay, ToolKind, ToolLocation } from "../tools/tool.ts";
+import type { Tool, ToolKind, ToolLocation } from "../tools/tool.ts";
 import type { Workspace } from "../tools/workspace.ts";
 import {
   buildConfigOptions,
@@ -29,7 +28,15 @@ import {
   initialEffort,
   type Selection,
 } from "./config_options.ts";
+import type {
+  AttachmentStore,
+  SessionStore,
+  StoredContentPart,
+  StoredEvent,
+} from "../store/session_store.ts";
+import { permissionEvent, type RestoredSession, toStoredContent } from "./session_record.ts";
 import { UpdateQueue, type UpdateSink } from "./update_queue.ts";
+import { toSessionUpdate } from "./updates.ts";
 
 /** Thrown when a request does not fit the session's state (maps to -32602). */
 export class SessionStateError extends Error {
@@ -89,6 +96,12 @@ export interface SessionOptions {
   readonly sink: UpdateSink;
   readonly logger: Logger;
   readonly now: () => number;
+  /** Where the session's events are recorded. */
+  readonly store: SessionStore;
+  /** Where prompt images are kept. */
+  readonly attachments: AttachmentStore;
+  /** State rebuilt from the log, for a loaded or resumed session. */
+  readonly restored?: RestoredSession;
 }
 
 interface ActiveTurn {
@@ -108,12 +121,16 @@ export class Session {
   readonly additionalDirectories: readonly string[];
   readonly #options: SessionOptions;
   readonly #updates: UpdateQueue;
-  readonly #history: LlmMessage[] = [];
+  readonly #history: LlmMessage[];
   #selection: Selection;
   #turn: ActiveTurn | undefined;
   #controller = new AbortController();
-  readonly #grants = new Map<string, "allow_always" | "reject_always">();
-  #cost = 0;
+  readonly #grants: Map<string, "allow_always" | "reject_always">;
+  #cost: number;
+  /** Tool names by call id, for the results' records. */
+  readonly #callNames = new Map<string, string>();
+  /** Settles when everything recorded so far is durable. */
+  #durable: Promise<void> = Promise.resolve();
   #system: { key: string; text: string } | undefined;
   #closing: Promise<void> | undefined;
   #title: string | undefined;
@@ -126,6 +143,67 @@ export class Session {
     this.#options = options;
     this.#selection = options.selection;
     this.#updates = new UpdateQueue(options.sink, options.logger);
+    const restored = options.restored;
+    this.#history = restored?.history ?? [];
+    this.#grants = restored?.grants ?? new Map();
+    this.#cost = restored?.cost ?? 0;
+    this.#title = restored?.title;
+  }
+
+  /** The session's title (from its first prompt), if any. */
+  get title(): string | undefined {
+    return this.#title;
+  }
+
+  /**
+   * Writes the events a new or restored session starts with: the initial selection for a new
+   * one, the repair of an interrupted turn for a restored one.
+   */
+  start(): void {
+    const repair = this.#options.restored?.repair ?? [];
+    if (repair.length > 0) this.#record(repair, true);
+    if (!this.#options.restored) this.#recordConfig();
+  }
+
+  /**
+   * Records events in the session's log, in call order. Commit points are made durable (in the
+   * background; {@link close} waits for them). A failure is logged, not thrown, unless `strict`.
+   */
+  #record(events: readonly StoredEvent[], commit: boolean, strict = false): void {
+    try {
+      const durable = this.#options.store.append(this.id, events, { sync: commit });
+      this.#durable = Promise.all([this.#durable, durable]).then(
+        () => {},
+        (error: unknown) =>
+          this.#options.logger.error("cannot sync the session log", {
+            sessionId: this.id,
+            error,
+          }),
+      );
+    } catch (error) {
+      this.#options.logger.error("cannot write the session log", { sessionId: this.id, error });
+      if (strict) throw error;
+    }
+  }
+
+  /**
+   * Sends replayed updates (for `session/load`) ahead of anything else of the session.
+   *
+   * @param updates The conversation as updates
+   * @returns Once they are written
+   */
+  replay(updates: readonly SessionUpdate[]): Promise<void> {
+    for (const update of updates) this.#updates.push(update);
+    return this.#updates.flush();
+  }
+
+  /** Records the current model, mode and effort (at creation and on every change). */
+  #recordConfig(): void {
+    const { model, mode, effort } = this.#selection;
+    this.#record(
+      [{ type: "config", model, mode, ...(effort === undefined ? {} : { effort }) }],
+      true,
+    );
   }
 
   /** The selected model's facts. */
@@ -190,6 +268,7 @@ export class Session {
       const { effort: _previous, ...rest } = this.#selection;
       this.#selection = value === DEFAULT_EFFORT ? rest : { ...rest, effort: value };
     }
+    this.#recordConfig();
     const options = this.configOptions();
     this.#updates.push({ sessionUpdate: "config_option_update", configOptions: options });
     if (this.#selection.mode !== previousMode) {
@@ -257,6 +336,7 @@ export class Session {
       turn?.controller.abort();
       await turn?.done.catch(() => {});
       await this.#updates.flush();
+      await this.#durable;
     })();
     return this.#closing;
   }
@@ -270,18 +350,35 @@ export class Session {
     signal.addEventListener("abort", onAbort, { once: true });
     if (signal.aborted) controller.abort();
     let open = true;
+    let started = false;
+    let stopReason: StopReason | undefined;
+    let failure: unknown;
     try {
       const pinned = this.#selection;
       const { info, provider } = this.#options.catalog.resolve(pinned.model);
+      const stored: StoredContentPart[] = content.some((part) => part.type === "image")
+        ? await toStoredContent(content, this.#options.attachments)
+        : content as StoredContentPart[];
+      if (controller.signal.aborted) return stopReason = "cancelled";
+      // The prompt is admitted: recorded before anything else happens (a commit point).
+      this.#record(
+        [
+          { type: "turn_start" },
+          { type: "user", messageId: crypto.randomUUID(), content: stored },
+        ],
+        true,
+        true,
+      );
+      started = true;
       this.#history.push({ role: "user", content });
       if (this.#title === undefined) this.#announceTitle(content);
-      if (controller.signal.aborted) return "cancelled";
+      if (controller.signal.aborted) return stopReason = "cancelled";
       const chosen = pinned.effort ?? info.defaultReasoningEffort;
       const effort = chosen !== undefined && effortValues(info).includes(chosen) &&
           chosen !== DEFAULT_EFFORT
         ? chosen
         : undefined;
-      return await runTurn({
+      return stopReason = await runTurn({
         sessionId: this.id,
         provider,
         model: info.model,
@@ -311,10 +408,18 @@ export class Session {
       });
     } catch (error) {
       // A cancelled turn is an outcome, even if something below threw on the abort.
-      if (controller.signal.aborted) return "cancelled";
+      if (controller.signal.aborted) return stopReason = "cancelled";
+      failure = error;
       throw error;
     } finally {
       signal.removeEventListener("abort", onAbort);
+      if (started) {
+        this.#record([
+          stopReason === undefined
+            ? { type: "turn_end", stopReason: "error", error: String(failure) }
+            : { type: "turn_end", stopReason },
+        ], true);
+      }
       // Every update of the turn is already queued on the connection, whose writes go out in
       // order, so the prompt's answer cannot overtake them; nothing of this turn is sent later.
       open = false;
@@ -350,6 +455,7 @@ export class Session {
       locations: request.locations,
       signal: request.signal,
     });
+    this.#record([permissionEvent(request.toolCallId, tool.name, answer)], true);
     if (answer === "allow_always" || answer === "reject_always") {
       this.#grants.set(tool.name, answer);
     }
@@ -366,14 +472,58 @@ export class Session {
 
   #apply(event: TurnEvent, model: ModelInfo): Promise<void> | undefined {
     switch (event.type) {
-      case "history":
-        // runTurn appended it to this session's history already; the store will record it.
+      case "history": {
+        // runTurn appended it to the history already; tool messages are recorded from their
+        // final update, which carries what the client was shown.
+        const { message } = event;
+        if (message.role === "assistant") {
+          this.#record([{
+            type: "assistant",
+            text: message.text,
+            ...(event.messageId ? { messageId: event.messageId } : {}),
+            ...(event.thoughtId ? { thoughtId: event.thoughtId } : {}),
+            ...(message.reasoning ? { reasoning: message.reasoning } : {}),
+            ...(message.toolCalls ? { toolCalls: message.toolCalls } : {}),
+            ...(message.providerState === undefined
+              ? {}
+              : { providerState: message.providerState }),
+            ...(message.provider === undefined ? {} : { provider: message.provider }),
+          }], true);
+        }
         return undefined;
+      }
       case "usage":
         return this.#reportUsage(event.usage, model);
+      case "tool-call":
+        this.#callNames.set(event.toolCallId, event.name);
+        this.#record([{
+          type: "tool_call",
+          toolCallId: event.toolCallId,
+          name: event.name,
+          title: event.title,
+          kind: event.kind,
+          rawInput: event.rawInput,
+          locations: event.locations,
+        }], false);
+        break;
+      case "tool-call-update":
+        if (event.status !== "in_progress") {
+          this.#record([{
+            type: "tool_result",
+            toolCallId: event.toolCallId,
+            name: this.#callNames.get(event.toolCallId) ?? "",
+            content: event.text ?? "",
+            isError: event.status === "failed",
+            ...(event.display ? { display: event.display } : {}),
+            ...(event.locations ? { locations: event.locations } : {}),
+          }], true);
+          this.#callNames.delete(event.toolCallId);
+        }
+        break;
       default:
-        return this.#updates.push(toSessionUpdate(event));
+        break;
     }
+    return this.#updates.push(toSessionUpdate(event));
   }
 
   #reportUsage(usage: LlmUsage, model: ModelInfo): Promise<void> | undefined {
@@ -385,6 +535,13 @@ export class Session {
         cacheWrite * (price.cacheWrite ?? price.input) +
         output * price.output) / 1_000_000;
     }
+    this.#record([{
+      type: "usage",
+      usage,
+      used: usage.input + usage.output,
+      ...(model.contextWindow === undefined ? {} : { size: model.contextWindow }),
+      ...(model.pricing ? { cost: roundCost(this.#cost) } : {}),
+    }], false);
     if (model.contextWindow === undefined) return undefined;
     return this.#updates.push({
       sessionUpdate: "usage_update",
@@ -399,6 +556,7 @@ export class Session {
     const line = text.split("\n").map((part) => part.trim()).find((part) => part !== "") ?? "";
     if (line === "") return;
     this.#title = line.length > 80 ? `${line.slice(0, 79)}…` : line;
+    this.#record([{ type: "title", title: this.#title }], false);
     this.#updates.push({
       sessionUpdate: "session_info_update",
       title: this.#title,
@@ -413,64 +571,4 @@ export class Session {
 
 function roundCost(amount: number): number {
   return Math.round(amount * 1e6) / 1e6;
-}
-
-function toSessionUpdate(
-  event: Exclude<TurnEvent, { type: "history" } | { type: "usage" }>,
-): SessionUpdate {
-  switch (event.type) {
-    case "thought":
-      return {
-        sessionUpdate: "agent_thought_chunk",
-        messageId: event.messageId,
-        content: { type: "text", text: event.text },
-      };
-    case "message":
-      return {
-        sessionUpdate: "agent_message_chunk",
-        messageId: event.messageId,
-        content: { type: "text", text: event.text },
-      };
-    case "tool-call":
-      return {
-        sessionUpdate: "tool_call",
-        toolCallId: event.toolCallId,
-        title: event.title,
-        kind: event.kind,
-        status: "pending",
-        rawInput: event.rawInput,
-        ...(event.locations.length > 0 ? { locations: locationsOf(event.locations) } : {}),
-      };
-    case "tool-call-update": {
-      const display: readonly ToolDisplay[] | undefined = event.display ??
-        (event.text === undefined ? undefined : [{ type: "text", text: event.text }]);
-      return {
-        sessionUpdate: "tool_call_update",
-        toolCallId: event.toolCallId,
-        status: event.status,
-        ...(display ? { content: display.map(toolCallContent) } : {}),
-        ...(event.locations ? { locations: locationsOf(event.locations) } : {}),
-      };
-    }
-  }
-}
-
-function locationsOf(locations: readonly ToolLocation[]): Array<{ path: string; line?: number }> {
-  return locations.map(({ path, line }) => (line === undefined ? { path } : { path, line }));
-}
-
-function toolCallContent(display: ToolDisplay): ToolCallContent {
-  switch (display.type) {
-    case "text":
-      return { type: "content", content: { type: "text", text: display.text } };
-    case "diff":
-      return {
-        type: "diff",
-        path: display.path,
-        oldText: display.oldText,
-        newText: display.newText,
-      };
-    case "terminal":
-      return { type: "terminal", terminalId: display.terminalId };
-  }
 }

@@ -1,12 +1,22 @@
 import type { RetryPolicy } from "../agent/run_turn.ts";
-import type { Config } from "../config/config.ts";
+import type { Config, PermissionMode } from "../config/config.ts";
 import type { Host } from "../host/host.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
+import type { SessionUpdate } from "../protocol/acp_types.ts";
+import {
+  type AttachmentStore,
+  type ListOptions,
+  type SessionLease,
+  SessionLockedError,
+  type SessionPage,
+  type SessionStore,
+} from "../store/session_store.ts";
 import type { Tool } from "../tools/tool.ts";
 import type { Workspace } from "../tools/workspace.ts";
-import { initialEffort } from "./config_options.ts";
+import { initialEffort, type Selection } from "./config_options.ts";
 import { type PermissionAsker, Session, SessionStateError } from "./session.ts";
+import { replayUpdates, restoreSession } from "./session_record.ts";
 import type { UpdateSink } from "./update_queue.ts";
 
 /** What a {@link SessionManager} needs. */
@@ -17,6 +27,8 @@ export interface SessionManagerOptions {
   readonly host: Host;
   readonly logger: Logger;
   readonly now: () => number;
+  readonly store: SessionStore;
+  readonly attachments: AttachmentStore;
   /** Makes the update sink of one session. */
   readonly sinkFor: (sessionId: string) => UpdateSink;
   /** Makes the file and command access of one session. */
@@ -26,7 +38,7 @@ export interface SessionManagerOptions {
   readonly retry?: RetryPolicy;
 }
 
-/** Parameters of a new session, already validated and canonical. */
+/** Parameters of a new or reopened session, already validated and canonical. */
 export interface CreateSessionOptions {
   readonly cwd: string;
   readonly additionalDirectories: readonly string[];
@@ -34,13 +46,43 @@ export interface CreateSessionOptions {
   readonly instructions?: string;
 }
 
+/** Options for {@link SessionManager.open}. */
+export interface OpenSessionOptions extends Partial<CreateSessionOptions> {
+  /** The canonical cwd the client gave; must match the stored one. */
+  readonly cwd: string;
+  /** Replay the conversation as updates before returning (`session/load`). */
+  readonly replay: boolean;
+}
+
+/** No stored session has this id. */
+export class SessionNotFoundError extends Error {
+  /** The id asked for. */
+  readonly sessionId: string;
+
+  /** @param sessionId The id asked for */
+  constructor(sessionId: string) {
+    super(`Unknown session ${sessionId}`);
+    this.name = "SessionNotFoundError";
+    this.sessionId = sessionId;
+  }
+}
+
+interface OpenSession {
+  readonly session: Session;
+  readonly lease: SessionLease;
+  closing?: Promise<void>;
+}
+
 /**
  * The sessions of one connection. Each has its own prompt slot, controller and update queue, so
- * work in one never touches another.
+ * work in one never touches another. Sessions are recorded in the store and held with a lease,
+ * so no other process can open them at the same time.
  */
 export class SessionManager {
   readonly #options: SessionManagerOptions;
-  readonly #sessions = new Map<string, Session>();
+  readonly #sessions = new Map<string, OpenSession>();
+  /** Ids being opened, so two concurrent loads of one id cannot both succeed. */
+  readonly #opening = new Set<string>();
   #closing: Promise<void> | undefined;
 
   /** @param options Shared dependencies */
@@ -54,27 +96,188 @@ export class SessionManager {
   }
 
   /**
-   * Opens a new session with the configured defaults.
+   * Opens and records a new session with the configured defaults.
    *
    * @param params Validated workspace roots
    * @returns The session
    * @throws {SessionStateError} Once the manager is closing
    */
-  create(params: CreateSessionOptions): Session {
-    if (this.#closing) throw new SessionStateError("the server is shutting down");
-    const { config, catalog, tools, host, logger, now, sinkFor, workspaceFor, ask, retry } =
-      this.#options;
+  async create(params: CreateSessionOptions): Promise<Session> {
+    this.#assertOpen();
+    const { config, catalog, store, now } = this.#options;
     const id = crypto.randomUUID();
-    const effort = initialEffort(catalog.info(config.model));
-    const session = new Session({
+    await store.create({
+      version: 1,
       id,
       cwd: params.cwd,
       additionalDirectories: params.additionalDirectories,
-      selection: {
-        model: config.model,
-        mode: config.mode,
-        ...(effort === undefined ? {} : { effort }),
-      },
+      createdAt: new Date(now()).toISOString(),
+    });
+    const lease = await store.acquire(id);
+    const effort = initialEffort(catalog.info(config.model));
+    const selection: Selection = {
+      model: config.model,
+      mode: config.mode,
+      ...(effort === undefined ? {} : { effort }),
+    };
+    const session = this.#build(id, params, selection);
+    session.start();
+    return this.#register(session, lease);
+  }
+
+  /**
+   * Reopens a stored session: restores its conversation, selection and grants, closes an
+   * interrupted turn, and with `replay` sends the whole conversation as updates first.
+   *
+   * @param id The session id
+   * @param params The client's cwd (must match) and optional roots
+   * @returns The session
+   * @throws {SessionNotFoundError} For an unknown id
+   * @throws {SessionStateError} When it is open here or in another process, or the cwd differs
+   */
+  async open(id: string, params: OpenSessionOptions): Promise<Session> {
+    this.#assertOpen();
+    if (this.#sessions.has(id) || this.#opening.has(id)) {
+      throw new SessionStateError(`session ${id} is already open in this process`);
+    }
+    this.#opening.add(id);
+    let lease: SessionLease | undefined;
+    try {
+      const { store, attachments, logger, catalog, config } = this.#options;
+      try {
+        lease = await store.acquire(id);
+      } catch (error) {
+        if (error instanceof SessionLockedError) throw new SessionStateError(error.message);
+        throw error;
+      }
+      const loaded = await store.load(id);
+      if (!loaded) throw new SessionNotFoundError(id);
+      const { header } = loaded;
+      if (header.cwd !== params.cwd) {
+        throw new SessionStateError(
+          `cwd: ${JSON.stringify(params.cwd)} does not match the session's cwd ${
+            JSON.stringify(header.cwd)
+          }`,
+        );
+      }
+      const restored = await restoreSession(loaded, attachments, logger);
+      let selection: Selection = restored.selection ?? { model: config.model, mode: config.mode };
+      if (!catalog.info(selection.model)) {
+        logger.warn("the session's model is no longer available; using the default", {
+          sessionId: id,
+          model: selection.model,
+        });
+        const effort = initialEffort(catalog.info(config.model));
+        selection = {
+          model: config.model,
+          mode: selection.mode as PermissionMode,
+          ...(effort === undefined ? {} : { effort }),
+        };
+      }
+      const session = this.#build(
+        id,
+        {
+          cwd: header.cwd,
+          additionalDirectories: params.additionalDirectories ?? header.additionalDirectories,
+          ...(params.instructions ? { instructions: params.instructions } : {}),
+        },
+        selection,
+        restored,
+      );
+      if (params.replay) {
+        const updates: SessionUpdate[] = await replayUpdates(
+          [...loaded.records, ...restored.repair],
+          attachments,
+          logger,
+          id,
+        );
+        await session.replay(updates);
+      }
+      session.start();
+      const registered = this.#register(session, lease);
+      lease = undefined;
+      return registered;
+    } finally {
+      this.#opening.delete(id);
+      await lease?.release();
+    }
+  }
+
+  /** The open session with this id. */
+  get(id: string): Session | undefined {
+    return this.#sessions.get(id)?.session;
+  }
+
+  /**
+   * Closes an open session: cancels its prompt, waits for it to settle, flushes, releases the
+   * lease. Concurrent calls share one operation; an id that is not open is fine.
+   *
+   * @param id The session id
+   */
+  close(id: string): Promise<void> {
+    const open = this.#sessions.get(id);
+    if (!open) return Promise.resolve();
+    open.closing ??= (async () => {
+      try {
+        await open.session.close();
+      } finally {
+        await open.lease.release();
+        this.#sessions.delete(id);
+      }
+    })();
+    return open.closing;
+  }
+
+  /**
+   * Closes the session if it is open here, then removes it from the store.
+   *
+   * @param id The session id; unknown ids are fine
+   */
+  async delete(id: string): Promise<void> {
+    await this.close(id);
+    await this.#options.store.delete(id);
+  }
+
+  /**
+   * A page of stored sessions.
+   *
+   * @param options Filter, cursor and page size
+   * @returns The page
+   */
+  list(options: ListOptions): Promise<SessionPage> {
+    return this.#options.store.list(options);
+  }
+
+  /** Closes every session (cancelling turns, releasing leases). Idempotent. */
+  closeAll(): Promise<void> {
+    this.#closing ??= Promise.all(
+      [...this.#sessions.keys()].map((id) => this.close(id)),
+    ).then(() => {});
+    return this.#closing;
+  }
+
+  #assertOpen(): void {
+    if (this.#closing) throw new SessionStateError("the server is shutting down");
+  }
+
+  #register(session: Session, lease: SessionLease): Session {
+    this.#sessions.set(session.id, { session, lease });
+    return session;
+  }
+
+  #build(
+    id: string,
+    params: CreateSessionOptions,
+    selection: Selection,
+    restored?: Awaited<ReturnType<typeof restoreSession>>,
+  ): Session {
+    const { catalog, tools, host, logger, now, sinkFor, workspaceFor, ask, retry, config } =
+      this.#options;
+    return new Session({
+      id,
+      cwd: params.cwd,
+      additionalDirectories: params.additionalDirectories,
+      selection,
       catalog,
       tools,
       host,
@@ -87,23 +290,9 @@ export class SessionManager {
       sink: sinkFor(id),
       logger,
       now,
+      store: this.#options.store,
+      attachments: this.#options.attachments,
+      ...(restored ? { restored } : {}),
     });
-    this.#sessions.set(id, session);
-    return session;
-  }
-
-  /** The open session with this id. */
-  get(id: string): Session | undefined {
-    return this.#sessions.get(id);
-  }
-
-  /**
-   * Cancels every turn, waits for each to settle and forgets every session. Idempotent.
-   */
-  closeAll(): Promise<void> {
-    this.#closing ??= Promise.all(
-      [...this.#sessions.values()].map((session) => session.close()),
-    ).then(() => this.#sessions.clear());
-    return this.#closing;
   }
 }

@@ -77,6 +77,16 @@ function fakeTool(
   };
 }
 
+/** The event with its random message ids replaced, for comparisons. */
+function withoutMessageIds(event: TurnEvent): unknown {
+  if (event.type === "message" || event.type === "thought") return { ...event, messageId: "-" };
+  if (event.type === "history") {
+    const { messageId: _message, thoughtId: _thought, ...rest } = event;
+    return rest;
+  }
+  return event;
+}
+
 const USER: LlmMessage = { role: "user", content: [{ type: "text", text: "hi" }] };
 
 function text(value: string): LlmEvent {
@@ -278,9 +288,7 @@ Deno.test("runTurn() runs a tool call and feeds its result to the next step", as
     content: "file body",
     isError: false,
   };
-  const withoutIds = events.map((event) =>
-    event.type === "message" || event.type === "thought" ? { ...event, messageId: "-" } : event
-  );
+  const withoutIds = events.map(withoutMessageIds);
   assert.deepEqual(withoutIds, [
     { type: "message", messageId: "-", text: "Reading" },
     { type: "history", message: assistant },
@@ -959,9 +967,7 @@ Deno.test("runTurn() in committed mode emits nothing of a failed attempt", async
     retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 1 },
   });
   assert.equal(await runTurn(options), "end_turn");
-  const withoutIds = events.map((event) =>
-    event.type === "message" || event.type === "thought" ? { ...event, messageId: "-" } : event
-  );
+  const withoutIds = events.map(withoutMessageIds);
   assert.deepEqual(withoutIds, [
     { type: "message", messageId: "-", text: "kept" },
     { type: "history", message: { role: "assistant", text: "kept" } },

@@ -32,10 +32,16 @@ Deno.test("initialize answers version 1 with exact capabilities whatever is aske
         version: result.agentInfo && (result.agentInfo as { version: string }).version,
       },
       agentCapabilities: {
-        loadSession: false,
+        loadSession: true,
         promptCapabilities: { image: false, audio: false, embeddedContext: true },
         mcpCapabilities: { http: false, sse: false },
-        sessionCapabilities: { additionalDirectories: {} },
+        sessionCapabilities: {
+          additionalDirectories: {},
+          list: {},
+          resume: {},
+          close: {},
+          delete: {},
+        },
       },
       authMethods: [],
     });
@@ -55,9 +61,9 @@ Deno.test("requests before initialize, unknown methods and schema violations get
   );
   await client.initialize();
   await rejects(
-    client.request("session/load", { sessionId: "x", cwd: workspace, mcpServers: [] }),
+    client.request("session/fork", { sessionId: "x", cwd: workspace }),
     -32601,
-    /session\/load/,
+    /session\/fork/,
   );
   await rejects(client.request("nope/nothing", {}), -32601, /nope\/nothing/);
   await rejects(client.request("session/new", { cwd: 42, mcpServers: [] }), -32602, /cwd/);

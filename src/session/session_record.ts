@@ -1,0 +1,336 @@
+/**
+ * Between a live session and its stored log: what a prompt's content is stored as, how a log
+ * becomes a conversation again, and what `session/load` replays.
+ *
+ * @module
+ */
+import type { PermissionMode } from "../config/config.ts";
+import type { LlmContentPart, LlmMessage } from "../llm/provider.ts";
+import type { Logger } from "../log/logger.ts";
+import type { PermissionAnswer } from "../permission/policy.ts";
+import type { SessionUpdate } from "../protocol/acp_types.ts";
+import type {
+  AttachmentStore,
+  LoadedSession,
+  StoredContentPart,
+  StoredEvent,
+  StoredRecord,
+} from "../store/session_store.ts";
+import type { ToolDisplay, ToolKind } from "../tools/tool.ts";
+import { locationsOf, toolCallContent } from "./updates.ts";
+
+/** A session's state rebuilt from its log. */
+export interface RestoredSession {
+  /** The conversation, as the model sees it. */
+  readonly history: LlmMessage[];
+  /** The last recorded model, mode and effort. */
+  readonly selection?: {
+    readonly model: string;
+    readonly mode: PermissionMode;
+    readonly effort?: string;
+  };
+  /** Remembered "always" answers. */
+  readonly grants: Map<string, "allow_always" | "reject_always">;
+  readonly title?: string;
+  /** Cumulative cost in USD. */
+  readonly cost: number;
+  /** Events that close a turn the process never finished (already applied to `history`). */
+  readonly repair: StoredEvent[];
+}
+
+/** The note a tool call gets when the server stopped before it finished. */
+export const INTERRUPTED_TOOL_RESULT =
+  "Interrupted: the server stopped before this tool call finished; it may or may not have run.";
+
+/**
+ * Stores a prompt's images as attachments and returns the content as logged.
+ *
+ * @param parts The admitted prompt
+ * @param attachments Where image bytes go
+ * @returns The parts with images as sha256 references
+ */
+export async function toStoredContent(
+  parts: readonly LlmContentPart[],
+  attachments: AttachmentStore,
+): Promise<StoredContentPart[]> {
+  const stored: StoredContentPart[] = [];
+  for (const part of parts) {
+    if (part.type === "text") stored.push(part);
+    else {
+      const sha256 = await attachments.put(base64ToBytes(part.data), part.mimeType);
+      stored.push({ type: "image", mimeType: part.mimeType, sha256 });
+    }
+  }
+  return stored;
+}
+
+/**
+ * Rebuilds a session from its log: the conversation, selection, grants, title and cost. A turn
+ * without an end is closed as interrupted: its unfinished tool calls get failed results (the
+ * model must see a result for every call) and a `turn_end` with `interrupted`; those events are
+ * returned in `repair` for the caller to append.
+ *
+ * @param loaded The log
+ * @param attachments Image bytes (a missing or corrupt one becomes a text marker)
+ * @param logger Told about missing attachments
+ * @returns The restored state
+ */
+export async function restoreSession(
+  loaded: LoadedSession,
+  attachments: AttachmentStore,
+  logger: Logger,
+): Promise<RestoredSession> {
+  const history: LlmMessage[] = [];
+  const grants = new Map<string, "allow_always" | "reject_always">();
+  const pendingCalls = new Map<string, string>();
+  let selection: RestoredSession["selection"];
+  let title: string | undefined;
+  let cost = 0;
+  let open = false;
+  for (const record of loaded.records) {
+    switch (record.type) {
+      case "turn_start":
+        open = true;
+        break;
+      case "turn_end":
+        open = false;
+        break;
+      case "user":
+        history.push({
+          role: "user",
+          content: await contentForModel(record.content, attachments, logger, loaded.header.id),
+        });
+        break;
+      case "assistant":
+        history.push({
+          role: "assistant",
+          text: record.text,
+          ...(record.reasoning ? { reasoning: record.reasoning } : {}),
+          ...(record.toolCalls ? { toolCalls: record.toolCalls } : {}),
+          ...(record.providerState === undefined ? {} : { providerState: record.providerState }),
+          ...(record.provider === undefined ? {} : { provider: record.provider }),
+        });
+        for (const call of record.toolCalls ?? []) pendingCalls.set(call.id, call.name);
+        break;
+      case "tool_result":
+        pendingCalls.delete(record.toolCallId);
+        history.push({
+          role: "tool",
+          toolCallId: record.toolCallId,
+          name: record.name,
+          content: record.content,
+          isError: record.isError,
+        });
+        break;
+      case "permission":
+        if (record.answer === "allow_always" || record.answer === "reject_always") {
+          grants.set(record.tool, record.answer);
+        }
+        break;
+      case "config":
+        selection = {
+          model: record.model,
+          mode: record.mode as PermissionMode,
+          ...(record.effort === undefined ? {} : { effort: record.effort }),
+        };
+        break;
+      case "title":
+        title = record.title;
+        break;
+      case "usage":
+        if (record.cost !== undefined) cost = record.cost;
+        break;
+      case "tool_call":
+        break;
+    }
+  }
+  const repair: StoredEvent[] = [];
+  for (const [toolCallId, name] of pendingCalls) {
+    const result: StoredEvent = {
+      type: "tool_result",
+      toolCallId,
+      name,
+      content: INTERRUPTED_TOOL_RESULT,
+      isError: true,
+    };
+    repair.push(result);
+    history.push({
+      role: "tool",
+      toolCallId,
+      name,
+      content: INTERRUPTED_TOOL_RESULT,
+      isError: true,
+    });
+  }
+  if (open || repair.length > 0) repair.push({ type: "turn_end", stopReason: "interrupted" });
+  return {
+    history,
+    ...(selection ? { selection } : {}),
+    grants,
+    ...(title === undefined ? {} : { title }),
+    cost,
+    repair,
+  };
+}
+
+/**
+ * The `session/update`s that replay a log for `session/load`: user messages, thoughts and
+ * messages with their original ids, tool calls with their final status and content, the title,
+ * and the latest usage.
+ *
+ * @param records The log's records (with any repair events after them)
+ * @param attachments Image bytes
+ * @param logger Told about missing attachments
+ * @param sessionId For messages
+ * @returns The updates, in order
+ */
+export async function replayUpdates(
+  records: ReadonlyArray<StoredRecord | StoredEvent>,
+  attachments: AttachmentStore,
+  logger: Logger,
+  sessionId: string,
+): Promise<SessionUpdate[]> {
+  const updates: SessionUpdate[] = [];
+  let usage: SessionUpdate | undefined;
+  for (const record of records) {
+    switch (record.type) {
+      case "user":
+        for (const part of record.content) {
+          const content = part.type === "text"
+            ? { type: "text" as const, text: part.text }
+            : await imageForClient(part, attachments, logger, sessionId);
+          updates.push({
+            sessionUpdate: "user_message_chunk",
+            messageId: record.messageId,
+            content,
+          });
+        }
+        break;
+      case "assistant":
+        if (record.reasoning) {
+          updates.push({
+            sessionUpdate: "agent_thought_chunk",
+            ...(record.thoughtId ? { messageId: record.thoughtId } : {}),
+            content: { type: "text", text: record.reasoning },
+          });
+        }
+        if (record.text) {
+          updates.push({
+            sessionUpdate: "agent_message_chunk",
+            ...(record.messageId ? { messageId: record.messageId } : {}),
+            content: { type: "text", text: record.text },
+          });
+        }
+        break;
+      case "tool_call":
+        updates.push({
+          sessionUpdate: "tool_call",
+          toolCallId: record.toolCallId,
+          title: record.title,
+          kind: record.kind as ToolKind,
+          status: "pending",
+          rawInput: record.rawInput,
+          ...(record.locations.length > 0 ? { locations: locationsOf(record.locations) } : {}),
+        });
+        break;
+      case "tool_result": {
+        const display = (record.display as readonly ToolDisplay[] | undefined) ??
+          [{ type: "text", text: record.content }];
+        updates.push({
+          sessionUpdate: "tool_call_update",
+          toolCallId: record.toolCallId,
+          status: record.isError ? "failed" : "completed",
+          content: display.map(toolCallContent),
+          ...(record.locations ? { locations: locationsOf(record.locations) } : {}),
+        });
+        break;
+      }
+      case "title":
+        updates.push({ sessionUpdate: "session_info_update", title: record.title });
+        break;
+      case "usage":
+        if (record.size !== undefined) {
+          usage = {
+            sessionUpdate: "usage_update",
+            used: record.used,
+            size: record.size,
+            ...(record.cost === undefined
+              ? {}
+              : { cost: { amount: record.cost, currency: "USD" } }),
+          };
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  if (usage) updates.push(usage);
+  return updates;
+}
+
+/** The record of a permission answer. */
+export function permissionEvent(
+  toolCallId: string,
+  tool: string,
+  answer: PermissionAnswer | "cancelled",
+): StoredEvent {
+  return { type: "permission", toolCallId, tool, answer };
+}
+
+async function contentForModel(
+  parts: readonly StoredContentPart[],
+  attachments: AttachmentStore,
+  logger: Logger,
+  sessionId: string,
+): Promise<LlmContentPart[]> {
+  const content: LlmContentPart[] = [];
+  for (const part of parts) {
+    if (part.type === "text") content.push(part);
+    else {
+      const bytes = await attachments.get(part.sha256);
+      if (bytes) {
+        content.push({ type: "image", mimeType: part.mimeType, data: bytesToBase64(bytes) });
+      } else content.push({ type: "text", text: missingMarker(part, logger, sessionId) });
+    }
+  }
+  return content;
+}
+
+async function imageForClient(
+  part: Extract<StoredContentPart, { type: "image" }>,
+  attachments: AttachmentStore,
+  logger: Logger,
+  sessionId: string,
+): Promise<{ type: "image"; mimeType: string; data: string } | { type: "text"; text: string }> {
+  const bytes = await attachments.get(part.sha256);
+  return bytes
+    ? { type: "image", mimeType: part.mimeType, data: bytesToBase64(bytes) }
+    : { type: "text", text: missingMarker(part, logger, sessionId) };
+}
+
+function missingMarker(
+  part: Extract<StoredContentPart, { type: "image" }>,
+  logger: Logger,
+  sessionId: string,
+): string {
+  logger.warn("image attachment missing or corrupt", { sessionId, sha256: part.sha256 });
+  return `[image ${part.sha256} (${part.mimeType}) is missing from the attachment store]`;
+}
+
+/** Decodes base64 (already validated). */
+export function base64ToBytes(data: string): Uint8Array {
+  const binary = atob(data);
+  const bytes = new Uint8Array(binary.length);
+  for (let index = 0; index < binary.length; index++) bytes[index] = binary.charCodeAt(index);
+  return bytes;
+}
+
+/** Encodes bytes as base64. */
+export function bytesToBase64(bytes: Uint8Array): string {
+  let binary = "";
+  const step = 0x8000;
+  for (let index = 0; index < bytes.length; index += step) {
+    binary += String.fromCharCode(...bytes.subarray(index, index + step));
+  }
+  return btoa(binary);
+}

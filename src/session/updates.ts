@@ -1,0 +1,73 @@
+import type { TurnEvent } from "../agent/turn_event.ts";
+import type { SessionUpdate, ToolCallContent } from "../protocol/acp_types.ts";
+import type { ToolDisplay, ToolLocation } from "../tools/tool.ts";
+
+/**
+ * The ACP update for a turn event that the client sees (everything but history and usage).
+ *
+ * @param event The event
+ * @returns The `session/update` payload
+ */
+export function toSessionUpdate(
+  event: Exclude<TurnEvent, { type: "history" } | { type: "usage" }>,
+): SessionUpdate {
+  switch (event.type) {
+    case "thought":
+      return {
+        sessionUpdate: "agent_thought_chunk",
+        messageId: event.messageId,
+        content: { type: "text", text: event.text },
+      };
+    case "message":
+      return {
+        sessionUpdate: "agent_message_chunk",
+        messageId: event.messageId,
+        content: { type: "text", text: event.text },
+      };
+    case "tool-call":
+      return {
+        sessionUpdate: "tool_call",
+        toolCallId: event.toolCallId,
+        title: event.title,
+        kind: event.kind,
+        status: "pending",
+        rawInput: event.rawInput,
+        ...(event.locations.length > 0 ? { locations: locationsOf(event.locations) } : {}),
+      };
+    case "tool-call-update": {
+      const display: readonly ToolDisplay[] | undefined = event.display ??
+        (event.text === undefined ? undefined : [{ type: "text", text: event.text }]);
+      return {
+        sessionUpdate: "tool_call_update",
+        toolCallId: event.toolCallId,
+        status: event.status,
+        ...(display ? { content: display.map(toolCallContent) } : {}),
+        ...(event.locations ? { locations: locationsOf(event.locations) } : {}),
+      };
+    }
+  }
+}
+
+/** ACP locations from tool locations. */
+export function locationsOf(
+  locations: readonly ToolLocation[],
+): Array<{ path: string; line?: number }> {
+  return locations.map(({ path, line }) => (line === undefined ? { path } : { path, line }));
+}
+
+/** ACP tool call content from what a tool displays. */
+export function toolCallContent(display: ToolDisplay): ToolCallContent {
+  switch (display.type) {
+    case "text":
+      return { type: "content", content: { type: "text", text: display.text } };
+    case "diff":
+      return {
+        type: "diff",
+        path: display.path,
+        oldText: display.oldText,
+        newText: display.newText,
+      };
+    case "terminal":
+      return { type: "terminal", terminalId: display.terminalId };
+  }
+}
