@@ -6,7 +6,11 @@
  * - start-up: spawn → `initialize` response (median), and stdin EOF → process exit (median);
  * - prompt round trip: sequential `session/prompt` calls on one session (p50, p99, prompts/s);
  * - update throughput: one prompt answered by many `agent_message_chunk` notifications;
- * - peak RSS of the child (VmHWM) just before stdin is closed.
+ * - peak RSS of the child (VmHWM) just before stdin is closed;
+ * - LLM turn: one `session/prompt` whose model (the fake OpenAI-compatible server of
+ *   `tests/_helpers/fake_llm_server.ts`, on 127.0.0.1) streams 5,000 text deltas and 20
+ *   `read_file` calls, then a short answer; the baseline is a minimal fetch + SSE client in this
+ *   process that reads the same two responses.
  *
  * Ours and the bare agent are interleaved so they share the machine's noise. Results go to
  * `bench/RESULTS.md` and stdout. Run `deno task bench` (builds `dist/` first), or
@@ -17,12 +21,28 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import os from "node:os";
 import { build, stop as stopEsbuild } from "esbuild";
+import {
+  type FakeLlmServer,
+  type SseItem,
+  type SseResponse,
+  startFakeLlmServer,
+} from "../tests/_helpers/fake_llm_server.ts";
+import { openAiTurn } from "../tests/_helpers/llm_fixtures.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const TMP = `${ROOT}/.bench-tmp`;
 const BARE_BUNDLE = `${TMP}/bare_agent.js`;
 const STREAM_SCRIPT = `${TMP}/stream_script.json`;
 const CEILING_FILE = `${TMP}/ceiling.ndjson`;
+/** The config file of the LLM-turn agents (rewritten per runtime: the fake server's port). */
+const LLM_CONFIG_FILE = `${TMP}/llm_config.json`;
+/**
+ * `ACP_HARNESS_HOME` (the data directory, where sessions are stored) of our agents, so nothing
+ * lands in the real `~/.acp-harness`; emptied before each run. The LLM-turn agents get their own,
+ * emptied per runtime.
+ */
+const AGENT_HOME = `${TMP}/home`;
+const LLM_HOME = `${TMP}/llm_home`;
 const RESULTS_FILE = `${ROOT}/bench/RESULTS.md`;
 const DENO = `${ROOT}/node_modules/.bin/deno`;
 const BUN = `${ROOT}/node_modules/.bin/bun`;
@@ -36,14 +56,18 @@ const NODE = await findOnPath("node", await Deno.realPath(Deno.execPath()));
 const RUNTIMES = ["deno", "node", "bun"] as const;
 type Runtime = typeof RUNTIMES[number];
 type Kind = "ours" | "bare";
-type Workload = "echo" | "stream";
+type Workload = "echo" | "stream" | "llm";
 
 const TARGETS = {
   startupRatio: 1.3,
   roundTripRatio: 1.3,
   throughputRatio: 0.75,
   exitMs: 100,
+  llmTurnRatio: 1.2,
 } as const;
+
+/** The LLM-turn workload: step 1 streams this many text deltas and `read_file` calls. */
+const LLM_TURN = { deltas: 5_000, toolCalls: 20 } as const;
 
 /** How much work one run does. */
 interface Settings {
@@ -55,9 +79,21 @@ interface Settings {
   readonly promptBlock: number;
   readonly chunks: number;
   readonly throughputRuns: number;
+  readonly llmTurnWarmups: number;
+  readonly llmTurnRuns: number;
 }
 
 const settings = parseSettings(Deno.args);
+
+/**
+ * Keeps every request to the fake LLM server (this process's and the agents', which inherit the
+ * environment) off any HTTP proxy the shell names: Deno's and Bun's fetch honour `HTTP_PROXY`,
+ * and `NO_PROXY` exempts loopback. Set before this process first uses fetch.
+ */
+for (const name of ["NO_PROXY", "no_proxy"]) {
+  const current = Deno.env.get(name);
+  Deno.env.set(name, current ? `${current},127.0.0.1,localhost` : "127.0.0.1,localhost");
+}
 
 const REQUEST_TIMEOUT_MS = 60_000;
 const EXIT_TIMEOUT_MS = 10_000;
@@ -94,6 +130,8 @@ function parseSettings(args: readonly string[]): Settings {
     promptBlock: quick ? 50 : 100,
     chunks: quick ? 2000 : 20_000,
     throughputRuns: quick ? 1 : 3,
+    llmTurnWarmups: quick ? 1 : 3,
+    llmTurnRuns: quick ? 3 : 9,
   };
 }
 
@@ -130,10 +168,20 @@ function killAllChildren(): void {
   liveChildren.clear();
 }
 
+/** The part of a `session/update` the bench looks at. */
+interface SessionUpdateParams {
+  readonly sessionId?: string;
+  readonly update?: {
+    readonly sessionUpdate?: string;
+    readonly toolCallId?: string;
+    readonly status?: string;
+  };
+}
+
 interface JsonRpcMessage {
   readonly id?: number | string | null;
   readonly method?: string;
-  readonly params?: { readonly update?: { readonly sessionUpdate?: string } };
+  readonly params?: SessionUpdateParams;
   readonly result?: unknown;
   readonly error?: unknown;
 }
@@ -168,6 +216,8 @@ class AgentProcess {
   messageChunks = 0;
   /** Other `session/update` notifications received so far. */
   otherUpdates = 0;
+  /** Told about every `session/update` notification, when set. */
+  onUpdate: ((params: SessionUpdateParams) => void) | undefined;
   #pending = new Map<number, Pending>();
   #nextId = 0;
   #buffer = "";
@@ -265,6 +315,7 @@ class AgentProcess {
       if (message.method === "session/update") {
         if (message.params?.update?.sessionUpdate === "agent_message_chunk") this.messageChunks++;
         else this.otherUpdates++;
+        if (message.params !== undefined) this.onUpdate?.(message.params);
       } else if (message.id !== undefined) {
         this.child.stdin?.write(
           JSON.stringify({
@@ -305,12 +356,18 @@ class AgentProcess {
 }
 
 function agentCommand(runtime: Runtime, kind: Kind, workload: Workload): CommandLine {
-  const streamArgs = kind === "ours" && workload === "stream"
+  const streamArgs = kind !== "ours"
+    ? []
+    : workload === "stream"
     ? ["--stream", "--model", "scripted", "--script", STREAM_SCRIPT]
+    : workload === "llm"
+    ? ["--config", LLM_CONFIG_FILE, "--model", "fake/coder", "--mode", "auto"]
     : [];
-  const env: Record<string, string> = kind === "bare" && workload === "stream"
-    ? { BARE_CHUNKS: String(settings.chunks) }
-    : {};
+  const env: Record<string, string> = kind === "bare"
+    ? workload === "stream" ? { BARE_CHUNKS: String(settings.chunks) } : {}
+    : workload === "llm"
+    ? { FAKE_API_KEY: "sk-bench", ACP_HARNESS_HOME: LLM_HOME }
+    : { ACP_HARNESS_HOME: AGENT_HOME };
   switch (runtime) {
     case "deno": {
       const entry = kind === "ours" ? "mod.ts" : "bench/bare_agent.ts";
@@ -405,11 +462,21 @@ interface ThroughputResult {
   rssMib: Pair<number | undefined>;
 }
 
+interface LlmTurnResult {
+  /** Median time of one turn. */
+  ms: Pair<number>;
+  minMs: Pair<number>;
+  maxMs: Pair<number>;
+  /** Measured turns per side (warm-ups not counted). */
+  runs: number;
+}
+
 interface RuntimeResult {
   runtime: Runtime;
   startup?: StartupResult;
   roundTrip?: RoundTripResult;
   throughput?: ThroughputResult;
+  llmTurn?: LlmTurnResult;
   /** Exit-after-EOF times of every process of the runtime, for the max column. */
   exitMs: Pair<number[]>;
   errors: string[];
@@ -544,6 +611,292 @@ async function measureThroughput(runtime: Runtime, result: RuntimeResult): Promi
   };
 }
 
+// ---------------------------------------------------------------------------------------------
+// LLM turn against the fake OpenAI-compatible server
+
+/** The file every `read_file` call of the LLM turn reads, relative to the session's cwd. */
+const LLM_TURN_FILE = "small.txt";
+const LLM_TURN_PROMPT = `Read ${LLM_TURN_FILE} ${LLM_TURN.toolCalls} times.`;
+const LLM_TURN_ANSWER = "Done.";
+
+/** Writes an SSE item exactly as the fake server does. */
+function serializeSseItem(item: SseItem): string {
+  if ("raw" in item) return item.raw;
+  const data = typeof item.data === "string" ? item.data : JSON.stringify(item.data);
+  let text = item.event === undefined ? "" : `event: ${item.event}\n`;
+  if (item.id !== undefined) text += `id: ${item.id}\n`;
+  for (const line of data.split("\n")) text += `data: ${line}\n`;
+  return `${text}\n`;
+}
+
+/**
+ * The same SSE body as one `raw` item. The fake server writes each item with its own
+ * `res.write` and waits for it to flush, so one item is the fewest writes it allows (plus its
+ * header flush and the final chunk); no item or response may have a delay.
+ */
+function oneWrite(response: SseResponse): SseResponse {
+  if ((response.chunkDelayMs ?? 0) !== 0 || response.items.some((item) => item.delayMs)) {
+    throw new Error("the LLM-turn responses must have no per-chunk delay");
+  }
+  const { chunkDelayMs: _delay, items, ...rest } = response;
+  return { ...rest, items: [{ raw: items.map(serializeSseItem).join("") }] };
+}
+
+/** Step 1 (deltas and tool calls) and step 2 (the answer), each one SSE write. */
+const LLM_TURN_RESPONSES: readonly [SseResponse, SseResponse] = [
+  oneWrite(openAiTurn({
+    text: Array.from({ length: LLM_TURN.deltas }, (_, i) => `w${i} `),
+    toolCalls: Array.from({ length: LLM_TURN.toolCalls }, (_, i) => ({
+      id: `call_${i}`,
+      name: "read_file",
+      arguments: { path: LLM_TURN_FILE },
+    })),
+  })),
+  oneWrite(openAiTurn({ text: [LLM_TURN_ANSWER] })),
+];
+
+function sseBytes(response: SseResponse): number {
+  return new TextEncoder().encode(response.items.map(serializeSseItem).join("")).length;
+}
+
+/**
+ * One turn of ours: a fresh session, the two responses queued, then `session/prompt` timed to
+ * its response. Throws unless the turn ended with `end_turn`, every tool call completed and the
+ * fake server saw exactly the two model requests.
+ */
+async function llmTurnOurs(
+  agent: AgentProcess,
+  server: FakeLlmServer,
+  workspace: string,
+): Promise<number> {
+  const session = await agent.request("session/new", { cwd: workspace, mcpServers: [] });
+  const sessionId = (session.result as { sessionId?: unknown } | null)?.sessionId;
+  if (typeof sessionId !== "string") throw new Error(`${agent.label}: session/new had no id`);
+  const completed = new Set<string>();
+  const statuses = new Map<string, number>();
+  agent.onUpdate = (params) => {
+    const update = params.update;
+    if (params.sessionId !== sessionId || update?.sessionUpdate !== "tool_call_update") return;
+    const status = update.status ?? "none";
+    statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    if (status === "completed" && update.toolCallId !== undefined) {
+      completed.add(update.toolCallId);
+    }
+  };
+  server.requests.length = 0;
+  server.enqueue(...LLM_TURN_RESPONSES);
+  try {
+    const sentAt = performance.now();
+    const reply = await prompt(agent, sessionId, LLM_TURN_PROMPT);
+    const elapsed = reply.at - sentAt;
+    const stopReason = (reply.result as { stopReason?: unknown } | null)?.stopReason;
+    const problems: string[] = [];
+    if (stopReason !== "end_turn") problems.push(`stopReason ${JSON.stringify(stopReason)}`);
+    if (completed.size !== LLM_TURN.toolCalls) {
+      problems.push(
+        `${completed.size} of ${LLM_TURN.toolCalls} tool calls completed ` +
+          `(tool_call_update statuses: ${JSON.stringify(Object.fromEntries(statuses))})`,
+      );
+    }
+    if (server.requests.length !== 2) {
+      problems.push(`${server.requests.length} model requests instead of 2`);
+    }
+    if (problems.length > 0) {
+      throw new Error(`${agent.label}: LLM turn check failed: ${problems.join("; ")}`);
+    }
+    return elapsed;
+  } finally {
+    agent.onUpdate = undefined;
+  }
+}
+
+/** A tool call as the bare client accumulates it. */
+interface BareToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/** The fields of an OpenAI chat chunk the bare client reads. */
+interface OpenAiChunk {
+  readonly choices?: ReadonlyArray<{
+    readonly delta?: {
+      readonly content?: string | null;
+      readonly tool_calls?: ReadonlyArray<{
+        readonly index: number;
+        readonly id?: string;
+        readonly function?: { readonly name?: string; readonly arguments?: string };
+      }>;
+    };
+    readonly finish_reason?: string | null;
+  }>;
+}
+
+/** What one bare step read. */
+interface BareStep {
+  readonly text: string;
+  readonly calls: readonly BareToolCall[];
+  readonly finishReason: string | undefined;
+  readonly done: boolean;
+}
+
+/**
+ * The least a client does for one streamed model step: POST, then read the whole SSE body
+ * (TextDecoder, split lines, `JSON.parse` each `data:` line), joining text and tool-call
+ * fragments.
+ */
+async function bareStep(url: string, body: unknown): Promise<BareStep> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "text/event-stream",
+      authorization: "Bearer sk-bench",
+    },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok || response.body === null) {
+    await response.body?.cancel();
+    throw new Error(`bare LLM client: HTTP ${response.status}`);
+  }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  const calls: BareToolCall[] = [];
+  let text = "";
+  let finishReason: string | undefined;
+  let done = false;
+  let buffer = "";
+  for (;;) {
+    const next = await reader.read();
+    buffer += next.done ? decoder.decode() : decoder.decode(next.value, { stream: true });
+    let start = 0;
+    for (let end = buffer.indexOf("\n"); end !== -1; end = buffer.indexOf("\n", start)) {
+      const line = buffer.slice(start, end);
+      start = end + 1;
+      if (!line.startsWith("data:")) continue;
+      const data = line.slice(line.startsWith("data: ") ? 6 : 5);
+      if (data === "[DONE]") {
+        done = true;
+        continue;
+      }
+      const chunk = JSON.parse(data) as OpenAiChunk;
+      for (const choice of chunk.choices ?? []) {
+        const delta = choice.delta;
+        if (typeof delta?.content === "string") text += delta.content;
+        for (const fragment of delta?.tool_calls ?? []) {
+          const call = calls[fragment.index] ??= { id: "", name: "", arguments: "" };
+          if (fragment.id) call.id = fragment.id;
+          if (fragment.function?.name) call.name = fragment.function.name;
+          if (fragment.function?.arguments) call.arguments += fragment.function.arguments;
+        }
+        if (choice.finish_reason) finishReason = choice.finish_reason;
+      }
+    }
+    buffer = buffer.slice(start);
+    if (next.done) break;
+  }
+  return { text, calls, finishReason, done };
+}
+
+/**
+ * One turn of the bare client: step 1 read and parsed, then step 2 sent with the step's text and
+ * tool calls (the tools are not run) and read. Throws unless both steps came back whole.
+ */
+async function llmTurnBare(server: FakeLlmServer): Promise<number> {
+  const url = `${server.url}/v1/chat/completions`;
+  server.requests.length = 0;
+  server.enqueue(...LLM_TURN_RESPONSES);
+  const startedAt = performance.now();
+  const user = { role: "user", content: LLM_TURN_PROMPT };
+  const first = await bareStep(url, { model: "coder", stream: true, messages: [user] });
+  const assistant = {
+    role: "assistant",
+    content: first.text,
+    "tool_calls": first.calls.map((call) => ({
+      id: call.id,
+      type: "function",
+      function: { name: call.name, arguments: call.arguments },
+    })),
+  };
+  const results = first.calls.map((call) => ({
+    role: "tool",
+    "tool_call_id": call.id,
+    content: "(not run)",
+  }));
+  const second = await bareStep(url, {
+    model: "coder",
+    stream: true,
+    messages: [user, assistant, ...results],
+  });
+  const elapsed = performance.now() - startedAt;
+  const problems: string[] = [];
+  const complete = first.calls.filter((call) =>
+    call.name === "read_file" && JSON.parse(call.arguments).path === LLM_TURN_FILE
+  );
+  if (complete.length !== LLM_TURN.toolCalls) {
+    problems.push(`${complete.length} of ${LLM_TURN.toolCalls} tool calls`);
+  }
+  if (!first.done || first.finishReason !== "tool_calls") problems.push("step 1 did not finish");
+  if (second.text !== LLM_TURN_ANSWER || !second.done) problems.push("step 2 did not finish");
+  if (server.requests.length !== 2) {
+    problems.push(`${server.requests.length} model requests instead of 2`);
+  }
+  if (problems.length > 0) throw new Error(`bare LLM client check failed: ${problems.join("; ")}`);
+  return elapsed;
+}
+
+async function measureLlmTurn(runtime: Runtime, result: RuntimeResult): Promise<void> {
+  const server = await startFakeLlmServer();
+  const workspace = await Deno.realPath(
+    await Deno.makeTempDir({ prefix: "acp-harness-bench-llm-" }),
+  );
+  let agent: AgentProcess | undefined;
+  try {
+    await Deno.writeTextFile(
+      `${workspace}/${LLM_TURN_FILE}`,
+      Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join("\n") + "\n",
+    );
+    // A fresh data directory per runtime: sessions stored by earlier runs are not carried along.
+    await Deno.remove(LLM_HOME, { recursive: true }).catch(() => {});
+    await Deno.mkdir(LLM_HOME, { recursive: true });
+    await Deno.writeTextFile(
+      LLM_CONFIG_FILE,
+      JSON.stringify({
+        providers: {
+          fake: { api: "openai-chat", baseUrl: `${server.url}/v1`, apiKeyEnv: "FAKE_API_KEY" },
+        },
+        models: { "fake/coder": { contextWindow: 128_000 } },
+      }),
+    );
+    agent = startAgent(runtime, "ours", "llm");
+    await agent.request("initialize", INITIALIZE_PARAMS);
+    const sides: Pair<() => Promise<number>> = {
+      ours: () => llmTurnOurs(agent as AgentProcess, server, workspace),
+      bare: () => llmTurnBare(server),
+    };
+    for (let i = 0; i < settings.llmTurnWarmups; i++) {
+      for (const kind of orderFor(i)) await sides[kind]();
+    }
+    const samples: Pair<number[]> = { ours: [], bare: [] };
+    for (let i = 0; i < settings.llmTurnRuns; i++) {
+      for (const kind of orderFor(i)) samples[kind].push(await sides[kind]());
+    }
+    result.exitMs.ours.push((await finish(agent)).exitMs);
+    result.llmTurn = {
+      ms: { ours: median(samples.ours), bare: median(samples.bare) },
+      minMs: { ours: Math.min(...samples.ours), bare: Math.min(...samples.bare) },
+      maxMs: { ours: Math.max(...samples.ours), bare: Math.max(...samples.bare) },
+      runs: settings.llmTurnRuns,
+    };
+  } finally {
+    if (agent !== undefined && agent.child.exitCode === null && agent.child.signalCode === null) {
+      agent.child.kill("SIGKILL");
+    }
+    await server.close();
+    await Deno.remove(workspace, { recursive: true });
+  }
+}
+
 /**
  * How fast this client alone takes in notifications: `cat` of a ready-made NDJSON file.
  *
@@ -612,6 +965,8 @@ async function prepare(): Promise<string[]> {
     warnings.push("dist/cli.js is older than src/: the Node figures may not match the sources");
   }
   await Deno.mkdir(TMP, { recursive: true });
+  await Deno.remove(AGENT_HOME, { recursive: true }).catch(() => {});
+  await Deno.mkdir(AGENT_HOME, { recursive: true });
   try {
     await build({
       entryPoints: [`${ROOT}/bench/bare_agent.ts`],
@@ -799,6 +1154,23 @@ function renderReport(
       `${thousands(t?.chunksPerPrompt.ours)} / ${thousands(t?.chunksPerPrompt.bare)}`,
     ];
   });
+  const llmTurnRows = results.map((r) => {
+    const t = r.llmTurn;
+    const failed = r.errors.some((e) => e.startsWith(`${LLM_TURN_PHASE}:`));
+    const ratio = ratioOf(t?.ms.ours, t?.ms.bare);
+    const pass = failed ? false : ratio === undefined ? undefined : ratio <= TARGETS.llmTurnRatio;
+    count(verdicts, pass);
+    return [
+      r.runtime,
+      fixed(t?.ms.ours, 1),
+      fixed(t?.ms.bare, 1),
+      ratioText(ratio),
+      `≤ ${TARGETS.llmTurnRatio}×`,
+      failed ? "**FAIL** (see Errors)" : verdict(pass),
+      `${fixed(t?.minMs.ours, 1)} – ${fixed(t?.maxMs.ours, 1)}`,
+      `${fixed(t?.minMs.bare, 1)} – ${fixed(t?.maxMs.bare, 1)}`,
+    ];
+  });
   const rssRows = results.map((r) => [
     r.runtime,
     fixed(r.startup?.rssMib.ours, 1),
@@ -895,6 +1267,39 @@ function renderReport(
     `${settings.chunks.toLocaleString("en-US")} text deltas per prompt; bare: ` +
     `\`BARE_CHUNKS=${settings.chunks}\`. Time runs from sending the prompt to its response.`,
     "",
+    `## LLM turn: one turn whose model streams ${LLM_TURN.deltas.toLocaleString("en-US")} ` +
+    `deltas and ${LLM_TURN.toolCalls} tool calls from the fake server (ms, median of ` +
+    `${settings.llmTurnRuns} after ${settings.llmTurnWarmups} warm-up turn(s))`,
+    "",
+    table(
+      ["runtime", "ours", "bare", "ratio", "target", "result", "ours min – max", "bare min – max"],
+      llmTurnRows,
+    ),
+    "",
+    "The model is the fake OpenAI-compatible server of `tests/_helpers/fake_llm_server.ts`, run " +
+    "in this bench process on 127.0.0.1 with no per-chunk delay. Step 1 is one SSE response of " +
+    `${
+      LLM_TURN.deltas.toLocaleString("en-US")
+    } \`content\` deltas of a few bytes each ("w0 ", "w1 ", …) and ` +
+    `${LLM_TURN.toolCalls} \`read_file\` calls on a 10-line file in a temporary workspace (each ` +
+    "call's arguments in two fragments), " +
+    `${thousands(sseBytes(LLM_TURN_RESPONSES[0]) / 1024)} KiB; step 2 is a one-delta answer. ` +
+    "The fake server writes each SSE item with its own `res.write` and waits for the flush, so " +
+    "each body is handed to it as one item: one write per response (after the header flush), " +
+    "for both sides alike. Ours: the agent started with `--config <file> --model fake/coder " +
+    "--mode auto` (committed-step mode, no `--stream`: the text reaches the client as one " +
+    "`agent_message_chunk` per step); each turn opens a fresh session, queues both responses " +
+    "and times `session/prompt` over stdio to its response, which must be `end_turn` with all " +
+    `${LLM_TURN.toolCalls} \`tool_call_update\`s \`completed\` (else the section fails). ` +
+    "Bare: a client in this bench process (Deno's fetch) that POSTs, reads the whole step-1 " +
+    "stream (TextDecoder, line split, `JSON.parse` of every `data:` line, tool-call fragments " +
+    "joined), then POSTs step 2 with the text and tool calls and reads it; it runs no tools and " +
+    "sends no ACP frames, so the ratio is everything ours adds to the bare HTTP + SSE work: " +
+    "ACP framing, history, request building, the tool calls and their updates, and its " +
+    "process boundary. Ours and bare alternate turn by turn against the same server and " +
+    "responses; the bare figure is the same Deno client for every runtime row (it shares this " +
+    "process's event loop with the fake server, where ours runs beside it in its own process).",
+    "",
     "## Peak RSS of the agent process (VmHWM, MiB, read just before stdin is closed; no target)",
     "",
     table(
@@ -918,7 +1323,8 @@ function renderReport(
     `The machine has ${machine.nproc} cores shared by the client (this Deno process) and the agent, ` +
     "so figures move by up to ±40% between runs; " +
     "compare ours with bare within one run only. Ours and bare are interleaved run by run (start-up), " +
-    "block by block (round trip) and prompt by prompt (throughput) so they share the same noise. " +
+    "block by block (round trip), prompt by prompt (throughput) and turn by turn (LLM turn) so " +
+    "they share the same noise. " +
     (machine.clientCeiling === undefined
       ? "The client's own ceiling could not be measured (no `cat`)."
       : `This client alone takes in about ${thousands(machine.clientCeiling)} notifications/s ` +
@@ -932,12 +1338,15 @@ function renderReport(
 // ---------------------------------------------------------------------------------------------
 // Main
 
+const LLM_TURN_PHASE = "LLM turn";
+
 async function runRuntime(runtime: Runtime): Promise<RuntimeResult> {
   const result: RuntimeResult = { runtime, exitMs: { ours: [], bare: [] }, errors: [] };
   const phases: ReadonlyArray<readonly [string, typeof measureStartup]> = [
     ["start-up", measureStartup],
     ["round trip", measureRoundTrip],
     ["throughput", measureThroughput],
+    [LLM_TURN_PHASE, measureLlmTurn],
   ];
   for (const [name, phase] of phases) {
     const started = performance.now();

@@ -66,6 +66,11 @@ export interface TurnOptions {
    */
   readonly history: LlmMessage[];
   readonly tools: readonly Tool[];
+  /**
+   * Whether the history holds provider state from another provider than this turn's (which must
+   * not be sent to this one). Sessions know this cheaply; when absent, the history is scanned.
+   */
+  readonly foreignState?: boolean;
   /** The session's working directory (canonical). */
   readonly cwd: string;
   /** Canonical workspace roots, the cwd first. */
@@ -186,7 +191,7 @@ async function attemptStep(options: TurnOptions): Promise<Attempt> {
     sessionId: options.sessionId,
     model: options.model,
     system: options.system,
-    messages: forProvider(history, options.provider.id),
+    messages: options.foreignState === false ? history : forProvider(history, options.provider.id),
     tools: options.tools.map(({ name, description, inputSchema }) => ({
       name,
       description,

@@ -1,5 +1,5 @@
 import * as childProcess from "node:child_process";
-import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, fdatasync, openSync, readFileSync, writeSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -15,6 +15,9 @@ import type {
   SpawnOptions,
   SyncOptions,
 } from "./host.ts";
+
+/** Most append descriptors kept open at once. */
+const APPEND_FDS = 128;
 
 /** How long an aborted process group gets between SIGTERM and SIGKILL. */
 const KILL_GRACE_MS = 2_000;
@@ -38,6 +41,7 @@ const STREAM_HIGH_WATER_BYTES = 64 * 1024;
  */
 export class NodeHost implements Host {
   readonly #env: Readonly<Record<string, string | undefined>>;
+  readonly #appendFds = new Map<string, number>();
 
   /** @param env The environment to expose (defaults to the process environment) */
   constructor(env?: Readonly<Record<string, string | undefined>>) {
@@ -70,6 +74,7 @@ export class NodeHost implements Host {
     );
     try {
       await fs.writeFile(temp, data, options?.signal ? { signal: options.signal } : {});
+      this.#forget(file);
       await fs.rename(temp, file);
     } catch (error) {
       await fs.rm(temp, { force: true });
@@ -118,6 +123,9 @@ export class NodeHost implements Host {
 
   /** Removes a file or a directory tree; a missing path is fine. */
   async remove(file: string): Promise<void> {
+    for (const cached of [...this.#appendFds.keys()]) {
+      if (cached === file || cached.startsWith(`${file}/`)) this.#forget(cached);
+    }
     await fs.rm(file, { recursive: true, force: true });
   }
 
@@ -257,9 +265,19 @@ export class NodeHost implements Host {
     options?: { readonly create?: boolean },
   ): void {
     const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
-    const flags = fs.constants.O_WRONLY | fs.constants.O_APPEND |
-      (options?.create === false ? 0 : fs.constants.O_CREAT);
-    const fd = openSync(file, flags, 0o644);
+    // Append descriptors stay open (a log is appended to many times); they are dropped when the
+    // path is removed or replaced, and the oldest is closed past APPEND_FDS.
+    let fd = this.#appendFds.get(file);
+    if (fd === undefined) {
+      const flags = fs.constants.O_WRONLY | fs.constants.O_APPEND |
+        (options?.create === false ? 0 : fs.constants.O_CREAT);
+      fd = openSync(file, flags, 0o644);
+      this.#appendFds.set(file, fd);
+      if (this.#appendFds.size > APPEND_FDS) {
+        const [oldest] = this.#appendFds.keys();
+        if (oldest !== undefined) this.#forget(oldest);
+      }
+    }
     try {
       const written = writeSync(fd, bytes, 0, bytes.byteLength);
       if (written !== bytes.byteLength) {
@@ -267,13 +285,33 @@ export class NodeHost implements Host {
           `Cannot append to "${file}": wrote ${written} of ${bytes.byteLength} bytes`,
         );
       }
-    } finally {
+    } catch (error) {
+      this.#forget(file);
+      throw error;
+    }
+  }
+
+  /** Closes a cached append descriptor, if any. */
+  #forget(file: string): void {
+    const fd = this.#appendFds.get(file);
+    if (fd === undefined) return;
+    this.#appendFds.delete(file);
+    try {
       closeSync(fd);
+    } catch {
+      // Already closed.
     }
   }
 
   /** `fdatasync`s a file through a new descriptor (the flush covers the file, not a descriptor). */
   async syncFile(file: string): Promise<void> {
+    const fd = this.#appendFds.get(file);
+    if (fd !== undefined) {
+      await new Promise<void>((resolve, reject) =>
+        fdatasync(fd, (error) => error ? reject(error) : resolve())
+      );
+      return;
+    }
     const handle = await fs.open(file, "r");
     try {
       await handle.datasync();
@@ -322,6 +360,8 @@ export class NodeHost implements Host {
 
   /** Renames atomically, replacing `to`. */
   rename(from: string, to: string): Promise<void> {
+    this.#forget(from);
+    this.#forget(to);
     return fs.rename(from, to);
   }
 

@@ -129,6 +129,11 @@ export class Session {
   #cost: number;
   /** Tool names by call id, for the results' records. */
   readonly #callNames = new Map<string, string>();
+  /** Providers whose state (reasoning, thinking signatures) is in the history. */
+  readonly #stateProviders = new Set<string>();
+  /** Records waiting for the end of the current microtask, and whether one is a commit point. */
+  #pending: StoredEvent[] = [];
+  #pendingCommit = false;
   /** Settles when everything recorded so far is durable. */
   #durable: Promise<void> = Promise.resolve();
   #system: { key: string; text: string } | undefined;
@@ -145,6 +150,11 @@ export class Session {
     this.#updates = new UpdateQueue(options.sink, options.logger);
     const restored = options.restored;
     this.#history = restored?.history ?? [];
+    for (const message of this.#history) {
+      if (message.role === "assistant" && message.providerState !== undefined) {
+        this.#stateProviders.add(message.provider ?? "");
+      }
+    }
     this.#grants = restored?.grants ?? new Map();
     this.#cost = restored?.cost ?? 0;
     this.#title = restored?.title;
@@ -166,10 +176,34 @@ export class Session {
   }
 
   /**
-   * Records events in the session's log, in call order. Commit points are made durable (in the
-   * background; {@link close} waits for them). A failure is logged, not thrown, unless `strict`.
+   * Records events in the session's log, in call order: written when the current microtask
+   * ends (a strict record, such as an admitted prompt, at once, failing the caller when it cannot
+   * be written). Commit points are then made durable in the background ({@link close} waits for
+   * that). Other failures are logged.
    */
   #record(events: readonly StoredEvent[], commit: boolean, strict = false): void {
+    if (!strict) {
+      // Records of one burst (a committed step with its usage, a turn's end) go out in one write
+      // at the end of the current microtask, still ahead of anything the turn sends afterwards.
+      if (this.#pending.length === 0) queueMicrotask(() => this.#flushRecords());
+      this.#pending.push(...events);
+      this.#pendingCommit ||= commit;
+      return;
+    }
+    this.#flushRecords();
+    this.#append(events, commit, true);
+  }
+
+  #flushRecords(): void {
+    if (this.#pending.length === 0) return;
+    const events = this.#pending;
+    const commit = this.#pendingCommit;
+    this.#pending = [];
+    this.#pendingCommit = false;
+    this.#append(events, commit, false);
+  }
+
+  #append(events: readonly StoredEvent[], commit: boolean, strict: boolean): void {
     try {
       const durable = this.#options.store.append(this.id, events, { sync: commit });
       this.#durable = Promise.all([this.#durable, durable]).then(
@@ -336,6 +370,7 @@ export class Session {
       turn?.controller.abort();
       await turn?.done.catch(() => {});
       await this.#updates.flush();
+      this.#flushRecords();
       await this.#durable;
     })();
     return this.#closing;
@@ -387,6 +422,7 @@ export class Session {
         system: this.#systemPrompt(info.name),
         history: this.#history,
         tools: this.#options.tools,
+        foreignState: [...this.#stateProviders].some((id) => id !== provider.id),
         cwd: this.cwd,
         roots: [this.cwd, ...this.additionalDirectories],
         host: this.#options.host,
@@ -477,6 +513,9 @@ export class Session {
         // final update, which carries what the client was shown.
         const { message } = event;
         if (message.role === "assistant") {
+          if (message.providerState !== undefined) {
+            this.#stateProviders.add(message.provider ?? "");
+          }
           this.#record([{
             type: "assistant",
             text: message.text,

@@ -152,6 +152,9 @@ interface IndexFile {
 
 type IndexState = "ok" | "missing" | "corrupt";
 
+/** How long a commit point waits for others to share its `fdatasync` (group commit). */
+export const SYNC_DELAY_MS = 2;
+
 /**
  * Sessions as JSONL files under one data directory, shareable by several processes.
  *
@@ -172,6 +175,10 @@ type IndexState = "ok" | "missing" | "corrupt";
  * ```
  */
 export class JsonlSessionStore implements SessionStore {
+  readonly #syncs = new Map<
+    string,
+    { done: Promise<void>; started: boolean; next?: Promise<void> }
+  >();
   readonly #host: Host;
   readonly #dir: string;
   readonly #logger: Logger;
@@ -461,7 +468,36 @@ export class JsonlSessionStore implements SessionStore {
     const due = retitled || added || !listed || now - state.indexedAtMs >= this.#interval;
     const indexed = due ? this.#flushIndex(id, sync) : Promise.resolve();
     if (!sync) return indexed;
-    return Promise.all([this.#host.syncFile(path), indexed]).then(() => {});
+    return Promise.all([this.#sync(path), indexed]).then(() => {});
+  }
+
+  /**
+   * `fdatasync`s a log with group commit: a sync starts {@link SYNC_DELAY_MS} after the first
+   * request, and every request until it starts shares it; requests made while it runs share the
+   * one after it. Bursts of commit points (a busy session, many sessions) thus cost a few syncs,
+   * and appends rarely wait behind one.
+   */
+  #sync(path: string): Promise<void> {
+    const state = this.#syncs.get(path);
+    if (state && !state.started) return state.done;
+    if (state) {
+      state.next ??= state.done.catch(() => {}).then(() => this.#sync(path));
+      return state.next;
+    }
+    const entry: { done: Promise<void>; started: boolean; next?: Promise<void> } = {
+      done: Promise.resolve(),
+      started: false,
+    };
+    entry.done = new Promise<void>((resolve) => setTimeout(resolve, SYNC_DELAY_MS))
+      .then(() => {
+        entry.started = true;
+        return this.#host.syncFile(path);
+      })
+      .finally(() => {
+        if (this.#syncs.get(path) === entry) this.#syncs.delete(path);
+      });
+    this.#syncs.set(path, entry);
+    return entry.done;
   }
 
   /** Cuts a torn tail found by a load, before anything is appended after it. */
