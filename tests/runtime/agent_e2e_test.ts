@@ -322,3 +322,35 @@ Deno.test("a command's child processes are gone after its timeout and after a ca
   assert.equal(await alive(cancelled), false, "the background child of the cancelled command");
   await stop(run);
 });
+
+Deno.test("read-only mode refuses edits without asking; auto mode runs them without asking", async () => {
+  for (const mode of ["read-only", "auto"] as const) {
+    const run = await start({ mode });
+    const { agent, cwd, sessionId, server } = run;
+    await writeFile(join(cwd, "app.txt"), "value = 1\n");
+    server.enqueue(
+      openAiTurn({
+        toolCalls: [{
+          id: "e1",
+          name: "edit_file",
+          arguments: { path: "app.txt", old_text: "1", new_text: "2" },
+        }],
+      }),
+      openAiTurn({ text: ["ok"] }),
+    );
+    assert.equal(await agent.client.prompt(sessionId, "edit"), "end_turn");
+    const asked = agent.client.frames.filter((frame) =>
+      frame.method === "session/request_permission"
+    );
+    assert.equal(asked.length, 0, mode);
+    assert.equal(
+      await readFile(join(cwd, "app.txt"), "utf8"),
+      mode === "auto" ? "value = 2\n" : "value = 1\n",
+    );
+    assert.deepEqual(toolStatuses(agent, sessionId), [[
+      "e1",
+      mode === "auto" ? "completed" : "failed",
+    ]]);
+    await stop(run);
+  }
+});
