@@ -4,7 +4,13 @@
  *
  * @module
  */
-import { guardEvents, openEventStream, streamError } from "./http.ts";
+import {
+  type LlmEventBatch,
+  type LlmFinishEvent,
+  type LlmStreamDecoder,
+  streamError,
+  streamLlmEvents,
+} from "./http.ts";
 import {
   type FinishReason,
   type LlmContentPart,
@@ -79,7 +85,8 @@ export interface AnthropicMessagesProviderState {
 /**
  * A provider for Anthropic Messages streaming.
  *
- * `text_delta` streams as `text-delta` and `thinking_delta` as `reasoning-delta`. Each
+ * `text_delta` streams as `text-delta` and `thinking_delta` as `reasoning-delta` (consecutive
+ * deltas that arrive in one network chunk are joined into one event). Each
  * `tool_use` block is emitted as a `tool-call` when its block stops (an empty input is `{}`).
  * At the end come one `provider-state` (the content blocks as received, so thinking signatures
  * go back unchanged on the next request), one `usage` (input counts cache reads and writes) and
@@ -130,147 +137,162 @@ export class AnthropicMessagesProvider implements LlmProvider {
    * @returns Events ending with exactly one `finish`
    */
   stream(request: LlmRequest, options: LlmStreamOptions): AsyncIterable<LlmEvent> {
-    return guardEvents(this.#stream(request, options.signal), options.signal);
+    const { signal } = options;
+    return streamLlmEvents(
+      signal,
+      () => ({
+        url: this.#url,
+        body: buildAnthropicMessagesBody(request),
+        headers: this.#headers,
+        signal,
+        secrets: this.#secrets,
+        ...(this.#fetch ? { fetch: this.#fetch } : {}),
+      }),
+      new AnthropicMessagesDecoder(this.#secrets),
+    );
+  }
+}
+
+/** An empty record, read in place of a missing `message` or `delta`. */
+const NOTHING: Readonly<Record<string, unknown>> = Object.freeze({});
+
+/** Reads the events of one `/v1/messages` stream (see {@link AnthropicMessagesProvider}). */
+class AnthropicMessagesDecoder implements LlmStreamDecoder {
+  readonly #secrets: readonly string[];
+  readonly #blocks = new Map<number, Record<string, unknown>>();
+  readonly #partialJson = new Map<number, string>();
+  #usage: Record<string, unknown> = {};
+  #stopReason: string | undefined;
+  #done = false;
+  #hasToolCalls = false;
+
+  constructor(secrets: readonly string[]) {
+    this.#secrets = secrets;
   }
 
-  async *#stream(request: LlmRequest, signal: AbortSignal): AsyncGenerator<LlmEvent> {
-    const opened = await openEventStream({
-      url: this.#url,
-      body: buildAnthropicMessagesBody(request),
-      headers: this.#headers,
-      signal,
-      secrets: this.#secrets,
-      ...(this.#fetch ? { fetch: this.#fetch } : {}),
-    });
-    if (opened.type === "aborted") return yield { type: "finish", reason: "aborted" };
-    if (opened.type === "error") {
-      return yield { type: "finish", reason: "error", error: opened.error };
+  event(data: string, event: string, out: LlmEventBatch): undefined | "end" | LlmFinishEvent {
+    const payload = parseJson(data);
+    if (!isRecord(payload)) {
+      const error = new ProviderError(
+        `Cannot parse stream event: ${data.slice(0, 200)}`,
+        { kind: "server", retryable: false },
+      );
+      return { type: "finish", reason: "error", error };
     }
+    const type = typeof payload.type === "string" ? payload.type : event;
+    switch (type) {
+      case "message_start": {
+        const message = isRecord(payload.message) ? payload.message : NOTHING;
+        if (isRecord(message.usage)) {
+          this.#usage = { ...this.#usage, ...withoutNulls(message.usage) };
+        }
+        break;
+      }
+      case "content_block_start": {
+        const index = indexOf(payload);
+        const block = isRecord(payload.content_block) ? payload.content_block : undefined;
+        if (index === undefined || !block) break;
+        this.#blocks.set(index, block);
+        if (block.type === "tool_use") this.#partialJson.set(index, "");
+        if (block.type === "text" && isNonEmptyString(block.text)) out.text(block.text);
+        if (block.type === "thinking" && isNonEmptyString(block.thinking)) {
+          out.reasoning(block.thinking);
+        }
+        break;
+      }
+      case "content_block_delta": {
+        const index = indexOf(payload);
+        const delta = isRecord(payload.delta) ? payload.delta : NOTHING;
+        const block = index === undefined ? undefined : this.#blocks.get(index);
+        if (index === undefined || !block) break;
+        switch (delta.type) {
+          case "text_delta":
+            if (!isNonEmptyString(delta.text)) break;
+            block.text = stringOf(block.text) + delta.text;
+            out.text(delta.text);
+            break;
+          case "thinking_delta":
+            if (!isNonEmptyString(delta.thinking)) break;
+            block.thinking = stringOf(block.thinking) + delta.thinking;
+            out.reasoning(delta.thinking);
+            break;
+          case "signature_delta":
+            if (typeof delta.signature === "string") {
+              block.signature = stringOf(block.signature) + delta.signature;
+            }
+            break;
+          case "input_json_delta":
+            if (typeof delta.partial_json === "string") {
+              const partialJson = this.#partialJson;
+              partialJson.set(index, (partialJson.get(index) ?? "") + delta.partial_json);
+            }
+            break;
+          case "citations_delta":
+            if (delta.citation !== undefined) {
+              block.citations = [
+                ...(Array.isArray(block.citations) ? block.citations : []),
+                delta.citation,
+              ];
+            }
+            break;
+        }
+        break;
+      }
+      case "content_block_stop": {
+        const index = indexOf(payload);
+        const block = index === undefined ? undefined : this.#blocks.get(index);
+        if (index === undefined || !block || !this.#partialJson.has(index)) break;
+        const raw = this.#partialJson.get(index) ?? "";
+        this.#partialJson.delete(index);
+        const args = raw.trim() === "" ? "{}" : raw;
+        const input = parseJson(args);
+        // The API takes the input back only as an object; a malformed one is kept as `{}`.
+        block.input = isRecord(input) ? input : {};
+        if (block.type === "tool_use") {
+          this.#hasToolCalls = true;
+          out.push({
+            type: "tool-call",
+            call: { id: stringOf(block.id), name: stringOf(block.name), arguments: args },
+          });
+        }
+        break;
+      }
+      case "message_delta": {
+        const delta = isRecord(payload.delta) ? payload.delta : NOTHING;
+        if (isNonEmptyString(delta.stop_reason)) this.#stopReason = delta.stop_reason;
+        if (isRecord(payload.usage)) {
+          this.#usage = { ...this.#usage, ...withoutNulls(payload.usage) };
+        }
+        break;
+      }
+      case "message_stop":
+        this.#done = true;
+        return "end";
+      case "error": {
+        const error = streamError(payload.error ?? payload, this.#secrets);
+        return { type: "finish", reason: "error", error };
+      }
+        // `ping` and unknown events are ignored.
+    }
+    return undefined;
+  }
 
-    const blocks = new Map<number, Record<string, unknown>>();
-    const partialJson = new Map<number, string>();
-    let usage: Record<string, unknown> = {};
-    let stopReason: string | undefined;
-    let done = false;
-    let hasToolCalls = false;
-    for await (const sse of opened.events) {
-      const payload = parseJson(sse.data);
-      if (!isRecord(payload)) {
-        const error = new ProviderError(
-          `Cannot parse stream event: ${sse.data.slice(0, 200)}`,
-          { kind: "server", retryable: false },
-        );
-        return yield { type: "finish", reason: "error", error };
-      }
-      const type = typeof payload.type === "string" ? payload.type : sse.event;
-      switch (type) {
-        case "message_start": {
-          const message = isRecord(payload.message) ? payload.message : {};
-          if (isRecord(message.usage)) usage = { ...usage, ...withoutNulls(message.usage) };
-          break;
-        }
-        case "content_block_start": {
-          const index = indexOf(payload);
-          const block = isRecord(payload.content_block) ? payload.content_block : undefined;
-          if (index === undefined || !block) break;
-          blocks.set(index, block);
-          if (block.type === "tool_use") partialJson.set(index, "");
-          if (block.type === "text" && isNonEmptyString(block.text)) {
-            yield { type: "text-delta", text: block.text };
-          }
-          if (block.type === "thinking" && isNonEmptyString(block.thinking)) {
-            yield { type: "reasoning-delta", text: block.thinking };
-          }
-          break;
-        }
-        case "content_block_delta": {
-          const index = indexOf(payload);
-          const delta = isRecord(payload.delta) ? payload.delta : {};
-          const block = index === undefined ? undefined : blocks.get(index);
-          if (index === undefined || !block) break;
-          switch (delta.type) {
-            case "text_delta":
-              if (!isNonEmptyString(delta.text)) break;
-              block.text = stringOf(block.text) + delta.text;
-              yield { type: "text-delta", text: delta.text };
-              break;
-            case "thinking_delta":
-              if (!isNonEmptyString(delta.thinking)) break;
-              block.thinking = stringOf(block.thinking) + delta.thinking;
-              yield { type: "reasoning-delta", text: delta.thinking };
-              break;
-            case "signature_delta":
-              if (typeof delta.signature === "string") {
-                block.signature = stringOf(block.signature) + delta.signature;
-              }
-              break;
-            case "input_json_delta":
-              if (typeof delta.partial_json === "string") {
-                partialJson.set(index, (partialJson.get(index) ?? "") + delta.partial_json);
-              }
-              break;
-            case "citations_delta":
-              if (delta.citation !== undefined) {
-                block.citations = [
-                  ...(Array.isArray(block.citations) ? block.citations : []),
-                  delta.citation,
-                ];
-              }
-              break;
-          }
-          break;
-        }
-        case "content_block_stop": {
-          const index = indexOf(payload);
-          const block = index === undefined ? undefined : blocks.get(index);
-          if (index === undefined || !block || !partialJson.has(index)) break;
-          const raw = partialJson.get(index) ?? "";
-          partialJson.delete(index);
-          const args = raw.trim() === "" ? "{}" : raw;
-          const input = parseJson(args);
-          // The API takes the input back only as an object; a malformed one is kept as `{}`.
-          block.input = isRecord(input) ? input : {};
-          if (block.type === "tool_use") {
-            hasToolCalls = true;
-            yield {
-              type: "tool-call",
-              call: { id: stringOf(block.id), name: stringOf(block.name), arguments: args },
-            };
-          }
-          break;
-        }
-        case "message_delta": {
-          const delta = isRecord(payload.delta) ? payload.delta : {};
-          if (isNonEmptyString(delta.stop_reason)) stopReason = delta.stop_reason;
-          if (isRecord(payload.usage)) usage = { ...usage, ...withoutNulls(payload.usage) };
-          break;
-        }
-        case "message_stop":
-          done = true;
-          break;
-        case "error": {
-          const error = streamError(payload.error ?? payload, this.#secrets);
-          return yield { type: "finish", reason: "error", error };
-        }
-          // `ping` and unknown events are ignored.
-      }
-      if (done) break;
-    }
-    if (!done && stopReason === undefined) {
+  end(out: LlmEventBatch): LlmFinishEvent {
+    if (!this.#done && this.#stopReason === undefined) {
       const error = new ProviderError("The stream ended before message_stop", {
         kind: "transport",
         retryable: true,
       });
-      return yield { type: "finish", reason: "error", error };
+      return { type: "finish", reason: "error", error };
     }
-    const content = [...blocks.entries()].sort(([a], [b]) => a - b).map(([, block]) => block);
+    const content = [...this.#blocks.entries()].sort(([a], [b]) => a - b).map(([, block]) => block);
     if (content.length > 0) {
       const state: AnthropicMessagesProviderState = { content };
-      yield { type: "provider-state", state };
+      out.push({ type: "provider-state", state });
     }
-    const total = readUsage(usage);
-    if (total) yield { type: "usage", usage: total };
-    yield { type: "finish", reason: finishOf(stopReason, hasToolCalls) };
+    const total = readUsage(this.#usage);
+    if (total) out.push({ type: "usage", usage: total });
+    return { type: "finish", reason: finishOf(this.#stopReason, this.#hasToolCalls) };
   }
 }
 

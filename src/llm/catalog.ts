@@ -236,18 +236,31 @@ export class ModelCatalog {
   }
 }
 
-/** Loads a provider's module on the first request; a load failure fails that request. */
+/**
+ * Loads a provider's module on the first request; a load failure fails that request (and the
+ * next request tries again). Once loaded, requests go straight to the provider's stream.
+ */
 class LazyProvider implements LlmProvider {
   readonly id: string;
   readonly #load: () => Promise<LlmProvider>;
   #provider: Promise<LlmProvider> | undefined;
+  #loaded: LlmProvider | undefined;
 
   constructor(id: string, load: () => Promise<LlmProvider>) {
     this.id = id;
     this.#load = load;
   }
 
-  async *stream(request: LlmRequest, options: LlmStreamOptions): AsyncIterable<LlmEvent> {
+  stream(request: LlmRequest, options: LlmStreamOptions): AsyncIterable<LlmEvent> {
+    const loaded = this.#loaded;
+    if (loaded !== undefined) return loaded.stream(request, options);
+    return this.#loadAndStream(request, options);
+  }
+
+  async *#loadAndStream(
+    request: LlmRequest,
+    options: LlmStreamOptions,
+  ): AsyncGenerator<LlmEvent, void, undefined> {
     let provider: LlmProvider;
     try {
       this.#provider ??= this.#load();
@@ -263,6 +276,7 @@ class LazyProvider implements LlmProvider {
         });
       return yield { type: "finish", reason: "error", error: failure };
     }
+    this.#loaded = provider;
     yield* provider.stream(request, options);
   }
 }

@@ -7,8 +7,20 @@
 import { type LlmEvent, ProviderError, type ProviderErrorKind } from "./provider.ts";
 import { SseDecoder, type SseEvent } from "./sse.ts";
 
+/** The `finish` event that ends every provider stream. */
+export type LlmFinishEvent = Extract<LlmEvent, { type: "finish" }>;
+
+/** Any provider event but `finish`. */
+export type LlmStreamEvent = Exclude<LlmEvent, { type: "finish" }>;
+
 /** Longest piece of a non-JSON error body quoted in an error message. */
 const MAX_QUOTED_BODY = 300;
+
+/** What {@link LlmEventBatch.take} returns when there is nothing to take. */
+const NO_EVENTS: readonly LlmStreamEvent[] = Object.freeze([]);
+
+/** `TextDecoder.decode` options for a chunk of a longer body. */
+const STREAMING: TextDecodeOptions = { stream: true };
 
 /** Options for {@link postJson} and {@link openEventStream}. */
 export interface PostJsonOptions {
@@ -128,6 +140,19 @@ export async function postJson(options: PostJsonOptions): Promise<PostJsonResult
  * @returns The events, `aborted`, or the error
  */
 export async function openEventStream(options: PostJsonOptions): Promise<OpenEventStreamResult> {
+  const opened = await openBody(options);
+  if (opened.type !== "body") return opened;
+  return { type: "events", events: readEvents(opened.body, options.signal) };
+}
+
+/** What {@link openBody} got: the body of a 2xx event stream, an abort, or a failure. */
+type OpenBodyResult =
+  | { readonly type: "body"; readonly body: ReadableStream<Uint8Array> }
+  | { readonly type: "aborted" }
+  | { readonly type: "error"; readonly error: ProviderError };
+
+/** {@link openEventStream} up to the body: POSTs and checks that the answer is a stream. */
+async function openBody(options: PostJsonOptions): Promise<OpenBodyResult> {
   const { signal, secrets = [] } = options;
   const posted = await postJson(options);
   if (posted.type !== "response") return posted;
@@ -164,7 +189,7 @@ export async function openEventStream(options: PostJsonOptions): Promise<OpenEve
       }),
     };
   }
-  return { type: "events", events: readEvents(response.body, signal) };
+  return { type: "body", body: response.body };
 }
 
 async function* readEvents(
@@ -182,7 +207,7 @@ async function* readEvents(
   try {
     while (!signal.aborted) {
       const next = await reader.read();
-      const chunk = next.done ? text.decode() : text.decode(next.value, { stream: true });
+      const chunk = next.done ? text.decode() : text.decode(next.value, STREAMING);
       for (const event of decoder.decode(chunk)) {
         if (signal.aborted) return;
         yield event;
@@ -381,7 +406,8 @@ export function parseRetryAfter(headers: Headers, now: number = Date.now()): num
  * anything after) once `signal` has aborted.
  *
  * A thrown {@link ProviderError} ends the stream with it; any other throw becomes a retryable
- * `transport` error.
+ * `transport` error. (The built-in network providers get the same guarantees from
+ * {@link streamLlmEvents} without a wrapping generator.)
  *
  * @example Turning a throw into a finish
  * ```ts
@@ -420,6 +446,237 @@ export async function* guardEvents(
         { kind: "transport", retryable: true, cause: error },
       );
     }
+  }
+  if (signal.aborted) return yield { type: "finish", reason: "aborted" };
+  yield {
+    type: "finish",
+    reason: "error",
+    error: failure ??
+      new ProviderError("The provider stream ended without a finish", {
+        kind: "transport",
+        retryable: true,
+      }),
+  };
+}
+
+/**
+ * Collects the events of one network chunk for {@link streamLlmEvents}, in order. Consecutive
+ * text deltas are joined into one `text-delta` event (and reasoning deltas into one
+ * `reasoning-delta`), so a chunk carrying many small deltas costs one event, not one per delta.
+ *
+ * @example Joining deltas
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { LlmEventBatch } from "./http.ts";
+ * const batch = new LlmEventBatch();
+ * batch.text("Hel");
+ * batch.text("lo");
+ * batch.reasoning("hmm");
+ * batch.push({ type: "usage", usage: { input: 1, output: 2 } });
+ * assert.deepEqual(batch.take(), [
+ *   { type: "text-delta", text: "Hello" },
+ *   { type: "reasoning-delta", text: "hmm" },
+ *   { type: "usage", usage: { input: 1, output: 2 } },
+ * ]);
+ * assert.deepEqual(batch.take(), []);
+ * ```
+ */
+export class LlmEventBatch {
+  #events: LlmStreamEvent[] = [];
+  /** The kind of the delta text being joined, if any. */
+  #kind: "text-delta" | "reasoning-delta" | undefined;
+  #text = "";
+
+  /**
+   * Adds streamed answer text (joined with the text added just before it).
+   *
+   * @param text The delta
+   */
+  text(text: string): void {
+    if (this.#kind !== "text-delta") {
+      this.#flush();
+      this.#kind = "text-delta";
+    }
+    this.#text += text;
+  }
+
+  /**
+   * Adds streamed reasoning (joined with the reasoning added just before it).
+   *
+   * @param text The delta
+   */
+  reasoning(text: string): void {
+    if (this.#kind !== "reasoning-delta") {
+      this.#flush();
+      this.#kind = "reasoning-delta";
+    }
+    this.#text += text;
+  }
+
+  /**
+   * Adds an event after everything added so far.
+   *
+   * @param event Any event but `finish`
+   */
+  push(event: LlmStreamEvent): void {
+    if (event.type === "text-delta") return this.text(event.text);
+    if (event.type === "reasoning-delta") return this.reasoning(event.text);
+    this.#flush();
+    this.#events.push(event);
+  }
+
+  /**
+   * Takes the events added since the last call.
+   *
+   * @returns The events, in order
+   */
+  take(): readonly LlmStreamEvent[] {
+    this.#flush();
+    const events = this.#events;
+    if (events.length === 0) return NO_EVENTS;
+    this.#events = [];
+    return events;
+  }
+
+  #flush(): void {
+    const kind = this.#kind;
+    if (kind === undefined) return;
+    if (this.#text !== "") this.#events.push({ type: kind, text: this.#text });
+    this.#kind = undefined;
+    this.#text = "";
+  }
+}
+
+/**
+ * Turns one provider's server-sent events into {@link LlmEvent}s for {@link streamLlmEvents}.
+ * It may throw: a {@link ProviderError} ends the stream with it, anything else with a
+ * `transport` error.
+ */
+export interface LlmStreamDecoder {
+  /**
+   * Reads one server-sent event.
+   *
+   * @param data The event's data
+   * @param event The event's name (`message` when it had none)
+   * @param out Where the events it produces go
+   * @returns `undefined` to read on; `"end"` when the stream is complete (the body is released,
+   *   then {@link LlmStreamDecoder.end} is called); or the `finish` that ends the stream at once
+   */
+  event(data: string, event: string, out: LlmEventBatch): undefined | "end" | LlmFinishEvent;
+  /**
+   * Ends the stream, called once: after `event` returned `"end"` or when the body ended.
+   *
+   * @param out Where the last events go
+   * @returns The `finish` event
+   */
+  end(out: LlmEventBatch): LlmFinishEvent;
+}
+
+/**
+ * A provider's whole stream in one loop: POSTs (building the request when iteration starts),
+ * then reads the body chunk by chunk, decoding UTF-8 and server-sent events and handing each
+ * event's data to `decoder`, and yields what it produced chunk by chunk (consecutive deltas of a
+ * chunk joined, see {@link LlmEventBatch}).
+ *
+ * Keeps the {@link LlmProvider} contract the way {@link guardEvents} does: it never throws,
+ * ends with exactly one `finish`, and ends with `finish: aborted` (dropping anything after) once
+ * `signal` has aborted; an abort also cancels the body, so a pending read ends at once even
+ * when the fetch in use ignores the signal. A failed request ends with its classified error
+ * (see {@link openEventStream}), a failed read with a retryable `transport` error. The body is
+ * cancelled (closing the connection) when the stream is complete, when it fails and when the
+ * consumer stops early.
+ *
+ * @example Streaming from a fake fetch
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { streamLlmEvents } from "./http.ts";
+ * const events = await Array.fromAsync(streamLlmEvents(
+ *   new AbortController().signal,
+ *   () => ({
+ *     url: "http://127.0.0.1:9/v1/x",
+ *     body: {},
+ *     signal: new AbortController().signal,
+ *     fetch: () => Promise.resolve(new Response("data: a\n\ndata: b\n\ndata: .\n\n")),
+ *   }),
+ *   {
+ *     event: (data, _event, out) => data === "." ? "end" : void out.text(data),
+ *     end: () => ({ type: "finish", reason: "stop" }),
+ *   },
+ * ));
+ * assert.deepEqual(events, [
+ *   { type: "text-delta", text: "ab" },
+ *   { type: "finish", reason: "stop" },
+ * ]);
+ * ```
+ *
+ * @param signal The request's signal (the one the request options carry)
+ * @param request Builds the request options; called once, when iteration starts
+ * @param decoder Turns the provider's events into {@link LlmEvent}s
+ * @returns The events, ending with exactly one `finish`
+ */
+export async function* streamLlmEvents(
+  signal: AbortSignal,
+  request: () => PostJsonOptions,
+  decoder: LlmStreamDecoder,
+): AsyncGenerator<LlmEvent, void, undefined> {
+  if (signal.aborted) return yield { type: "finish", reason: "aborted" };
+  let failure: ProviderError | undefined;
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  let released = false;
+  // Cancelling the reader ends a pending read even when the fetch in use ignores the signal.
+  const onAbort = (): void => void reader?.cancel(signal.reason).catch(() => {});
+  try {
+    const options = request();
+    const opened = await openBody(options);
+    if (opened.type !== "body") {
+      if (opened.type === "aborted" || signal.aborted) {
+        return yield { type: "finish", reason: "aborted" };
+      }
+      return yield { type: "finish", reason: "error", error: opened.error };
+    }
+    // Reading the body directly (rather than through piped streams) makes a cancel reach the
+    // connection at once.
+    reader = opened.body.getReader();
+    signal.addEventListener("abort", onAbort, { once: true });
+    const text = new TextDecoder();
+    const sse = new SseDecoder();
+    const batch = new LlmEventBatch();
+    let outcome = undefined as undefined | "end" | LlmFinishEvent;
+    const listener = (data: string, event: string): boolean => {
+      outcome = decoder.event(data, event, batch);
+      return outcome === undefined;
+    };
+    read: for (;;) {
+      const next = await reader.read();
+      if (signal.aborted) break;
+      sse.feed(next.done ? text.decode() : text.decode(next.value, STREAMING), listener);
+      if (outcome === undefined && next.done) outcome = "end";
+      if (outcome === "end") {
+        // The stream is complete: let the connection go before the last events.
+        released = true;
+        await reader.cancel().catch(() => {});
+        outcome = decoder.end(batch);
+      }
+      for (const event of batch.take()) {
+        if (signal.aborted) break read;
+        yield event;
+      }
+      if (outcome !== undefined) {
+        if (signal.aborted) break;
+        return yield outcome;
+      }
+    }
+  } catch (error) {
+    if (!signal.aborted) {
+      failure = error instanceof ProviderError ? error : new ProviderError(
+        `Cannot read the response stream: ${error instanceof Error ? error.message : error}`,
+        { kind: "transport", retryable: true, cause: error },
+      );
+    }
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+    // Ends the body (and closes the connection) when the stream failed or the caller stopped.
+    if (reader !== undefined && !released) await reader.cancel().catch(() => {});
   }
   if (signal.aborted) return yield { type: "finish", reason: "aborted" };
   yield {

@@ -4,7 +4,13 @@
  *
  * @module
  */
-import { guardEvents, openEventStream, streamError } from "./http.ts";
+import {
+  type LlmEventBatch,
+  type LlmFinishEvent,
+  type LlmStreamDecoder,
+  streamError,
+  streamLlmEvents,
+} from "./http.ts";
 import {
   type FinishReason,
   type LlmContentPart,
@@ -62,7 +68,8 @@ interface ToolCallParts {
  * A provider for OpenAI-compatible `/chat/completions` streaming.
  *
  * Text deltas stream as `text-delta`; `delta.reasoning_content ?? delta.reasoning` streams as
- * `reasoning-delta` and is kept (as `providerState`) to be sent back as `reasoning_content`,
+ * `reasoning-delta` (consecutive deltas that arrive in one network chunk are joined into one
+ * event) and is kept (as `providerState`) to be sent back as `reasoning_content`,
  * which DeepSeek requires on tool-call turns. Tool-call fragments are joined by `index` and
  * emitted when the stream ends, before the usage (the last non-null `usage` seen) and `finish`.
  * Failures end the stream with `finish: error`; an abort ends it with `finish: aborted`.
@@ -112,83 +119,102 @@ export class OpenAiChatProvider implements LlmProvider {
    * @returns Events ending with exactly one `finish`
    */
   stream(request: LlmRequest, options: LlmStreamOptions): AsyncIterable<LlmEvent> {
-    return guardEvents(this.#stream(request, options.signal), options.signal);
+    const { signal } = options;
+    return streamLlmEvents(
+      signal,
+      () => ({
+        url: this.#url,
+        body: buildOpenAiChatBody(request, { maxTokensField: this.#maxTokensField }),
+        headers: this.#headers,
+        signal,
+        secrets: this.#secrets,
+        ...(this.#fetch ? { fetch: this.#fetch } : {}),
+      }),
+      new OpenAiChatDecoder(this.#secrets),
+    );
+  }
+}
+
+/** An empty record, read in place of a missing `delta` or `function`. */
+const NOTHING: Readonly<Record<string, unknown>> = Object.freeze({});
+
+/** Reads the chunks of one `/chat/completions` stream (see {@link OpenAiChatProvider}). */
+class OpenAiChatDecoder implements LlmStreamDecoder {
+  readonly #secrets: readonly string[];
+  readonly #calls = new Map<number, ToolCallParts>();
+  #reasoning = "";
+  #usage: LlmUsage | undefined;
+  #finishReason: string | undefined;
+  #refused = false;
+  #done = false;
+
+  constructor(secrets: readonly string[]) {
+    this.#secrets = secrets;
   }
 
-  async *#stream(request: LlmRequest, signal: AbortSignal): AsyncGenerator<LlmEvent> {
-    const opened = await openEventStream({
-      url: this.#url,
-      body: buildOpenAiChatBody(request, { maxTokensField: this.#maxTokensField }),
-      headers: this.#headers,
-      signal,
-      secrets: this.#secrets,
-      ...(this.#fetch ? { fetch: this.#fetch } : {}),
-    });
-    if (opened.type === "aborted") return yield { type: "finish", reason: "aborted" };
-    if (opened.type === "error") {
-      return yield { type: "finish", reason: "error", error: opened.error };
+  event(data: string, event: string, out: LlmEventBatch): undefined | "end" | LlmFinishEvent {
+    if (data === "[DONE]") {
+      this.#done = true;
+      return "end";
     }
+    const chunk = parseChunk(data);
+    if (!isRecord(chunk)) {
+      const error = new ProviderError(
+        `Cannot parse stream chunk: ${data.slice(0, 200)}`,
+        { kind: "server", retryable: false },
+      );
+      return { type: "finish", reason: "error", error };
+    }
+    if ((chunk.error !== undefined && chunk.error !== null) || event === "error") {
+      const error = streamError(chunk.error ?? chunk, this.#secrets);
+      return { type: "finish", reason: "error", error };
+    }
+    if (isRecord(chunk.usage)) this.#usage = readUsage(chunk.usage) ?? this.#usage;
+    const choices = chunk.choices;
+    if (!Array.isArray(choices)) return undefined;
+    for (const choice of choices) {
+      if (!isRecord(choice) || (typeof choice.index === "number" && choice.index !== 0)) continue;
+      const delta = isRecord(choice.delta) ? choice.delta : NOTHING;
+      const thought = isNonEmptyString(delta.reasoning_content)
+        ? delta.reasoning_content
+        : isNonEmptyString(delta.reasoning)
+        ? delta.reasoning
+        : undefined;
+      if (thought !== undefined) {
+        this.#reasoning += thought;
+        out.reasoning(thought);
+      }
+      if (isNonEmptyString(delta.content)) out.text(delta.content);
+      if (isNonEmptyString(delta.refusal)) {
+        this.#refused = true;
+        out.text(delta.refusal);
+      }
+      if (Array.isArray(delta.tool_calls)) addToolCallFragments(this.#calls, delta.tool_calls);
+      if (isNonEmptyString(choice.finish_reason)) this.#finishReason = choice.finish_reason;
+    }
+    return undefined;
+  }
 
-    const calls = new Map<number, ToolCallParts>();
-    let reasoning = "";
-    let usage: LlmUsage | undefined;
-    let finishReason: string | undefined;
-    let refused = false;
-    let done = false;
-    for await (const sse of opened.events) {
-      if (sse.data === "[DONE]") {
-        done = true;
-        break;
-      }
-      const chunk = parseChunk(sse.data);
-      if (!isRecord(chunk)) {
-        const error = new ProviderError(
-          `Cannot parse stream chunk: ${sse.data.slice(0, 200)}`,
-          { kind: "server", retryable: false },
-        );
-        return yield { type: "finish", reason: "error", error };
-      }
-      if ((chunk.error !== undefined && chunk.error !== null) || sse.event === "error") {
-        const error = streamError(chunk.error ?? chunk, this.#secrets);
-        return yield { type: "finish", reason: "error", error };
-      }
-      if (isRecord(chunk.usage)) usage = readUsage(chunk.usage) ?? usage;
-      const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
-      for (const choice of choices) {
-        if (!isRecord(choice) || (typeof choice.index === "number" && choice.index !== 0)) continue;
-        const delta = isRecord(choice.delta) ? choice.delta : {};
-        const thought = [delta.reasoning_content, delta.reasoning].find(isNonEmptyString);
-        if (thought) {
-          reasoning += thought;
-          yield { type: "reasoning-delta", text: thought };
-        }
-        if (isNonEmptyString(delta.content)) yield { type: "text-delta", text: delta.content };
-        if (isNonEmptyString(delta.refusal)) {
-          refused = true;
-          yield { type: "text-delta", text: delta.refusal };
-        }
-        if (Array.isArray(delta.tool_calls)) addToolCallFragments(calls, delta.tool_calls);
-        if (isNonEmptyString(choice.finish_reason)) finishReason = choice.finish_reason;
-      }
-    }
-    if (!done && finishReason === undefined) {
+  end(out: LlmEventBatch): LlmFinishEvent {
+    if (!this.#done && this.#finishReason === undefined) {
       const error = new ProviderError("The stream ended before [DONE] or a finish_reason", {
         kind: "transport",
         retryable: true,
       });
-      return yield { type: "finish", reason: "error", error };
+      return { type: "finish", reason: "error", error };
     }
+    const calls = this.#calls;
     const sorted = [...calls.entries()].sort(([a], [b]) => a - b);
     for (const [, call] of sorted) {
       const id = call.id || `call_${crypto.randomUUID()}`;
-      yield { type: "tool-call", call: { id, name: call.name, arguments: call.arguments } };
+      out.push({ type: "tool-call", call: { id, name: call.name, arguments: call.arguments } });
     }
-    if (reasoning) {
-      const state: OpenAiChatProviderState = { reasoningContent: reasoning };
-      yield { type: "provider-state", state };
+    if (this.#reasoning) {
+      const state: OpenAiChatProviderState = { reasoningContent: this.#reasoning };
+      out.push({ type: "provider-state", state });
     }
-    if (usage) yield { type: "usage", usage };
-    yield { type: "finish", reason: finishOf(finishReason, calls.size > 0, refused) };
+    if (this.#usage) out.push({ type: "usage", usage: this.#usage });
+    return { type: "finish", reason: finishOf(this.#finishReason, calls.size > 0, this.#refused) };
   }
 }
 
@@ -301,9 +327,10 @@ function reasoningOf(state: unknown): string | undefined {
 }
 
 function addToolCallFragments(calls: Map<number, ToolCallParts>, fragments: unknown[]): void {
-  fragments.forEach((fragment, position) => {
-    if (!isRecord(fragment)) return;
-    const fn = isRecord(fragment.function) ? fragment.function : {};
+  for (let position = 0; position < fragments.length; position++) {
+    const fragment = fragments[position];
+    if (!isRecord(fragment)) continue;
+    const fn = isRecord(fragment.function) ? fragment.function : NOTHING;
     // Some servers omit `index`; fall back to the matching id, then to the position.
     let index = typeof fragment.index === "number" ? fragment.index : undefined;
     if (index === undefined && isNonEmptyString(fragment.id)) {
@@ -321,7 +348,7 @@ function addToolCallFragments(calls: Map<number, ToolCallParts>, fragments: unkn
     if (typeof fn.arguments === "string") call.arguments += fn.arguments;
     // A few servers send arguments as an already-parsed object.
     else if (isRecord(fn.arguments)) call.arguments += JSON.stringify(fn.arguments);
-  });
+  }
 }
 
 function readUsage(raw: Record<string, unknown>): LlmUsage | undefined {

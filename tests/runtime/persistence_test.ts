@@ -141,11 +141,14 @@ Deno.test("two server processes share a data directory; a session is open in onl
   const error = refused.error as { code: number; message: string };
   assert.equal(error.code, -32602);
   assert.match(error.message, /open in another acp-harness process \(pid \d+\)/);
-  const listed = await b.client.request<{ sessions: Update[] }>("session/list", {});
-  assert.deepEqual(
-    new Set(listed.sessions.map((s) => s.title)),
-    new Set(["from process A", "from process B"]),
-  );
+  // Another process's index lines land asynchronously: the listing converges within moments.
+  let titles = new Set<unknown>();
+  for (let i = 0; i < 100 && titles.size < 2; i++) {
+    const listed = await b.client.request<{ sessions: Update[] }>("session/list", {});
+    titles = new Set(listed.sessions.map((s) => s.title));
+    if (titles.size < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  assert.deepEqual(titles, new Set(["from process A", "from process B"]));
   await stop(a);
   // Once A is gone, B can take the session over.
   await b.client.request("session/resume", { sessionId: fromA, cwd });
