@@ -11,6 +11,9 @@
  *   `tests/_helpers/fake_llm_server.ts`, on 127.0.0.1) streams 5,000 text deltas and 20
  *   `read_file` calls, then a short answer; the baseline is a minimal fetch + SSE client in this
  *   process that reads the same two responses.
+ * - durable sessions (`bench/store_bench.ts`): `session/list` first page at 100 and at 10,000
+ *   stored sessions, `session/load` of a 10,000-event session against reading and parsing its log
+ *   in this process, and appends per second of the session store in this process.
  *
  * Ours and the bare agent are interleaved so they share the machine's noise. Results go to
  * `bench/RESULTS.md` and stdout. Run `deno task bench` (builds `dist/` first), or
@@ -28,6 +31,20 @@ import {
   startFakeLlmServer,
 } from "../tests/_helpers/fake_llm_server.ts";
 import { openAiTurn } from "../tests/_helpers/llm_fixtures.ts";
+import {
+  type AppendMode,
+  type AppendResult,
+  createStoreFixture,
+  type ListResult,
+  type LoadResult,
+  measureAppends,
+  measureSessionList,
+  measureSessionLoad,
+  STORE_BENCH,
+  type StoreFixture,
+  timerDelayMs,
+} from "./store_bench.ts";
+import { SYNC_DELAY_MS } from "../src/store/jsonl_session_store.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const TMP = `${ROOT}/.bench-tmp`;
@@ -43,6 +60,8 @@ const LLM_CONFIG_FILE = `${TMP}/llm_config.json`;
  */
 const AGENT_HOME = `${TMP}/home`;
 const LLM_HOME = `${TMP}/llm_home`;
+/** The generated data directories of the durable-session benchmarks (removed at the end). */
+const STORE_DIR = `${TMP}/store`;
 const RESULTS_FILE = `${ROOT}/bench/RESULTS.md`;
 const DENO = `${ROOT}/node_modules/.bin/deno`;
 const BUN = `${ROOT}/node_modules/.bin/bun`;
@@ -56,7 +75,7 @@ const NODE = await findOnPath("node", await Deno.realPath(Deno.execPath()));
 const RUNTIMES = ["deno", "node", "bun"] as const;
 type Runtime = typeof RUNTIMES[number];
 type Kind = "ours" | "bare";
-type Workload = "echo" | "stream" | "llm";
+type Workload = "echo" | "stream" | "llm" | "store";
 
 const TARGETS = {
   startupRatio: 1.3,
@@ -64,6 +83,8 @@ const TARGETS = {
   throughputRatio: 0.75,
   exitMs: 100,
   llmTurnRatio: 1.2,
+  sessionListRatio: 2,
+  sessionLoadRatio: 3,
 } as const;
 
 /** The LLM-turn workload: step 1 streams this many text deltas and `read_file` calls. */
@@ -81,6 +102,14 @@ interface Settings {
   readonly throughputRuns: number;
   readonly llmTurnWarmups: number;
   readonly llmTurnRuns: number;
+  readonly listWarmups: number;
+  readonly listRuns: number;
+  readonly loadWarmups: number;
+  readonly loadRuns: number;
+  /** Appends per mode of the in-process append benchmark. */
+  readonly appends: Readonly<Record<AppendMode, number>>;
+  /** Appends issued together in the `burst` mode. */
+  readonly appendBurst: number;
 }
 
 const settings = parseSettings(Deno.args);
@@ -132,6 +161,14 @@ function parseSettings(args: readonly string[]): Settings {
     throughputRuns: quick ? 1 : 3,
     llmTurnWarmups: quick ? 1 : 3,
     llmTurnRuns: quick ? 3 : 9,
+    listWarmups: quick ? 5 : 20,
+    listRuns: quick ? 10 : 50,
+    loadWarmups: quick ? 1 : 2,
+    loadRuns: quick ? 3 : 7,
+    appends: quick
+      ? { awaited: 100, burst: 2_000, nosync: 2_000 }
+      : { awaited: 1_000, burst: 20_000, nosync: 20_000 },
+    appendBurst: 100,
   };
 }
 
@@ -355,18 +392,31 @@ class AgentProcess {
   }
 }
 
-function agentCommand(runtime: Runtime, kind: Kind, workload: Workload): CommandLine {
+/**
+ * How to run an agent. The `store` workload is ours on the data directory `dataDir`, given with
+ * `--data-dir`.
+ */
+function agentCommand(
+  runtime: Runtime,
+  kind: Kind,
+  workload: Workload,
+  dataDir?: string,
+): CommandLine {
   const streamArgs = kind !== "ours"
     ? []
     : workload === "stream"
     ? ["--stream", "--model", "scripted", "--script", STREAM_SCRIPT]
     : workload === "llm"
     ? ["--config", LLM_CONFIG_FILE, "--model", "fake/coder", "--mode", "auto"]
+    : workload === "store"
+    ? ["--data-dir", dataDir ?? AGENT_HOME]
     : [];
   const env: Record<string, string> = kind === "bare"
     ? workload === "stream" ? { BARE_CHUNKS: String(settings.chunks) } : {}
     : workload === "llm"
     ? { FAKE_API_KEY: "sk-bench", ACP_HARNESS_HOME: LLM_HOME }
+    : workload === "store"
+    ? {}
     : { ACP_HARNESS_HOME: AGENT_HOME };
   switch (runtime) {
     case "deno": {
@@ -477,6 +527,8 @@ interface RuntimeResult {
   roundTrip?: RoundTripResult;
   throughput?: ThroughputResult;
   llmTurn?: LlmTurnResult;
+  sessionList?: ListResult;
+  sessionLoad?: LoadResult;
   /** Exit-after-EOF times of every process of the runtime, for the max column. */
   exitMs: Pair<number[]>;
   errors: string[];
@@ -897,6 +949,77 @@ async function measureLlmTurn(runtime: Runtime, result: RuntimeResult): Promise<
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Durable sessions (bench/store_bench.ts)
+
+let storeFixture: Promise<StoreFixture> | undefined;
+
+/** The generated data directories: written on first use, shared by every runtime. */
+function storeData(): Promise<StoreFixture> {
+  storeFixture ??= createStoreFixture(STORE_DIR).then((fixture) => {
+    console.error(`[bench] wrote and checked the session data in ${fixture.seconds.toFixed(1)} s`);
+    return fixture;
+  });
+  return storeFixture;
+}
+
+/** Starts ours on a data directory (killed with every other child if left running). */
+function storeServer(runtime: Runtime): (dataDir: string) => AgentProcess {
+  return (dataDir) =>
+    new AgentProcess(`ours/${runtime}`, agentCommand(runtime, "ours", "store", dataDir));
+}
+
+async function measureSessionListPhase(runtime: Runtime, result: RuntimeResult): Promise<void> {
+  result.sessionList = await measureSessionList(storeServer(runtime), await storeData(), {
+    warmups: settings.listWarmups,
+    runs: settings.listRuns,
+  });
+  result.exitMs.ours.push(...result.sessionList.exitMs);
+}
+
+async function measureSessionLoadPhase(runtime: Runtime, result: RuntimeResult): Promise<void> {
+  result.sessionLoad = await measureSessionLoad(storeServer(runtime), await storeData(), {
+    warmups: settings.loadWarmups,
+    runs: settings.loadRuns,
+  });
+  result.exitMs.ours.push(result.sessionLoad.exitMs);
+}
+
+/** The in-process appends, each mode on a fresh store. */
+interface AppendsOutcome {
+  readonly results: readonly AppendResult[];
+  readonly errors: readonly string[];
+  /** What a `setTimeout(SYNC_DELAY_MS)` really takes in this process (ms). */
+  readonly timerMs?: number;
+}
+
+async function measureAllAppends(): Promise<AppendsOutcome> {
+  const results: AppendResult[] = [];
+  const errors: string[] = [];
+  for (const mode of ["awaited", "burst", "nosync"] as const) {
+    const started = performance.now();
+    console.error(`[bench] appends (${mode}, in-process)…`);
+    try {
+      await Deno.mkdir(STORE_DIR, { recursive: true });
+      results.push(
+        await measureAppends(STORE_DIR, mode, {
+          appends: settings.appends[mode],
+          burst: settings.appendBurst,
+        }),
+      );
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      errors.push(`appends (${mode}): ${message}`);
+      console.error(`[bench] appends (${mode}) failed: ${message}`);
+    }
+    console.error(
+      `[bench] appends (${mode}) took ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
+  }
+  const timerMs = await timerDelayMs(SYNC_DELAY_MS, settings.quick ? 20 : 200);
+  return { results, errors, timerMs };
+}
+
 /**
  * How fast this client alone takes in notifications: `cat` of a ready-made NDJSON file.
  *
@@ -1089,6 +1212,8 @@ function renderReport(
   machine: Machine,
   results: readonly RuntimeResult[],
   warnings: string[],
+  appends: AppendsOutcome,
+  fixture: StoreFixture | undefined,
 ): string {
   const verdicts: Verdicts = { passed: 0, failed: 0 };
   const startupRows = results.map((r) => {
@@ -1171,6 +1296,51 @@ function renderReport(
       `${fixed(t?.minMs.bare, 1)} – ${fixed(t?.maxMs.bare, 1)}`,
     ];
   });
+  const listRows = results.map((r) => {
+    const l = r.sessionList;
+    const ratio = ratioOf(l?.large.median, l?.small.median);
+    const pass = ratio === undefined ? undefined : ratio <= TARGETS.sessionListRatio;
+    return [
+      r.runtime,
+      fixed(l?.small.median, 3),
+      fixed(l?.large.median, 3),
+      ratioText(ratio),
+      `≤ ${TARGETS.sessionListRatio}×`,
+      verdict(count(verdicts, pass)),
+      `${fixed(l?.small.min, 3)} – ${fixed(l?.small.max, 3)}`,
+      `${fixed(l?.large.min, 3)} – ${fixed(l?.large.max, 3)}`,
+    ];
+  });
+  const loadRows = results.map((r) => {
+    const l = r.sessionLoad;
+    const ratio = ratioOf(l?.load.median, l?.parse.median);
+    const pass = ratio === undefined ? undefined : ratio <= TARGETS.sessionLoadRatio;
+    const bareRate = r.throughput?.notificationsPerSecond.bare;
+    return [
+      r.runtime,
+      fixed(l?.load.median, 1),
+      fixed(l?.parse.median, 1),
+      ratioText(ratio),
+      `≤ ${TARGETS.sessionLoadRatio}×`,
+      verdict(count(verdicts, pass)),
+      `${fixed(l?.load.min, 1)} – ${fixed(l?.load.max, 1)}`,
+      `${fixed(l?.parse.min, 1)} – ${fixed(l?.parse.max, 1)}`,
+      thousands(l?.frames),
+      fixed(l === undefined || bareRate === undefined ? undefined : l.frames / bareRate * 1000, 1),
+    ];
+  });
+  const appendRows = appends.results.map((a) => [
+    APPEND_MODES[a.mode],
+    thousands(a.appends),
+    thousands(a.perSecond),
+    thousands(a.logSyncs),
+    a.logSyncs === 0 ? "n/a" : fixed(a.appends / a.logSyncs, 1),
+    fixed(a.logSyncMs, 2),
+    thousands(a.indexSyncs),
+  ]);
+  const pageSize = results.find((r) => r.sessionList)?.sessionList?.pageSize;
+  const load = fixture?.load;
+  const appendBytes = appends.results[0]?.bytesPerAppend;
   const rssRows = results.map((r) => [
     r.runtime,
     fixed(r.startup?.rssMib.ours, 1),
@@ -1180,7 +1350,10 @@ function renderReport(
     fixed(r.throughput?.rssMib.bare, 1),
     ratioText(ratioOf(r.throughput?.rssMib.ours, r.throughput?.rssMib.bare)),
   ]);
-  const errors = results.flatMap((r) => r.errors.map((e) => `- ${r.runtime}: ${e}`));
+  const errors = [
+    ...results.flatMap((r) => r.errors.map((e) => `- ${r.runtime}: ${e}`)),
+    ...appends.errors.map((e) => `- in-process: ${e}`),
+  ];
 
   return [
     "# acp-harness benchmark: ours vs a bare SDK 2.4 echo agent",
@@ -1300,6 +1473,128 @@ function renderReport(
     "responses; the bare figure is the same Deno client for every runtime row (it shares this " +
     "process's event loop with the fake server, where ours runs beside it in its own process).",
     "",
+    "## Durable sessions",
+    "",
+    "Ours over stdio, started with `--data-dir` on data directories that `bench/store_bench.ts` " +
+    "writes directly in the store's format (one JSONL log per session and a compact " +
+    "`index.jsonl`, one line per session, as a rewrite leaves it) and checks first with " +
+    "`JsonlSessionStore` in this process (the first page and a sample load must match what was " +
+    "written, and any store warning, such as a rebuilt index, fails the run). The data lives " +
+    "under `.bench-tmp/store/` for the run and is removed at the end.",
+    "",
+    `### \`session/list\` first page at ${
+      STORE_BENCH.listSizes.map((n) => n.toLocaleString("en-US")).join(" and ")
+    } stored sessions (ms, median of ${settings.listRuns} after ${settings.listWarmups} ` +
+    "warm-ups each)",
+    "",
+    table(
+      [
+        "runtime",
+        `${STORE_BENCH.listSizes[0].toLocaleString("en-US")} sessions`,
+        `${STORE_BENCH.listSizes[1].toLocaleString("en-US")} sessions`,
+        "ratio",
+        "target",
+        "result",
+        `${STORE_BENCH.listSizes[0].toLocaleString("en-US")} min – max`,
+        `${STORE_BENCH.listSizes[1].toLocaleString("en-US")} min – max`,
+      ],
+      listRows,
+    ),
+    "",
+    "One server per data directory, both running at once; the calls alternate between them. " +
+    `Each session is one ${STORE_BENCH.turnEvents}-event turn, spread over 60 days and 25 ` +
+    "cwds. Every call is " +
+    "`session/list` with no cwd and no cursor: the first page, " +
+    `${pageSize === undefined ? "n/a" : pageSize} sessions on both sides (the configured page ` +
+    "size; only the larger one has a `nextCursor`), so both replies are the same size. The " +
+    "first warm-up call reads `index.jsonl` whole (sorting the sessions once); after that a " +
+    "call stats the index file and serves the page from the sorted in-memory index, so the " +
+    "cost should not grow with the number of sessions. Time runs from the request to its " +
+    "response; the ratio is the larger data directory over the smaller one.",
+    "",
+    `### \`session/load\` of a ${
+      STORE_BENCH.loadEvents.toLocaleString("en-US")
+    }-event session vs reading and parsing its log (ms, median of ${settings.loadRuns} after ` +
+    `${settings.loadWarmups} warm-up(s))`,
+    "",
+    table(
+      [
+        "runtime",
+        "session/load",
+        "read + parse",
+        "ratio",
+        "target",
+        "result",
+        "load min – max",
+        "parse min – max",
+        "updates replayed",
+        "bare agent sending them",
+      ],
+      loadRows,
+    ),
+    "",
+    (load === undefined
+      ? "The log could not be written (see Errors). "
+      : `The log is ${(load.logBytes / 1024 ** 2).toFixed(1)} MiB, ` +
+        `${thousands(load.logBytes / load.events)} bytes a record on average: ` +
+        `${
+          thousands(load.events / STORE_BENCH.turnEvents)
+        } turns, each a prompt, four model steps (reasoning and ` +
+        "text; three of them with two tool calls, their results and, in two, a permission " +
+        "answer) and their usage, then the turn's end. ") +
+    "Ours: `session/load` over stdio, timed from the request to its response. Before " +
+    "answering, the server reads and checks the log, rebuilds the conversation and replays it: " +
+    `${
+      load === undefined ? "thousands of" : thousands(load.replayFrames)
+    } \`session/update\` notifications (user messages, thoughts, messages, tool calls and ` +
+    "their final updates, the title, the latest usage), each serialized and written to the " +
+    "pipe, then read and `JSON.parse`d by this client; the run fails unless every one of them " +
+    "arrives before the response. The session is closed (untimed) before the next load. " +
+    "Read + parse: the same file in this bench process (`Deno.readTextFile`, split lines, " +
+    "`JSON.parse` each), with no server, no checks and no replay in between; it is the same " +
+    "Deno baseline for every runtime row. Loads and parses alternate. The last column (ms) is " +
+    "how long the bare SDK agent of the throughput section takes to send that many " +
+    "notifications (updates replayed / its notifications/s): what the replay costs at the " +
+    "SDK's one-message-at-a-time rate, before the log is even read.",
+    "",
+    "### Appends per second: `JsonlSessionStore` in this process (Deno), one event per append " +
+    "(no target)",
+    "",
+    table(
+      [
+        "mode",
+        "appends",
+        "appends/s",
+        "log fdatasyncs",
+        "appends per fdatasync",
+        "mean fdatasync (ms)",
+        "index flushes",
+      ],
+      appendRows,
+    ),
+    "",
+    "Each mode appends to one session of a fresh store (after a warm-up) on the file system of " +
+    "`.bench-tmp/`; each event is one `tool_result` of " +
+    `${appendBytes === undefined ? "a few hundred" : thousands(appendBytes)} bytes as a log ` +
+    "line. Every append is one `write` on the log's kept-open `O_APPEND` descriptor, done " +
+    "before `append` returns. `sync: true` (a commit point: prompt admitted, step committed, " +
+    "tool result, turn end) then resolves once the log is `fdatasync`ed; the store starts a " +
+    `flush ${SYNC_DELAY_MS} ms after the first request so that the commit points of a burst ` +
+    "share it (group commit). Awaited: each commit point waits for its flush before the next " +
+    "append, so every append pays the window and an `fdatasync`. Burst: " +
+    `${settings.appendBurst} commit points issued without waiting, then awaited together; they ` +
+    "share one flush. The server itself never waits for a commit point (a session writes its " +
+    "records at once and leaves their flush to the background; `session/close` waits for it), " +
+    "so its commit points share flushes like this. No sync: `sync: false`, each " +
+    "awaited; nothing is flushed. The index gets a line for the session at most once a second " +
+    "(index flushes counts the `sync` ones), so these runs rarely touch it. The mean " +
+    "fdatasync column is this machine's flush time. " +
+    (appends.timerMs === undefined ? "" : `A \`setTimeout(${SYNC_DELAY_MS})\` takes ` +
+      `${fixed(appends.timerMs, 2)} ms in this Deno process: an awaited append is that window ` +
+      "plus the flush. ") +
+    "On a disk whose flushes take milliseconds the awaited row falls in proportion, while " +
+    "the burst row pays one flush per burst.",
+    "",
     "## Peak RSS of the agent process (VmHWM, MiB, read just before stdin is closed; no target)",
     "",
     table(
@@ -1324,7 +1619,8 @@ function renderReport(
     "so figures move by up to ±40% between runs; " +
     "compare ours with bare within one run only. Ours and bare are interleaved run by run (start-up), " +
     "block by block (round trip), prompt by prompt (throughput) and turn by turn (LLM turn) so " +
-    "they share the same noise. " +
+    "they share the same noise; likewise the two `session/list` servers call by call, and " +
+    "`session/load` with its read + parse baseline. " +
     (machine.clientCeiling === undefined
       ? "The client's own ceiling could not be measured (no `cat`)."
       : `This client alone takes in about ${thousands(machine.clientCeiling)} notifications/s ` +
@@ -1340,6 +1636,13 @@ function renderReport(
 
 const LLM_TURN_PHASE = "LLM turn";
 
+/** How the append modes are named in the report. */
+const APPEND_MODES: Readonly<Record<AppendMode, string>> = {
+  awaited: "`sync: true`, awaited one by one",
+  burst: "`sync: true`, in bursts (group commit)",
+  nosync: "`sync: false`",
+};
+
 async function runRuntime(runtime: Runtime): Promise<RuntimeResult> {
   const result: RuntimeResult = { runtime, exitMs: { ours: [], bare: [] }, errors: [] };
   const phases: ReadonlyArray<readonly [string, typeof measureStartup]> = [
@@ -1347,6 +1650,8 @@ async function runRuntime(runtime: Runtime): Promise<RuntimeResult> {
     ["round trip", measureRoundTrip],
     ["throughput", measureThroughput],
     [LLM_TURN_PHASE, measureLlmTurn],
+    ["session/list", measureSessionListPhase],
+    ["session/load", measureSessionLoadPhase],
   ];
   for (const [name, phase] of phases) {
     const started = performance.now();
@@ -1370,6 +1675,11 @@ async function runRuntime(runtime: Runtime): Promise<RuntimeResult> {
 async function main(): Promise<void> {
   const onSignal = (): void => {
     killAllChildren();
+    try {
+      Deno.removeSync(STORE_DIR, { recursive: true });
+    } catch {
+      // not there
+    }
     Deno.exit(130);
   };
   Deno.addSignalListener("SIGINT", onSignal);
@@ -1380,6 +1690,7 @@ async function main(): Promise<void> {
     const clientCeiling = await measureClientCeiling();
     const results: RuntimeResult[] = [];
     for (const runtime of settings.runtimes) results.push(await runRuntime(runtime));
+    const appends = await measureAllAppends();
     const machine: Machine = {
       date: new Date().toISOString(),
       nproc: navigator.hardwareConcurrency,
@@ -1391,7 +1702,11 @@ async function main(): Promise<void> {
       bun,
       clientCeiling,
     };
-    await Deno.writeTextFile(RESULTS_FILE, renderReport(machine, results, warnings));
+    const fixture = await storeFixture?.catch(() => undefined);
+    await Deno.writeTextFile(
+      RESULTS_FILE,
+      renderReport(machine, results, warnings, appends, fixture),
+    );
     // Leave the file as the repo's formatter wants it, so `deno fmt --check` stays clean.
     const formatted = await runCommand(DENO, ["fmt", "--quiet", RESULTS_FILE]);
     if (formatted.code !== 0) console.error(`[bench] deno fmt ${RESULTS_FILE} failed`);
@@ -1399,6 +1714,7 @@ async function main(): Promise<void> {
     console.error(`[bench] wrote ${RESULTS_FILE}`);
   } finally {
     killAllChildren();
+    await Deno.remove(STORE_DIR, { recursive: true }).catch(() => {});
     Deno.removeSignalListener("SIGINT", onSignal);
     Deno.removeSignalListener("SIGTERM", onSignal);
   }

@@ -31,6 +31,8 @@ export interface CliPlatform {
   writeStderr(text: string): void;
   /** Calls `handler` on SIGINT or SIGTERM; returns a function that stops listening. */
   onShutdownSignal(handler: () => void): () => void;
+  /** Runs `task` soon after pending I/O (`setImmediate`), to coalesce bursts of output. */
+  readonly defer?: (task: () => void) => void;
 }
 
 /** How long shutdown waits for turns to settle before giving up on them. */
@@ -85,6 +87,7 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   let drainOnInputEnd = (): Promise<void> => Promise.resolve();
   const stream = ndJsonStream(platform.stdout, platform.stdin, {
     maxMessageBytes: config.maxMessageBytes,
+    ...(platform.defer ? { defer: platform.defer } : {}),
     onInvalid: (reason) => logger.warn("bad input", { reason }),
     onInputEnd: () => drainOnInputEnd(),
   });

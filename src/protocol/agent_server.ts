@@ -93,6 +93,7 @@ export function connectAgentServer(
     embeddedContext: true,
   };
   const hostWorkspace = new HostWorkspace(host);
+  const described = describeErrors(stream, logger);
   const sessions = new SessionManager({
     config: options.config,
     catalog,
@@ -104,6 +105,12 @@ export function connectAgentServer(
       if (!connection) return Promise.reject(new Error("Cannot send update: not connected"));
       return connection.client.notify(methods.client.session.update, { sessionId, update });
     },
+    replaySinkFor: (sessionId) => (updates) =>
+      described.writeDirect(updates.map((update) => ({
+        jsonrpc: "2.0",
+        method: methods.client.session.update,
+        params: { sessionId, update },
+      }))),
     workspaceFor: (sessionId) =>
       connection
         ? new ClientWorkspace(connection.client, clientCapabilities, sessionId, hostWorkspace)
@@ -324,7 +331,6 @@ export function connectAgentServer(
       return {};
     });
 
-  const described = describeErrors(stream, logger);
   connection = app.connect(described);
   const active = connection;
   let markDisconnected = (): void => {};

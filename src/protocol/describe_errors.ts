@@ -1,5 +1,6 @@
 import type { Logger } from "../log/logger.ts";
 import type { AnyMessage, Stream } from "../transport/acp.ts";
+import type { BulkWriter } from "../transport/nd_json_stream.ts";
 
 /**
  * Wraps a connection's outbound side so every error response names what was wrong, and logs it.
@@ -9,11 +10,18 @@ import type { AnyMessage, Stream } from "../transport/acp.ts";
  * (`Invalid params: prompt.0.text: Invalid input: expected string, received number`), keeping
  * `data` as it was. Every error response is logged to the logger (stderr).
  *
+ * It also offers `writeDirect`: writes straight to the transport, past the SDK's one-at-a-time
+ * send path, for bulk notifications (a `session/load` replay). Messages written directly go out
+ * in call order, ahead of anything the SDK sends later.
+ *
  * @param stream The connection's streams
  * @param logger Where error responses are reported
- * @returns The same streams with the outbound side rewritten
+ * @returns The same streams with the outbound side rewritten, and `writeDirect`
  */
-export function describeErrors(stream: Stream, logger: Logger): Stream {
+export function describeErrors(
+  stream: Stream,
+  logger: Logger,
+): Stream & { writeDirect(messages: readonly AnyMessage[]): Promise<void> } {
   const writer = stream.writable.getWriter();
   const writable = new WritableStream<AnyMessage>({
     write(message) {
@@ -41,7 +49,21 @@ export function describeErrors(stream: Stream, logger: Logger): Stream {
       return writer.abort(reason);
     },
   });
-  return { readable: stream.readable, writable };
+  return {
+    readable: stream.readable,
+    writable,
+    async writeDirect(messages: readonly AnyMessage[]): Promise<void> {
+      const bulk = (stream as Partial<BulkWriter>).writeMany;
+      if (bulk) return await bulk.call(stream, messages);
+      let last: Promise<void> = Promise.resolve();
+      for (const message of messages) {
+        last = writer.write(message);
+        // Let the transport push back when it holds a lot.
+        if (writer.desiredSize !== null && writer.desiredSize <= 0) await last;
+      }
+      await last;
+    },
+  };
 }
 
 function firstIssue(tree: unknown, path: readonly string[]): string | undefined {

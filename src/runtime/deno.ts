@@ -1,5 +1,6 @@
 import process from "node:process";
 import { Readable, Writable } from "node:stream";
+import { setImmediate } from "node:timers";
 import { runCli } from "../cli.ts";
 import { NodeHost } from "../host/node_host.ts";
 
@@ -18,6 +19,7 @@ export async function main(): Promise<void> {
     stdin: Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>,
     stdout: Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
     writeStderr: (text) => void Deno.stderr.writeSync(encoder.encode(text)),
+    defer: (task) => void setImmediate(task),
     onShutdownSignal(handler) {
       for (const signal of signals) Deno.addSignalListener(signal, handler);
       return () => {

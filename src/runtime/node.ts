@@ -1,5 +1,6 @@
 import process from "node:process";
 import { Readable, Writable } from "node:stream";
+import { setImmediate } from "node:timers";
 import { type CliPlatform, runCli } from "../cli.ts";
 import { NodeHost } from "../host/node_host.ts";
 
@@ -13,6 +14,7 @@ export function nodePlatformBase(): Omit<CliPlatform, "stdin" | "stdout"> {
     args: process.argv.slice(2),
     host: new NodeHost(),
     writeStderr: (text) => void process.stderr.write(text),
+    defer: (task) => void setImmediate(task),
     onShutdownSignal(handler) {
       process.on("SIGINT", handler);
       process.on("SIGTERM", handler);

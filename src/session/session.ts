@@ -94,6 +94,8 @@ export interface SessionOptions {
   readonly stream: boolean;
   readonly retry?: RetryPolicy;
   readonly sink: UpdateSink;
+  /** Delivers a whole replay at once (faster than one update at a time through `sink`). */
+  readonly replaySink?: (updates: readonly SessionUpdate[]) => Promise<void>;
   readonly logger: Logger;
   readonly now: () => number;
   /** Where the session's events are recorded. */
@@ -226,9 +228,10 @@ export class Session {
    * @param updates The conversation as updates
    * @returns Once they are written
    */
-  replay(updates: readonly SessionUpdate[]): Promise<void> {
+  async replay(updates: readonly SessionUpdate[]): Promise<void> {
+    if (this.#options.replaySink) return await this.#options.replaySink(updates);
     for (const update of updates) this.#updates.push(update);
-    return this.#updates.flush();
+    return await this.#updates.flush();
   }
 
   /** Records the current model, mode and effort (at creation and on every change). */

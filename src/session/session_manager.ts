@@ -31,6 +31,10 @@ export interface SessionManagerOptions {
   readonly attachments: AttachmentStore;
   /** Makes the update sink of one session. */
   readonly sinkFor: (sessionId: string) => UpdateSink;
+  /** Makes the bulk replay sink of one session, when the transport has one. */
+  readonly replaySinkFor?: (
+    sessionId: string,
+  ) => (updates: readonly SessionUpdate[]) => Promise<void>;
   /** Makes the file and command access of one session. */
   readonly workspaceFor: (sessionId: string) => Workspace;
   /** Asks the client for permission. */
@@ -288,6 +292,7 @@ export class SessionManager {
       stream: config.stream,
       ...(retry ? { retry } : {}),
       sink: sinkFor(id),
+      ...(this.#options.replaySinkFor ? { replaySink: this.#options.replaySinkFor(id) } : {}),
       logger,
       now,
       store: this.#options.store,

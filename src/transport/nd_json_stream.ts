@@ -14,14 +14,28 @@ export interface NdJsonStreamOptions {
   /** Told about every line that could not be delivered. */
   readonly onInvalid?: (reason: string) => void;
   /**
+   * Schedules the write of a burst of messages; runtimes pass `setImmediate`.
+   * @default {setTimeout(flush, 0)}
+   */
+  readonly defer?: (flush: () => void) => void;
+  /**
    * Awaited when the input ends, after every earlier message was consumed and before the
    * readable side closes: the place to finish in-flight work while answers can still be written.
    */
   readonly onInputEnd?: () => Promise<void>;
 }
 
+/** A transport that can take many outbound messages at once, past its writable's queue. */
+export interface BulkWriter {
+  /**
+   * Writes messages in order, coalesced into few writes; resolves once they are written.
+   * They may go out ahead of messages still queued in the writable.
+   */
+  writeMany(messages: readonly AnyMessage[]): Promise<void>;
+}
+
 /** A framed stream pair that can say when its output is written. */
-export interface NdJsonStream extends Stream {
+export interface NdJsonStream extends Stream, BulkWriter {
   /** Resolves once every message written so far has reached the output. */
   drained(): Promise<void>;
 }
@@ -29,6 +43,8 @@ export interface NdJsonStream extends Stream {
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
 const HIGH_WATER_CHARS = 1 << 20;
+/** Messages of a burst written one by one before the rest are coalesced. */
+const WRITE_THROUGH = 8;
 
 /**
  * Frames JSON-RPC messages as newline-delimited JSON over a pair of byte streams.
@@ -58,27 +74,50 @@ export function ndJsonStream(
   const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
   const encoder = new TextEncoder();
   const writer = output.getWriter();
-  // Messages sent while a write is in flight are coalesced into the next single write, so a burst
-  // of updates costs a few large writes instead of one small write each.
+  // The first few messages after a quiet spell are written at once (no added latency: a turn's
+  // last updates and its answer); when more keep coming before `defer` fires (a burst: a replay,
+  // streamed deltas) the rest are coalesced into one write then, instead of one small write each.
+  const defer = options.defer ?? ((flush: () => void) => setTimeout(flush, 0));
   let writes: Promise<void> = Promise.resolve();
   let batch: string[] = [];
   let batchChars = 0;
+  let bursting = false;
+  let sentInBurst = 0;
   let nextWrite: Promise<void> | undefined;
+  const flush = (): Promise<void> => {
+    if (batch.length === 0) return writes;
+    const bytes = encoder.encode(batch.length === 1 ? batch[0] : batch.join(""));
+    batch = [];
+    batchChars = 0;
+    const write = writes.then(() => writer.write(bytes));
+    writes = write.catch(() => {});
+    return write;
+  };
   const send = (message: unknown): Promise<void> => {
     const text = JSON.stringify(message) + "\n";
     batch.push(text);
     batchChars += text.length;
-    if (nextWrite) return nextWrite;
-    const write = writes.then(() => {
-      const bytes = encoder.encode(batch.length === 1 ? batch[0] : batch.join(""));
-      batch = [];
-      batchChars = 0;
-      nextWrite = undefined;
-      return writer.write(bytes);
+    if (!bursting) {
+      bursting = true;
+      sentInBurst = 0;
+      defer(() => {
+        bursting = false;
+        flushBurst();
+      });
+    }
+    if (++sentInBurst <= WRITE_THROUGH) return flush();
+    nextWrite ??= new Promise<void>((resolve, reject) => {
+      settleNext = (write) => write.then(resolve, reject);
     });
-    nextWrite = write;
-    writes = write.catch(() => {});
-    return write;
+    return nextWrite;
+  };
+  // Writes the messages held back in a burst and settles their shared promise.
+  let settleNext: (write: Promise<void>) => void = () => {};
+  const flushBurst = (): void => {
+    const settle = settleNext;
+    settleNext = () => {};
+    nextWrite = undefined;
+    settle(flush());
   };
   const fail = (code: number, message: string, id: string | number | null = null): void => {
     options.onInvalid?.(message);
@@ -180,9 +219,13 @@ export function ndJsonStream(
     write(message) {
       const written = send(message);
       written.catch(() => {});
-      return batchChars > HIGH_WATER_CHARS ? written : undefined;
+      if (batchChars <= HIGH_WATER_CHARS) return undefined;
+      // A lot is waiting: write it now and let the producer wait for it.
+      flushBurst();
+      return written;
     },
     async close() {
+      flushBurst();
       await writes;
       await writer.close().catch(() => {});
     },
@@ -193,6 +236,18 @@ export function ndJsonStream(
   return {
     readable,
     writable,
+    async writeMany(messages: readonly AnyMessage[]): Promise<void> {
+      let last: Promise<void> = Promise.resolve();
+      for (const message of messages) {
+        last = send(message);
+        last.catch(() => {});
+        if (batchChars > HIGH_WATER_CHARS) {
+          flushBurst();
+          await last;
+        }
+      }
+      await last;
+    },
     // Messages can still sit in the writable's queue when the last batch finishes, so wait until
     // a whole round passes with nothing new to write.
     async drained(): Promise<void> {
@@ -201,7 +256,7 @@ export function ndJsonStream(
         last = writes;
         await last;
         await new Promise((resolve) => setTimeout(resolve, 0));
-      } while (last !== writes || batch.length > 0);
+      } while (last !== writes || batch.length > 0 || bursting);
     },
   };
 }
