@@ -136,6 +136,7 @@ export class Session {
   /** Records waiting for the end of the current microtask, and whether one is a commit point. */
   #pending: StoredEvent[] = [];
   #pendingCommit = false;
+  #flushScheduled = false;
   /** Settles when everything recorded so far is durable. */
   #durable: Promise<void> = Promise.resolve();
   #system: { key: string; text: string } | undefined;
@@ -183,17 +184,31 @@ export class Session {
    * be written). Commit points are then made durable in the background ({@link close} waits for
    * that). Other failures are logged.
    */
-  #record(events: readonly StoredEvent[], commit: boolean, strict = false): void {
-    if (!strict) {
-      // Records of one burst (a committed step with its usage, a turn's end) go out in one write
-      // at the end of the current microtask, still ahead of anything the turn sends afterwards.
-      if (this.#pending.length === 0) queueMicrotask(() => this.#flushRecords());
-      this.#pending.push(...events);
-      this.#pendingCommit ||= commit;
+  #record(
+    events: readonly StoredEvent[],
+    commit: boolean,
+    when: "now" | "soon" | "later" = "soon",
+  ): void {
+    if (when === "now") {
+      const all = [...this.#pending, ...events];
+      commit ||= this.#pendingCommit;
+      this.#pending = [];
+      this.#pendingCommit = false;
+      this.#append(all, commit, true);
       return;
     }
-    this.#flushRecords();
-    this.#append(events, commit, true);
+    // "soon": with whatever else the current microtask records, in one write when it ends (still
+    // ahead of anything the turn sends afterwards). "later": held for the next write, which the
+    // turn always makes before anything outside the process happens (tools, its end).
+    if (when === "soon" && !this.#flushScheduled) {
+      this.#flushScheduled = true;
+      queueMicrotask(() => {
+        this.#flushScheduled = false;
+        this.#flushRecords();
+      });
+    }
+    this.#pending.push(...events);
+    this.#pendingCommit ||= commit;
   }
 
   #flushRecords(): void {
@@ -405,7 +420,7 @@ export class Session {
           { type: "user", messageId: crypto.randomUUID(), content: stored },
         ],
         true,
-        true,
+        "now",
       );
       started = true;
       this.#history.push({ role: "user", content });
@@ -519,18 +534,22 @@ export class Session {
           if (message.providerState !== undefined) {
             this.#stateProviders.add(message.provider ?? "");
           }
-          this.#record([{
-            type: "assistant",
-            text: message.text,
-            ...(event.messageId ? { messageId: event.messageId } : {}),
-            ...(event.thoughtId ? { thoughtId: event.thoughtId } : {}),
-            ...(message.reasoning ? { reasoning: message.reasoning } : {}),
-            ...(message.toolCalls ? { toolCalls: message.toolCalls } : {}),
-            ...(message.providerState === undefined
-              ? {}
-              : { providerState: message.providerState }),
-            ...(message.provider === undefined ? {} : { provider: message.provider }),
-          }], true);
+          this.#record(
+            [{
+              type: "assistant",
+              text: message.text,
+              ...(event.messageId ? { messageId: event.messageId } : {}),
+              ...(event.thoughtId ? { thoughtId: event.thoughtId } : {}),
+              ...(message.reasoning ? { reasoning: message.reasoning } : {}),
+              ...(message.toolCalls ? { toolCalls: message.toolCalls } : {}),
+              ...(message.providerState === undefined
+                ? {}
+                : { providerState: message.providerState }),
+              ...(message.provider === undefined ? {} : { provider: message.provider }),
+            }],
+            true,
+            "later",
+          );
         }
         return undefined;
       }
@@ -577,13 +596,17 @@ export class Session {
         cacheWrite * (price.cacheWrite ?? price.input) +
         output * price.output) / 1_000_000;
     }
-    this.#record([{
-      type: "usage",
-      usage,
-      used: usage.input + usage.output,
-      ...(model.contextWindow === undefined ? {} : { size: model.contextWindow }),
-      ...(model.pricing ? { cost: roundCost(this.#cost) } : {}),
-    }], false);
+    this.#record(
+      [{
+        type: "usage",
+        usage,
+        used: usage.input + usage.output,
+        ...(model.contextWindow === undefined ? {} : { size: model.contextWindow }),
+        ...(model.pricing ? { cost: roundCost(this.#cost) } : {}),
+      }],
+      false,
+      "later",
+    );
     if (model.contextWindow === undefined) return undefined;
     return this.#updates.push({
       sessionUpdate: "usage_update",
@@ -598,7 +621,7 @@ export class Session {
     const line = text.split("\n").map((part) => part.trim()).find((part) => part !== "") ?? "";
     if (line === "") return;
     this.#title = line.length > 80 ? `${line.slice(0, 79)}…` : line;
-    this.#record([{ type: "title", title: this.#title }], false);
+    this.#record([{ type: "title", title: this.#title }], false, "later");
     this.#updates.push({
       sessionUpdate: "session_info_update",
       title: this.#title,
