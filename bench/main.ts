@@ -1425,7 +1425,11 @@ function renderReport(
     "title on the first); the bare agent sends the same frames, so the ratio is the server's " +
     "own cost. The warm-up lets both reach steady state (the JIT optimizes more of the " +
     "larger server later); the first → last block columns show the latency at the start and " +
-    "the end of the measured prompts, as the session's history grows.",
+    "the end of the measured prompts, as the session's history grows. Ours also records every " +
+    "prompt durably (its session log: two appends per prompt, fdatasync by group commit) and " +
+    "the bare agent persists nothing: that is most of the difference. Before sessions were " +
+    "durable (bench/RESULTS.md at commit 78c471b) the same measurement gave " +
+    "1.06-1.14x.",
     "",
     `## Update throughput: one prompt answered by ${settings.chunks.toLocaleString("en-US")} ` +
     "`agent_message_chunk` notifications (notifications/s, higher is better)",
