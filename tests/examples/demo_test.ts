@@ -7,7 +7,12 @@ Deno.test("examples/demo.ts drives the server through one exchange and prints it
   const { stdout } = await promisify(execFile)(
     Deno.execPath(),
     ["run", "-A", `${ROOT}examples/demo.ts`, "demo prompt"],
-    { cwd: ROOT, timeout: 30_000 },
+    {
+      cwd: ROOT,
+      timeout: 30_000,
+      // Keep the demo's session out of the real ~/.acp-harness.
+      env: { ...Deno.env.toObject(), ACP_HARNESS_HOME: await Deno.makeTempDir() },
+    },
   );
   const lines = stdout.split("\n");
   assert.ok(lines.some((line) => line.startsWith("→ ") && line.includes('"method":"initialize"')));
