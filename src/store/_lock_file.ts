@@ -20,7 +20,7 @@ export interface LockOwner {
   readonly hostname: string;
   /** ISO 8601 time it was taken. */
   readonly time: string;
-  /** Distinguishes two holders in one process. */
+  /** Distinguishes two holders within one process (same pid). */
   readonly nonce: string;
 }
 

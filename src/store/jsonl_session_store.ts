@@ -194,7 +194,7 @@ export class JsonlSessionStore implements SessionStore {
   readonly #leases = new Map<string, JsonlSessionLease | null>();
   #index = new SessionIndex();
   #indexFile: IndexFile | undefined;
-  /** Index operations run one at a time in this process. */
+  /** Index operations of this process run one at a time. */
   #indexQueue: Promise<void> = Promise.resolve();
   #dirs: Promise<void> | undefined;
 
@@ -362,7 +362,8 @@ export class JsonlSessionStore implements SessionStore {
   }
 
   /**
-   * Takes exclusive ownership of a session (whether or not it exists yet) for this process.
+   * Takes exclusive ownership of a session (whether or not it exists yet) for this process
+   * (acp-harness instance).
    *
    * @param id The session
    * @returns The lease; `release()` removes the lock

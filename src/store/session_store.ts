@@ -172,7 +172,7 @@ export interface AttachmentStore {
   get(sha256: string): Promise<Uint8Array | undefined>;
 }
 
-/** The session is open in another process. */
+/** The session is open in another process (or already open here). */
 export class SessionLockedError extends Error {
   /** @param message Names the session and the process holding it */
   constructor(message: string) {

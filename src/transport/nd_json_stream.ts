@@ -52,13 +52,13 @@ const WRITE_THROUGH = 8;
  * Unlike a plain framer it never gives up on the input: a line that is not JSON gets a -32700
  * answer, a JSON value that is not a message object (or a batch) gets -32600, and a line over the
  * size cap is skipped and answered with -32600 (with the request id when it can be read from the
- * start of the line). Each message is one compact JSON text plus `\n`; messages sent while a write
- * is in flight go out together in the next write.
+ * start of the line). Each message is one compact JSON text plus `\n`; the first messages of a
+ * burst are written at once, the rest coalesced into one write when `defer` fires.
  *
- * @example Framing stdio
+ * @example Framing a pair of byte streams (stdout and stdin in the runtime entry points)
  * ```ts ignore
  * import { ndJsonStream } from "./nd_json_stream.ts";
- * const stream = ndJsonStream(Deno.stdout.writable, Deno.stdin.readable);
+ * const stream = ndJsonStream(output, input, { maxMessageBytes: 1 << 20 });
  * ```
  *
  * @param output Where encoded messages go
