@@ -62,38 +62,46 @@ export const DEFAULT_CONFIG: Config = {
   models: {},
 };
 
-const providerSchema = z.strictObject({
-  api: z.enum(["openai-chat", "anthropic-messages"]),
-  baseUrl: z.url({ protocol: /^https?$/ }),
-  apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).optional(),
-  headers: z.record(z.string(), z.string()).optional(),
-  maxTokensField: z.enum(["max_tokens", "max_completion_tokens"]).optional(),
-});
-
-const tokens = z.number().int().positive();
-const price = z.number().nonnegative();
-const modelSchema = z.strictObject({
-  name: z.string().min(1).optional(),
-  contextWindow: tokens.optional(),
-  maxOutputTokens: tokens.optional(),
-  image: z.boolean().optional(),
-  reasoningEfforts: z.array(z.string().min(1)).min(1).optional(),
-  defaultReasoningEffort: z.string().min(1).optional(),
-  pricing: z.strictObject({
-    input: price,
-    output: price,
-    cacheRead: price.optional(),
-    cacheWrite: price.optional(),
-  }).optional(),
-}).refine(
-  (model) =>
-    model.defaultReasoningEffort === undefined ||
-    (model.reasoningEfforts ?? []).includes(model.defaultReasoningEffort),
-  {
-    message: "defaultReasoningEffort must be one of reasoningEfforts",
-    path: ["defaultReasoningEffort"],
-  },
-);
+// Built on first use: constructing zod schemas costs time at start-up, and most runs read no
+// config file.
+let fileSchemas: { provider: z.ZodType; model: z.ZodType } | undefined;
+function configFileSchemas(): { provider: z.ZodType; model: z.ZodType } {
+  if (fileSchemas) return fileSchemas;
+  const tokens = z.number().int().positive();
+  const price = z.number().nonnegative();
+  fileSchemas = {
+    provider: z.strictObject({
+      api: z.enum(["openai-chat", "anthropic-messages"]),
+      baseUrl: z.url({ protocol: /^https?$/ }),
+      apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).optional(),
+      headers: z.record(z.string(), z.string()).optional(),
+      maxTokensField: z.enum(["max_tokens", "max_completion_tokens"]).optional(),
+    }),
+    model: z.strictObject({
+      name: z.string().min(1).optional(),
+      contextWindow: tokens.optional(),
+      maxOutputTokens: tokens.optional(),
+      image: z.boolean().optional(),
+      reasoningEfforts: z.array(z.string().min(1)).min(1).optional(),
+      defaultReasoningEffort: z.string().min(1).optional(),
+      pricing: z.strictObject({
+        input: price,
+        output: price,
+        cacheRead: price.optional(),
+        cacheWrite: price.optional(),
+      }).optional(),
+    }).refine(
+      (model) =>
+        model.defaultReasoningEffort === undefined ||
+        (model.reasoningEfforts ?? []).includes(model.defaultReasoningEffort),
+      {
+        message: "defaultReasoningEffort must be one of reasoningEfforts",
+        path: ["defaultReasoningEffort"],
+      },
+    ),
+  };
+  return fileSchemas;
+}
 
 /** A bad flag, environment variable or config file entry. */
 export class ConfigError extends TypeError {
@@ -272,7 +280,7 @@ export function configFromFile(json: unknown, file: string): Partial<Config> {
       case "models": {
         const schema = z.record(
           key === "providers" ? z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/) : z.string().min(1),
-          key === "providers" ? providerSchema : modelSchema,
+          key === "providers" ? configFileSchemas().provider : configFileSchemas().model,
         );
         const result = schema.safeParse(value);
         if (!result.success) {

@@ -10,45 +10,51 @@ import {
   type ProviderErrorKind,
 } from "./provider.ts";
 
-const textOrChunks = z.union([z.string(), z.array(z.string())]);
+// Built on first use: only runs with a script need them, and zod schemas cost start-up time.
+let scriptSchemas: { steps: z.ZodType; object: z.ZodType } | undefined;
+function schemas(): { steps: z.ZodType; object: z.ZodType } {
+  if (scriptSchemas) return scriptSchemas;
+  const textOrChunks = z.union([z.string(), z.array(z.string())]);
 
-const stepSchema = z.strictObject({
-  thought: textOrChunks.optional(),
-  text: textOrChunks.optional(),
-  toolCalls: z.array(z.strictObject({
-    id: z.string().min(1).optional(),
-    name: z.string().min(1),
-    arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
-  })).optional(),
-  usage: z.strictObject({
-    input: z.number().int().nonnegative(),
-    output: z.number().int().nonnegative(),
-    cacheRead: z.number().int().nonnegative().optional(),
-    cacheWrite: z.number().int().nonnegative().optional(),
-    reasoning: z.number().int().nonnegative().optional(),
-  }).optional(),
-  delayMs: z.number().nonnegative().optional(),
-  chunkDelayMs: z.number().nonnegative().optional(),
-  finish: z.enum(["stop", "tool-calls", "max-tokens", "refusal"]).optional(),
-  error: z.strictObject({
-    message: z.string().min(1),
-    kind: z.enum([
-      "auth",
-      "quota",
-      "rate-limit",
-      "context-overflow",
-      "bad-request",
-      "server",
-      "transport",
-    ]).optional(),
-    status: z.number().int().optional(),
-    retryable: z.boolean().optional(),
-    retryAfterMs: z.number().nonnegative().optional(),
-  }).optional(),
-});
+  const stepSchema = z.strictObject({
+    thought: textOrChunks.optional(),
+    text: textOrChunks.optional(),
+    toolCalls: z.array(z.strictObject({
+      id: z.string().min(1).optional(),
+      name: z.string().min(1),
+      arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+    })).optional(),
+    usage: z.strictObject({
+      input: z.number().int().nonnegative(),
+      output: z.number().int().nonnegative(),
+      cacheRead: z.number().int().nonnegative().optional(),
+      cacheWrite: z.number().int().nonnegative().optional(),
+      reasoning: z.number().int().nonnegative().optional(),
+    }).optional(),
+    delayMs: z.number().nonnegative().optional(),
+    chunkDelayMs: z.number().nonnegative().optional(),
+    finish: z.enum(["stop", "tool-calls", "max-tokens", "refusal"]).optional(),
+    error: z.strictObject({
+      message: z.string().min(1),
+      kind: z.enum([
+        "auth",
+        "quota",
+        "rate-limit",
+        "context-overflow",
+        "bad-request",
+        "server",
+        "transport",
+      ]).optional(),
+      status: z.number().int().optional(),
+      retryable: z.boolean().optional(),
+      retryAfterMs: z.number().nonnegative().optional(),
+    }).optional(),
+  });
 
-const stepsSchema = z.array(stepSchema);
-const scriptObjectSchema = z.strictObject({ steps: stepsSchema });
+  const stepsSchema = z.array(stepSchema);
+  scriptSchemas = { steps: stepsSchema, object: z.strictObject({ steps: stepsSchema }) };
+  return scriptSchemas;
+}
 
 /** One scripted model step. See the README for the format. */
 export interface ScriptStep {
@@ -111,8 +117,8 @@ export interface Script {
 export function parseScript(json: unknown): Script {
   // Choosing the schema by shape (rather than a union) keeps zod's errors pointing at the field.
   const result = Array.isArray(json)
-    ? stepsSchema.safeParse(json)
-    : scriptObjectSchema.safeParse(json);
+    ? schemas().steps.safeParse(json)
+    : schemas().object.safeParse(json);
   if (!result.success) {
     const issue = result.error.issues[0];
     const path = issue?.path.length ? issue.path.join(".") : "(root)";
