@@ -112,6 +112,8 @@ export interface Host {
   ): void;
   /** Flushes a file's data to disk (`fdatasync`), e.g. after {@link appendFileSync}. */
   syncFile(path: string): Promise<void>;
+  /** Closes whatever {@link appendFileSync} keeps open for `path` (no more appends expected). */
+  forgetFile(path: string): void;
   /** Creates `path` with `data` only if it does not exist (`O_CREAT|O_EXCL`); `false` if it does. */
   createExclusive(path: string, data: string | Uint8Array, options?: SyncOptions): Promise<boolean>;
   /** Renames atomically, replacing `to` if it exists. */

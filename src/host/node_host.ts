@@ -1,5 +1,5 @@
 import * as childProcess from "node:child_process";
-import { closeSync, fdatasync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFileSync, writeSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -268,6 +268,11 @@ export class NodeHost implements Host {
     // Append descriptors stay open (a log is appended to many times); they are dropped when the
     // path is removed or replaced, and the oldest is closed past APPEND_FDS.
     let fd = this.#appendFds.get(file);
+    // A cached descriptor of a file someone has since unlinked would write into the void.
+    if (fd !== undefined && fstatSync(fd).nlink === 0) {
+      this.#forget(file);
+      fd = undefined;
+    }
     if (fd === undefined) {
       const flags = fs.constants.O_WRONLY | fs.constants.O_APPEND |
         (options?.create === false ? 0 : fs.constants.O_CREAT);
@@ -291,6 +296,11 @@ export class NodeHost implements Host {
     }
   }
 
+  /** Closes what {@link appendFileSync} keeps open for `file`. */
+  forgetFile(file: string): void {
+    this.#forget(file);
+  }
+
   /** Closes a cached append descriptor, if any. */
   #forget(file: string): void {
     const fd = this.#appendFds.get(file);
@@ -305,13 +315,7 @@ export class NodeHost implements Host {
 
   /** `fdatasync`s a file through a new descriptor (the flush covers the file, not a descriptor). */
   async syncFile(file: string): Promise<void> {
-    const fd = this.#appendFds.get(file);
-    if (fd !== undefined) {
-      await new Promise<void>((resolve, reject) =>
-        fdatasync(fd, (error) => error ? reject(error) : resolve())
-      );
-      return;
-    }
+    // Through its own descriptor: a cached append descriptor may be closed (evicted) meanwhile.
     const handle = await fs.open(file, "r");
     try {
       await handle.datasync();

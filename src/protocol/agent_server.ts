@@ -15,6 +15,7 @@ import { SessionManager, SessionNotFoundError } from "../session/session_manager
 import {
   type AttachmentStore,
   InvalidCursorError,
+  SessionLockedError,
   type SessionStore,
 } from "../store/session_store.ts";
 import { normalizePath } from "../tools/posix_path.ts";
@@ -260,39 +261,42 @@ export function connectAgentServer(
       methods.agent.session.resume,
       track(({ params }) => reopen(params, false)),
     )
-    .onRequest(methods.agent.session.list, async ({ params }) => {
-      let cwd: string | undefined;
-      if (params.cwd !== undefined && params.cwd !== null) {
-        if (!isAbsolutePath(params.cwd)) {
-          throw invalid(`cwd: must be an absolute path, got ${JSON.stringify(params.cwd)}`);
+    .onRequest(
+      methods.agent.session.list,
+      track(async ({ params }) => {
+        let cwd: string | undefined;
+        if (params.cwd !== undefined && params.cwd !== null) {
+          if (!isAbsolutePath(params.cwd)) {
+            throw invalid(`cwd: must be an absolute path, got ${JSON.stringify(params.cwd)}`);
+          }
+          // Match the canonical path; a directory that no longer exists matches lexically.
+          cwd = await host.realpath(params.cwd).catch(() => normalizePath(params.cwd as string));
         }
-        // Match the canonical path; a directory that no longer exists matches lexically.
-        cwd = await host.realpath(params.cwd).catch(() => normalizePath(params.cwd as string));
-      }
-      try {
-        const page = await sessions.list({
-          ...(cwd === undefined ? {} : { cwd }),
-          ...(params.cursor === undefined || params.cursor === null
-            ? {}
-            : { cursor: params.cursor }),
-          limit: options.config.sessionListPageSize,
-        });
-        return {
-          sessions: page.sessions.map((summary) => ({
-            sessionId: summary.id,
-            cwd: summary.cwd,
-            ...(summary.additionalDirectories.length > 0
-              ? { additionalDirectories: [...summary.additionalDirectories] }
-              : {}),
-            ...(summary.title === undefined ? {} : { title: summary.title }),
-            updatedAt: summary.updatedAt,
-          })),
-          ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
-        };
-      } catch (error) {
-        throw toRequestError(error);
-      }
-    })
+        try {
+          const page = await sessions.list({
+            ...(cwd === undefined ? {} : { cwd }),
+            ...(params.cursor === undefined || params.cursor === null
+              ? {}
+              : { cursor: params.cursor }),
+            limit: options.config.sessionListPageSize,
+          });
+          return {
+            sessions: page.sessions.map((summary) => ({
+              sessionId: summary.id,
+              cwd: summary.cwd,
+              ...(summary.additionalDirectories.length > 0
+                ? { additionalDirectories: [...summary.additionalDirectories] }
+                : {}),
+              ...(summary.title === undefined ? {} : { title: summary.title }),
+              updatedAt: summary.updatedAt,
+            })),
+            ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
+          };
+        } catch (error) {
+          throw toRequestError(error);
+        }
+      }),
+    )
     .onRequest(
       methods.agent.session.close,
       track(async ({ params }) => {
@@ -303,7 +307,11 @@ export function connectAgentServer(
     .onRequest(
       methods.agent.session.delete,
       track(async ({ params }) => {
-        await sessions.delete(params.sessionId);
+        try {
+          await sessions.delete(params.sessionId);
+        } catch (error) {
+          throw toRequestError(error);
+        }
         return {};
       }),
     )
@@ -388,6 +396,7 @@ function toRequestError(error: unknown): unknown {
   if (error instanceof RequestError) return error;
   if (error instanceof SessionNotFoundError) return RequestError.sessionNotFound(error.sessionId);
   if (error instanceof InvalidCursorError) return invalid(`cursor: ${error.message}`);
+  if (error instanceof SessionLockedError) return invalid(error.message);
   if (
     error instanceof SessionStateError || error instanceof PromptContentError ||
     error instanceof ConfigValueError

@@ -108,7 +108,7 @@ export interface SessionOptions {
 
 interface ActiveTurn {
   readonly controller: AbortController;
-  readonly done: Promise<StopReason>;
+  done: Promise<StopReason>;
 }
 
 /**
@@ -170,12 +170,12 @@ export class Session {
 
   /**
    * Writes the events a new or restored session starts with: the initial selection for a new
-   * one, the repair of an interrupted turn for a restored one.
+   * one (or a restored one whose selection had to change), the repair of an interrupted turn.
    */
-  start(): void {
+  start(selectionChanged = false): void {
     const repair = this.#options.restored?.repair ?? [];
     if (repair.length > 0) this.#record(repair, true);
-    if (!this.#options.restored) this.#recordConfig();
+    if (!this.#options.restored || selectionChanged) this.#recordConfig();
   }
 
   /**
@@ -356,9 +356,12 @@ export class Session {
     // A controller is only used up by an abort, so an uncancelled one serves the next turn too.
     if (this.#controller.signal.aborted) this.#controller = new AbortController();
     const controller = this.#controller;
-    const done = this.#runPrompt(content, signal, controller);
-    this.#turn = { controller, done };
-    return done;
+    // The slot is taken before the turn starts: a turn can settle before `#runPrompt` returns
+    // (an already cancelled request), and its end must find the slot to free it.
+    const turn: ActiveTurn = { controller, done: Promise.resolve("cancelled") };
+    this.#turn = turn;
+    turn.done = this.#runPrompt(content, signal, turn);
+    return turn.done;
   }
 
   /**
@@ -397,8 +400,9 @@ export class Session {
   async #runPrompt(
     content: readonly LlmContentPart[],
     signal: AbortSignal,
-    controller: AbortController,
+    turn: ActiveTurn,
   ): Promise<StopReason> {
+    const { controller } = turn;
     const onAbort = (): void => controller.abort();
     signal.addEventListener("abort", onAbort, { once: true });
     if (signal.aborted) controller.abort();
@@ -477,7 +481,7 @@ export class Session {
       // Every update of the turn is already queued on the connection, whose writes go out in
       // order, so the prompt's answer cannot overtake them; nothing of this turn is sent later.
       open = false;
-      this.#turn = undefined;
+      if (this.#turn === turn) this.#turn = undefined;
     }
   }
 

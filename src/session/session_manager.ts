@@ -85,8 +85,11 @@ interface OpenSession {
 export class SessionManager {
   readonly #options: SessionManagerOptions;
   readonly #sessions = new Map<string, OpenSession>();
-  /** Ids being opened, so two concurrent loads of one id cannot both succeed. */
-  readonly #opening = new Set<string>();
+  /**
+   * Opens in flight by id: a second load of the id is refused, and a close or delete of it waits
+   * for the open to finish first.
+   */
+  readonly #opening = new Map<string, Promise<unknown>>();
   #closing: Promise<void> | undefined;
 
   /** @param options Shared dependencies */
@@ -126,7 +129,7 @@ export class SessionManager {
     };
     const session = this.#build(id, params, selection);
     session.start();
-    return this.#register(session, lease);
+    return await this.#register(session, lease);
   }
 
   /**
@@ -139,12 +142,17 @@ export class SessionManager {
    * @throws {SessionNotFoundError} For an unknown id
    * @throws {SessionStateError} When it is open here or in another process, or the cwd differs
    */
-  async open(id: string, params: OpenSessionOptions): Promise<Session> {
+  open(id: string, params: OpenSessionOptions): Promise<Session> {
     this.#assertOpen();
     if (this.#sessions.has(id) || this.#opening.has(id)) {
       throw new SessionStateError(`session ${id} is already open in this process`);
     }
-    this.#opening.add(id);
+    const opening = this.#open(id, params).finally(() => this.#opening.delete(id));
+    this.#opening.set(id, opening.catch(() => {}));
+    return opening;
+  }
+
+  async #open(id: string, params: OpenSessionOptions): Promise<Session> {
     let lease: SessionLease | undefined;
     try {
       const { store, attachments, logger, catalog, config } = this.#options;
@@ -166,7 +174,8 @@ export class SessionManager {
       }
       const restored = await restoreSession(loaded, attachments, logger);
       let selection: Selection = restored.selection ?? { model: config.model, mode: config.mode };
-      if (!catalog.info(selection.model)) {
+      const fellBack = !catalog.info(selection.model);
+      if (fellBack) {
         logger.warn("the session's model is no longer available; using the default", {
           sessionId: id,
           model: selection.model,
@@ -197,12 +206,11 @@ export class SessionManager {
         );
         await session.replay(updates);
       }
-      session.start();
-      const registered = this.#register(session, lease);
+      session.start(fellBack);
+      const held = lease;
       lease = undefined;
-      return registered;
+      return await this.#register(session, held);
     } finally {
-      this.#opening.delete(id);
       await lease?.release();
     }
   }
@@ -218,9 +226,10 @@ export class SessionManager {
    *
    * @param id The session id
    */
-  close(id: string): Promise<void> {
+  async close(id: string): Promise<void> {
+    await this.#opening.get(id);
     const open = this.#sessions.get(id);
-    if (!open) return Promise.resolve();
+    if (!open) return;
     open.closing ??= (async () => {
       try {
         await open.session.close();
@@ -229,7 +238,7 @@ export class SessionManager {
         this.#sessions.delete(id);
       }
     })();
-    return open.closing;
+    return await open.closing;
   }
 
   /**
@@ -254,9 +263,11 @@ export class SessionManager {
 
   /** Closes every session (cancelling turns, releasing leases). Idempotent. */
   closeAll(): Promise<void> {
-    this.#closing ??= Promise.all(
-      [...this.#sessions.keys()].map((id) => this.close(id)),
-    ).then(() => {});
+    this.#closing ??= (async () => {
+      // Opens in flight finish first; a session registered from now on is closed at once.
+      await Promise.all(this.#opening.values());
+      await Promise.all([...this.#sessions.keys()].map((id) => this.close(id)));
+    })();
     return this.#closing;
   }
 
@@ -264,7 +275,13 @@ export class SessionManager {
     if (this.#closing) throw new SessionStateError("the server is shutting down");
   }
 
-  #register(session: Session, lease: SessionLease): Session {
+  async #register(session: Session, lease: SessionLease): Promise<Session> {
+    if (this.#closing) {
+      // Shutdown began while the session was being created or opened: do not leak it.
+      await session.close();
+      await lease.release();
+      throw new SessionStateError("the server is shutting down");
+    }
     this.#sessions.set(session.id, { session, lease });
     return session;
   }

@@ -234,8 +234,11 @@ export async function replayUpdates(
         });
         break;
       case "tool_result": {
-        const display = (record.display as readonly ToolDisplay[] | undefined) ??
-          [{ type: "text", text: record.content }];
+        // A terminal was released when its command ended; replay shows its output as text.
+        const display = ((record.display as readonly ToolDisplay[] | undefined) ??
+          [{ type: "text", text: record.content }]).map((item): ToolDisplay =>
+            item.type === "terminal" ? { type: "text", text: record.content } : item
+          );
         updates.push({
           sessionUpdate: "tool_call_update",
           toolCallId: record.toolCallId,

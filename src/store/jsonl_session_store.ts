@@ -409,6 +409,9 @@ export class JsonlSessionStore implements SessionStore {
       await this.#serial(id, async () => {
         await this.#flushIndex(id, false);
         this.#logs.delete(id);
+        // Wait for a pending group commit, then let go of the log's open descriptor.
+        await this.#syncs.get(this.#logPath(id))?.done.catch(() => {});
+        this.#host.forgetFile(this.#logPath(id));
       });
       await lock.release();
     } finally {

@@ -58,7 +58,7 @@ Deno.test("a server killed with SIGKILL mid-turn restarts with the committed his
   await first.client.waitFor((frames) =>
     frames.some((frame) => (frame.params as { update?: Update })?.update?.status === "completed")
   );
-  first.child.kill("SIGKILL");
+  Deno.kill(first.child.pid as number, "SIGKILL");
   await first.exited;
 
   // A torn final line, as a crash in the middle of a write would leave.
