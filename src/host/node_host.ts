@@ -42,6 +42,7 @@ const STREAM_HIGH_WATER_BYTES = 64 * 1024;
 export class NodeHost implements Host {
   readonly #env: Readonly<Record<string, string | undefined>>;
   readonly #appendFds = new Map<string, number>();
+  readonly #checkedAt = new Map<string, number>();
 
   /** @param env The environment to expose (defaults to the process environment) */
   constructor(env?: Readonly<Record<string, string | undefined>>) {
@@ -268,10 +269,15 @@ export class NodeHost implements Host {
     // Append descriptors stay open (a log is appended to many times); they are dropped when the
     // path is removed or replaced, and the oldest is closed past APPEND_FDS.
     let fd = this.#appendFds.get(file);
-    // A cached descriptor of a file someone has since unlinked would write into the void.
-    if (fd !== undefined && fstatSync(fd).nlink === 0) {
-      this.#forget(file);
-      fd = undefined;
+    // A cached descriptor of a file someone has since unlinked would write into the void: check
+    // (at most once a second per file, the check costs a system call).
+    const now = Date.now();
+    if (fd !== undefined && now - (this.#checkedAt.get(file) ?? 0) >= 1000) {
+      this.#checkedAt.set(file, now);
+      if (fstatSync(fd).nlink === 0) {
+        this.#forget(file);
+        fd = undefined;
+      }
     }
     if (fd === undefined) {
       const flags = fs.constants.O_WRONLY | fs.constants.O_APPEND |
@@ -304,6 +310,7 @@ export class NodeHost implements Host {
   /** Closes a cached append descriptor, if any. */
   #forget(file: string): void {
     const fd = this.#appendFds.get(file);
+    this.#checkedAt.delete(file);
     if (fd === undefined) return;
     this.#appendFds.delete(file);
     try {
