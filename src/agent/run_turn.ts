@@ -206,14 +206,14 @@ async function attemptStep(options: TurnOptions): Promise<Attempt> {
         reasoning += event.text;
         if (stream && event.text && !signal.aborted) {
           const wait = emit({ type: "thought", messageId: thoughtId, text: event.text });
-          if (wait) await wait;
+          if (wait) await untilSettledOrAborted(wait, signal);
         }
         break;
       case "text-delta":
         text += event.text;
         if (stream && event.text && !signal.aborted) {
           const wait = emit({ type: "message", messageId, text: event.text });
-          if (wait) await wait;
+          if (wait) await untilSettledOrAborted(wait, signal);
         }
         break;
       case "tool-call":
@@ -256,6 +256,19 @@ async function attemptStep(options: TurnOptions): Promise<Attempt> {
   throw new TurnError(
     `Model request failed (${options.provider.id}/${options.model}): stream ended without finish`,
   );
+}
+
+/** Waits for `pending` unless `signal` aborts first (a client that stops reading must not hold up a cancel). */
+function untilSettledOrAborted(pending: Promise<void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    signal.addEventListener("abort", done, { once: true });
+    pending.then(done, done);
+  });
 }
 
 /**

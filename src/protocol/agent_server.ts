@@ -159,6 +159,9 @@ export function connectAgentServer(
         "mcpServers: MCP servers are not supported yet (mcpCapabilities advertises none); pass []",
       );
     }
+    if (isAbsolutePath(params.cwd) && !(await sessions.exists(params.sessionId))) {
+      throw RequestError.sessionNotFound(params.sessionId);
+    }
     const roots = await workspaceRoots(host, params);
     try {
       const instructions = await readInstructions(host, roots.cwd, logger);

@@ -215,6 +215,17 @@ export class SessionManager {
     }
   }
 
+  /**
+   * Whether a session with this id is open here or stored (cheap: the store's index).
+   *
+   * @param id The session id
+   * @returns Whether it exists
+   */
+  async exists(id: string): Promise<boolean> {
+    if (this.#sessions.has(id) || this.#opening.has(id)) return true;
+    return await this.#options.store.exists(id);
+  }
+
   /** The open session with this id. */
   get(id: string): Session | undefined {
     return this.#sessions.get(id)?.session;

@@ -298,6 +298,17 @@ export class JsonlSessionStore implements SessionStore {
    *   not name one)
    * @throws {CorruptSessionLogError} A bad line before the last one
    */
+  /**
+   * Whether a session with this id has a log.
+   *
+   * @param id The session
+   * @returns `false` for a malformed id too
+   */
+  async exists(id: string): Promise<boolean> {
+    if (!isValidSessionId(id)) return false;
+    return (await this.#host.stat(this.#logPath(id)))?.isFile === true;
+  }
+
   load(id: string): Promise<LoadedSession | undefined> {
     if (!isValidSessionId(id)) return Promise.resolve(undefined);
     return this.#serial(id, async () => {

@@ -155,6 +155,8 @@ export interface SessionStore {
     events: readonly StoredEvent[],
     options: { readonly sync: boolean },
   ): Promise<void>;
+  /** Whether a session with this id is stored. */
+  exists(id: string): Promise<boolean>;
   /** Reads a session's log; `undefined` when there is none. A torn final line is ignored. */
   load(id: string): Promise<LoadedSession | undefined>;
   list(options: ListOptions): Promise<SessionPage>;

@@ -1324,3 +1324,21 @@ Deno.test("runTurn() sends provider state back only to the provider that produce
   assert.equal(await runTurn(turnOptions(alphaAgain, { history, tools }).options), "end_turn");
   assert.deepEqual(alphaAgain.requests[0]?.messages[1], stateful);
 });
+
+Deno.test("runTurn() does not wait for a stalled client once the turn is cancelled", async () => {
+  const provider = new FakeProvider([[text("a"), text("b"), finish("stop")]]);
+  const controller = new AbortController();
+  const { options } = turnOptions(provider, {
+    stream: true,
+    signal: controller.signal,
+    // A client that never catches up: every delta applies backpressure forever.
+    emit: (event) => {
+      if (event.type === "message") {
+        controller.abort();
+        return new Promise<void>(() => {});
+      }
+      return undefined;
+    },
+  });
+  assert.equal(await runTurn(options), "cancelled");
+});

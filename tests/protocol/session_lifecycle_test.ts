@@ -357,3 +357,19 @@ Deno.test("always answers, the title and the cost survive a restart", async () =
   assert.deepEqual(usage.at(-1)?.cost, { amount: 0.22, currency: "USD" });
   await second.disconnect();
 });
+
+Deno.test("an unknown id gets -32002 even when the cwd does not exist", async () => {
+  const server = await started();
+  for (const method of ["session/load", "session/resume"]) {
+    await rejects(
+      server.client.request(method, {
+        sessionId: crypto.randomUUID(),
+        cwd: "/no/such/directory",
+        mcpServers: [],
+      }),
+      -32002,
+      /Resource not found/,
+    );
+  }
+  await server.disconnect();
+});

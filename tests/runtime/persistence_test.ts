@@ -142,11 +142,13 @@ Deno.test("two server processes share a data directory; a session is open in onl
   assert.equal(error.code, -32602);
   assert.match(error.message, /open in another acp-harness process \(pid \d+\)/);
   // Another process's index lines land asynchronously: the listing converges within moments.
+  const both = (set: Set<unknown>): boolean =>
+    set.has("from process A") && set.has("from process B");
   let titles = new Set<unknown>();
-  for (let i = 0; i < 100 && titles.size < 2; i++) {
+  for (let i = 0; i < 100 && !both(titles); i++) {
     const listed = await b.client.request<{ sessions: Update[] }>("session/list", {});
     titles = new Set(listed.sessions.map((s) => s.title));
-    if (titles.size < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+    if (!both(titles)) await new Promise((resolve) => setTimeout(resolve, 20));
   }
   assert.deepEqual(titles, new Set(["from process A", "from process B"]));
   await stop(a);

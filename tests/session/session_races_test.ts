@@ -45,6 +45,7 @@ function serverWith(
   const store: SessionStore = {
     create: (header) => (overrides.create ?? inner.create.bind(inner))(header),
     append: (id, events, opts) => (overrides.append ?? inner.append.bind(inner))(id, events, opts),
+    exists: (id) => inner.exists(id),
     load: (id) => (overrides.load ?? inner.load.bind(inner))(id),
     list: (opts) => (overrides.list ?? inner.list.bind(inner))(opts),
     delete: (id) => (overrides.delete ?? inner.delete.bind(inner))(id),
