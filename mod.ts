@@ -40,8 +40,43 @@ export {
   parseArgs,
   PERMISSION_MODES,
   type PermissionMode,
+  type ProviderConfig,
 } from "./src/config/config.ts";
-export type { DirEntry, FileInfo, Host, HostOptions } from "./src/host/host.ts";
+export {
+  builtinProviders,
+  type ModelFacts,
+  type Pricing,
+  type ProviderApi,
+  type ProviderSpec,
+} from "./src/llm/presets.ts";
+export { DEFAULT_RETRY, type RetryPolicy, type StopReason } from "./src/agent/run_turn.ts";
+export { builtinTools } from "./src/tools/builtin_tools.ts";
+export { HostWorkspace } from "./src/tools/host_workspace.ts";
+export type {
+  Tool,
+  ToolContext,
+  ToolDisplay,
+  ToolEffect,
+  ToolKind,
+  ToolLocation,
+  ToolResult,
+} from "./src/tools/tool.ts";
+export type {
+  CommandResult,
+  RunCommandOptions,
+  Workspace,
+  WorkspaceOptions,
+} from "./src/tools/workspace.ts";
+export type {
+  AppendFileOptions,
+  DirEntry,
+  FileInfo,
+  Host,
+  HostOptions,
+  HostProcess,
+  SpawnOptions,
+  SyncOptions,
+} from "./src/host/host.ts";
 export { NodeHost } from "./src/host/node_host.ts";
 export {
   ModelCatalog,
@@ -89,11 +124,21 @@ export {
 } from "./src/store/session_store.ts";
 export { createMemoryPair } from "./src/transport/memory.ts";
 export {
+  type BulkWriter,
   DEFAULT_MAX_MESSAGE_BYTES,
+  type NdJsonStream,
   ndJsonStream,
   type NdJsonStreamOptions,
 } from "./src/transport/nd_json_stream.ts";
-export type { AnyMessage, Stream } from "./src/transport/acp.ts";
+export type {
+  AnyMessage,
+  AnyNotification,
+  AnyRequest,
+  AnyResponse,
+  ErrorResponse,
+  Result,
+  Stream,
+} from "./src/transport/acp.ts";
 export { VERSION } from "./src/version.ts";
 
 if (import.meta.main) {

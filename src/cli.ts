@@ -24,8 +24,11 @@ import { VERSION } from "./version.ts";
 export interface CliPlatform {
   /** Arguments after the program name. */
   readonly args: readonly string[];
+  /** The operating system. */
   readonly host: Host;
+  /** Standard input: ACP messages from the client. */
   readonly stdin: ReadableStream<Uint8Array>;
+  /** Standard output: ACP messages to the client (or the `--help`/`--version` text). */
   readonly stdout: WritableStream<Uint8Array>;
   /** Writes diagnostics (stderr). */
   writeStderr(text: string): void;

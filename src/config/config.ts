@@ -38,11 +38,15 @@ export interface Config {
 
 /** A provider declared in the config file. */
 export interface ProviderConfig {
+  /** Wire format the provider speaks. */
   readonly api: ProviderApi;
+  /** Base URL; the API path is appended. */
   readonly baseUrl: string;
   /** Environment variable holding the API key. */
   readonly apiKeyEnv?: string;
+  /** Extra request headers. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** Request body field for the output limit. */
   readonly maxTokensField?: "max_tokens" | "max_completion_tokens";
 }
 
@@ -105,7 +109,11 @@ function configFileSchemas(): { provider: z.ZodType; model: z.ZodType } {
 
 /** A bad flag, environment variable or config file entry. */
 export class ConfigError extends TypeError {
-  /** @param message Names the setting and what was expected */
+  /**
+   * Creates the error.
+   *
+   * @param message Names the setting and what was expected
+   */
   constructor(message: string) {
     super(message);
     this.name = "ConfigError";

@@ -8,23 +8,33 @@
 
 /** What {@link Host.stat} reports. */
 export interface FileInfo {
+  /** Whether it is a regular file (after following a symlink). */
   readonly isFile: boolean;
+  /** Whether it is a directory (after following a symlink). */
   readonly isDirectory: boolean;
+  /** Whether the path itself is a symlink. */
   readonly isSymlink: boolean;
+  /** Size in bytes. */
   readonly size: number;
+  /** Last modification time, in milliseconds since the epoch. */
   readonly mtimeMs: number;
 }
 
 /** One directory entry. */
 export interface DirEntry {
+  /** File name, without the directory. */
   readonly name: string;
+  /** Whether it is a regular file. */
   readonly isFile: boolean;
+  /** Whether it is a directory. */
   readonly isDirectory: boolean;
+  /** Whether it is a symlink. */
   readonly isSymlink: boolean;
 }
 
 /** Options shared by the file operations. */
 export interface HostOptions {
+  /** Aborts the operation. */
   readonly signal?: AbortSignal;
 }
 
@@ -40,8 +50,11 @@ export interface SpawnOptions {
 
 /** A running child process (the leader of its own process group). */
 export interface HostProcess {
+  /** Process id (also the process group id). */
   readonly pid: number;
+  /** The process's standard output. */
   readonly stdout: ReadableStream<Uint8Array>;
+  /** The process's standard error. */
   readonly stderr: ReadableStream<Uint8Array>;
   /** Resolves when the process has exited and its output streams are closed. */
   readonly exited: Promise<{ readonly code: number | null; readonly signal: string | null }>;
@@ -71,7 +84,9 @@ export interface SyncOptions {
 
 /** The operating system, as the server sees it. */
 export interface Host {
+  /** Reads a whole file. */
   readFile(path: string, options?: HostOptions): Promise<Uint8Array>;
+  /** Reads a whole file as UTF-8. */
   readTextFile(path: string, options?: HostOptions): Promise<string>;
   /** Writes through a temporary file and a rename, so readers never see half a file. */
   writeFileAtomic(path: string, data: Uint8Array | string, options?: HostOptions): Promise<void>;
@@ -79,8 +94,11 @@ export interface Host {
   stat(path: string): Promise<FileInfo | undefined>;
   /** The canonical path, with symlinks resolved. Rejects when `path` does not exist. */
   realpath(path: string): Promise<string>;
+  /** Lists a directory's entries. */
   readDir(path: string): Promise<DirEntry[]>;
+  /** Creates a directory and any missing parents; an existing one is fine. */
   mkdir(path: string): Promise<void>;
+  /** Removes a file or directory tree; a missing path is fine. */
   remove(path: string): Promise<void>;
   /**
    * Starts a process in a new process group, stdin closed.

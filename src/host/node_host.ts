@@ -44,7 +44,11 @@ export class NodeHost implements Host {
   readonly #appendFds = new Map<string, number>();
   readonly #checkedAt = new Map<string, number>();
 
-  /** @param env The environment to expose (defaults to the process environment) */
+  /**
+   * Creates a host.
+   *
+   * @param env The environment to expose (defaults to the process environment)
+   */
   constructor(env?: Readonly<Record<string, string | undefined>>) {
     this.#env = env ?? process.env;
   }

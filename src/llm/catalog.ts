@@ -19,6 +19,7 @@ export interface ModelInfo {
   readonly model: string;
   /** Human name. */
   readonly name: string;
+  /** One-line description. */
   readonly description: string;
   /** Context window in tokens, when known. */
   readonly contextWindow?: number;
@@ -36,7 +37,9 @@ export interface ModelInfo {
 
 /** A model resolved for a request. */
 export interface ResolvedModel {
+  /** What is known about the model. */
   readonly info: ModelInfo;
+  /** The provider that serves it. */
   readonly provider: LlmProvider;
 }
 
@@ -89,7 +92,11 @@ export class ModelCatalog {
   readonly #providers = new Map<string, LlmProvider>();
   readonly #offered: ModelInfo[] = [];
 
-  /** @param options Providers, model facts and the script */
+  /**
+   * Creates a catalog.
+   *
+   * @param options Providers, model facts and the script
+   */
   constructor(options: ModelCatalogOptions = {}) {
     this.#options = options;
     // Config facts refine the built-in ones field by field.

@@ -9,6 +9,7 @@ export type ProviderApi = "openai-chat" | "anthropic-messages";
 
 /** How to reach a provider. */
 export interface ProviderSpec {
+  /** Wire format the provider speaks. */
   readonly api: ProviderApi;
   /** Base URL; the API path (`/chat/completions`, `/v1/messages`) is appended. */
   readonly baseUrl: string;
@@ -26,14 +27,19 @@ export interface ProviderSpec {
 
 /** Pricing in USD per million tokens. */
 export interface Pricing {
+  /** Uncached input tokens. */
   readonly input: number;
+  /** Output tokens. */
   readonly output: number;
+  /** Input tokens read from the cache; the input price when absent. */
   readonly cacheRead?: number;
+  /** Input tokens written to the cache; the input price when absent. */
   readonly cacheWrite?: number;
 }
 
 /** What is known about a model. */
 export interface ModelFacts {
+  /** Human name. */
   readonly name?: string;
   /** Context window in tokens. */
   readonly contextWindow?: number;
@@ -45,6 +51,7 @@ export interface ModelFacts {
   readonly reasoningEfforts?: readonly string[];
   /** The effort used when none is chosen. */
   readonly defaultReasoningEffort?: string;
+  /** USD per million tokens. */
   readonly pricing?: Pricing;
 }
 

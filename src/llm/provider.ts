@@ -46,7 +46,9 @@ export type LlmMessage =
 
 /** A tool the model may call. */
 export interface LlmToolSpec {
+  /** Tool name. */
   readonly name: string;
+  /** What the tool does, for the model. */
   readonly description: string;
   /** JSON schema of the input object. */
   readonly inputSchema: Readonly<Record<string, unknown>>;
@@ -58,21 +60,29 @@ export interface LlmRequest {
   readonly sessionId: string;
   /** Model id within the provider. */
   readonly model: string;
+  /** System prompt. */
   readonly system: string;
   /** The conversation; read it while streaming, do not keep it (it grows after the step). */
   readonly messages: readonly LlmMessage[];
+  /** Tools the model may call. */
   readonly tools: readonly LlmToolSpec[];
   /** Reasoning effort, when the model declares efforts. */
   readonly reasoningEffort?: string;
+  /** Most output tokens for this request; the provider's default when absent. */
   readonly maxOutputTokens?: number;
 }
 
 /** Token usage of one model request. */
 export interface LlmUsage {
+  /** Input tokens, including cached ones. */
   readonly input: number;
+  /** Output tokens. */
   readonly output: number;
+  /** Input tokens read from the cache, when reported. */
   readonly cacheRead?: number;
+  /** Input tokens written to the cache, when reported. */
   readonly cacheWrite?: number;
+  /** Reasoning tokens (counted in `output`), when reported. */
   readonly reasoning?: number;
 }
 
@@ -92,10 +102,15 @@ export type ProviderErrorKind =
 
 /** Options for {@link ProviderError}. */
 export interface ProviderErrorOptions {
+  /** What went wrong. */
   readonly kind: ProviderErrorKind;
+  /** Whether the same request may succeed when sent again. */
   readonly retryable: boolean;
+  /** HTTP status, when there was a response. */
   readonly status?: number;
+  /** Server-requested wait before a retry, in milliseconds. */
   readonly retryAfterMs?: number;
+  /** The underlying error. */
   readonly cause?: unknown;
 }
 
@@ -121,6 +136,8 @@ export class ProviderError extends Error {
   readonly retryAfterMs: number | undefined;
 
   /**
+   * Creates the error.
+   *
    * @param message Human-readable reason
    * @param options Classification
    */

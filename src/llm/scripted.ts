@@ -94,6 +94,7 @@ export interface ScriptStep {
 
 /** A parsed script: the model steps in the order they answer requests. */
 export interface Script {
+  /** The model steps, in order. */
   readonly steps: readonly ScriptStep[];
 }
 
@@ -149,7 +150,11 @@ export class ScriptedProvider implements LlmProvider {
   readonly #steps: readonly ScriptStep[];
   readonly #cursors = new Map<string, number>();
 
-  /** @param script The steps to replay */
+  /**
+   * Creates a provider that replays `script`.
+   *
+   * @param script The steps to replay
+   */
   constructor(script: Script) {
     this.#steps = script.steps;
   }

@@ -6,9 +6,13 @@ export const LOG_LEVELS: readonly LogLevel[] = ["error", "warn", "info", "debug"
 
 /** Where diagnostics go. In stdio mode this is stderr; never stdout. */
 export interface Logger {
+  /** Logs a failure. */
   error(message: string, fields?: Record<string, unknown>): void;
+  /** Logs a problem that was worked around. */
   warn(message: string, fields?: Record<string, unknown>): void;
+  /** Logs a notable event. */
   info(message: string, fields?: Record<string, unknown>): void;
+  /** Logs detail for debugging. */
   debug(message: string, fields?: Record<string, unknown>): void;
 }
 

@@ -32,9 +32,13 @@ import { admitPrompt, type PromptCapabilities, PromptContentError } from "./prom
 
 /** What an agent server is built from. */
 export interface AgentServerOptions {
+  /** Server settings. */
   readonly config: Config;
+  /** The models offered and their providers. */
   readonly catalog: ModelCatalog;
+  /** The operating system. */
   readonly host: Host;
+  /** Where diagnostics go. */
   readonly logger: Logger;
   /** Reported as `agentInfo.version`. */
   readonly version: string;

@@ -39,7 +39,11 @@ export class FileAttachmentStore implements AttachmentStore {
   readonly #dir: string;
   readonly #logger: Logger;
 
-  /** @param options Host, directory and logger */
+  /**
+   * Creates a store in `options.dir`.
+   *
+   * @param options Host, directory and logger
+   */
   constructor(options: FileAttachmentStoreOptions) {
     this.#host = options.host;
     this.#dir = options.dir.replace(/\/+$/, "") || "/";

@@ -94,6 +94,7 @@ const REBUILD_CONCURRENCY = 16;
 
 /** Options for {@link JsonlSessionStore}. */
 export interface JsonlSessionStoreOptions {
+  /** The operating system. */
   readonly host: Host;
   /** Absolute directory holding everything (created on first use). */
   readonly dataDir: string;
@@ -198,7 +199,11 @@ export class JsonlSessionStore implements SessionStore {
   #indexQueue: Promise<void> = Promise.resolve();
   #dirs: Promise<void> | undefined;
 
-  /** @param options Host, data directory, logger and index tuning */
+  /**
+   * Opens a store in `options.dataDir`.
+   *
+   * @param options Host, data directory, logger and index tuning
+   */
   constructor(options: JsonlSessionStoreOptions) {
     if (typeof options.dataDir !== "string" || options.dataDir === "") {
       throw new TypeError("Cannot open session store: dataDir is empty");

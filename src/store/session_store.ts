@@ -9,9 +9,11 @@ import type { LlmUsage } from "../llm/provider.ts";
 export interface SessionHeader {
   /** Log format version. */
   readonly version: 1;
+  /** Session id. */
   readonly id: string;
   /** Absolute canonical working directory. */
   readonly cwd: string;
+  /** Absolute canonical directories beyond `cwd` that the session may use. */
   readonly additionalDirectories: readonly string[];
   /** ISO 8601. */
   readonly createdAt: string;
@@ -105,15 +107,21 @@ export type StoredRecord = StoredEvent & {
 
 /** A loaded session log. */
 export interface LoadedSession {
+  /** The log's first record. */
   readonly header: SessionHeader;
+  /** The events after the header, in order. */
   readonly records: readonly StoredRecord[];
 }
 
 /** One entry of `session/list`. */
 export interface SessionSummary {
+  /** Session id. */
   readonly id: string;
+  /** Absolute canonical working directory. */
   readonly cwd: string;
+  /** Absolute canonical directories beyond `cwd`. */
   readonly additionalDirectories: readonly string[];
+  /** Session title, once one is set. */
   readonly title?: string;
   /** ISO 8601 time of the last event. */
   readonly updatedAt: string;
@@ -125,11 +133,13 @@ export interface ListOptions {
   readonly cwd?: string;
   /** Opaque cursor from a previous page. */
   readonly cursor?: string;
+  /** Most sessions per page. */
   readonly limit: number;
 }
 
 /** A page of sessions, newest `updatedAt` first. */
 export interface SessionPage {
+  /** The sessions of this page. */
   readonly sessions: readonly SessionSummary[];
   /** Absent on the last page. */
   readonly nextCursor?: string;
@@ -137,6 +147,7 @@ export interface SessionPage {
 
 /** Exclusive ownership of a session by this process; released on close. */
 export interface SessionLease {
+  /** Gives up ownership of the session. */
   release(): Promise<void>;
 }
 
@@ -159,6 +170,7 @@ export interface SessionStore {
   exists(id: string): Promise<boolean>;
   /** Reads a session's log; `undefined` when there is none. A torn final line is ignored. */
   load(id: string): Promise<LoadedSession | undefined>;
+  /** Lists sessions, newest `updatedAt` first, a page at a time. */
   list(options: ListOptions): Promise<SessionPage>;
   /** Removes the log, the index entry and attachments no other session uses. Unknown ids are fine. */
   delete(id: string): Promise<void>;
@@ -176,7 +188,11 @@ export interface AttachmentStore {
 
 /** The session is open in another process (or already open here). */
 export class SessionLockedError extends Error {
-  /** @param message Names the session and the process holding it */
+  /**
+   * Creates the error.
+   *
+   * @param message Names the session and the process holding it
+   */
   constructor(message: string) {
     super(message);
     this.name = "SessionLockedError";
@@ -185,7 +201,11 @@ export class SessionLockedError extends Error {
 
 /** A cursor that this store did not issue. */
 export class InvalidCursorError extends TypeError {
-  /** @param message Says what is wrong with it */
+  /**
+   * Creates the error.
+   *
+   * @param message Says what is wrong with it
+   */
   constructor(message: string) {
     super(message);
     this.name = "InvalidCursorError";

@@ -37,7 +37,11 @@ const COMMAND_ENV: Readonly<Record<string, string>> = {
 export class HostWorkspace implements Workspace {
   readonly #host: Host;
 
-  /** @param host The host whose files and processes are used */
+  /**
+   * Creates a workspace over `host`.
+   *
+   * @param host The host whose files and processes are used
+   */
   constructor(host: Host) {
     this.#host = host;
   }

@@ -24,6 +24,7 @@ export type ToolEffect = "read" | "write" | "execute";
 
 /** What a tool call is running in. */
 export interface ToolContext {
+  /** The ACP session the call belongs to. */
   readonly sessionId: string;
   /** The session's working directory (absolute, canonical); relative paths resolve against it. */
   readonly cwd: string;
@@ -33,6 +34,7 @@ export interface ToolContext {
   readonly workspace: Workspace;
   /** The host, for what clients cannot do (directory listings, globbing, searching). */
   readonly host: Host;
+  /** Aborted when the call is cancelled. */
   readonly signal: AbortSignal;
 }
 
@@ -61,19 +63,25 @@ export type ToolDisplay =
 export interface ToolResult {
   /** Text the model sees. */
   readonly content: string;
+  /** Whether the call failed. */
   readonly isError: boolean;
   /** What the client shows; defaults to `content` as text. */
   readonly display?: readonly ToolDisplay[];
+  /** Files the call touched, for clients to follow along. */
   readonly locations?: readonly ToolLocation[];
 }
 
 /** A tool the model can call. */
 export interface Tool {
+  /** Name the model calls the tool by. */
   readonly name: string;
+  /** What the tool does, for the model. */
   readonly description: string;
   /** JSON schema of the input object. */
   readonly inputSchema: Readonly<Record<string, unknown>>;
+  /** ACP tool kind. */
   readonly kind: ToolKind;
+  /** What the tool does to the world (decides whether permission modes let it run). */
   readonly effect: ToolEffect;
   /** A short human title for one call, shown by clients. Must not throw on bad input. */
   title(input: unknown): string;

@@ -8,6 +8,7 @@
 
 /** Options shared by workspace operations. */
 export interface WorkspaceOptions {
+  /** Aborts the operation. */
   readonly signal: AbortSignal;
 }
 
@@ -25,10 +26,13 @@ export interface RunCommandOptions extends WorkspaceOptions {
 export interface CommandResult {
   /** Combined stdout and stderr, in arrival order, possibly truncated at the start. */
   readonly output: string;
+  /** Whether output was dropped from the start to fit `outputLimit`. */
   readonly truncated: boolean;
   /** Exit code, or null when killed by a signal. */
   readonly exitCode: number | null;
+  /** Signal that killed the command, or null when it exited. */
   readonly signal: string | null;
+  /** Whether the command was killed for exceeding `timeoutMs`. */
   readonly timedOut: boolean;
   /** Set when the command ran in a client terminal that stays visible in the tool call. */
   readonly terminalId?: string;

@@ -3,4 +3,12 @@
  *
  * @module
  */
-export type { AnyMessage, Stream } from "@agentclientprotocol/sdk";
+export type {
+  AnyMessage,
+  AnyNotification,
+  AnyRequest,
+  AnyResponse,
+  ErrorResponse,
+  Result,
+  Stream,
+} from "@agentclientprotocol/sdk";
