@@ -163,11 +163,6 @@ export class Session {
     this.#title = restored?.title;
   }
 
-  /** The session's title (from its first prompt), if any. */
-  get title(): string | undefined {
-    return this.#title;
-  }
-
   /**
    * Writes the events a new or restored session starts with: the initial selection for a new
    * one (or a restored one whose selection had to change), the repair of an interrupted turn.

@@ -141,6 +141,38 @@ export async function resolveOrError(
   return resolved;
 }
 
+/**
+ * Reads a text file for a tool: through the workspace, refusing binary content (NUL bytes), or
+ * the error result that says why not (`Cannot <verb> <shown>: …`).
+ */
+export async function readTextOrError(
+  context: ToolContext,
+  file: string,
+  shown: string,
+  verb: string,
+): Promise<{ ok: true; text: string } | { ok: false; result: ToolResult }> {
+  let text: string;
+  try {
+    text = await context.workspace.readTextFile(file, { signal: context.signal });
+  } catch (error) {
+    if (context.signal.aborted) return { ok: false, result: cancelledResult() };
+    return {
+      ok: false,
+      result: errorResult(`Cannot ${verb} ${quote(shown)}: ${describeError(error)}`),
+    };
+  }
+  if (context.signal.aborted) return { ok: false, result: cancelledResult() };
+  if (text.includes("\0")) {
+    return {
+      ok: false,
+      result: errorResult(
+        `Cannot ${verb} ${quote(shown)}: it looks like a binary file (it has NUL bytes)`,
+      ),
+    };
+  }
+  return { ok: true, text };
+}
+
 /** The message of an error, for results. */
 export function describeError(error: unknown): string {
   if (error instanceof Error) {

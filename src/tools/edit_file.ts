@@ -9,6 +9,7 @@ import {
   errorResult,
   type ObjectSchema,
   pathLocations,
+  readTextOrError,
   resolveOrError,
   stringField,
   validateInput,
@@ -112,19 +113,9 @@ async function editFile(input: unknown, context: ToolContext): Promise<ToolResul
     );
   }
   if (info.isDirectory) return errorResult(`Cannot edit ${quote(shown)}: it is a directory`);
-  let before: string;
-  try {
-    before = await context.workspace.readTextFile(file, { signal: context.signal });
-  } catch (error) {
-    if (context.signal.aborted) return cancelledResult();
-    return errorResult(`Cannot edit ${quote(shown)}: ${describeError(error)}`);
-  }
-  if (context.signal.aborted) return cancelledResult();
-  if (before.includes("\0")) {
-    return errorResult(
-      `Cannot edit ${quote(shown)}: it looks like a binary file (it has NUL bytes)`,
-    );
-  }
+  const read = await readTextOrError(context, file, shown, "edit");
+  if (!read.ok) return read.result;
+  const before = read.text;
   let search = oldText;
   let replacement = newText;
   let positions = occurrences(before, search);

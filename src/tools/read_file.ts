@@ -5,10 +5,10 @@
  */
 import {
   cancelledResult,
-  describeError,
   errorResult,
   type ObjectSchema,
   pathLocations,
+  readTextOrError,
   resolveOrError,
   stringField,
   validateInput,
@@ -123,19 +123,9 @@ async function readFile(input: unknown, context: ToolContext): Promise<ToolResul
       } MiB this tool reads; use search_text or run_command (e.g. sed -n) to look at parts of it`,
     );
   }
-  let text: string;
-  try {
-    text = await context.workspace.readTextFile(file, { signal: context.signal });
-  } catch (error) {
-    if (context.signal.aborted) return cancelledResult();
-    return errorResult(`Cannot read ${quote(shown)}: ${describeError(error)}`);
-  }
-  if (context.signal.aborted) return cancelledResult();
-  if (text.includes("\0")) {
-    return errorResult(
-      `Cannot read ${quote(shown)}: it looks like a binary file (it has NUL bytes)`,
-    );
-  }
+  const read = await readTextOrError(context, file, shown, "read");
+  if (!read.ok) return read.result;
+  const text = read.text;
   const locations: ToolLocation[] = [{ path: file, line: offset ?? 1 }];
   if (text === "") return { content: `${shown} is empty`, isError: false, locations };
   const lines = text.split("\n");
