@@ -29,6 +29,7 @@ import { createPermissionAsker } from "./ask_permission.ts";
 import { ClientWorkspace } from "./client_workspace.ts";
 import { describeErrors } from "./describe_errors.ts";
 import { admitPrompt, type PromptCapabilities, PromptContentError } from "./prompt_content.ts";
+import { orderSessionMessages } from "./session_order.ts";
 
 /** What an agent server is built from. */
 export interface AgentServerOptions {
@@ -99,6 +100,10 @@ export function connectAgentServer(
   };
   const hostWorkspace = new HostWorkspace(host);
   const described = describeErrors(stream, logger);
+  // Messages of one session take effect in arrival order; `session/cancel` is carried out there.
+  const order = orderSessionMessages(described, {
+    cancel: (sessionId) => sessions.get(sessionId)?.cancel(),
+  });
   const sessions = new SessionManager({
     config: options.config,
     catalog,
@@ -241,7 +246,7 @@ export function connectAgentServer(
     )
     .onRequest(
       methods.agent.session.prompt,
-      track(async ({ params, signal }) => {
+      track(async ({ params, signal, requestId }) => {
         const session = requireSession(params.sessionId);
         let stopReason;
         try {
@@ -253,7 +258,10 @@ export function connectAgentServer(
             id: model?.id ?? "",
             image: model?.image ?? false,
           });
-          stopReason = await session.prompt(content, signal);
+          const turn = session.prompt(content, signal);
+          // The turn holds the slot and its selection: later messages of the session may go.
+          order.applied(requestId);
+          stopReason = await turn;
         } catch (error) {
           throw toRequestError(error);
         }
@@ -346,7 +354,7 @@ export function connectAgentServer(
       return {};
     });
 
-  connection = app.connect(described);
+  connection = app.connect(order.stream);
   const active = connection;
   let markDisconnected = (): void => {};
   const disconnected = new Promise<void>((resolve) => markDisconnected = resolve);
