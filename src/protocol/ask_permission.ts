@@ -14,18 +14,42 @@ const OPTIONS: ReadonlyArray<{ optionId: string; name: string; kind: PermissionA
   { optionId: "reject_always", name: "Always reject", kind: "reject_always" },
 ];
 
+/** How long a permission request waits for the client's answer by default, in milliseconds. */
+export const DEFAULT_PERMISSION_TIMEOUT_MS = 300_000;
+
+/** Options of {@link createPermissionAsker}. */
+export interface PermissionAskerOptions {
+  /**
+   * How long to wait for an answer before refusing, in milliseconds.
+   * @default {DEFAULT_PERMISSION_TIMEOUT_MS}
+   */
+  readonly timeoutMs?: number;
+}
+
 /**
  * Asks through `session/request_permission` with the options allow once, allow always, reject
- * once and reject always. Fails closed: an unknown option or a client error is a refusal; a
- * cancelled answer, or a turn cancelled while waiting, is `cancelled`.
+ * once and reject always. Fails closed: only a well-formed `{outcome: {outcome: "selected",
+ * optionId}}` naming an offered option can allow anything; any other answer, a client error or no
+ * answer within the timeout is a refusal. A `cancelled` answer, or a turn cancelled while
+ * waiting, is `cancelled`.
  *
  * @param client The connection's client context
  * @param logger Told about odd answers and failures
+ * @param options The answer timeout
  * @returns The asker sessions use
  */
-export function createPermissionAsker(client: AgentContext, logger: Logger): PermissionAsker {
+export function createPermissionAsker(
+  client: AgentContext,
+  logger: Logger,
+  options: PermissionAskerOptions = {},
+): PermissionAsker {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_PERMISSION_TIMEOUT_MS;
   return async (question: PermissionQuestion): Promise<PermissionAnswer | "cancelled"> => {
     if (question.signal.aborted) return "cancelled";
+    const started = Date.now();
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(), timeoutMs);
+    const log = { sessionId: question.sessionId, toolCallId: question.toolCallId };
     try {
       const params: RequestPermissionRequest = {
         sessionId: question.sessionId,
@@ -45,28 +69,66 @@ export function createPermissionAsker(client: AgentContext, logger: Logger): Per
         },
         options: OPTIONS.map((option) => ({ ...option })),
       };
-      const { outcome } = await client.request(
+      logger.debug("asking permission", log);
+      const response: unknown = await client.request(
         methods.client.session.requestPermission,
         params,
-        { cancellationSignal: question.signal, stopWaitingOnCancel: true },
+        {
+          cancellationSignal: AbortSignal.any([question.signal, timeout.signal]),
+          stopWaitingOnCancel: true,
+        },
       );
-      if (outcome.outcome === "cancelled") return "cancelled";
-      const chosen = OPTIONS.find((option) => option.optionId === outcome.optionId);
-      if (!chosen) {
-        logger.warn("unknown permission option; refusing", {
-          sessionId: question.sessionId,
-          optionId: outcome.optionId,
-        });
+      const answer = readAnswer(response);
+      if (typeof answer === "object") {
+        logger.warn("malformed permission answer; refusing", { ...log, problem: answer.problem });
         return "reject_once";
       }
-      return chosen.kind;
+      logger.info("permission answered", { ...log, answer, ms: Date.now() - started });
+      return answer;
     } catch (error) {
       if (question.signal.aborted) return "cancelled";
+      if (timeout.signal.aborted) {
+        logger.warn("permission request timed out; refusing", { ...log, timeoutMs });
+        return "reject_once";
+      }
       logger.warn("permission request failed; refusing", {
-        sessionId: question.sessionId,
+        ...log,
         error: error instanceof Error ? error.message : String(error),
       });
       return "reject_once";
+    } finally {
+      clearTimeout(timer);
     }
   };
+}
+
+/**
+ * Reads a `session/request_permission` answer strictly.
+ *
+ * @param response The result the client sent, unchecked
+ * @returns The answer, or what is wrong with it
+ */
+export function readAnswer(
+  response: unknown,
+): PermissionAnswer | "cancelled" | { problem: string } {
+  const outcome = isRecord(response) ? response.outcome : undefined;
+  if (!isRecord(outcome)) return { problem: "outcome: expected an object" };
+  if (outcome.outcome === "cancelled") return "cancelled";
+  if (outcome.outcome !== "selected") {
+    return { problem: `outcome.outcome: expected "selected" or "cancelled"` };
+  }
+  const optionId = outcome.optionId;
+  const chosen = OPTIONS.find((option) => option.optionId === optionId);
+  if (typeof optionId !== "string" || !chosen) {
+    return {
+      problem: `outcome.optionId: expected one of ${
+        OPTIONS.map((option) => option.optionId).join(", ")
+      }`,
+    };
+  }
+  return chosen.kind;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
