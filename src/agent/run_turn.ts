@@ -297,8 +297,11 @@ interface PreparedCall {
 }
 
 /**
- * Announces every call of a step in order, then runs them: up to {@link TOOL_PARALLELISM} at
- * once, edits and commands one at a time. Resolves with the tool messages in call order.
+ * Announces every call of a step in order, then runs them: reads up to {@link TOOL_PARALLELISM}
+ * at once, while an edit or a command is a barrier that starts after every call before it has
+ * finished and finishes before any call after it starts. So calls that touch the same path (a
+ * write then a read of it, or a read then an edit) run in the order the model gave them, whatever
+ * symlinks or relative paths name it. Resolves with the tool messages in call order.
  */
 async function runToolCalls(
   options: TurnOptions,
@@ -317,24 +320,31 @@ async function runToolCalls(
     });
   }
   const results: LlmMessage[] = new Array(prepared.length);
+  const finished: Promise<void>[] = new Array(prepared.length);
+  // The calls each call waits for: everything since the last barrier, or, for a barrier,
+  // everything before it.
+  const waitsFor = (index: number): Promise<void>[] => {
+    const barrier = mutates(prepared[index] as PreparedCall);
+    const before: Promise<void>[] = [];
+    for (let earlier = index - 1; earlier >= 0; earlier--) {
+      const other = mutates(prepared[earlier] as PreparedCall);
+      if (barrier || other) before.push(finished[earlier] as Promise<void>);
+      if (other) break;
+    }
+    return before;
+  };
   let next = 0;
-  let exclusive: Promise<void> = Promise.resolve();
   const worker = async (): Promise<void> => {
     while (next < prepared.length) {
       const index = next++;
-      const entry = prepared[index] as PreparedCall;
-      if (entry.tool && entry.tool.effect !== "read") {
-        const previous = exclusive;
-        let release = (): void => {};
-        exclusive = new Promise((resolve) => release = resolve);
-        await previous;
-        try {
-          results[index] = await runToolCall(options, entry);
-        } finally {
-          release();
-        }
-      } else {
-        results[index] = await runToolCall(options, entry);
+      let done = (): void => {};
+      finished[index] = new Promise((resolve) => done = resolve);
+      try {
+        const before = waitsFor(index);
+        if (before.length > 0) await Promise.all(before);
+        results[index] = await runToolCall(options, prepared[index] as PreparedCall);
+      } finally {
+        done();
       }
     }
   };
@@ -342,6 +352,11 @@ async function runToolCalls(
     Array.from({ length: Math.min(TOOL_PARALLELISM, prepared.length) }, () => worker()),
   );
   return results;
+}
+
+/** Whether a call may change what other calls see (an edit, a command, an unknown effect). */
+function mutates(entry: PreparedCall): boolean {
+  return entry.tool !== undefined && entry.parsed && entry.tool.effect !== "read";
 }
 
 function prepare(options: TurnOptions, call: LlmToolCall): PreparedCall {

@@ -1221,15 +1221,17 @@ Deno.test("runTurn() runs up to TOOL_PARALLELISM read calls at once", async () =
   assert.equal(reads.finished.length, count);
 });
 
-Deno.test("runTurn() never overlaps write and execute tool calls", async () => {
+Deno.test("runTurn() runs an edit or a command alone, after every call before it", async () => {
   const exclusive = tracker();
   const all = tracker();
   const provider = new FakeProvider([
     [
       sleepCall("write_file", "w1", 10),
       sleepCall("run_command", "x1", 5),
-      sleepCall("write_file", "w2", 1),
       sleepCall("read_file", "r1", 15),
+      sleepCall("read_file", "r2", 15),
+      sleepCall("write_file", "w2", 1),
+      sleepCall("read_file", "r3", 15),
       sleepCall("run_command", "x2", 1),
       finish("tool-calls"),
     ],
@@ -1245,10 +1247,20 @@ Deno.test("runTurn() never overlaps write and execute tool calls", async () => {
   assert.equal(await runTurn(options), "end_turn");
   assert.equal(exclusive.max, 1, "a write or execute call overlapped another");
   assert.deepEqual(exclusive.started, ["w1", "x1", "w2", "x2"], "edits and commands keep order");
-  assert.ok(all.max >= 2, "a read call waited for the edits");
+  assert.deepEqual(
+    all.started,
+    ["w1", "x1", "r1", "r2", "w2", "r3", "x2"],
+    "every call started in call order",
+  );
+  const position = (id: string, list: string[]) => list.indexOf(id);
+  assert.ok(position("x1", all.finished) < position("r1", all.finished), "r1 waited for x1");
+  for (const read of ["r1", "r2"]) {
+    assert.ok(position(read, all.finished) < position("w2", all.finished), `w2 waited for ${read}`);
+  }
+  assert.equal(all.max, 2, "the reads between two edits ran together, nothing else overlapped");
   assert.deepEqual(
     options.history.filter((m) => m.role === "tool").map((m) => m.toolCallId),
-    ["w1", "x1", "w2", "r1", "x2"],
+    ["w1", "x1", "r1", "r2", "w2", "r3", "x2"],
   );
 });
 
