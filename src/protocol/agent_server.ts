@@ -168,7 +168,8 @@ export function connectAgentServer(
         "mcpServers: MCP servers are not supported yet (mcpCapabilities advertises none); pass []",
       );
     }
-    if (isAbsolutePath(params.cwd) && !(await sessions.exists(params.sessionId))) {
+    checkPath(params.cwd, "cwd");
+    if (!(await sessions.exists(params.sessionId))) {
       throw RequestError.sessionNotFound(params.sessionId);
     }
     const roots = await workspaceRoots(host, params);
@@ -281,9 +282,7 @@ export function connectAgentServer(
       track(async ({ params }) => {
         let cwd: string | undefined;
         if (params.cwd !== undefined && params.cwd !== null) {
-          if (!isAbsolutePath(params.cwd)) {
-            throw invalid(`cwd: must be an absolute path, got ${JSON.stringify(params.cwd)}`);
-          }
+          checkPath(params.cwd, "cwd");
           // Match the canonical path; a directory that no longer exists matches lexically.
           cwd = await host.realpath(params.cwd).catch(() => normalizePath(params.cwd as string));
         }
@@ -449,11 +448,34 @@ async function workspaceRoots(
   return { cwd, additionalDirectories };
 }
 
-async function workspaceDirectory(host: Host, path: string, field: string): Promise<string> {
+/** Longest path accepted as a workspace root (Linux's PATH_MAX). */
+const MAX_PATH_LENGTH = 4096;
+
+/**
+ * Checks a client-supplied path before it reaches the file system.
+ *
+ * @throws {RequestError} -32602 naming the field
+ */
+function checkPath(path: string, field: string): void {
+  if (path.includes("\0")) throw invalid(`${field}: must not contain a NUL character`);
+  if (path.length > MAX_PATH_LENGTH) {
+    throw invalid(
+      `${field}: must be at most ${MAX_PATH_LENGTH} characters long, got ${path.length}`,
+    );
+  }
   if (!isAbsolutePath(path)) {
     throw invalid(`${field}: must be an absolute path, got ${JSON.stringify(path)}`);
   }
-  const info = await host.stat(path);
+}
+
+async function workspaceDirectory(host: Host, path: string, field: string): Promise<string> {
+  checkPath(path, field);
+  let info: Awaited<ReturnType<Host["stat"]>>;
+  try {
+    info = await host.stat(path);
+  } catch (error) {
+    throw invalid(`${field}: cannot be used as a directory: ${describeFsError(error)}`);
+  }
   if (!info?.isDirectory) {
     throw invalid(
       `${field}: must be an existing directory, but ${JSON.stringify(path)} ${
@@ -461,5 +483,17 @@ async function workspaceDirectory(host: Host, path: string, field: string): Prom
       }`,
     );
   }
-  return await host.realpath(path);
+  try {
+    return await host.realpath(path);
+  } catch (error) {
+    throw invalid(`${field}: cannot be used as a directory: ${describeFsError(error)}`);
+  }
+}
+
+function describeFsError(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === "ENAMETOOLONG") return "a component of the path is too long";
+  if (code === "EACCES" || code === "EPERM") return "permission denied";
+  if (code === "ELOOP") return "too many symbolic links";
+  return typeof code === "string" ? code : "it cannot be read";
 }

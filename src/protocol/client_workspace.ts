@@ -44,7 +44,7 @@ export class ClientWorkspace implements Workspace {
       methods.client.fs.readTextFile,
       { sessionId: this.#sessionId, path },
       { cancellationSignal: options.signal, stopWaitingOnCancel: true },
-    );
+    ).catch(rethrowClientError);
     return result.content;
   }
 
@@ -57,7 +57,7 @@ export class ClientWorkspace implements Workspace {
       methods.client.fs.writeTextFile,
       { sessionId: this.#sessionId, path, content },
       { cancellationSignal: options.signal, stopWaitingOnCancel: true },
-    );
+    ).catch(rethrowClientError);
   }
 
   /** Runs in a client terminal when offered; kills it on timeout or abort; always releases it. */
@@ -69,7 +69,7 @@ export class ClientWorkspace implements Workspace {
       args: ["-c", command],
       cwd: options.cwd,
       outputByteLimit: options.outputLimit,
-    }, { cancellationSignal: options.signal, stopWaitingOnCancel: true });
+    }, { cancellationSignal: options.signal, stopWaitingOnCancel: true }).catch(rethrowClientError);
     let timedOut = false;
     const stop = new AbortController();
     const timer = setTimeout(() => {
@@ -103,4 +103,43 @@ export class ClientWorkspace implements Workspace {
       await terminal.release().catch(() => {});
     }
   }
+}
+
+/** A failure the client reported, with the client's own reason in the message. */
+export class ClientRequestError extends Error {
+  /** The JSON-RPC error code the client answered with. */
+  readonly code: number;
+
+  /**
+   * @param code The client's error code
+   * @param message The client's reason
+   */
+  constructor(code: number, message: string) {
+    super(message);
+    this.name = "ClientRequestError";
+    this.code = code;
+  }
+}
+
+/**
+ * Turns a client's error answer into an error whose message carries the client's reason: the
+ * SDK puts a handler's message in `data.details` and answers `Internal error`, which alone tells
+ * the model and the user nothing.
+ */
+function rethrowClientError(error: unknown): never {
+  const answer = error as { code?: unknown; message?: unknown; data?: unknown } | null;
+  if (
+    typeof answer !== "object" || answer === null || typeof answer.code !== "number" ||
+    typeof answer.message !== "string"
+  ) {
+    throw error;
+  }
+  const data = answer.data as Record<string, unknown> | string | null | undefined;
+  const detail = typeof data === "string"
+    ? data
+    : [data?.details, data?.message, data?.reason].find((value) => typeof value === "string");
+  const reason = typeof detail === "string" && detail.trim() !== "" && detail !== answer.message
+    ? `${answer.message}: ${detail}`
+    : answer.message;
+  throw new ClientRequestError(answer.code, `${reason} (client error ${answer.code})`);
 }

@@ -83,7 +83,14 @@ export class AcpTestClient {
     try {
       await this.#send({ jsonrpc: "2.0", id, result: await handler(params, method) });
     } catch (error) {
-      await this.#send({ jsonrpc: "2.0", id, error: { code: -32603, message: String(error) } });
+      const answer = error instanceof RpcError
+        ? {
+          code: error.code,
+          message: error.message,
+          ...(error.data === undefined ? {} : { data: error.data }),
+        }
+        : { code: -32603, message: String(error) };
+      await this.#send({ jsonrpc: "2.0", id, error: answer });
     }
   }
 

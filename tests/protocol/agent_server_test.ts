@@ -92,6 +92,37 @@ Deno.test("session/new validates cwd, additionalDirectories and mcpServers", asy
     -32602,
     /additionalDirectories\[1\]: must be an absolute path/,
   );
+  // Paths the file system refuses are named, not an internal error (issue 7, defect 8).
+  await rejects(client.newSession(`${workspace}/a\0b`), -32602, /cwd: must not contain a NUL/);
+  await rejects(
+    client.newSession(`/${"x".repeat(5000)}`),
+    -32602,
+    /cwd: must be at most 4096 characters long/,
+  );
+  await rejects(
+    client.newSession(`/${"x".repeat(300)}/y`),
+    -32602,
+    /cwd: cannot be used as a directory: a component of the path is too long/,
+  );
+  await rejects(
+    client.newSession(workspace, { additionalDirectories: [`${workspace}\0`] }),
+    -32602,
+    /additionalDirectories\[0\]: must not contain a NUL/,
+  );
+  await rejects(
+    client.request("session/load", {
+      sessionId: "00000000-0000-0000-0000-000000000000",
+      cwd: `/${"x".repeat(5000)}`,
+      mcpServers: [],
+    }),
+    -32602,
+    /cwd: must be at most/,
+  );
+  await rejects(
+    client.request("session/list", { cwd: "/a\0b" }),
+    -32602,
+    /cwd: must not contain a NUL/,
+  );
   await rejects(
     client.newSession(workspace, {
       mcpServers: [{ name: "x", command: "/bin/true", args: [], env: [] }],

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, realpath, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RpcError } from "../_helpers/acp_client.ts";
@@ -418,4 +418,29 @@ Deno.test("images are advertised, validated and passed on when the model accepts
     /model "echo" does not accept images/,
   );
   await server.disconnect();
+});
+
+Deno.test("a client's fs error reaches the model and the user with the client's reason", async () => {
+  const cwd = await workspace();
+  const server = startServer({
+    config: { model: "scripted", mode: "auto" },
+    script: [write("w1", "hello.txt", "hi"), { text: "done" }],
+  });
+  server.client.handlers.set("fs/write_text_file", () => {
+    throw new RpcError({
+      code: -32603,
+      message: "Internal error",
+      data: { details: "Permission denied for fs/write_text_file" },
+    });
+  });
+  await server.client.initialize({ fs: { readTextFile: true, writeTextFile: true } });
+  const sessionId = await server.client.newSession(cwd);
+  assert.equal(await server.client.prompt(sessionId, "go"), "end_turn");
+  const last = toolUpdates(server, sessionId, "w1").at(-1);
+  assert.equal(last?.status, "failed");
+  assert.match(JSON.stringify(last?.content), /Permission denied for fs\/write_text_file/);
+  assert.match(JSON.stringify(last?.content), /client error -32603/);
+  await server.disconnect();
+  await rm(cwd, { recursive: true, force: true });
+  await rm(server.dataDir, { recursive: true, force: true });
 });
