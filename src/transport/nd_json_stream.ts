@@ -93,8 +93,26 @@ export function ndJsonStream(
     writes = write.catch(() => {});
     return write;
   };
+  // Ids that a number cannot hold exactly (beyond 2^53, fractions) travel inside the process as
+  // a placeholder string and go back out as the client wrote them.
+  const exactIds = new Map<string, string>();
+  let nextExactId = 0;
+  const exactId = (raw: string, value: number): string | number => {
+    if (Number.isSafeInteger(value) && String(value) === raw) return value;
+    const placeholder = `${EXACT_ID_PREFIX}${nextExactId++}`;
+    exactIds.set(placeholder, raw);
+    return placeholder;
+  };
+  const serialize = (message: unknown): string => {
+    const text = JSON.stringify(message);
+    const id = (message as { id?: unknown } | null)?.id;
+    if (typeof id !== "string" || exactIds.size === 0 || !exactIds.has(id)) return text;
+    const raw = exactIds.get(id) as string;
+    if ((message as { method?: unknown }).method === undefined) exactIds.delete(id);
+    return text.replace(`"id":${JSON.stringify(id)}`, () => `"id":${raw}`);
+  };
   const send = (message: unknown): Promise<void> => {
-    const text = JSON.stringify(message) + "\n";
+    const text = serialize(message) + "\n";
     batch.push(text);
     batchChars += text.length;
     if (!bursting) {
@@ -142,6 +160,11 @@ export function ndJsonStream(
     if (Array.isArray(value)) {
       return fail(-32600, "Invalid request: JSON-RPC batches are not supported");
     }
+    const request = value as { id?: unknown; method?: unknown } | null;
+    if (typeof request?.id === "number" && !Number.isSafeInteger(request.id) && request.method) {
+      const raw = topLevelNumber(text, "id");
+      if (raw !== undefined) request.id = exactId(raw, request.id);
+    }
     if (!isMessage(value)) {
       return fail(
         -32600,
@@ -156,7 +179,7 @@ export function ndJsonStream(
       fail(
         -32600,
         `Invalid request: message exceeds ${maxBytes} bytes`,
-        head ? sniffId(decoder.decode(head)) : null,
+        head ? sniffId(decoder.decode(head), exactId) : null,
       );
     } else if (size > 0) deliver(concat(parts, size));
     parts = [];
@@ -295,12 +318,57 @@ function idOf(value: unknown): string | number | null {
   return typeof id === "string" || typeof id === "number" ? id : null;
 }
 
-function sniffId(head: string): string | number | null {
-  const match = /"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")/.exec(head);
+function sniffId(
+  head: string,
+  exactId: (raw: string, value: number) => string | number,
+): string | number | null {
+  const match = /"id"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|"(?:[^"\\]|\\.)*")/.exec(head);
   if (!match?.[1]) return null;
   try {
-    return JSON.parse(match[1]) as string | number;
+    const value = JSON.parse(match[1]) as string | number;
+    return typeof value === "number" ? exactId(match[1], value) : value;
   } catch {
     return null;
   }
+}
+
+/** Prefix of the placeholder ids that stand for ids a number cannot hold exactly. */
+const EXACT_ID_PREFIX = "\u0000acp-harness-exact-id:";
+
+/**
+ * Finds the text of a number value of a top-level key of a JSON object, as written.
+ *
+ * @param text A JSON object's text (already known to parse)
+ * @param key The key
+ * @returns The number's text, or `undefined` if the key is absent or not a number
+ */
+function topLevelNumber(text: string, key: string): string | undefined {
+  let depth = 0;
+  let index = 0;
+  let found: string | undefined;
+  while (index < text.length) {
+    const char = text[index] as string;
+    if (char === '"') {
+      const start = index;
+      index++;
+      while (index < text.length && text[index] !== '"') index += text[index] === "\\" ? 2 : 1;
+      index++;
+      if (depth !== 1) continue;
+      let after = index;
+      while (after < text.length && /\s/.test(text[after] as string)) after++;
+      if (text[after] !== ":") continue;
+      if (JSON.parse(text.slice(start, index)) !== key) continue;
+      after++;
+      while (after < text.length && /\s/.test(text[after] as string)) after++;
+      const number = /^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?/.exec(text.slice(after, after + 400));
+      // The last occurrence wins, as in JSON.parse.
+      found = number ? number[0] : undefined;
+      index = after;
+      continue;
+    }
+    if (char === "{" || char === "[") depth++;
+    else if (char === "}" || char === "]") depth--;
+    index++;
+  }
+  return found;
 }

@@ -452,3 +452,47 @@ Deno.test("ndJsonStream() orders error answers with other writes", async () => {
   assert.equal((await reader.read()).done, true);
   await writer.close();
 });
+
+Deno.test("ndJsonStream() echoes request ids a number cannot hold exactly as they were written", async () => {
+  const big = "123456789012345678901234567890";
+  const out = collector();
+  const stream = ndJsonStream(
+    out.writable,
+    input([
+      `{"jsonrpc":"2.0","id":${big},"method":"a","params":{"id":1}}\n`,
+      `{"jsonrpc":"2.0","params":{"nested":{"id":5}},"id":  1.5,"method":"b"}\n`,
+      `{"jsonrpc":"2.0","id":9007199254740993,"method":"c"}\n`,
+      `{"jsonrpc":"2.0","id":7,"method":"d"}\n`,
+    ]),
+  );
+  const reader = stream.readable.getReader();
+  const writer = stream.writable.getWriter();
+  const ids: unknown[] = [];
+  for (let index = 0; index < 4; index++) {
+    const { value } = await reader.read();
+    const id = (value as { id: string | number }).id;
+    ids.push(id);
+    await writer.write({ jsonrpc: "2.0", id, result: { id } } as AnyMessage);
+  }
+  assert.equal(ids[3], 7);
+  await writer.close();
+  const lines = out.text().trim().split("\n");
+  assert.equal(lines[0]?.startsWith(`{"jsonrpc":"2.0","id":${big},`), true, lines[0]);
+  assert.equal(lines[1]?.startsWith(`{"jsonrpc":"2.0","id":1.5,`), true, lines[1]);
+  assert.equal(lines[2]?.startsWith(`{"jsonrpc":"2.0","id":9007199254740993,`), true, lines[2]);
+  assert.equal(lines[3], `{"jsonrpc":"2.0","id":7,"result":{"id":7}}`);
+});
+
+Deno.test("ndJsonStream() echoes the exact id of an oversized request", async () => {
+  const big = "123456789012345678901234567890";
+  const out = collector();
+  const stream = ndJsonStream(
+    out.writable,
+    input([`{"jsonrpc":"2.0","id":${big},"method":"a","params":"${"x".repeat(200)}"}\n`]),
+    { maxMessageBytes: 100 },
+  );
+  const reader = stream.readable.getReader();
+  assert.equal((await reader.read()).done, true);
+  await stream.drained();
+  assert.match(out.text(), new RegExp(`^\\{"jsonrpc":"2.0","id":${big},"error":\\{"code":-32600`));
+});
