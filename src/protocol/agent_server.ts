@@ -324,6 +324,9 @@ export function connectAgentServer(
         try {
           await sessions.delete(params.sessionId);
         } catch (error) {
+          if (error instanceof SessionLockedError) {
+            throw invalid(`sessionId: cannot delete: ${error.message}; close it there first`);
+          }
           throw toRequestError(error);
         }
         return {};

@@ -374,3 +374,27 @@ Deno.test("an unknown id gets -32002 even when the cwd does not exist", async ()
   }
   await server.disconnect();
 });
+
+Deno.test("session/delete of a session open elsewhere gets -32602 naming it and removes nothing", async () => {
+  const cwd = await workspace();
+  const first = startServer();
+  const second = startServer({ dataDir: first.dataDir });
+  try {
+    await first.client.initialize();
+    await second.client.initialize();
+    const sessionId = await first.client.newSession(cwd);
+    assert.equal(await first.client.prompt(sessionId, "keep me"), "end_turn");
+    await rejects(
+      second.client.request("session/delete", { sessionId }),
+      -32602,
+      /sessionId: cannot delete: session .* is (already )?open in .*close it there first$/,
+    );
+    assert.equal(await first.client.prompt(sessionId, "still here"), "end_turn");
+    const list = await second.client.request<{ sessions: Update[] }>("session/list", {});
+    assert.deepEqual(list.sessions.map((session) => session.sessionId), [sessionId]);
+  } finally {
+    await first.disconnect();
+    await second.disconnect();
+    await rm(first.dataDir, { recursive: true, force: true });
+  }
+});
