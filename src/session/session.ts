@@ -131,6 +131,8 @@ export class Session {
   #cost: number;
   /** Tool names by call id, for the results' records. */
   readonly #callNames = new Map<string, string>();
+  /** When each announced tool call was announced, by call id, for the logs. */
+  readonly #callStarts = new Map<string, number>();
   /** Providers whose state (reasoning, thinking signatures) is in the history. */
   readonly #stateProviders = new Set<string>();
   /** Records waiting for the end of the current microtask, and whether one is a commit point. */
@@ -405,8 +407,17 @@ export class Session {
     let started = false;
     let stopReason: StopReason | undefined;
     let failure: unknown;
+    const { logger } = this.#options;
+    const startedAt = this.#options.now();
+    const pinned = this.#selection;
+    logger.info("prompt started", {
+      sessionId: this.id,
+      model: pinned.model,
+      mode: pinned.mode,
+      parts: content.length,
+    });
+    logger.debug("prompt content", { sessionId: this.id, content: describeContent(content) });
     try {
-      const pinned = this.#selection;
       const { info, provider } = this.#options.catalog.resolve(pinned.model);
       const stored: StoredContentPart[] = content.some((part) => part.type === "image")
         ? await toStoredContent(content, this.#options.attachments)
@@ -466,6 +477,14 @@ export class Session {
       throw error;
     } finally {
       signal.removeEventListener("abort", onAbort);
+      const ms = this.#options.now() - startedAt;
+      if (stopReason === undefined) {
+        logger.warn("prompt failed", {
+          sessionId: this.id,
+          ms,
+          error: failure instanceof Error ? failure.message : String(failure),
+        });
+      } else logger.info("prompt ended", { sessionId: this.id, stopReason, ms });
       if (started) {
         this.#record([
           stopReason === undefined
@@ -497,8 +516,20 @@ export class Session {
   async #authorize(request: AuthorizeRequest, pinned: Selection): Promise<Authorization> {
     const { tool } = request;
     const decision = decidePermission(pinned.mode, tool.name, tool.effect, this.#grants);
-    if (decision.action === "allow") return { allowed: true };
-    if (decision.action === "deny") return { allowed: false, reason: decision.reason };
+    const facts = {
+      sessionId: this.id,
+      toolCallId: request.toolCallId,
+      tool: tool.name,
+      mode: pinned.mode,
+    };
+    if (decision.action === "allow") {
+      this.#options.logger.debug("permission: allowed by policy", facts);
+      return { allowed: true };
+    }
+    if (decision.action === "deny") {
+      this.#options.logger.info("permission: denied by policy", facts);
+      return { allowed: false, reason: decision.reason };
+    }
     const answer = await this.#options.ask({
       sessionId: this.id,
       toolCallId: request.toolCallId,
@@ -508,6 +539,7 @@ export class Session {
       locations: request.locations,
       signal: request.signal,
     });
+    this.#options.logger.info("permission: answered", { ...facts, answer });
     this.#record([permissionEvent(request.toolCallId, tool.name, answer)], true);
     if (answer === "allow_always" || answer === "reject_always") {
       this.#grants.set(tool.name, answer);
@@ -556,6 +588,12 @@ export class Session {
         return this.#reportUsage(event.usage, model);
       case "tool-call":
         this.#callNames.set(event.toolCallId, event.name);
+        this.#callStarts.set(event.toolCallId, this.#options.now());
+        this.#options.logger.debug("tool call", {
+          sessionId: this.id,
+          toolCallId: event.toolCallId,
+          tool: event.name,
+        });
         this.#record([{
           type: "tool_call",
           toolCallId: event.toolCallId,
@@ -568,6 +606,15 @@ export class Session {
         break;
       case "tool-call-update":
         if (event.status !== "in_progress") {
+          const startedAt = this.#callStarts.get(event.toolCallId);
+          this.#callStarts.delete(event.toolCallId);
+          this.#options.logger.info("tool call ended", {
+            sessionId: this.id,
+            toolCallId: event.toolCallId,
+            tool: this.#callNames.get(event.toolCallId) ?? "",
+            status: event.status,
+            ...(startedAt === undefined ? {} : { ms: this.#options.now() - startedAt }),
+          });
           this.#record([{
             type: "tool_result",
             toolCallId: event.toolCallId,
@@ -631,6 +678,12 @@ export class Session {
   #assertOpen(): void {
     if (this.#closing) throw new SessionStateError(`session ${this.id} is closing`);
   }
+}
+
+/** The prompt for the debug log: text abridged, other parts by type. */
+function describeContent(content: readonly LlmContentPart[]): string {
+  const text = content.map((part) => part.type === "text" ? part.text : `[${part.type}]`).join(" ");
+  return text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
 }
 
 function roundCost(amount: number): number {
