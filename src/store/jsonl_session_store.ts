@@ -135,6 +135,11 @@ interface LogState {
   indexedAtMs: number;
   /** This process's in-memory index is ahead of `index.jsonl` for the session. */
   indexDirty: boolean;
+  /**
+   * Counts the changes to the summary. An index write clears `indexDirty` only when no change
+   * came in while it was writing, so a title appended meanwhile is not taken as written.
+   */
+  revision: number;
 }
 
 /** What this process knows about `index.jsonl`. */
@@ -254,6 +259,7 @@ export class JsonlSessionStore implements SessionStore {
         repairTo: undefined,
         indexedAtMs: 0,
         indexDirty: true,
+        revision: 0,
       };
       this.#logs.set(id, state);
       if (this.#indexFile !== undefined) this.#index.applyAll([updateLine(id, state, [])]);
@@ -482,6 +488,7 @@ export class JsonlSessionStore implements SessionStore {
     state.title = title;
     const listed = this.#indexFile === undefined || this.#index.get(id) !== undefined;
     state.indexDirty = true;
+    state.revision++;
     if (this.#indexFile !== undefined) {
       this.#index.applyAll([updateLine(id, state, [...state.unindexed])]);
     }
@@ -621,6 +628,7 @@ export class JsonlSessionStore implements SessionStore {
       repairTo: parsed.cleanLength < parsed.length ? parsed.cleanLength : undefined,
       indexedAtMs: previous?.indexedAtMs ?? 0,
       indexDirty: previous?.indexDirty ?? false,
+      revision: (previous?.revision ?? 0) + 1,
     };
     this.#logs.set(id, state);
     return state;
@@ -650,11 +658,13 @@ export class JsonlSessionStore implements SessionStore {
       if (state === undefined || !state.indexDirty) return;
       const references = [...state.unindexed];
       const now = this.#host.now();
+      const { revision } = state;
       try {
         await this.#writeIndex([updateLine(id, state, references)], sync);
         for (const sha of references) state.unindexed.delete(sha);
         state.indexedAtMs = now;
-        state.indexDirty = false;
+        // An append during the write (a title, say) is not in the line: it stays due.
+        if (state.revision === revision) state.indexDirty = false;
       } catch (error) {
         this.#logger.warn("cannot update the session index; the next update retries", {
           id,
@@ -675,10 +685,12 @@ export class JsonlSessionStore implements SessionStore {
           (state.title !== undefined && entry.summary.title !== state.title) ||
           [...state.attachments].some((sha) => !entry.attachments.has(sha));
         if (!stale) return;
-        await this.#writeIndex([updateLine(id, state, [...state.attachments])], false);
-        state.unindexed.clear();
+        const { revision } = state;
+        const references = [...state.attachments];
+        await this.#writeIndex([updateLine(id, state, references)], false);
+        for (const sha of references) state.unindexed.delete(sha);
         state.indexedAtMs = this.#host.now();
-        state.indexDirty = false;
+        if (state.revision === revision) state.indexDirty = false;
       } catch (error) {
         this.#logger.warn("cannot update the session index", { id, error });
       }
