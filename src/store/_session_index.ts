@@ -1,6 +1,8 @@
 /**
- * The in-memory session index: summaries by id, kept sorted newest first (ties by id) overall and
- * per cwd, so a page costs a binary search plus the page, whatever the number of sessions.
+ * The in-memory session index: summaries by id, kept in list order (newest creation first, ties
+ * by id) overall and per cwd, so a page costs a binary search plus the page, whatever the number
+ * of sessions. The order key never changes while a session lives, so a cursor (the last key of a
+ * page) stays a valid position however sessions are updated, created or deleted between pages.
  *
  * @module
  */
@@ -19,6 +21,12 @@ export interface IndexUpdate {
   readonly cwd: string;
   readonly additionalDirectories: readonly string[];
   readonly title?: string;
+  /**
+   * Canonical ISO 8601 creation time (the log header's), the list order key. Lines written by
+   * versions before it existed lack it: the first line of a session then stands in (the create
+   * line's `updatedAt` is the creation time).
+   */
+  readonly createdAt?: string;
   /** Canonical ISO 8601; the index keeps the latest it has seen for the session. */
   readonly updatedAt: string;
   /** Attachment hashes the session references, added to the ones already known. */
@@ -52,6 +60,7 @@ export function toIndexLine(value: unknown): IndexLine | undefined {
   if (
     typeof value.cwd !== "string" || !isStringArray(value.additionalDirectories) ||
     !isCanonicalTime(value.updatedAt) ||
+    (value.createdAt !== undefined && !isCanonicalTime(value.createdAt)) ||
     (value.title !== undefined && typeof value.title !== "string") ||
     (value.attachments !== undefined &&
       !(isStringArray(value.attachments) && value.attachments.every((s) => SHA256_HEX.test(s))))
@@ -74,22 +83,35 @@ export function toIndexHeader(value: unknown): IndexHeader | undefined {
   return value as unknown as IndexHeader;
 }
 
-/** Where a page starts: strictly after this key in list order. */
+/** A position in list order: a page starts strictly after the key of the previous page's last. */
 export interface ListKey {
-  readonly updatedAt: string;
+  /** Canonical ISO 8601 creation time. */
+  readonly createdAt: string;
   readonly id: string;
 }
 
-/** List order: newer first, then id ascending (UTF-16 code units; ids are ASCII, so byte-wise). */
+/**
+ * List order: newer creation first, then id ascending (UTF-16 code units; ids are ASCII, so
+ * byte-wise). Canonical times of one length compare as strings.
+ */
 function compare(a: ListKey, b: ListKey): number {
-  if (a.updatedAt !== b.updatedAt) return a.updatedAt > b.updatedAt ? -1 : 1;
+  if (a.createdAt !== b.createdAt) return a.createdAt > b.createdAt ? -1 : 1;
   if (a.id !== b.id) return a.id < b.id ? -1 : 1;
   return 0;
 }
 
-/** Summaries in list order; insert and remove are a binary search and one splice. */
-class SortedSummaries {
-  readonly items: SessionSummary[] = [];
+interface Entry {
+  /** The list order key. */
+  readonly key: ListKey;
+  /** Whether `key.createdAt` stands in for a creation time no line gave. */
+  readonly guessed: boolean;
+  summary: SessionSummary;
+  attachments: Set<string>;
+}
+
+/** Entries in list order; insert and remove are a binary search and one splice. */
+class SortedEntries {
+  readonly items: Entry[] = [];
 
   /** Index of the first item after `key`. */
   after(key: ListKey): number {
@@ -97,63 +119,61 @@ class SortedSummaries {
     let high = this.items.length;
     while (low < high) {
       const middle = (low + high) >>> 1;
-      if (compare(this.items[middle] as SessionSummary, key) <= 0) low = middle + 1;
+      if (compare((this.items[middle] as Entry).key, key) <= 0) low = middle + 1;
       else high = middle;
     }
     return low;
   }
 
-  insert(summary: SessionSummary): void {
+  insert(entry: Entry): void {
     let low = 0;
     let high = this.items.length;
     while (low < high) {
       const middle = (low + high) >>> 1;
-      if (compare(this.items[middle] as SessionSummary, summary) < 0) low = middle + 1;
+      if (compare((this.items[middle] as Entry).key, entry.key) < 0) low = middle + 1;
       else high = middle;
     }
-    this.items.splice(low, 0, summary);
+    this.items.splice(low, 0, entry);
   }
 
-  remove(summary: SessionSummary): void {
-    const at = this.after(summary) - 1;
-    if (at >= 0 && this.items[at] === summary) this.items.splice(at, 1);
+  remove(entry: Entry): void {
+    const at = this.after(entry.key) - 1;
+    if (at >= 0 && this.items[at] === entry) this.items.splice(at, 1);
   }
 
   sort(): void {
-    this.items.sort(compare);
+    this.items.sort((a, b) => compare(a.key, b.key));
   }
 }
 
-interface Entry {
-  summary: SessionSummary;
-  attachments: Set<string>;
-}
-
-/** The index in memory. */
+/** The in-memory index. */
 export class SessionIndex {
   readonly #entries = new Map<string, Entry>();
-  readonly #all = new SortedSummaries();
-  readonly #byCwd = new Map<string, SortedSummaries>();
+  readonly #all = new SortedEntries();
+  readonly #byCwd = new Map<string, SortedEntries>();
   /** How many live sessions reference each attachment. */
   readonly #references = new Map<string, number>();
+  #guessed = 0;
 
   /** Live sessions. */
   get size(): number {
     return this.#entries.size;
   }
 
-  /** A live session's summary and attachment references. */
-  get(
-    id: string,
-  ): { readonly summary: SessionSummary; readonly attachments: ReadonlySet<string> } | undefined {
-    return this.#entries.get(id);
+  /** Live sessions whose creation time no line gave (lines of an older version). */
+  get guessed(): number {
+    return this.#guessed;
+  }
+
+  /** A live session's summary, creation time and attachment references. */
+  get(id: string): IndexEntry | undefined {
+    const entry = this.#entries.get(id);
+    return entry && view(entry);
   }
 
   /** Every live session, in no particular order. */
-  entries(): IterableIterator<
-    { readonly summary: SessionSummary; readonly attachments: ReadonlySet<string> }
-  > {
-    return this.#entries.values();
+  *entries(): IterableIterator<IndexEntry> {
+    for (const entry of this.#entries.values()) yield view(entry);
   }
 
   /** Whether any live session references the attachment. */
@@ -170,9 +190,9 @@ export class SessionIndex {
       for (const line of lines) this.#apply(line, false);
       this.#all.items.length = 0;
       this.#byCwd.clear();
-      for (const { summary } of this.#entries.values()) {
-        this.#all.items.push(summary);
-        this.#cwdList(summary.cwd).items.push(summary);
+      for (const entry of this.#entries.values()) {
+        this.#all.items.push(entry);
+        this.#cwdList(entry.summary.cwd).items.push(entry);
       }
       this.#all.sort();
       for (const list of this.#byCwd.values()) list.sort();
@@ -187,34 +207,43 @@ export class SessionIndex {
    * @param cwd Only sessions with exactly this cwd, when given
    * @param after Start strictly after this key
    * @param limit Page size
-   * @returns The page, and whether more follow it
+   * @returns The page, and the key to continue after when more follow
    */
   page(
     cwd: string | undefined,
     after: ListKey | undefined,
     limit: number,
-  ): { readonly sessions: SessionSummary[]; readonly more: boolean } {
+  ): { readonly sessions: SessionSummary[]; readonly next?: ListKey } {
     const list = cwd === undefined ? this.#all : this.#byCwd.get(cwd);
-    if (list === undefined) return { sessions: [], more: false };
+    if (list === undefined) return { sessions: [] };
     const start = after === undefined ? 0 : list.after(after);
-    const sessions = list.items.slice(start, start + limit);
-    return { sessions, more: start + limit < list.items.length };
+    const entries = list.items.slice(start, start + limit);
+    const sessions = entries.map((entry) => entry.summary);
+    const last = entries.at(-1);
+    return start + limit < list.items.length && last !== undefined
+      ? { sessions, next: last.key }
+      : { sessions };
   }
 
-  #cwdList(cwd: string): SortedSummaries {
+  #cwdList(cwd: string): SortedEntries {
     let list = this.#byCwd.get(cwd);
     if (list === undefined) {
-      list = new SortedSummaries();
+      list = new SortedEntries();
       this.#byCwd.set(cwd, list);
     }
     return list;
   }
 
-  #unlist(summary: SessionSummary): void {
-    this.#all.remove(summary);
-    const list = this.#byCwd.get(summary.cwd);
-    list?.remove(summary);
-    if (list?.items.length === 0) this.#byCwd.delete(summary.cwd);
+  #unlist(entry: Entry): void {
+    this.#all.remove(entry);
+    const list = this.#byCwd.get(entry.summary.cwd);
+    list?.remove(entry);
+    if (list?.items.length === 0) this.#byCwd.delete(entry.summary.cwd);
+  }
+
+  #insert(entry: Entry): void {
+    this.#all.insert(entry);
+    this.#cwdList(entry.summary.cwd).insert(entry);
   }
 
   #apply(line: IndexLine, sorted: boolean): void {
@@ -222,7 +251,8 @@ export class SessionIndex {
     if ("deleted" in line) {
       if (entry === undefined) return;
       this.#entries.delete(line.id);
-      if (sorted) this.#unlist(entry.summary);
+      if (entry.guessed) this.#guessed--;
+      if (sorted) this.#unlist(entry);
       for (const sha of entry.attachments) this.#release(sha);
       return;
     }
@@ -245,12 +275,23 @@ export class SessionIndex {
       attachments.add(sha);
       this.#references.set(sha, (this.#references.get(sha) ?? 0) + 1);
     }
-    if (sorted) {
-      if (entry !== undefined) this.#unlist(entry.summary);
-      this.#all.insert(summary);
-      this.#cwdList(summary.cwd).insert(summary);
+    // The key only changes when a creation time replaces a stand-in (a line of an older version).
+    const createdAt = line.createdAt ?? entry?.key.createdAt ?? line.updatedAt;
+    const guessed = line.createdAt === undefined && (entry?.guessed ?? true);
+    if (
+      entry !== undefined && entry.key.createdAt === createdAt &&
+      entry.summary.cwd === summary.cwd && entry.guessed === guessed
+    ) {
+      // Same position: update in place (the sorted lists hold the entry itself).
+      entry.summary = summary;
+      return;
     }
-    this.#entries.set(line.id, { summary, attachments });
+    const next: Entry = { key: { createdAt, id: line.id }, guessed, summary, attachments };
+    this.#guessed += Number(guessed) - Number(entry?.guessed ?? false);
+    this.#entries.set(line.id, next);
+    if (!sorted) return;
+    if (entry !== undefined) this.#unlist(entry);
+    this.#insert(next);
   }
 
   #release(sha: string): void {
@@ -260,14 +301,35 @@ export class SessionIndex {
   }
 }
 
+/** What the index knows about one live session. */
+export interface IndexEntry {
+  /** What `list` reports. */
+  readonly summary: SessionSummary;
+  /** Canonical ISO 8601 creation time, the list order key (a stand-in when `guessed`). */
+  readonly createdAt: string;
+  /** Whether no line gave the creation time (lines of an older version). */
+  readonly guessed: boolean;
+  /** Attachment hashes the session references. */
+  readonly attachments: ReadonlySet<string>;
+}
+
+function view(entry: Entry): IndexEntry {
+  return {
+    summary: entry.summary,
+    createdAt: entry.key.createdAt,
+    guessed: entry.guessed,
+    attachments: entry.attachments,
+  };
+}
+
 /**
- * The opaque cursor after `key`: base64url (no padding) of `{"u": updatedAt, "i": id}`.
+ * The opaque cursor after `key`: base64url (no padding) of `{"c": createdAt, "i": id}`.
  *
  * @example Round trip
  * ```ts
  * import assert from "node:assert/strict";
  * import { decodeCursor, encodeCursor } from "./_session_index.ts";
- * const key = { updatedAt: "2025-01-02T03:04:05.006Z", id: "a1" };
+ * const key = { createdAt: "2025-01-02T03:04:05.006Z", id: "a1" };
  * assert.deepEqual(decodeCursor(encodeCursor(key)), key);
  * ```
  *
@@ -275,7 +337,7 @@ export class SessionIndex {
  * @returns The cursor
  */
 export function encodeCursor(key: ListKey): string {
-  const json = JSON.stringify({ u: key.updatedAt, i: key.id });
+  const json = JSON.stringify({ c: key.createdAt, i: key.id });
   // Both fields are ASCII (a canonical time and a validated id), so btoa sees no wide characters.
   return btoa(json).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }
@@ -304,12 +366,12 @@ export function decodeCursor(cursor: string): ListKey {
     throw new InvalidCursorError("Cannot use cursor: not a cursor issued by session/list");
   }
   if (
-    !isObject(value) || Object.keys(value).length !== 2 || !isCanonicalTime(value.u) ||
+    !isObject(value) || Object.keys(value).length !== 2 || !isCanonicalTime(value.c) ||
     !isValidSessionId(value.i)
   ) {
     throw new InvalidCursorError("Cannot use cursor: not a cursor issued by session/list");
   }
-  const key = { updatedAt: value.u, id: value.i };
+  const key = { createdAt: value.c, id: value.i };
   if (encodeCursor(key) !== cursor) {
     throw new InvalidCursorError("Cannot use cursor: not a cursor issued by session/list");
   }

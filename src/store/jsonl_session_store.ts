@@ -9,7 +9,8 @@
  *                            ({...event, seq, time}, seq 1, 2, … in order)
  * index.jsonl                line 1: {"acpHarnessIndex":1,"generation":"<uuid>"} (new on rewrite);
  *                            then one line per change, appended:
- *                              {id, cwd, additionalDirectories, title?, updatedAt, attachments?}
+ *                              {id, cwd, additionalDirectories, title?, createdAt, updatedAt,
+ *                               attachments?}
  *                                (sets the summary; `attachments` adds references), or
  *                              {id, deleted: true} (a tombstone)
  * index.lock                 held (O_EXCL) while a process writes or rewrites index.jsonl
@@ -32,15 +33,18 @@
  *   {@link CorruptSessionLogError}.
  * - **Index.** Read once, then incrementally: each `list` stats `index.jsonl` and reads only the
  *   bytes appended since (a changed generation line means another process rewrote it: read it
- *   again). Sessions are kept sorted (newest `updatedAt` first, id ascending), so a page costs a
+ *   again). Sessions are kept sorted (newest `createdAt` first, id ascending), so a page costs a
  *   binary search plus the page. Every index write happens under `index.lock`, after catching up
  *   with the file, so lines never interleave and a rewrite never loses another process's line.
  *   The file is rewritten compactly (temp + rename) once it has more than twice as many lines as
  *   live sessions (plus a slack), and rebuilt from the logs, with a warning, when it is missing or
- *   has a bad line other than a torn tail.
+ *   has a bad line other than a torn tail (and, quietly, when an earlier version wrote it without
+ *   creation times).
  * - **Index updates** follow create, title events, new image references, and otherwise at most
  *   one per `indexUpdateIntervalMs` per session; in between, this process's index is updated in
  *   memory (so `list` is exact here) and the last time is written when the lease is released.
+ *   A change made while a line is being written (a title, say) keeps the session due, so the
+ *   next flush, at the latest the release, writes it.
  *   Index lines are a cache of the logs: after a crash they can lag, and `load` under a lease
  *   writes a correcting line.
  * - **Locks.** `acquire` creates `locks/<id>.lock` exclusively. A lock whose process is dead on
@@ -135,6 +139,11 @@ interface LogState {
   indexedAtMs: number;
   /** This process's in-memory index is ahead of `index.jsonl` for the session. */
   indexDirty: boolean;
+  /**
+   * Counts the changes to the summary. An index write clears `indexDirty` only when no change
+   * came in while it was writing, so a title appended meanwhile is not taken as written.
+   */
+  revision: number;
 }
 
 /** What this process knows about `index.jsonl`. */
@@ -151,7 +160,8 @@ interface IndexFile {
   lines: number;
 }
 
-type IndexState = "ok" | "missing" | "corrupt";
+/** `outdated`: written by a version whose lines lack the creation time that orders the list. */
+type IndexState = "ok" | "missing" | "corrupt" | "outdated";
 
 /** How long a commit point waits for others to share its `fdatasync` (group commit). */
 export const SYNC_DELAY_MS = 2;
@@ -254,6 +264,7 @@ export class JsonlSessionStore implements SessionStore {
         repairTo: undefined,
         indexedAtMs: 0,
         indexDirty: true,
+        revision: 0,
       };
       this.#logs.set(id, state);
       if (this.#indexFile !== undefined) this.#index.applyAll([updateLine(id, state, [])]);
@@ -333,7 +344,8 @@ export class JsonlSessionStore implements SessionStore {
   }
 
   /**
-   * A page of sessions, newest `updatedAt` first, ties by id.
+   * A page of sessions, newest creation first, ties by id. The cursor is the last key of the
+   * page, an order that updates never change: see {@link SessionStore.list}.
    *
    * @param options Exact canonical `cwd` filter, `cursor` from the previous page, page size
    * @returns The page; `nextCursor` only when more sessions follow
@@ -348,11 +360,8 @@ export class JsonlSessionStore implements SessionStore {
     const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor);
     return await this.#indexTask(async () => {
       await this.#syncIndex(false);
-      const { sessions, more } = this.#index.page(cwd, after, limit);
-      const last = sessions.at(-1);
-      return more && last !== undefined ? { sessions, nextCursor: encodeCursor(last) } : {
-        sessions,
-      };
+      const { sessions, next } = this.#index.page(cwd, after, limit);
+      return next === undefined ? { sessions } : { sessions, nextCursor: encodeCursor(next) };
     });
   }
 
@@ -482,6 +491,7 @@ export class JsonlSessionStore implements SessionStore {
     state.title = title;
     const listed = this.#indexFile === undefined || this.#index.get(id) !== undefined;
     state.indexDirty = true;
+    state.revision++;
     if (this.#indexFile !== undefined) {
       this.#index.applyAll([updateLine(id, state, [...state.unindexed])]);
     }
@@ -621,6 +631,7 @@ export class JsonlSessionStore implements SessionStore {
       repairTo: parsed.cleanLength < parsed.length ? parsed.cleanLength : undefined,
       indexedAtMs: previous?.indexedAtMs ?? 0,
       indexDirty: previous?.indexDirty ?? false,
+      revision: (previous?.revision ?? 0) + 1,
     };
     this.#logs.set(id, state);
     return state;
@@ -650,11 +661,13 @@ export class JsonlSessionStore implements SessionStore {
       if (state === undefined || !state.indexDirty) return;
       const references = [...state.unindexed];
       const now = this.#host.now();
+      const { revision } = state;
       try {
         await this.#writeIndex([updateLine(id, state, references)], sync);
         for (const sha of references) state.unindexed.delete(sha);
         state.indexedAtMs = now;
-        state.indexDirty = false;
+        // An append during the write (a title, say) is not in the line: it stays due.
+        if (state.revision === revision) state.indexDirty = false;
       } catch (error) {
         this.#logger.warn("cannot update the session index; the next update retries", {
           id,
@@ -672,13 +685,16 @@ export class JsonlSessionStore implements SessionStore {
         const entry = this.#index.get(id);
         const stale = entry === undefined || entry.summary.updatedAt < state.updatedAt ||
           entry.summary.cwd !== state.header.cwd ||
+          entry.guessed || entry.createdAt !== creationTime(state.header) ||
           (state.title !== undefined && entry.summary.title !== state.title) ||
           [...state.attachments].some((sha) => !entry.attachments.has(sha));
         if (!stale) return;
-        await this.#writeIndex([updateLine(id, state, [...state.attachments])], false);
-        state.unindexed.clear();
+        const { revision } = state;
+        const references = [...state.attachments];
+        await this.#writeIndex([updateLine(id, state, references)], false);
+        for (const sha of references) state.unindexed.delete(sha);
         state.indexedAtMs = this.#host.now();
-        state.indexDirty = false;
+        if (state.revision === revision) state.indexDirty = false;
       } catch (error) {
         this.#logger.warn("cannot update the session index", { id, error });
       }
@@ -793,6 +809,11 @@ export class JsonlSessionStore implements SessionStore {
     this.#index = new SessionIndex();
     this.#index.applyAll(parsed.lines);
     this.#reapplyDirty();
+    if (this.#index.guessed > 0) {
+      // Left unread, so that the rebuild under the lock reads it whole again first.
+      this.#indexFile = undefined;
+      return "outdated";
+    }
     this.#indexFile = {
       header: bytes.slice(0, headerEnd),
       offset: headerEnd + parsed.consumed,
@@ -831,10 +852,12 @@ export class JsonlSessionStore implements SessionStore {
   /** Rewrites `index.jsonl` with one line per live session (under the lock). */
   async #rewriteIndex(): Promise<void> {
     const lines: IndexUpdate[] = [];
-    for (const { summary, attachments } of this.#index.entries()) {
-      lines.push(
-        attachments.size === 0 ? summary : { ...summary, attachments: [...attachments] },
-      );
+    for (const { summary, createdAt, guessed, attachments } of this.#index.entries()) {
+      lines.push({
+        ...summary,
+        ...(guessed ? {} : { createdAt }),
+        ...(attachments.size === 0 ? {} : { attachments: [...attachments] }),
+      });
     }
     const header = JSON.stringify({ acpHarnessIndex: 1, generation: crypto.randomUUID() }) + "\n";
     const encoder = new TextEncoder();
@@ -852,7 +875,7 @@ export class JsonlSessionStore implements SessionStore {
   }
 
   /** Rebuilds the index from the session logs (under the lock). */
-  async #rebuildIndex(reason: "missing" | "corrupt"): Promise<void> {
+  async #rebuildIndex(reason: "missing" | "corrupt" | "outdated"): Promise<void> {
     const dir = `${this.#dir}/sessions`;
     let ids: string[] = [];
     try {
@@ -886,6 +909,7 @@ export class JsonlSessionStore implements SessionStore {
           cwd: header.cwd,
           additionalDirectories: header.additionalDirectories,
           ...(summary.title === undefined ? {} : { title: summary.title }),
+          createdAt: creationTime(header),
           updatedAt: canonicalTime(summary.updatedAt, header.createdAt),
           ...(summary.attachments.size === 0 ? {} : { attachments: [...summary.attachments] }),
         });
@@ -895,7 +919,12 @@ export class JsonlSessionStore implements SessionStore {
     this.#index.applyAll(lines);
     this.#reapplyDirty();
     await this.#rewriteIndex();
-    if (reason === "corrupt" || lines.length > 0) {
+    if (reason === "outdated") {
+      this.#logger.info("added creation times to the session index from the session logs", {
+        path: this.#indexPath,
+        sessions: lines.length,
+      });
+    } else if (reason === "corrupt" || lines.length > 0) {
       this.#logger.warn(`the session index was ${reason}; rebuilt it from the session logs`, {
         path: this.#indexPath,
         sessions: lines.length,
@@ -990,9 +1019,15 @@ function updateLine(id: string, state: LogState, attachments: readonly string[])
     cwd: state.header.cwd,
     additionalDirectories: state.header.additionalDirectories,
     ...(state.title === undefined ? {} : { title: state.title }),
+    createdAt: creationTime(state.header),
     updatedAt: state.updatedAt,
     ...(attachments.length === 0 ? {} : { attachments }),
   };
+}
+
+/** The header's creation time in canonical form (the epoch when it is not a time at all). */
+function creationTime(header: SessionHeader): string {
+  return canonicalTime(header.createdAt, new Date(0).toISOString());
 }
 
 /** `value` if canonical, else its canonical form, else `fallback`'s. */

@@ -137,7 +137,7 @@ export interface ListOptions {
   readonly limit: number;
 }
 
-/** A page of sessions, newest `updatedAt` first. */
+/** A page of sessions, newest creation first (ties by id). */
 export interface SessionPage {
   /** The sessions of this page. */
   readonly sessions: readonly SessionSummary[];
@@ -170,7 +170,12 @@ export interface SessionStore {
   exists(id: string): Promise<boolean>;
   /** Reads a session's log; `undefined` when there is none. A torn final line is ignored. */
   load(id: string): Promise<LoadedSession | undefined>;
-  /** Lists sessions, newest `updatedAt` first, a page at a time. */
+  /**
+   * Lists sessions, newest creation first (ties by id), a page at a time. The order never changes
+   * while a session lives, so a client paging with the cursors sees every session that existed
+   * when it read the first page exactly once (unless deleted before its page is read), however
+   * sessions are updated meanwhile; sessions created after the first page are not on later pages.
+   */
   list(options: ListOptions): Promise<SessionPage>;
   /** Removes the log, the index entry and attachments no other session uses. Unknown ids are fine. */
   delete(id: string): Promise<void>;

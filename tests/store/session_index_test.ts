@@ -22,7 +22,7 @@ function indexLines(text: string): Record<string, unknown>[] {
   return text.trimEnd().split("\n").map((line) => JSON.parse(line));
 }
 
-Deno.test("JsonlSessionStore.list(): newest updatedAt first, ties by id, title and summary fields", async () => {
+Deno.test("JsonlSessionStore.list(): newest creation first, ties by id, title and summary fields", async () => {
   await using temp = await tempStore();
   const { store, host } = temp;
   // Created in the order 3, 1, 2 at the same instant, then 4 later; 1 gets an append later still.
@@ -37,19 +37,20 @@ Deno.test("JsonlSessionStore.list(): newest updatedAt first, ties by id, title a
 
   const { sessions, nextCursor } = await store.list({ limit: 10 });
   assert.equal(nextCursor, undefined);
+  // An update does not move a session: the order is by creation, which never changes.
   assert.deepEqual(sessions, [
+    {
+      id: sessionId(4),
+      cwd: "/work/other",
+      additionalDirectories: ["/work/lib"],
+      updatedAt: at(1_000),
+    },
     {
       id: sessionId(1),
       cwd: "/work/project",
       additionalDirectories: [],
       title: "Fix the build",
       updatedAt: at(2_000),
-    },
-    {
-      id: sessionId(4),
-      cwd: "/work/other",
-      additionalDirectories: ["/work/lib"],
-      updatedAt: at(1_000),
     },
     { id: sessionId(2), cwd: "/work/project", additionalDirectories: [], updatedAt: at(0) },
     { id: sessionId(3), cwd: "/work/project", additionalDirectories: [], updatedAt: at(0) },
@@ -68,12 +69,12 @@ Deno.test("JsonlSessionStore.list(): newest updatedAt first, ties by id, title a
   });
   host.tick(1_000);
   await store.append(sessionId(1), [{ type: "turn_start" }], { sync: false });
-  const first = (await store.list({ limit: 1 })).sessions[0];
+  const first = (await store.list({ cwd: "/work/project", limit: 1 })).sessions[0];
   assert.equal(first?.title, "Fix the build on CI");
   assert.equal(first?.updatedAt, at(4_000));
   // …and another process sees the same.
   assert.deepEqual(
-    (await temp.open().list({ limit: 1 })).sessions[0]?.title,
+    (await temp.open().list({ cwd: "/work/project", limit: 1 })).sessions[0]?.title,
     "Fix the build on CI",
   );
 });
@@ -135,17 +136,18 @@ Deno.test("JsonlSessionStore.list(): rejects malformed and foreign cursors", asy
     "%%%%",
     "a",
     nextCursor + "=",
-    btoa(JSON.stringify({ u: at(0), i: sessionId(1) })).replace(/=+$/, "") + "==",
+    btoa(JSON.stringify({ c: at(0), i: sessionId(1) })).replace(/=+$/, "") + "==",
+    b64(JSON.stringify({ u: at(0), i: sessionId(1) })), // the updatedAt-ordered cursor of old
     b64("{"),
     b64("[]"),
     b64("null"),
     b64('"x"'),
-    b64(JSON.stringify({ u: at(0) })),
-    b64(JSON.stringify({ u: at(0), i: sessionId(1), x: 1 })),
-    b64(JSON.stringify({ u: "2025-01-01", i: sessionId(1) })),
-    b64(JSON.stringify({ u: EPOCH, i: sessionId(1) })),
-    b64(JSON.stringify({ u: at(0), i: "../x" })),
-    b64(JSON.stringify({ i: sessionId(1), u: at(0) })), // not in the issued form
+    b64(JSON.stringify({ c: at(0) })),
+    b64(JSON.stringify({ c: at(0), i: sessionId(1), x: 1 })),
+    b64(JSON.stringify({ c: "2025-01-01", i: sessionId(1) })),
+    b64(JSON.stringify({ c: EPOCH, i: sessionId(1) })),
+    b64(JSON.stringify({ c: at(0), i: "../x" })),
+    b64(JSON.stringify({ i: sessionId(1), c: at(0) })), // not in the issued form
     b64(JSON.stringify({ offset: 100 })), // another server's cursor
     "x".repeat(5_000),
   ];
@@ -287,8 +289,8 @@ Deno.test("JsonlSessionStore: a second instance on the same data directory is se
   await b.append(sessionId(1), [{ type: "title", title: "From B" }], { sync: false });
   const seen = (await a.list({ limit: 10 })).sessions;
   assert.deepEqual(seen.map((s) => [s.id, s.title, s.updatedAt]), [
-    [sessionId(1), "From B", at(200)],
     [sessionId(2), undefined, at(100)],
+    [sessionId(1), "From B", at(200)],
   ]);
   await b.delete(sessionId(2));
   assert.deepEqual((await a.list({ limit: 10 })).sessions.map((s) => s.id), [sessionId(1)]);
@@ -336,7 +338,12 @@ Deno.test("JsonlSessionStore: the index is rewritten compactly once it holds mor
     generations.add(lines[0]?.generation);
     // The reader follows every rewrite.
     const seen = (await reader.list({ limit: 10 })).sessions;
-    assert.deepEqual(seen.map((s) => s.title), [`t${n}`, n === 0 ? undefined : `t${n - 1}`]);
+    // Created at the same time: 1 before 2 (by id); 1 gets the even titles, 2 the odd ones.
+    const latest = (odd: number): string | undefined => {
+      const last = n % 2 === odd ? n : n - 1;
+      return last < 0 ? undefined : `t${last}`;
+    };
+    assert.deepEqual(seen.map((s) => s.title), [latest(0), latest(1)]);
   }
   assert.ok(generations.size >= 4, `${generations.size} generations`);
   generations = new Set();
@@ -352,7 +359,8 @@ Deno.test("JsonlSessionStore.list(): 10,000 sessions from an existing index, fir
       cwd: `/work/p${n % 10}`,
       additionalDirectories: [],
       title: `Session ${n}`,
-      updatedAt: at(Math.floor(n / 3) * 1_000),
+      createdAt: at(Math.floor(n / 3) * 1_000),
+      updatedAt: at(Math.floor(n / 3) * 1_000 + 500),
     }) + "\n";
   }
   await Deno.writeTextFile(`${temp.dir}/index.jsonl`, text);
