@@ -79,9 +79,12 @@ export type {
 } from "./src/host/host.ts";
 export { NodeHost } from "./src/host/node_host.ts";
 export {
+  type DiscoverOptions,
+  type DiscoveryResult,
   ModelCatalog,
   type ModelCatalogOptions,
   type ModelInfo,
+  type ModelListing,
   type ResolvedModel,
 } from "./src/llm/catalog.ts";
 export { EchoProvider } from "./src/llm/echo.ts";

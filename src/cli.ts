@@ -8,10 +8,12 @@ import {
   USAGE,
 } from "./config/config.ts";
 import type { Host } from "./host/host.ts";
+import { parseJsonText } from "./config/json_text.ts";
 import { ModelCatalog } from "./llm/catalog.ts";
 import { builtinProviders, type ProviderSpec } from "./llm/presets.ts";
 import { parseScript, type Script } from "./llm/scripted.ts";
-import { createLogger } from "./log/logger.ts";
+import { createLogger, type Logger } from "./log/logger.ts";
+import { formatModelTable, modelsJson } from "./models_command.ts";
 import { JsonlSessionStore } from "./store/jsonl_session_store.ts";
 import { normalizePath } from "./tools/posix_path.ts";
 import { isAbsolutePath } from "./util/path.ts";
@@ -41,9 +43,12 @@ export interface CliPlatform {
 /** How long shutdown waits for turns to settle before giving up on them. */
 export const SHUTDOWN_GRACE_MS = 1500;
 
+/** How long `acp-harness models` and the start-up query wait for a provider's model list. */
+const DISCOVERY_TIMEOUT_MS = 3000;
+
 /**
- * Runs the acp-harness command line: `--help`, `--version`, or serve ACP on stdio until stdin
- * closes or a shutdown signal arrives.
+ * Runs the acp-harness command line: `--help`, `--version`, `models`, or serve ACP on stdio until
+ * stdin closes or a shutdown signal arrives.
  *
  * @param platform The runtime's streams, host and signals
  * @returns The process exit code: 0 after a clean shutdown, 2 for a usage or config error
@@ -51,8 +56,8 @@ export const SHUTDOWN_GRACE_MS = 1500;
 export async function runCli(platform: CliPlatform): Promise<number> {
   const out = platform.stdout.getWriter();
   let config: Config;
-  let script: Script | undefined;
   let catalog: ModelCatalog;
+  let logger: Logger;
   try {
     const command = parseArgs(platform.args);
     if (command.kind === "help" || command.kind === "version") {
@@ -64,11 +69,36 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     const file = command.overrides.configFile ?? env.configFile;
     const fromFile = file ? configFromFile(await readJson(platform.host, file), file) : {};
     config = mergeConfig(fromFile, env, command.overrides);
-    if (config.script) script = parseScript(await readJson(platform.host, config.script));
+    logger = createLogger(config.logLevel, (line) => platform.writeStderr(line));
+    let script: Script | undefined;
+    if (config.script) {
+      script = parseScript(await readJson(platform.host, config.script), config.script);
+    }
+    if (command.kind === "models") {
+      catalog = createCatalog(config, platform.host, { script, logger });
+      const discovery = await catalog.discover({ timeoutMs: DISCOVERY_TIMEOUT_MS });
+      const listings = catalog.known();
+      let text: string;
+      if (command.json) {
+        text = `${JSON.stringify(modelsJson(listings, config.model, discovery), null, 2)}\n`;
+      } else {
+        text = formatModelTable(listings, config.model);
+        for (const result of discovery) {
+          if (result.error !== undefined) {
+            platform.writeStderr(
+              `acp-harness: cannot list the ${result.provider} models: ${result.error}\n`,
+            );
+          }
+        }
+      }
+      await out.write(new TextEncoder().encode(text));
+      await out.close();
+      return 0;
+    }
     if (config.model === "scripted" && !script) {
       throw new ConfigError(`Model "scripted" needs a script: pass --script <file>`);
     }
-    catalog = createCatalog(config, platform.host, script);
+    catalog = createCatalog(config, platform.host, { script, logger });
     if (!catalog.info(config.model)) {
       try {
         catalog.resolve(config.model);
@@ -86,7 +116,9 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   }
   out.releaseLock();
 
-  const logger = createLogger(config.logLevel, (line) => platform.writeStderr(line));
+  // Providers that list their own models (Ollama) are asked in the background: sessions created
+  // before the answer offer the listed models only.
+  void catalog.discover({ timeoutMs: DISCOVERY_TIMEOUT_MS });
   let drainOnInputEnd = (): Promise<void> => Promise.resolve();
   const stream = ndJsonStream(platform.stdout, platform.stdin, {
     maxMessageBytes: config.maxMessageBytes,
@@ -148,16 +180,29 @@ export function dataDirectory(config: Config, host: Host): string {
   return isAbsolutePath(dir) ? dir : normalizePath(`${host.cwd()}/${dir}`);
 }
 
+/** Options for {@link createCatalog}. */
+export interface CreateCatalogOptions {
+  /** The scripted model's script, if any. */
+  readonly script?: Script | undefined;
+  /** Receives the model request and model list lines. */
+  readonly logger?: Logger | undefined;
+}
+
 /**
  * The model catalog a config describes: the built-in providers (read from the host's
  * environment), the config file's providers and model facts, the script, the default model.
  *
  * @param config The merged config
  * @param host Gives the environment
- * @param script The scripted model's script, if any
+ * @param options The script and the logger
  * @returns The catalog
  */
-export function createCatalog(config: Config, host: Host, script?: Script): ModelCatalog {
+export function createCatalog(
+  config: Config,
+  host: Host,
+  options: CreateCatalogOptions = {},
+): ModelCatalog {
+  const { script, logger } = options;
   const env = (name: string): string | undefined => host.env(name);
   const providers: Record<string, ProviderSpec> = builtinProviders(env);
   for (const [id, provider] of Object.entries(config.providers)) {
@@ -169,6 +214,7 @@ export function createCatalog(config: Config, host: Host, script?: Script): Mode
     defaultModel: config.model,
     env,
     ...(script ? { script } : {}),
+    ...(logger ? { logger } : {}),
   });
 }
 
@@ -180,8 +226,8 @@ async function readJson(host: Host, file: string): Promise<unknown> {
     throw new ConfigError(`Cannot read "${file}": ${(error as Error).message}`);
   }
   try {
-    return JSON.parse(text);
+    return parseJsonText(text, file);
   } catch (error) {
-    throw new ConfigError(`Cannot parse "${file}" as JSON: ${(error as Error).message}`);
+    throw new ConfigError((error as Error).message);
   }
 }

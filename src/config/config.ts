@@ -124,25 +124,107 @@ export class ConfigError extends TypeError {
 export type Command =
   | { readonly kind: "help" }
   | { readonly kind: "version" }
-  | { readonly kind: "serve"; readonly overrides: Partial<Config> };
+  | { readonly kind: "serve"; readonly overrides: Partial<Config> }
+  | {
+    /** `acp-harness models`: list the models and exit. */
+    readonly kind: "models";
+    /** Print JSON instead of a table. */
+    readonly json: boolean;
+    readonly overrides: Partial<Config>;
+  };
+
+/**
+ * The words `--stream=<value>` and `ACP_HARNESS_STREAM` accept, case-insensitively, in pairs:
+ * `true`, `1`, `yes` and `on` mean true; `false`, `0`, `no` and `off` mean false.
+ */
+export const BOOLEAN_WORDS: readonly string[] = [
+  "true",
+  "false",
+  "1",
+  "0",
+  "yes",
+  "no",
+  "on",
+  "off",
+];
+
+const OPTIONS: ReadonlyArray<readonly [string, string]> = [
+  ["--model <id>", "Default model for new sessions (env ACP_HARNESS_MODEL; default echo)"],
+  [
+    "--mode <mode>",
+    "ask, auto or read-only (env ACP_HARNESS_MODE; default ask)",
+  ],
+  [
+    "--stream[=<bool>]",
+    `Relay model output as it arrives (env ACP_HARNESS_STREAM; default off)\n<bool> is ${
+      BOOLEAN_WORDS.join(", ")
+    } (any case)`,
+  ],
+  ["--script <file>", 'Script file for the offline "scripted" model (env ACP_HARNESS_SCRIPT)'],
+  ["--max-steps <n>", "Most model requests in one turn (env ACP_HARNESS_MAX_STEPS; default 50)"],
+  [
+    "--max-message-bytes <n>",
+    "Inbound message limit (env ACP_HARNESS_MAX_MESSAGE_BYTES; default 32 MiB)",
+  ],
+  ["--data-dir <dir>", "Data directory (env ACP_HARNESS_HOME; default ~/.acp-harness)"],
+  ["--config <file>", "JSON config file (env ACP_HARNESS_CONFIG)"],
+  [
+    "--log-level <level>",
+    "error, warn, info or debug (env ACP_HARNESS_LOG_LEVEL; default warn)",
+  ],
+  ["-h, --help", "Print this help and exit"],
+  ["-V, --version", "Print the version and exit"],
+];
+
+const COMMANDS: ReadonlyArray<readonly [string, string]> = [
+  [
+    "models [--json]",
+    "List the models and whether each can be used now, then exit",
+  ],
+];
+
+/** Widest line of the usage text. */
+const USAGE_WIDTH = 100;
+
+/**
+ * Lays out `[term, description]` rows in two columns: terms indented by two spaces, every
+ * description starting in the same column, long descriptions wrapped at word boundaries with
+ * continuation lines in that column; a newline in a description starts a new line.
+ */
+function twoColumns(rows: ReadonlyArray<readonly [string, string]>, column: number): string {
+  const lines: string[] = [];
+  for (const [term, description] of rows) {
+    let line = `  ${term}`.padEnd(column);
+    let start = true;
+    for (const word of description.replaceAll("\n", " \n ").split(" ")) {
+      if (word === "\n" || (!start && line.length + 1 + word.length > USAGE_WIDTH)) {
+        lines.push(line);
+        line = " ".repeat(column);
+        start = true;
+        if (word === "\n") continue;
+      }
+      line += start ? word : ` ${word}`;
+      start = false;
+    }
+    lines.push(line);
+  }
+  return lines.join("\n");
+}
+
+const COLUMN = 2 + Math.max(...[...OPTIONS, ...COMMANDS].map(([term]) => term.length)) + 2;
 
 /** The usage text printed by `--help` and after a usage error. */
 export const USAGE: string = `Usage: acp-harness [options]
+       acp-harness models [--json] [options]
 
-Serves the Agent Client Protocol (ACP) on stdin/stdout.
+Without a command, serves the Agent Client Protocol (ACP) on stdin/stdout until stdin closes;
+logs go to stderr.
+
+Commands:
+${twoColumns(COMMANDS, COLUMN)}
 
 Options:
-  --model <id>          Default model for new sessions (env ACP_HARNESS_MODEL; default echo)
-  --mode <mode>         Permission mode: ask, auto or read-only (env ACP_HARNESS_MODE; default ask)
-  --stream              Relay model output as it arrives instead of per committed step
-  --script <file>       Script file for the offline "scripted" model (env ACP_HARNESS_SCRIPT)
-  --max-steps <n>       Most model requests in one turn (env ACP_HARNESS_MAX_STEPS; default 50)
-  --max-message-bytes <n>  Largest inbound message (env ACP_HARNESS_MAX_MESSAGE_BYTES; default 32 MiB)
-  --data-dir <dir>      Data directory (env ACP_HARNESS_HOME; default ~/.acp-harness)
-  --config <file>       JSON config file (env ACP_HARNESS_CONFIG)
-  --log-level <level>   error, warn, info or debug, to stderr (env ACP_HARNESS_LOG_LEVEL; default warn)
-  -h, --help            Print this help and exit
-  -V, --version         Print the version and exit
+${twoColumns(OPTIONS, COLUMN)}
 `;
 
 const VALUE_FLAGS = new Set([
@@ -157,7 +239,8 @@ const VALUE_FLAGS = new Set([
 ]);
 
 /**
- * Parses command-line arguments. Pure: no I/O.
+ * Parses command-line arguments. Pure: no I/O. `models` as the first argument asks for the
+ * model list (it also takes `--json`); anything else serves.
  *
  * @example Parsing flags
  * ```ts
@@ -173,12 +256,20 @@ const VALUE_FLAGS = new Set([
  */
 export function parseArgs(args: readonly string[]): Command {
   const overrides: Record<string, unknown> = {};
-  for (let index = 0; index < args.length; index++) {
+  const models = args[0] === "models";
+  let json = false;
+  for (let index = models ? 1 : 0; index < args.length; index++) {
     const arg = args[index] as string;
     if (arg === "-h" || arg === "--help") return { kind: "help" };
     if (arg === "-V" || arg === "--version") return { kind: "version" };
     const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
     const flag = eq === -1 ? arg : arg.slice(0, eq);
+    if (flag === "--json") {
+      if (!models) throw new ConfigError(`Option "--json" applies only to "acp-harness models"`);
+      if (eq !== -1) throw new ConfigError(`Option "--json" takes no value`);
+      json = true;
+      continue;
+    }
     if (flag === "--stream") {
       if (eq !== -1) overrides.stream = parseBoolean("--stream", arg.slice(eq + 1));
       else overrides.stream = true;
@@ -200,6 +291,7 @@ export function parseArgs(args: readonly string[]): Command {
     }
     Object.assign(overrides, settingFromString(flag, value));
   }
+  if (models) return { kind: "models", json, overrides: overrides as Partial<Config> };
   return { kind: "serve", overrides: overrides as Partial<Config> };
 }
 
@@ -369,7 +461,9 @@ function positiveInteger(flag: string, value: string): number {
 }
 
 function parseBoolean(name: string, value: string): boolean {
-  if (/^(1|true|yes|on)$/i.test(value)) return true;
-  if (/^(0|false|no|off)$/i.test(value)) return false;
-  throw new ConfigError(`Invalid value "${value}" for "${name}": expected true or false`);
+  const index = BOOLEAN_WORDS.indexOf(value.toLowerCase());
+  if (index !== -1) return index % 2 === 0;
+  throw new ConfigError(
+    `Invalid value "${value}" for "${name}": expected one of ${BOOLEAN_WORDS.join(", ")}`,
+  );
 }

@@ -1,4 +1,6 @@
+import type { Logger } from "../log/logger.ts";
 import { EchoProvider } from "./echo.ts";
+import { LoggedProvider } from "./logged_provider.ts";
 import { BUILTIN_MODELS, type ModelFacts, type Pricing, type ProviderSpec } from "./presets.ts";
 import {
   type LlmEvent,
@@ -35,6 +37,40 @@ export interface ModelInfo {
   readonly pricing?: Pricing;
 }
 
+/** A model known to the catalog, and whether it can be used now. */
+export interface ModelListing extends ModelInfo {
+  /** Whether a request to it can be sent now: its provider is configured and has its key. */
+  readonly available: boolean;
+  /** Why it is not available (`OPENAI_API_KEY is not set`), when it is not. */
+  readonly reason?: string;
+  /** Whether the `model` config option offers it. */
+  readonly offered: boolean;
+}
+
+/** Options for {@link ModelCatalog.discover}. */
+export interface DiscoverOptions {
+  /** Stops the queries. */
+  readonly signal?: AbortSignal;
+  /**
+   * Longest wait for one provider's answer.
+   *
+   * @default {3000}
+   */
+  readonly timeoutMs?: number;
+}
+
+/** What one provider's model list query found. */
+export interface DiscoveryResult {
+  /** The provider asked. */
+  readonly provider: string;
+  /** The model ids it listed (`ollama/qwen3-coder`), when it answered. */
+  readonly models?: readonly string[];
+  /** Why the query failed, when it did. */
+  readonly error?: string;
+  /** How long the query took. */
+  readonly ms: number;
+}
+
 /** A model resolved for a request. */
 export interface ResolvedModel {
   /** What is known about the model. */
@@ -57,6 +93,8 @@ export interface ModelCatalogOptions {
   readonly env?: (name: string) => string | undefined;
   /** The fetch providers use (tests inject one). */
   readonly fetch?: typeof fetch;
+  /** Receives one line per model request (see {@link LoggedProvider}) and per model list query. */
+  readonly logger?: Logger;
 }
 
 const OFFLINE: Readonly<Record<string, { name: string; description: string }>> = {
@@ -76,7 +114,8 @@ const OFFLINE: Readonly<Record<string, { name: string; description: string }>> =
  * Offered: `echo`, `scripted` (with a script), and for every provider that is configured (its
  * key or host is set, or it comes from the config file) the models listed for it; the default
  * model is always offered. Any `provider/model` id of a known provider resolves, listed or not,
- * with the provider's default facts. Providers are loaded on first use.
+ * with the provider's default facts. Providers are loaded on first use. {@link discover} adds
+ * the models a configured provider lists itself (Ollama's installed models).
  *
  * @example Resolving the offline default
  * ```ts
@@ -105,8 +144,10 @@ export class ModelCatalog {
       models[id] = { ...models[id], ...facts };
     }
     this.#models = models;
-    this.#providers.set("echo", new EchoProvider());
-    if (options.script) this.#providers.set("scripted", new ScriptedProvider(options.script));
+    this.#providers.set("echo", this.#logged(new EchoProvider()));
+    if (options.script) {
+      this.#providers.set("scripted", this.#logged(new ScriptedProvider(options.script)));
+    }
     const ids = ["echo", ...(options.script ? ["scripted"] : [])];
     for (const [providerId, spec] of Object.entries(options.providers ?? {})) {
       if (!spec.configured) continue;
@@ -129,6 +170,88 @@ export class ModelCatalog {
   /** Whether `id` names an offered model. */
   has(id: string): boolean {
     return this.#offered.some((model) => model.id === id);
+  }
+
+  /**
+   * Every model the catalog knows, offered or not, with whether it can be used now: the offered
+   * ones first (in display order), then `scripted` without a script and the listed models of
+   * providers that are not configured.
+   *
+   * @returns The models
+   */
+  known(): readonly ModelListing[] {
+    const ids = this.#offered.map((model) => model.id);
+    if (!this.#options.script) ids.push("scripted");
+    for (const providerId of Object.keys(this.#options.providers ?? {})) {
+      for (const id of Object.keys(this.#models)) {
+        if (id.startsWith(`${providerId}/`) && !ids.includes(id)) ids.push(id);
+      }
+    }
+    const listings: ModelListing[] = [];
+    for (const id of ids) {
+      const info = id === "scripted" && !this.#options.script
+        ? this.#describe(
+          "scripted",
+          "scripted",
+          "scripted",
+          OFFLINE.scripted!.name,
+          OFFLINE.scripted!.description,
+          { image: false },
+        )
+        : this.info(id);
+      if (!info) continue;
+      const reason = this.#unavailable(info.provider);
+      listings.push({
+        ...info,
+        available: reason === undefined,
+        ...(reason === undefined ? {} : { reason }),
+        offered: this.has(id),
+      });
+    }
+    return listings;
+  }
+
+  /**
+   * Asks every configured provider that can list its own models (Ollama, at `OLLAMA_HOST`'s
+   * `/api/tags`) which ones it has, and offers them from then on. Nothing else is contacted;
+   * a provider that does not answer within the timeout is reported and skipped. Never throws.
+   *
+   * @param options A signal and the timeout per provider
+   * @returns What each provider answered
+   */
+  async discover(options: DiscoverOptions = {}): Promise<readonly DiscoveryResult[]> {
+    const asked = Object.entries(this.#options.providers ?? {}).filter(([, spec]) =>
+      spec.configured && spec.tagsUrl !== undefined
+    );
+    return await Promise.all(asked.map(async ([providerId, spec]) => {
+      const result = await listTags(
+        spec.tagsUrl as string,
+        this.#options.fetch ?? fetch,
+        options,
+      );
+      const ms = result.ms;
+      if (result.names === undefined) {
+        this.#options.logger?.warn("cannot list models", {
+          provider: providerId,
+          url: spec.tagsUrl,
+          ms,
+          error: result.error,
+        });
+        return { provider: providerId, error: result.error ?? "no answer", ms };
+      }
+      const models = result.names.map((name) => `${providerId}/${name}`);
+      for (const id of models) {
+        if (this.has(id)) continue;
+        const info = this.info(id);
+        if (info) this.#offered.push(info);
+      }
+      this.#options.logger?.info("models listed", {
+        provider: providerId,
+        count: models.length,
+        ms,
+      });
+      return { provider: providerId, models, ms };
+    }));
   }
 
   /**
@@ -172,21 +295,46 @@ export class ModelCatalog {
    */
   resolve(id: string): ResolvedModel {
     const info = this.info(id);
-    if (!info) {
-      throw new RangeError(
-        `Unknown model "${id}": expected echo${
-          this.#options.script ? ", scripted" : ""
-        } or provider/model with provider one of ${
-          Object.keys(this.#options.providers ?? {}).join(", ") || "(none)"
-        }`,
-      );
-    }
+    if (!info) throw new RangeError(this.#unknownModel(id));
     let provider = this.#providers.get(info.provider);
     if (!provider) {
-      provider = this.#createProvider(info.provider);
+      provider = this.#logged(this.#createProvider(info.provider));
       this.#providers.set(info.provider, provider);
     }
     return { info, provider };
+  }
+
+  /** The message for an id that names no model: every valid choice. */
+  #unknownModel(id: string): string {
+    const providers = Object.keys(this.#options.providers ?? {});
+    const scripted = this.#options.script ? "scripted" : "scripted (with --script)";
+    const listed = this.#offered.map((model) => model.id).filter((model) =>
+      model !== "echo" && model !== "scripted"
+    );
+    const forms = providers.length === 0
+      ? ""
+      : `, or <provider>/<model> with provider one of ${providers.join(", ")}`;
+    return `Unknown model "${id}": expected one of echo, ${scripted}${
+      listed.length > 0 ? `, ${listed.join(", ")}` : ""
+    }${forms} (run "acp-harness models" to list them)`;
+  }
+
+  /** Why a provider's models cannot be used now, or `undefined` when they can. */
+  #unavailable(providerId: string): string | undefined {
+    if (providerId === "echo") return undefined;
+    if (providerId === "scripted") return this.#options.script ? undefined : "needs --script";
+    const spec = this.#options.providers?.[providerId];
+    if (!spec) return "unknown provider";
+    if (spec.apiKeyEnv) {
+      const env = this.#options.env ?? (() => undefined);
+      return env(spec.apiKeyEnv) ? undefined : `${spec.apiKeyEnv} is not set`;
+    }
+    if (spec.configured) return undefined;
+    return spec.hostEnv ? `${spec.hostEnv} is not set` : "not configured";
+  }
+
+  #logged(provider: LlmProvider): LlmProvider {
+    return this.#options.logger ? new LoggedProvider(provider, this.#options.logger) : provider;
   }
 
   #describe(
@@ -240,6 +388,60 @@ export class ModelCatalog {
         ...(spec.maxTokensField ? { maxTokensField: spec.maxTokensField } : {}),
       });
     });
+  }
+}
+
+/** What one `/api/tags` query got: the model names, or why not. */
+interface TagsResult {
+  readonly names?: readonly string[];
+  readonly error?: string;
+  readonly ms: number;
+}
+
+/**
+ * Lists the models of an Ollama server from its `/api/tags` answer
+ * (`{"models": [{"name": "qwen3-coder:latest", …}]}`); a `:latest` tag is dropped, as Ollama
+ * adds it to a name without one.
+ */
+async function listTags(
+  url: string,
+  fetchImpl: typeof fetch,
+  options: DiscoverOptions,
+): Promise<TagsResult> {
+  const started = performance.now();
+  const ms = (): number => Math.round(performance.now() - started);
+  const controller = new AbortController();
+  const timeoutMs = options.timeoutMs ?? 3000;
+  const timer = setTimeout(
+    () => controller.abort(new Error(`no answer within ${timeoutMs} ms`)),
+    timeoutMs,
+  );
+  const onAbort = (): void => controller.abort(options.signal?.reason);
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+  if (options.signal?.aborted) onAbort();
+  try {
+    const response = await fetchImpl(url, { signal: controller.signal });
+    if (!response.ok) {
+      await response.body?.cancel().catch(() => {});
+      return { error: `HTTP ${response.status}`, ms: ms() };
+    }
+    const body = await response.json() as { models?: unknown };
+    if (!Array.isArray(body?.models)) return { error: "unexpected answer", ms: ms() };
+    const names: string[] = [];
+    for (const entry of body.models as unknown[]) {
+      const raw = (entry as { name?: unknown; model?: unknown } | null)?.name ??
+        (entry as { model?: unknown } | null)?.model;
+      if (typeof raw !== "string" || raw === "") continue;
+      const name = raw.endsWith(":latest") ? raw.slice(0, -":latest".length) : raw;
+      if (!names.includes(name)) names.push(name);
+    }
+    return { names, ms: ms() };
+  } catch (error) {
+    const reason = controller.signal.aborted ? controller.signal.reason : error;
+    return { error: reason instanceof Error ? reason.message : String(reason), ms: ms() };
+  } finally {
+    clearTimeout(timer);
+    options.signal?.removeEventListener("abort", onAbort);
   }
 }
 

@@ -23,6 +23,13 @@ export interface ProviderSpec {
   readonly configured: boolean;
   /** Facts assumed for models the catalog does not list. */
   readonly defaults: ModelFacts;
+  /**
+   * Ollama's `/api/tags` URL: the models installed on the server are listed from it (by the
+   * catalog's `discover()`, and only when the provider is configured).
+   */
+  readonly tagsUrl?: string;
+  /** For a keyless provider: the environment variable whose presence configures it. */
+  readonly hostEnv?: string;
 }
 
 /** Pricing in USD per million tokens. */
@@ -98,6 +105,8 @@ export function builtinProviders(
       baseUrl: `${ollamaHost}/v1`,
       configured: Boolean(env("OLLAMA_HOST")),
       defaults: { contextWindow: 4_096, image: false },
+      tagsUrl: `${ollamaHost}/api/tags`,
+      hostEnv: "OLLAMA_HOST",
     },
   };
 }
@@ -116,6 +125,31 @@ function ollamaBaseUrl(value: string | undefined): string {
 
 /** Models listed for the built-in providers, with the facts their providers publish. */
 export const BUILTIN_MODELS: Readonly<Record<string, ModelFacts>> = {
+  "openai/gpt-5.2": {
+    name: "GPT-5.2",
+    contextWindow: 400_000,
+    maxOutputTokens: 128_000,
+    image: true,
+    reasoningEfforts: ["low", "medium", "high"],
+  },
+  "openai/gpt-5": {
+    name: "GPT-5",
+    contextWindow: 400_000,
+    maxOutputTokens: 128_000,
+    image: true,
+    reasoningEfforts: ["minimal", "low", "medium", "high"],
+    defaultReasoningEffort: "medium",
+    pricing: { input: 1.25, output: 10, cacheRead: 0.125 },
+  },
+  "openai/gpt-5-mini": {
+    name: "GPT-5 mini",
+    contextWindow: 400_000,
+    maxOutputTokens: 128_000,
+    image: true,
+    reasoningEfforts: ["minimal", "low", "medium", "high"],
+    defaultReasoningEffort: "medium",
+    pricing: { input: 0.25, output: 2, cacheRead: 0.025 },
+  },
   "deepseek/deepseek-v4-pro": {
     name: "DeepSeek V4 Pro",
     contextWindow: 1_000_000,

@@ -168,6 +168,11 @@ export type LlmEvent =
 export interface LlmStreamOptions {
   /** Aborts the request; the stream then ends with `finish: aborted`. */
   readonly signal: AbortSignal;
+  /**
+   * Which attempt at the same model step this request is (1 for the first, 2 for the first
+   * retry, …). Only logged; providers behave the same for every attempt.
+   */
+  readonly attempt?: number;
 }
 
 /** A language model backend. */

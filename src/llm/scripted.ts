@@ -112,10 +112,12 @@ export interface Script {
  * ```
  *
  * @param json The parsed file content
+ * @param file The file it came from, named in the error message
  * @returns The script
- * @throws {TypeError} Naming the first invalid field
+ * @throws {TypeError} `Cannot parse script "<file>": <path>: <problem>`, naming the file and the
+ *   first invalid field by its path (`0.toolCalls.1.name`: the first step's second tool call)
  */
-export function parseScript(json: unknown): Script {
+export function parseScript(json: unknown, file?: string): Script {
   // Choosing the schema by shape (rather than a union) keeps zod's errors pointing at the field.
   const result = Array.isArray(json)
     ? schemas().steps.safeParse(json)
@@ -123,7 +125,8 @@ export function parseScript(json: unknown): Script {
   if (!result.success) {
     const issue = result.error.issues[0];
     const path = issue?.path.length ? issue.path.join(".") : "(root)";
-    throw new TypeError(`Cannot parse script: ${path}: ${issue?.message ?? "invalid"}`);
+    const source = file === undefined ? "" : ` "${file}"`;
+    throw new TypeError(`Cannot parse script${source}: ${path}: ${issue?.message ?? "invalid"}`);
   }
   const data = result.data as ScriptStep[] | { steps: ScriptStep[] };
   return { steps: Array.isArray(data) ? data : data.steps };

@@ -25,7 +25,19 @@ export const nullLogger: Logger = {
 };
 
 /**
+ * Field names whose values are never written: a value under such a key (at any depth) is
+ * replaced by `[redacted]`, so a header map or an options object logged by mistake cannot leak
+ * a credential at any level.
+ */
+const SECRET_KEY =
+  /^(?:authorization|proxy-authorization|x-api-key|api[-_]?key|cookie|set-cookie|password|secret|token|access[-_]?token|bearer)$/i;
+
+/**
  * A logger that writes one line per entry at or above `level`.
+ *
+ * Fields are written as compact JSON: an `Error` as `name: message`, and the value of any key
+ * that names a credential (`authorization`, `x-api-key`, `apiKey`, `token`, `password`, …) as
+ * `[redacted]`.
  *
  * @example Logging to a buffer
  * ```ts
@@ -50,7 +62,12 @@ export function createLogger(level: LogLevel, write: (line: string) => void): Lo
         suffix = " " +
           JSON.stringify(
             fields,
-            (_key, value) => value instanceof Error ? `${value.name}: ${value.message}` : value,
+            (key, value) =>
+              SECRET_KEY.test(key)
+                ? "[redacted]"
+                : value instanceof Error
+                ? `${value.name}: ${value.message}`
+                : value,
           );
       } catch {
         suffix = " [unserializable fields]";

@@ -62,7 +62,7 @@ export function startServer(options: StartOptions = {}): MemoryServer {
   const store = new JsonlSessionStore({ host, dataDir, logger });
   const connection = connectAgentServer(serverSide, {
     config,
-    catalog: createCatalog(config, host, script),
+    catalog: createCatalog(config, host, { script, logger }),
     host,
     logger,
     version: VERSION,

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  BOOLEAN_WORDS,
   type Command,
   type Config,
   ConfigError,
@@ -8,6 +9,7 @@ import {
   DEFAULT_CONFIG,
   mergeConfig,
   parseArgs,
+  USAGE,
 } from "../../src/config/config.ts";
 
 /** The overrides of a `serve` command; fails for any other command. */
@@ -120,7 +122,7 @@ Deno.test("parseArgs() rejects a bad --stream value naming the flag", () => {
     () => parseArgs(["--stream=maybe"]),
     `"maybe"`,
     `"--stream"`,
-    "true or false",
+    "expected one of true, false, 1, 0, yes, no, on, off",
   );
 });
 
@@ -240,7 +242,7 @@ Deno.test("configFromEnv() ignores empty variables", () => {
 Deno.test("configFromEnv() rejects a bad value naming the variable", () => {
   const cases: ReadonlyArray<readonly [string, string, string]> = [
     ["ACP_HARNESS_MODE", "yolo", "ask, auto, read-only"],
-    ["ACP_HARNESS_STREAM", "maybe", "true or false"],
+    ["ACP_HARNESS_STREAM", "banana", "expected one of true, false, 1, 0, yes, no, on, off"],
     ["ACP_HARNESS_MAX_STEPS", "0", "positive integer"],
     ["ACP_HARNESS_MAX_MESSAGE_BYTES", "big", "positive integer"],
     ["ACP_HARNESS_LOG_LEVEL", "loud", "error, warn, info, debug"],
@@ -536,4 +538,73 @@ Deno.test("configFromFile() rejects a defaultReasoningEffort outside reasoningEf
       models: { "local/m": { reasoningEfforts: ["low", "high"], defaultReasoningEffort: "low" } },
     },
   );
+});
+
+// The models command and the usage text (issue 7, defect 9)
+
+Deno.test("parseArgs() reads the models command with --json and the other flags", () => {
+  assert.deepEqual(parseArgs(["models"]), { kind: "models", json: false, overrides: {} });
+  assert.deepEqual(parseArgs(["models", "--json", "--script", "s.json"]), {
+    kind: "models",
+    json: true,
+    overrides: { script: "s.json" },
+  });
+  assert.deepEqual(parseArgs(["models", "--help"]), { kind: "help" });
+});
+
+Deno.test("parseArgs() accepts models only as the first argument and --json only after it", () => {
+  assertConfigError(() => parseArgs(["--stream", "models"]), `Unexpected argument "models"`);
+  assertConfigError(() => parseArgs(["--json"]), `"--json"`, "models");
+  assertConfigError(() => parseArgs(["models", "--json=1"]), `"--json" takes no value`);
+  assertConfigError(() => parseArgs(["models", "extra"]), `Unexpected argument "extra"`);
+});
+
+Deno.test("parseArgs() and configFromEnv() accept exactly the boolean words they list", () => {
+  assert.deepEqual(BOOLEAN_WORDS, ["true", "false", "1", "0", "yes", "no", "on", "off"]);
+  for (const [index, word] of BOOLEAN_WORDS.entries()) {
+    for (const spelled of [word, word.toUpperCase()]) {
+      assert.deepEqual(configFromEnv(envOf({ ACP_HARNESS_STREAM: spelled })), {
+        stream: index % 2 === 0,
+      });
+    }
+  }
+  for (const value of ["banana", "y", "n", "2", "enabled"]) {
+    assertConfigError(
+      () => configFromEnv(envOf({ ACP_HARNESS_STREAM: value })),
+      `ACP_HARNESS_STREAM: Invalid value "${value}" for "ACP_HARNESS_STREAM": expected one of ` +
+        BOOLEAN_WORDS.join(", "),
+    );
+  }
+  assert.ok(USAGE.includes(BOOLEAN_WORDS.join(", ")), "the usage lists the same words");
+});
+
+Deno.test("USAGE lines up every option and command description in one column", () => {
+  const lines = USAGE.split("\n");
+  const entries = lines.filter((line) => /^ {2}-|^ {2}models/.test(line));
+  assert.ok(entries.length >= 12, "every option and the models command");
+  const columns = new Set(entries.map((line) => /^ {2}\S.*?\S {2,}(?=\S)/.exec(line)?.[0].length));
+  assert.equal(columns.size, 1, `descriptions start in one column:\n${entries.join("\n")}`);
+  const [column] = [...columns] as [number];
+  for (const line of lines.slice(lines.indexOf("Commands:"))) {
+    assert.ok(line.length <= 100, `line too long: ${line}`);
+    // A continuation line starts in the description column.
+    if (/^ {3,}\S/.test(line)) assert.equal(/^ */.exec(line)?.[0].length, column, line);
+  }
+  for (
+    const flag of [
+      "--model",
+      "--mode",
+      "--stream",
+      "--script",
+      "--max-steps",
+      "--max-message-bytes",
+      "--data-dir",
+      "--config",
+      "--log-level",
+      "--help",
+      "--version",
+    ]
+  ) {
+    assert.ok(entries.some((line) => line.includes(flag)), flag);
+  }
 });

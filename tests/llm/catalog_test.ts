@@ -3,6 +3,7 @@ import { ModelCatalog, type ModelInfo } from "../../src/llm/catalog.ts";
 import { BUILTIN_MODELS, builtinProviders, type ProviderSpec } from "../../src/llm/presets.ts";
 import type { LlmEvent, LlmProvider, LlmRequest } from "../../src/llm/provider.ts";
 import { parseScript } from "../../src/llm/scripted.ts";
+import { createLogger } from "../../src/log/logger.ts";
 
 const SCRIPT = parseScript([{ text: "scripted answer" }]);
 
@@ -213,14 +214,18 @@ Deno.test("ModelCatalog.resolve() throws a RangeError listing the providers for 
   assert.throws(() => catalog.resolve("nope/model"), (error: unknown) => {
     assert.ok(error instanceof RangeError);
     assert.match(error.message, /"nope\/model"/);
-    assert.match(error.message, /echo, scripted/);
+    assert.match(error.message, /expected one of echo, scripted, /);
     assert.match(error.message, /openai, anthropic, deepseek, ollama/);
     return true;
   });
+  // Without a script or providers, scripted is still named (with what it needs).
   assert.throws(() => new ModelCatalog().resolve("openai/gpt-4o"), (error: unknown) => {
     assert.ok(error instanceof RangeError);
-    assert.match(error.message, /\(none\)/);
-    assert.doesNotMatch(error.message, /scripted/);
+    assert.equal(
+      error.message,
+      'Unknown model "openai/gpt-4o": expected one of echo, scripted (with --script) ' +
+        '(run "acp-harness models" to list them)',
+    );
     return true;
   });
 });
@@ -300,4 +305,242 @@ Deno.test("ModelCatalog.resolve() reuses one provider instance per provider", ()
   assert.notEqual(catalog.resolve("anthropic/claude").provider, a.provider);
   assert.equal(catalog.resolve("echo").provider, catalog.resolve("echo").provider);
   assert.equal(catalog.resolve("scripted").provider, catalog.resolve("scripted").provider);
+});
+
+// The model picker per provider key (issue 7, defect 9)
+
+Deno.test("ModelCatalog offers the OpenAI preset models when OPENAI_API_KEY is set", () => {
+  const catalog = new ModelCatalog({
+    providers: builtinProviders(envOf({ OPENAI_API_KEY: "sk-openai" })),
+    fetch: NO_FETCH,
+  });
+  const openai = ids(catalog).filter((id) => id.startsWith("openai/"));
+  assert.ok(openai.length >= 2, JSON.stringify(ids(catalog)));
+  assert.ok(openai.includes("openai/gpt-5"));
+  for (const id of openai) assert.ok(catalog.info(id)?.contextWindow, id);
+});
+
+Deno.test("ModelCatalog offers the Anthropic and DeepSeek preset models when their keys are set", () => {
+  const catalog = new ModelCatalog({
+    providers: builtinProviders(envOf({ ANTHROPIC_API_KEY: "a", DEEPSEEK_API_KEY: "d" })),
+  });
+  const providers = new Set(catalog.list().map((model) => model.provider));
+  assert.deepEqual([...providers], ["echo", "anthropic", "deepseek"]);
+});
+
+// known()
+
+Deno.test("ModelCatalog.known() lists every known model with whether it can be used now", () => {
+  const catalog = new ModelCatalog({
+    providers: builtinProviders(envOf({ DEEPSEEK_API_KEY: "d" })),
+    env: envOf({ DEEPSEEK_API_KEY: "d" }),
+  });
+  const known = catalog.known();
+  const byId = new Map(known.map((model) => [model.id, model]));
+  assert.equal(byId.get("echo")?.available, true);
+  assert.equal(byId.get("echo")?.offered, true);
+  assert.deepEqual(
+    [byId.get("scripted")?.available, byId.get("scripted")?.reason],
+    [false, "needs --script"],
+  );
+  const gpt = byId.get("openai/gpt-5");
+  assert.deepEqual([gpt?.available, gpt?.offered, gpt?.reason], [
+    false,
+    false,
+    "OPENAI_API_KEY is not set",
+  ]);
+  assert.equal(byId.get("deepseek/deepseek-v4-pro")?.available, true);
+  // Offered models come first, in the picker's order.
+  assert.deepEqual(
+    known.filter((model) => model.offered).map((model) => model.id),
+    ids(catalog),
+  );
+  assert.deepEqual(known.slice(0, ids(catalog).length).map((model) => model.id), ids(catalog));
+});
+
+Deno.test("ModelCatalog.known() says a keyless provider needs its host variable", () => {
+  const catalog = new ModelCatalog({
+    providers: builtinProviders(envOf({})),
+    models: { "ollama/qwen3-coder": { contextWindow: 65_536 } },
+  });
+  const ollama = catalog.known().find((model) => model.id === "ollama/qwen3-coder");
+  assert.deepEqual([ollama?.available, ollama?.reason], [false, "OLLAMA_HOST is not set"]);
+});
+
+// The unknown-model message
+
+Deno.test("ModelCatalog.resolve() names every valid choice for an unknown model", () => {
+  const catalog = new ModelCatalog({
+    providers: builtinProviders(envOf({ OPENAI_API_KEY: "sk" })),
+  });
+  assert.throws(() => catalog.resolve("gpt-none"), (error: unknown) => {
+    assert.ok(error instanceof RangeError);
+    assert.match(error.message, /^Unknown model "gpt-none": expected one of echo, scripted /);
+    for (const id of ids(catalog)) assert.ok(error.message.includes(id), id);
+    assert.match(error.message, /<provider>\/<model> with provider one of openai, anthropic/);
+    return true;
+  });
+});
+
+// discover()
+
+/** A fake Ollama on loopback answering /api/tags with `models`. */
+function fakeOllama(
+  answer: (url: URL) => Response,
+): { url: string; requests: string[]; close(): Promise<void> } {
+  const requests: string[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    const url = new URL(request.url);
+    requests.push(`${request.method} ${url.pathname}`);
+    return answer(url);
+  });
+  return {
+    url: `127.0.0.1:${server.addr.port}`,
+    requests,
+    close: () => server.shutdown(),
+  };
+}
+
+Deno.test("ModelCatalog.discover() offers the models Ollama lists at OLLAMA_HOST", async () => {
+  const ollama = fakeOllama(() =>
+    Response.json({
+      models: [
+        { name: "qwen3-coder:latest", model: "qwen3-coder:latest", size: 1 },
+        { name: "llama3.2:3b", model: "llama3.2:3b", size: 2 },
+      ],
+    })
+  );
+  try {
+    const env = envOf({ OLLAMA_HOST: ollama.url });
+    const lines: string[] = [];
+    const catalog = new ModelCatalog({
+      providers: builtinProviders(env),
+      env,
+      logger: createLogger("info", (line) => lines.push(line)),
+    });
+    assert.deepEqual(ids(catalog), ["echo"]);
+    const results = await catalog.discover();
+    assert.equal(results.length, 1);
+    assert.deepEqual(results[0]?.models, ["ollama/qwen3-coder", "ollama/llama3.2:3b"]);
+    assert.deepEqual(ids(catalog), ["echo", "ollama/qwen3-coder", "ollama/llama3.2:3b"]);
+    assert.deepEqual(ollama.requests, ["GET /api/tags"]);
+    assert.equal(catalog.info("ollama/qwen3-coder")?.contextWindow, 4_096);
+    assert.ok(catalog.known().find((model) => model.id === "ollama/llama3.2:3b")?.available);
+    // Asking again adds nothing twice.
+    await catalog.discover();
+    assert.deepEqual(ids(catalog), ["echo", "ollama/qwen3-coder", "ollama/llama3.2:3b"]);
+    assert.match(lines.join(""), /info: models listed \{"provider":"ollama","count":2,/);
+  } finally {
+    await ollama.close();
+  }
+});
+
+Deno.test("ModelCatalog.discover() contacts nothing when OLLAMA_HOST is not set", async () => {
+  const catalog = new ModelCatalog({
+    providers: builtinProviders(envOf({ OPENAI_API_KEY: "sk" })),
+    fetch: NO_FETCH,
+  });
+  assert.deepEqual(await catalog.discover(), []);
+});
+
+Deno.test("ModelCatalog.discover() reports a failing server and never throws", async () => {
+  const ollama = fakeOllama(() => new Response("boom", { status: 500 }));
+  const lines: string[] = [];
+  try {
+    const env = envOf({ OLLAMA_HOST: `http://${ollama.url}` });
+    const catalog = new ModelCatalog({
+      providers: builtinProviders(env),
+      logger: createLogger("warn", (line) => lines.push(line)),
+    });
+    const [result] = await catalog.discover();
+    assert.equal(result?.provider, "ollama");
+    assert.equal(result?.error, "HTTP 500");
+    assert.deepEqual(ids(catalog), ["echo"]);
+    assert.match(lines.join(""), /warn: cannot list models \{"provider":"ollama"/);
+  } finally {
+    await ollama.close();
+  }
+  // A fetch that never answers is cut off by the timeout.
+  const hung = new ModelCatalog({
+    providers: builtinProviders(envOf({ OLLAMA_HOST: "127.0.0.1:9" })),
+    fetch: (_input, init) =>
+      new Promise((_resolve, reject) =>
+        init?.signal?.addEventListener("abort", () => reject(init.signal?.reason), { once: true })
+      ),
+  });
+  const [timedOut] = await hung.discover({ timeoutMs: 20 });
+  assert.equal(timedOut?.error, "no answer within 20 ms");
+});
+
+// Logging of model requests
+
+Deno.test("ModelCatalog.resolve() logs each model request with its session, timing and outcome", async () => {
+  const lines: string[] = [];
+  const script = parseScript([
+    { text: "secret answer", usage: { input: 12, output: 3 } },
+    { error: { message: "overloaded", kind: "server", status: 529, retryable: true } },
+  ]);
+  const catalog = new ModelCatalog({
+    script,
+    logger: createLogger("debug", (line) => lines.push(line)),
+  });
+  const { provider } = catalog.resolve("scripted");
+  const signal = new AbortController().signal;
+  const secretRequest: LlmRequest = {
+    ...request("scripted"),
+    sessionId: "sess-1",
+    system: "secret system prompt",
+    messages: [{ role: "user", content: [{ type: "text", text: "secret prompt" }] }],
+  };
+  await Array.fromAsync(provider.stream(secretRequest, { signal, attempt: 1 }));
+  await Array.fromAsync(provider.stream(secretRequest, { signal, attempt: 2 }));
+  const entries = lines.map((line) => {
+    const match = /^acp-harness (\w+): ([^{]+?) (\{.*\})\n$/.exec(line);
+    assert.ok(match, line);
+    return { level: match[1], message: match[2], fields: JSON.parse(match[3] as string) };
+  });
+  assert.deepEqual(entries.map(({ level, message }) => `${level} ${message}`), [
+    "debug model request",
+    "debug model response",
+    "debug model request",
+    "warn model request failed",
+  ]);
+  const [start, done, , failed] = entries;
+  assert.deepEqual(start?.fields, {
+    sessionId: "sess-1",
+    provider: "scripted",
+    model: "scripted",
+    attempt: 1,
+    messages: 1,
+    tools: 0,
+  });
+  assert.equal(done?.fields.finish, "stop");
+  assert.deepEqual(done?.fields.usage, { input: 12, output: 3 });
+  assert.equal(typeof done?.fields.ms, "number");
+  assert.equal(failed?.fields.sessionId, "sess-1");
+  assert.equal(failed?.fields.attempt, 2);
+  assert.equal(failed?.fields.kind, "server");
+  assert.equal(failed?.fields.status, 529);
+  assert.equal(failed?.fields.retryable, true);
+  assert.equal(failed?.fields.error, "overloaded");
+  assert.doesNotMatch(lines.join(""), /secret/);
+});
+
+Deno.test("ModelCatalog.resolve() logs a network provider's failure without the API key", async () => {
+  const lines: string[] = [];
+  const env = envOf({ OPENAI_API_KEY: "sk-very-secret-key" });
+  const catalog = new ModelCatalog({
+    providers: builtinProviders(env),
+    env,
+    logger: createLogger("debug", (line) => lines.push(line)),
+    fetch: () =>
+      Promise.resolve(
+        Response.json({ error: { message: "bad key sk-very-secret-key" } }, { status: 401 }),
+      ),
+  });
+  const { provider } = catalog.resolve("openai/gpt-5");
+  await collect(provider, "gpt-5");
+  const text = lines.join("");
+  assert.match(text, /warn: model request failed .*"kind":"auth","status":401/);
+  assert.doesNotMatch(text, /sk-very-secret-key/);
 });

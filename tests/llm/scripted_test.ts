@@ -375,3 +375,17 @@ Deno.test("ScriptedProvider.stream() waits delayMs before the first event", asyn
   assert.ok(performance.now() - started >= 25);
   assert.equal(finishOf(events).reason, "stop");
 });
+
+Deno.test("parseScript() names the file and the path of the bad field when given the file", () => {
+  assert.throws(
+    () => parseScript([{ text: "ok" }, { toolCalls: [{ name: "" }] }], "/work/demo.json"),
+    (error: unknown) => {
+      assert.ok(error instanceof TypeError);
+      assert.match(
+        error.message,
+        /^Cannot parse script "\/work\/demo\.json": 1\.toolCalls\.0\.name: /,
+      );
+      return true;
+    },
+  );
+});

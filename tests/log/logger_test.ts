@@ -104,3 +104,22 @@ Deno.test("nullLogger drops everything without throwing", () => {
     assert.equal(nullLogger[level]("message"), undefined);
   }
 });
+
+Deno.test("createLogger() never writes the values of credential fields, at any depth", () => {
+  const { lines, log } = capture("debug");
+  log.debug("request", {
+    url: "https://api.example.com/v1",
+    headers: { Authorization: "Bearer sk-1", "x-api-key": "sk-2", "content-type": "json" },
+    apiKey: "sk-3",
+    nested: [{ token: "sk-4", password: "pw", api_key: "sk-5" }],
+  });
+  const [line] = lines;
+  assert.ok(line);
+  assert.doesNotMatch(line, /sk-\d|"pw"/);
+  assert.deepEqual(JSON.parse(line.slice(line.indexOf("{"))), {
+    url: "https://api.example.com/v1",
+    headers: { Authorization: "[redacted]", "x-api-key": "[redacted]", "content-type": "json" },
+    apiKey: "[redacted]",
+    nested: [{ token: "[redacted]", password: "[redacted]", api_key: "[redacted]" }],
+  });
+});

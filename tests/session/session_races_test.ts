@@ -54,7 +54,7 @@ function serverWith(
   const script = options.script === undefined ? undefined : parseScript(options.script);
   const connection = connectAgentServer(serverSide, {
     config,
-    catalog: createCatalog(config, host, script),
+    catalog: createCatalog(config, host, { script }),
     host,
     logger,
     version: VERSION,
