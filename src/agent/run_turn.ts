@@ -156,7 +156,7 @@ export async function runTurn(options: TurnOptions): Promise<StopReason> {
 async function runStep(options: TurnOptions): Promise<StepResult> {
   const retry = options.retry ?? DEFAULT_RETRY;
   for (let attempt = 1;; attempt++) {
-    const result = await attemptStep(options);
+    const result = await attemptStep(options, attempt);
     if (result.reason !== "error") return result;
     const error = result.error;
     const label = `${options.provider.id}/${options.model}`;
@@ -178,7 +178,7 @@ async function runStep(options: TurnOptions): Promise<StepResult> {
 }
 
 /** One model request. Commits the step (history, committed-mode updates) when it succeeds. */
-async function attemptStep(options: TurnOptions): Promise<Attempt> {
+async function attemptStep(options: TurnOptions, attempt: number): Promise<Attempt> {
   const { signal, emit, stream, history } = options;
   const thoughtId = crypto.randomUUID();
   const messageId = crypto.randomUUID();
@@ -199,7 +199,7 @@ async function attemptStep(options: TurnOptions): Promise<Attempt> {
     })),
     ...(options.reasoningEffort === undefined ? {} : { reasoningEffort: options.reasoningEffort }),
     ...(options.maxOutputTokens === undefined ? {} : { maxOutputTokens: options.maxOutputTokens }),
-  }, { signal });
+  }, { signal, attempt });
   for await (const event of events) {
     switch (event.type) {
       case "reasoning-delta":

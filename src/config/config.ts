@@ -26,6 +26,8 @@ export interface Config {
   readonly script: string | undefined;
   /** Most model requests in one turn. @default {50} */
   readonly maxSteps: number;
+  /** Seconds a permission request waits for the client's answer before refusing. @default {300} */
+  readonly permissionTimeout: number;
   /** Largest inbound JSON-RPC message in bytes. @default {33554432} */
   readonly maxMessageBytes: number;
   /** Sessions per `session/list` page. @default {100} */
@@ -60,6 +62,7 @@ export const DEFAULT_CONFIG: Config = {
   logLevel: "warn",
   script: undefined,
   maxSteps: 50,
+  permissionTimeout: 300,
   maxMessageBytes: 32 * 1024 * 1024,
   sessionListPageSize: 100,
   providers: {},
@@ -163,6 +166,10 @@ const OPTIONS: ReadonlyArray<readonly [string, string]> = [
   ["--script <file>", 'Script file for the offline "scripted" model (env ACP_HARNESS_SCRIPT)'],
   ["--max-steps <n>", "Most model requests in one turn (env ACP_HARNESS_MAX_STEPS; default 50)"],
   [
+    "--permission-timeout <s>",
+    "Seconds to wait for a permission answer before refusing (env ACP_HARNESS_PERMISSION_TIMEOUT; default 300)",
+  ],
+  [
     "--max-message-bytes <n>",
     "Inbound message limit (env ACP_HARNESS_MAX_MESSAGE_BYTES; default 32 MiB)",
   ],
@@ -232,6 +239,7 @@ const VALUE_FLAGS = new Set([
   "--mode",
   "--script",
   "--max-steps",
+  "--permission-timeout",
   "--max-message-bytes",
   "--data-dir",
   "--config",
@@ -301,6 +309,7 @@ const ENV_VARS: ReadonlyArray<readonly [string, string]> = [
   ["ACP_HARNESS_STREAM", "--stream"],
   ["ACP_HARNESS_SCRIPT", "--script"],
   ["ACP_HARNESS_MAX_STEPS", "--max-steps"],
+  ["ACP_HARNESS_PERMISSION_TIMEOUT", "--permission-timeout"],
   ["ACP_HARNESS_MAX_MESSAGE_BYTES", "--max-message-bytes"],
   ["ACP_HARNESS_HOME", "--data-dir"],
   ["ACP_HARNESS_CONFIG", "--config"],
@@ -371,6 +380,7 @@ export function configFromFile(json: unknown, file: string): Partial<Config> {
         settings.stream = value;
         break;
       case "maxSteps":
+      case "permissionTimeout":
       case "maxMessageBytes":
       case "sessionListPageSize":
         if (!Number.isInteger(value) || (value as number) < 1) throw bad("a positive integer");
@@ -434,6 +444,8 @@ function settingFromString(flag: string, value: string): Partial<Config> {
       return { script: value };
     case "--max-steps":
       return { maxSteps: positiveInteger(flag, value) };
+    case "--permission-timeout":
+      return { permissionTimeout: positiveInteger(flag, value) };
     case "--max-message-bytes":
       return { maxMessageBytes: positiveInteger(flag, value) };
     case "--data-dir":

@@ -127,7 +127,9 @@ export function connectAgentServer(
         : hostWorkspace,
     ask: (question) =>
       connection
-        ? createPermissionAsker(connection.client, logger)(question)
+        ? createPermissionAsker(connection.client, logger, {
+          timeoutMs: options.config.permissionTimeout * 1000,
+        })(question)
         : Promise.resolve("cancelled"),
     ...(options.retry ? { retry: options.retry } : {}),
     store: options.store,

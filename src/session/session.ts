@@ -458,13 +458,12 @@ export class Session {
         authorize: (request) => this.#authorize(request, pinned),
         maxSteps: this.#options.maxSteps,
         ...(this.#options.retry ? { retry: this.#options.retry } : {}),
-        onRetry: (error, attempt, delayMs) =>
-          this.#options.logger.warn("model request failed; retrying", {
+        onRetry: (_error, attempt, delayMs) =>
+          this.#options.logger.info("retrying the model request", {
             sessionId: this.id,
             model: info.id,
-            attempt,
+            attempt: attempt + 1,
             delayMs,
-            error: error.message,
           }),
         stream: this.#options.stream,
         signal: controller.signal,

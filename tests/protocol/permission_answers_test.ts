@@ -88,3 +88,52 @@ Deno.test("a malformed permission answer never runs the tool, and the turn goes 
     await rm(server.dataDir, { recursive: true, force: true });
   }
 });
+
+Deno.test("no answer, or an answer to another id, is a refusal once the timeout passes", async () => {
+  const cwd = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-consent-")));
+  const script = [
+    { toolCalls: [{ id: "w1", name: "write_file", arguments: { path: "a.txt", content: "x" } }] },
+    { text: "one" },
+    { toolCalls: [{ id: "w2", name: "write_file", arguments: { path: "b.txt", content: "x" } }] },
+    { text: "two" },
+  ];
+  const server = startServer({
+    script,
+    config: { model: "scripted", mode: "ask", permissionTimeout: 1 },
+  });
+  try {
+    const { client } = server;
+    let round = 0;
+    client.handlers.set("session/request_permission", () => {
+      const asked = client.frames.filter((frame) => frame.method === "session/request_permission");
+      const id = asked.at(-1)?.id;
+      // Round 2 answers "allow" under the id written as a string: not an answer to this request.
+      if (round === 1) {
+        void client.sendRaw({
+          jsonrpc: "2.0",
+          id: String(id),
+          result: { outcome: { outcome: "selected", optionId: "allow_once" } },
+        });
+      }
+      return new Promise(() => {});
+    });
+    await client.initialize();
+    const sessionId = await client.newSession(cwd);
+    for (round = 0; round < 2; round++) {
+      assert.equal(await client.prompt(sessionId, `round ${round}`), "end_turn");
+    }
+    assert.equal(existsSync(join(cwd, "a.txt")), false);
+    assert.equal(existsSync(join(cwd, "b.txt")), false);
+    const failed = client.updates(sessionId).map(({ update }) => update)
+      .filter((update) => update.status === "failed");
+    assert.deepEqual(failed.map((update) => update.toolCallId), ["w1", "w2"]);
+    assert.equal(
+      server.logs.filter((line) => line.includes("permission request timed out")).length,
+      2,
+    );
+  } finally {
+    await server.disconnect();
+    await rm(cwd, { recursive: true, force: true });
+    await rm(server.dataDir, { recursive: true, force: true });
+  }
+});
