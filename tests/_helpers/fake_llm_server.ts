@@ -87,6 +87,8 @@ export interface FakeLlmServer extends AsyncDisposable {
    * @param timeoutMs Give up after (default 5000)
    */
   waitForCutOff(count?: number, timeoutMs?: number): Promise<void>;
+  /** Resolves once `count` requests have arrived. */
+  waitForRequests(count?: number, timeoutMs?: number): Promise<void>;
   /**
    * Resolves once `count` client connections have closed; rejects after `timeoutMs`.
    *
@@ -176,6 +178,7 @@ export async function startFakeLlmServer(): Promise<FakeLlmServer> {
       if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(", ") : value;
     }
     requests.push({ method: req.method ?? "", path: req.url ?? "", headers, body });
+    notify();
     const response = queue.shift() ??
       jsonResponse(500, { error: { message: "fake server: no response queued" } });
     if (response.type === "json") {
@@ -270,6 +273,13 @@ export async function startFakeLlmServer(): Promise<FakeLlmServer> {
         () => responsesCutOff >= count,
         timeoutMs,
         () => `fake server: ${responsesCutOff} of ${count} responses cut off`,
+      );
+    },
+    waitForRequests(count = 1, timeoutMs = 5000): Promise<void> {
+      return waitUntil(
+        () => requests.length >= count,
+        timeoutMs,
+        () => `fake server: ${requests.length} of ${count} requests arrived`,
       );
     },
     waitForConnectionsClosed(count = 1, timeoutMs = 5000): Promise<void> {

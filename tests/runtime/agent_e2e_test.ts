@@ -183,7 +183,7 @@ Deno.test("cancel mid-stream closes the provider connection and ends the prompt 
   const { agent, sessionId, server } = run;
   server.enqueue(openAiTurn({ text: ["one ", "two ", "three"], chunkDelayMs: 50, hold: true }));
   const prompt = agent.client.prompt(sessionId, "talk");
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await server.waitForRequests(1);
   await agent.client.notify("session/cancel", { sessionId });
   assert.equal(await prompt, "cancelled");
   await server.waitForCutOff(1, 5_000);
@@ -199,7 +199,7 @@ Deno.test("429 with Retry-After is retried, then the turn succeeds", async () =>
   );
   assert.equal(await agent.client.prompt(sessionId, "hi"), "end_turn");
   assert.equal(server.requests.length, 2);
-  assert.match(agent.stderr(), /retrying/);
+  assert.match(agent.stderr(), /model request failed .*"status":429/);
   await stop(run);
 });
 
