@@ -62,6 +62,15 @@ export interface HostProcess {
   kill(signal?: "SIGTERM" | "SIGKILL"): void;
 }
 
+/** Options for {@link Host.stopProcesses}. */
+export interface StopProcessesOptions {
+  /**
+   * Milliseconds between SIGTERM and SIGKILL.
+   * @default {2000}
+   */
+  readonly graceMs?: number;
+}
+
 /** Options for {@link Host.appendFile}. */
 export interface AppendFileOptions {
   /** Flush the data to disk (`fdatasync`) before resolving. */
@@ -105,6 +114,18 @@ export interface Host {
    * Rejects when it cannot be started (e.g. the command does not exist).
    */
   spawn(command: string, args: readonly string[], options: SpawnOptions): Promise<HostProcess>;
+  /**
+   * Makes sure the processes started from now on die with this process, even when it is killed
+   * with SIGKILL (a supervisor process; on Linux also a record in `dir` that a later call reaps),
+   * and kills what earlier, dead hosts recorded in `dir` left behind.
+   * Resolves with how many leftovers were killed.
+   */
+  superviseProcesses(dir: string): Promise<number>;
+  /**
+   * Ends every process started by {@link spawn} that is still running (SIGTERM, then SIGKILL after
+   * `graceMs`), resolves once they are gone, and refuses to start more.
+   */
+  stopProcesses(options?: StopProcessesOptions): Promise<void>;
   /** The user's home directory. */
   homeDir(): string;
   /** The process's working directory. */
