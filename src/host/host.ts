@@ -62,15 +62,6 @@ export interface HostProcess {
   kill(signal?: "SIGTERM" | "SIGKILL"): void;
 }
 
-/** Options for {@link Host.stopProcesses}. */
-export interface StopProcessesOptions {
-  /**
-   * Milliseconds between SIGTERM and SIGKILL.
-   * @default {2000}
-   */
-  readonly graceMs?: number;
-}
-
 /** Options for {@link Host.appendFile}. */
 export interface AppendFileOptions {
   /** Flush the data to disk (`fdatasync`) before resolving. */
@@ -123,9 +114,9 @@ export interface Host {
   superviseProcesses(dir: string): Promise<number>;
   /**
    * Ends every process started by {@link spawn} that is still running (SIGTERM, then SIGKILL after
-   * `graceMs`), resolves once they are gone, and refuses to start more.
+   * `graceMs`, default 2000), resolves once they are gone, and refuses to start more.
    */
-  stopProcesses(options?: StopProcessesOptions): Promise<void>;
+  stopProcesses(options?: { readonly graceMs?: number }): Promise<void>;
   /** The user's home directory. */
   homeDir(): string;
   /** The process's working directory. */

@@ -22,7 +22,6 @@ import type {
   HostOptions,
   HostProcess,
   SpawnOptions,
-  StopProcessesOptions,
   SyncOptions,
 } from "./host.ts";
 
@@ -258,12 +257,13 @@ export class NodeHost implements Host {
    * Ends every process this host started that is still running, and refuses to start more: each
    * process group gets SIGTERM, then SIGKILL after `graceMs`; on Linux, processes that left their
    * group but still carry this host's marker are killed the same way. Then the supervisor exits
-   * and the record is removed. Resolves once all are confirmed gone, at most about
-   * `graceMs` + 3 s (+ 5 s for a supervisor that hangs). Concurrent calls share one operation.
+   * and the record is removed. Resolves once all are confirmed gone; bounded even when SIGKILL
+   * cannot end a process at once (about `graceMs` + 5 s, + 5 s for a supervisor that hangs).
+   * Concurrent calls share one operation.
    *
-   * @param options The grace period
+   * @param options `graceMs`: milliseconds between SIGTERM and SIGKILL (default 2000)
    */
-  stopProcesses(options: StopProcessesOptions = {}): Promise<void> {
+  stopProcesses(options: { readonly graceMs?: number } = {}): Promise<void> {
     this.#stopping ??= this.#stopAll(options.graceMs ?? KILL_GRACE_MS);
     return this.#stopping;
   }

@@ -5,9 +5,9 @@
  * never touch an unrelated process.
  *
  * Every spawned process carries `ACP_HARNESS_OWNER_<token>=1` in its environment, with a random
- * token of the host that started it; children inherit it (and a nested server adds its own). On Linux a process is recognised as ours by that
- * token in `/proc/<pid>/environ`, and a process group by its leader's start time in
- * `/proc/<pid>/stat`.
+ * token of the host that started it; children inherit it (and a nested server adds its own). On
+ * Linux a process is recognised as ours by that variable in `/proc/<pid>/environ`, and a process
+ * group by its leader's start time in `/proc/<pid>/stat`.
  *
  * @module
  */
@@ -27,7 +27,7 @@ import type { Writable } from "node:stream";
 /** The prefix of the environment variable that marks what one host started, directly or not. */
 export const OWNER_PREFIX = "ACP_HARNESS_OWNER_";
 
-/** How long the supervisor and the reaper give SIGTERM before SIGKILL. */
+/** How long the supervisor gives SIGTERM before SIGKILL. */
 const SUPERVISOR_GRACE_S = 1;
 /** How long the reaper waits for killed processes to be gone before it gives up on them. */
 const REAP_CONFIRM_MS = 2_000;
@@ -277,6 +277,8 @@ export class ProcessRecord {
   #written = false;
 
   /**
+   * Names the record (nothing is written before the first group).
+   *
    * @param dir The directory of records
    * @param token The host's token (the file's name)
    */
