@@ -202,9 +202,12 @@ for (const runtime of RUNTIMES) {
       await runUntilMarked(first, f);
       const [supervisor] = await supervisors(f.dataDir);
       assert.ok(supervisor !== undefined, "a supervisor runs");
-      process.kill(supervisor, "SIGKILL");
+      // Stopped first, so it cannot act on the server's end; then both are killed.
+      process.kill(-supervisor, "SIGSTOP");
       first.child.kill("SIGKILL");
       await first.exited;
+      process.kill(-supervisor, "SIGKILL");
+      process.kill(-supervisor, "SIGCONT");
       assert.ok(await eventually(async () => (await supervisors(f.dataDir)).length === 0));
       const left = await marked(f.mark);
       assert.equal(left.length, 1, "the command survived both");
