@@ -42,6 +42,11 @@ export interface CliPlatform {
 
 /** How long shutdown waits for turns to settle before giving up on them. */
 export const SHUTDOWN_GRACE_MS = 1500;
+/**
+ * How long the commands still running at shutdown get between SIGTERM and SIGKILL (shorter than
+ * {@link SHUTDOWN_GRACE_MS}, so that a turn waiting for a command still settles).
+ */
+export const SHUTDOWN_KILL_GRACE_MS = 1000;
 
 /** How long `acp-harness models` and the start-up query wait for a provider's model list. */
 const DISCOVERY_TIMEOUT_MS = 3000;
@@ -126,11 +131,16 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     onInvalid: (reason) => logger.warn("bad input", { reason }),
     onInputEnd: () => drainOnInputEnd(),
   });
-  const store = new JsonlSessionStore({
-    host: platform.host,
-    dataDir: dataDirectory(config, platform.host),
-    logger,
-  });
+  const dataDir = dataDirectory(config, platform.host);
+  const store = new JsonlSessionStore({ host: platform.host, dataDir, logger });
+  // Commands die with this process, even by SIGKILL; reap what a killed predecessor left.
+  void platform.host.superviseProcesses(`${dataDir}/processes`).then(
+    (count) => {
+      if (count > 0) logger.info("killed processes left by a server that died", { count });
+    },
+    (error) =>
+      logger.warn("cannot reap processes left by earlier servers", { error: String(error) }),
+  );
   const connection = connectAgentServer(stream, {
     config,
     catalog,
@@ -152,6 +162,10 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   // Turns get a grace period to settle once the connection is going away; a turn that ignores
   // cancellation must not keep the process alive.
   const grace = new AbortController();
+  // Every process group started is gone before the process exits (SIGTERM, SIGKILL 1 s later).
+  const processesStopped = connection.disconnected.then(() =>
+    platform.host.stopProcesses({ graceMs: SHUTDOWN_KILL_GRACE_MS })
+  );
   try {
     const settled = await Promise.race([
       connection.closed.then(() => true),
@@ -159,6 +173,7 @@ export async function runCli(platform: CliPlatform): Promise<number> {
         .then(() => false),
     ]);
     if (!settled) logger.warn("turns did not settle in time; exiting anyway");
+    await processesStopped;
     await Promise.race([stream.drained(), abortableDelay(SHUTDOWN_GRACE_MS, grace.signal)]);
   } finally {
     stopListening();

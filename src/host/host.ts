@@ -105,6 +105,18 @@ export interface Host {
    * Rejects when it cannot be started (e.g. the command does not exist).
    */
   spawn(command: string, args: readonly string[], options: SpawnOptions): Promise<HostProcess>;
+  /**
+   * Makes sure the processes started from now on die with this process, even when it is killed
+   * with SIGKILL (a supervisor process; on Linux also a record in `dir` that a later call reaps),
+   * and kills what earlier, dead hosts recorded in `dir` left behind.
+   * Resolves with how many leftovers were killed.
+   */
+  superviseProcesses(dir: string): Promise<number>;
+  /**
+   * Ends every process started by {@link spawn} that is still running (SIGTERM, then SIGKILL after
+   * `graceMs`, default 2000), resolves once they are gone, and refuses to start more.
+   */
+  stopProcesses(options?: { readonly graceMs?: number }): Promise<void>;
   /** The user's home directory. */
   homeDir(): string;
   /** The process's working directory. */

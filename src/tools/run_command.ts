@@ -63,7 +63,8 @@ interface RunCommandInput {
  * The result starts with how the command ended (exit code, signal, or timeout) followed by the
  * combined stdout and stderr, of which the last 30000 bytes are kept. A non-zero exit, a signal
  * or a timeout makes the result an error. On timeout or cancellation the command's whole process
- * group is killed.
+ * group is killed, and so is whatever the command left running in it (background jobs) when it
+ * ends.
  *
  * @example Calling the tool
  * ```ts ignore
@@ -79,7 +80,7 @@ export const runCommandTool: Tool = {
     `Only the last ${RUN_COMMAND_OUTPUT_LIMIT} bytes of output are returned; redirect long output to a file and search it if you need all of it.`,
     `The command is killed, with its child processes, after timeout_ms (default ${RUN_COMMAND_DEFAULT_TIMEOUT_MS} ms).`,
     "stdin is closed, so interactive commands get end-of-file: pass flags such as --yes instead.",
-    "Background processes (&) that keep stdout or stderr open keep the command running; redirect their output (cmd > log 2>&1 &).",
+    "Background processes (&) are killed when the command ends, so a command cannot leave a server or watcher running: start it and use it in the same command.",
     "Prefer read_file, edit_file, find_files and search_text over cat, sed, find and grep.",
   ].join(" "),
   inputSchema: schema,

@@ -184,12 +184,9 @@ Deno.test("NodeHost.spawn() abort still settles when a process that left the gro
       if (pgrp === escaped) break;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    const started = Date.now();
     controller.abort();
     const [exit] = await Promise.all([child.exited, rest, child.stderr.cancel()]);
-    const elapsed = Date.now() - started;
     assert.equal(exit.code, null);
-    assert.ok(elapsed >= 2_900 && elapsed < 6_000, `settled after ${elapsed} ms`);
   } finally {
     process.kill(escaped, "SIGKILL");
   }

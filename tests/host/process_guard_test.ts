@@ -1,0 +1,140 @@
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { isAlive, waitGone } from "./_processes.ts";
+import { NodeHost } from "../../src/host/node_host.ts";
+import { bootId, ownerVariable, procStat, reapRecords } from "../../src/host/process_guard.ts";
+
+/** Starts `sleep 300` in its own process group with `env` added; returns its pid. */
+function detachedSleep(env: Record<string, string> = {}): number {
+  const child = spawn("sleep", ["300"], {
+    detached: true,
+    stdio: "ignore",
+    env: { ...process.env, ...env },
+  });
+  child.unref();
+  return child.pid as number;
+}
+
+function killAll(pids: readonly number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // Gone.
+    }
+  }
+}
+
+Deno.test("NodeHost.spawn() kills a background job left in the group when the command exits", async () => {
+  const host = new NodeHost();
+  const child = await host.spawn("/bin/sh", ["-c", "sleep 300 >/dev/null 2>&1 & echo $!"], {
+    cwd: "/",
+  });
+  const [stdout] = await Promise.all([new Response(child.stdout).text(), child.stderr.cancel()]);
+  const job = Number(stdout.trim());
+  try {
+    assert.deepEqual(await child.exited, { code: 0, signal: null });
+    assert.equal(await isAlive(job), false, "gone by the time exited settles");
+  } finally {
+    killAll([job]);
+  }
+});
+
+Deno.test("NodeHost.stopProcesses() ends every group and marked process, escalating to SIGKILL, then refuses to spawn", async () => {
+  const host = new NodeHost();
+  const stubborn = await host.spawn("/bin/sh", ["-c", "trap '' TERM; sleep 300 & echo $!; wait"], {
+    cwd: "/",
+  });
+  const polite = await host.spawn("/bin/sh", ["-c", "sleep 300 & echo $!; wait"], { cwd: "/" });
+  // Left its group (and the command ended): only the marker in its environment finds it.
+  const escaper = await host.spawn(
+    "/bin/sh",
+    [
+      "-c",
+      // Ends only once the job has its own group (before, the end of the command would kill it).
+      `setsid sleep 300 >/dev/null 2>&1 & p=$!
+      while [ "$(cut -d' ' -f5 /proc/$p/stat)" != "$p" ]; do sleep 0.01; done; echo $p`,
+    ],
+    { cwd: "/" },
+  );
+  const [escaperOut] = await Promise.all([
+    new Response(escaper.stdout).text(),
+    escaper.stderr.cancel(),
+    escaper.exited,
+  ]);
+  const escaped = Number(escaperOut.trim());
+  const pids: number[] = [stubborn.pid, polite.pid, escaped];
+  try {
+    assert.equal(await isAlive(escaped), true);
+    const outputs = [stubborn, polite].map((child) => {
+      void child.stderr.cancel();
+      return new Response(child.stdout).text();
+    });
+    // The jobs' pids are printed at once; the output ends when the groups are gone.
+    const stop = host.stopProcesses({ graceMs: 100 });
+    const [stubbornExit, politeExit] = await Promise.all([stubborn.exited, polite.exited, stop]);
+    assert.deepEqual(stubbornExit, { code: null, signal: "SIGKILL" });
+    assert.deepEqual(politeExit, { code: null, signal: "SIGTERM" });
+    for (const text of await Promise.all(outputs)) pids.push(Number(text.trim()));
+    assert.deepEqual(await waitGone(pids, 0), []);
+    await assert.rejects(
+      host.spawn("/bin/sh", ["-c", "true"], { cwd: "/" }),
+      /Cannot start "\/bin\/sh": the host is shutting down/,
+    );
+  } finally {
+    await host.stopProcesses({ graceMs: 0 });
+    killAll(pids);
+  }
+});
+
+Deno.test("reapRecords() kills only what a dead host verifiably left", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "acp-harness-records-"));
+  const dead = "a".repeat(32);
+  const live = "b".repeat(32);
+  const old = "c".repeat(32);
+  const pids: number[] = [];
+  try {
+    const boot = bootId() as string;
+    const self = procStat(process.pid);
+    assert.ok(self !== undefined && boot !== undefined, "needs Linux /proc");
+    const start = (pid: number): string => procStat(pid)?.startTime as string;
+
+    const group = detachedSleep(); // recorded with its start time: killed
+    const marked = detachedSleep({ [ownerVariable(dead)]: "1" }); // not recorded, marked: killed
+    const reused = detachedSleep(); // recorded with another start time (a reused pid): spared
+    const ofLive = detachedSleep({ [ownerVariable(live)]: "1" }); // its host runs: spared
+    const beforeBoot = detachedSleep({ [ownerVariable(old)]: "1" }); // earlier boot: spared
+    pids.push(group, marked, reused, ofLive, beforeBoot);
+    const record = (owner: object, lines: string[]): string =>
+      `${JSON.stringify(owner)}\n${lines.map((line) => `${line}\n`).join("")}`;
+    await writeFile(
+      join(dir, `${dead}.procs`),
+      record({ pid: 999_999_999, start: "1", boot }, [
+        `${group} ${start(group)}`,
+        `${reused} 1`,
+      ]),
+    );
+    await writeFile(
+      join(dir, `${live}.procs`),
+      record({ pid: process.pid, start: self.startTime, boot }, [`${ofLive} ${start(ofLive)}`]),
+    );
+    await writeFile(
+      join(dir, `${old}.procs`),
+      record({ pid: 999_999_999, start: "1", boot: "another boot" }, [
+        `${beforeBoot} ${start(beforeBoot)}`,
+      ]),
+    );
+
+    assert.equal(await reapRecords(dir, "d".repeat(32)), 2);
+    assert.deepEqual(await waitGone([group, marked]), []);
+    for (const pid of [reused, ofLive, beforeBoot]) assert.equal(await isAlive(pid), true);
+    assert.deepEqual(await readdir(dir), [`${live}.procs`]);
+  } finally {
+    killAll(pids);
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,229 @@
+/**
+ * No command outlives the server: real servers on Deno, Node.js and Bun run commands through the
+ * scripted model, end in every way a user can end them (stdin EOF, SIGTERM, session/close,
+ * session/delete, SIGKILL), and the commands' processes, found by a marker in their environment,
+ * must be gone.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
+import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
+
+const MARK = "ACP_HARNESS_TEST_MARK";
+
+/** A temporary workspace and data directory, a unique marker, and the cleanup of both. */
+interface Fixture {
+  readonly cwd: string;
+  readonly dataDir: string;
+  readonly base: string;
+  readonly mark: string;
+  /** A shell prefix that marks every process the command starts. */
+  readonly exportMark: string;
+}
+
+async function fixture(): Promise<Fixture> {
+  const base = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-procs-")));
+  const cwd = join(base, "ws");
+  await mkdir(cwd);
+  const mark = crypto.randomUUID();
+  return { cwd, dataDir: join(base, "data"), base, mark, exportMark: `export ${MARK}=${mark}; ` };
+}
+
+/** The live (non-zombie) processes whose environment carries the marker. */
+async function marked(mark: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = await readFile(`/proc/${entry}/stat`, "utf8");
+      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
+      const environ = await readFile(`/proc/${entry}/environ`, "latin1");
+      if (environ.split("\0").includes(`${MARK}=${mark}`)) found.push(Number(entry));
+    } catch {
+      // Gone meanwhile, or not ours.
+    }
+  }
+  return found;
+}
+
+/** Polls until `check` holds (small delay between polls), at most `ms`; returns whether it did. */
+async function eventually(check: () => Promise<boolean>, ms = 10_000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** Kills whatever carries the marker (so a failing test leaves nothing behind) and the files. */
+async function cleanUp(f: Fixture, agents: readonly StdioAgent[]): Promise<void> {
+  for (const agent of agents) {
+    if (agent.child.exitCode === null && agent.child.signalCode === null) {
+      agent.child.kill("SIGKILL");
+      await agent.exited;
+    }
+  }
+  for (const pid of await marked(f.mark)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // Gone.
+    }
+  }
+  // A supervisor left by a test that failed before its server was killed.
+  for (const pid of await supervisors(f.dataDir)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // Gone.
+    }
+  }
+  await rm(f.base, { recursive: true, force: true });
+}
+
+/** Supervisor processes whose record file is in `dataDir`. */
+async function supervisors(dataDir: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8");
+      if (cmdline.includes("acp-harness-supervisor") && cmdline.includes(dataDir)) {
+        found.push(Number(entry));
+      }
+    } catch {
+      // Gone.
+    }
+  }
+  return found;
+}
+
+/** Starts a server whose scripted model runs `command`, then answers "done". */
+async function server(runtime: Runtime, f: Fixture, command?: string): Promise<StdioAgent> {
+  const script = join(f.base, `script-${crypto.randomUUID()}.json`);
+  const steps = command === undefined
+    ? [{ text: "idle" }]
+    : [{ toolCalls: [{ name: "run_command", arguments: { command } }] }, { text: "done" }];
+  await writeFile(script, JSON.stringify(steps));
+  const agent = spawnAgent(runtime.command, [
+    ...runtime.args,
+    ...["--model", "scripted", "--script", script, "--mode", "auto", "--data-dir", f.dataDir],
+  ], { cwd: f.cwd, env: { ...Deno.env.toObject() } });
+  await agent.client.initialize();
+  return agent;
+}
+
+/** Starts `command` in a new session and waits until a marked process runs. */
+async function runUntilMarked(agent: StdioAgent, f: Fixture): Promise<string> {
+  const sessionId = await agent.client.newSession(f.cwd);
+  void agent.client.prompt(sessionId, "go").catch(() => {});
+  assert.ok(await eventually(async () => (await marked(f.mark)).length > 0), "the command runs");
+  return sessionId;
+}
+
+for (const runtime of RUNTIMES) {
+  const name = runtime.name;
+
+  for (const how of ["stdin close", "SIGTERM"] as const) {
+    Deno.test(`${name}: ${how} kills a command that ignores SIGTERM before the server exits`, async () => {
+      const f = await fixture();
+      const agents: StdioAgent[] = [];
+      try {
+        const agent = await server(runtime, f, `${f.exportMark}trap "" TERM; sleep 300`);
+        agents.push(agent);
+        await runUntilMarked(agent, f);
+        if (how === "stdin close") agent.end();
+        // Deno.kill: Deno's node:child_process reports a child it signalled as killed by it.
+        else Deno.kill(agent.child.pid as number, "SIGTERM");
+        const exit = await agent.exited;
+        assert.equal(exit.code, 0, `${JSON.stringify(exit)}\n${agent.stderr()}`);
+        assert.deepEqual(await marked(f.mark), [], "nothing of the command runs on");
+      } finally {
+        await cleanUp(f, agents);
+      }
+    });
+  }
+
+  for (const how of ["session/close", "session/delete", "stdin close"] as const) {
+    Deno.test(`${name}: a background job of a finished command is gone after ${how}`, async () => {
+      const f = await fixture();
+      const agents: StdioAgent[] = [];
+      try {
+        const agent = await server(runtime, f, `${f.exportMark}sleep 300 >/dev/null 2>&1 &`);
+        agents.push(agent);
+        const sessionId = await agent.client.newSession(f.cwd);
+        assert.equal(await agent.client.prompt(sessionId, "go"), "end_turn");
+        if (how === "stdin close") {
+          agent.end();
+          assert.equal((await agent.exited).code, 0);
+        } else {
+          assert.deepEqual(await agent.client.request(how, { sessionId }), {});
+        }
+        assert.deepEqual(await marked(f.mark), [], "the background job is gone");
+      } finally {
+        await cleanUp(f, agents);
+      }
+    });
+  }
+
+  Deno.test(`${name}: SIGKILL of the server mid-command kills the command (supervisor)`, async () => {
+    const f = await fixture();
+    const agents: StdioAgent[] = [];
+    try {
+      const agent = await server(runtime, f, `${f.exportMark}sleep 300 & sleep 300`);
+      agents.push(agent);
+      await runUntilMarked(agent, f);
+      assert.ok(await eventually(async () => (await marked(f.mark)).length === 2));
+      agent.child.kill("SIGKILL");
+      await agent.exited;
+      assert.ok(
+        await eventually(async () => (await marked(f.mark)).length === 0),
+        "the supervisor killed the command's processes",
+      );
+      assert.ok(await eventually(async () => (await supervisors(f.dataDir)).length === 0));
+      assert.deepEqual(await readdir(join(f.dataDir, "processes")), [], "record removed");
+    } finally {
+      await cleanUp(f, agents);
+    }
+  });
+
+  Deno.test(`${name}: the next start reaps a command left by a server and supervisor both SIGKILLed`, async () => {
+    const f = await fixture();
+    const agents: StdioAgent[] = [];
+    try {
+      const first = await server(runtime, f, `${f.exportMark}sleep 300`);
+      agents.push(first);
+      await runUntilMarked(first, f);
+      const [supervisor] = await supervisors(f.dataDir);
+      assert.ok(supervisor !== undefined, "a supervisor runs");
+      // Stopped first, so it cannot act on the server's end; then both are killed.
+      process.kill(-supervisor, "SIGSTOP");
+      first.child.kill("SIGKILL");
+      await first.exited;
+      process.kill(-supervisor, "SIGKILL");
+      assert.ok(await eventually(async () => (await supervisors(f.dataDir)).length === 0));
+      const left = await marked(f.mark);
+      assert.equal(left.length, 1, "the command survived both");
+
+      const second = await server(runtime, f);
+      agents.push(second);
+      assert.ok(
+        await eventually(async () => (await marked(f.mark)).length === 0),
+        "the second server reaped it",
+      );
+      assert.ok(
+        await eventually(async () => (await readdir(join(f.dataDir, "processes"))).length === 0),
+      );
+      second.end();
+      assert.equal((await second.exited).code, 0);
+    } finally {
+      await cleanUp(f, agents);
+    }
+  });
+}
