@@ -192,38 +192,4 @@ for (const runtime of RUNTIMES) {
       await cleanUp(f, agents);
     }
   });
-
-  Deno.test(`${name}: the next start reaps a command left by a server and supervisor both SIGKILLed`, async () => {
-    const f = await fixture();
-    const agents: StdioAgent[] = [];
-    try {
-      const first = await server(runtime, f, `${f.exportMark}sleep 300`);
-      agents.push(first);
-      await runUntilMarked(first, f);
-      const [supervisor] = await supervisors(f.dataDir);
-      assert.ok(supervisor !== undefined, "a supervisor runs");
-      // Stopped first, so it cannot act on the server's end; then both are killed.
-      process.kill(-supervisor, "SIGSTOP");
-      first.child.kill("SIGKILL");
-      await first.exited;
-      process.kill(-supervisor, "SIGKILL");
-      assert.ok(await eventually(async () => (await supervisors(f.dataDir)).length === 0));
-      const left = await marked(f.mark);
-      assert.equal(left.length, 1, "the command survived both");
-
-      const second = await server(runtime, f);
-      agents.push(second);
-      assert.ok(
-        await eventually(async () => (await marked(f.mark)).length === 0),
-        "the second server reaped it",
-      );
-      assert.ok(
-        await eventually(async () => (await readdir(join(f.dataDir, "processes"))).length === 0),
-      );
-      second.end();
-      assert.equal((await second.exited).code, 0);
-    } finally {
-      await cleanUp(f, agents);
-    }
-  });
 }
