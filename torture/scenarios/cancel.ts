@@ -82,7 +82,9 @@ export const cancelRaces: Scenario = {
           `race ${n}: a cancel right behind the prompt gave ${stopReason}`,
         );
       }
-      sessions.push({ sessionId, cwd, answered: [text] });
+      // The prompt counts as acknowledged once it ended normally or showed any of its turn.
+      const shown = server.updates(sessionId, before).length > 0;
+      sessions.push({ sessionId, cwd, answered: stopReason === "end_turn" || shown ? [text] : [] });
       // Nothing of the turn after its answer: give stragglers a moment by asking something else.
       await server.call("session/list", { cwd }, 10_000);
       const at = server.responseIndex(prompt.id);
