@@ -1,0 +1,4 @@
+import { kill } from "../../torture/scenarios/kill.ts";
+import { tortureTest } from "./_torture.ts";
+
+tortureTest(kill);

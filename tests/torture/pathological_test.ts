@@ -1,0 +1,4 @@
+import { pathological } from "../../torture/scenarios/pathological.ts";
+import { tortureTest } from "./_torture.ts";
+
+tortureTest(pathological);

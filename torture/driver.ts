@@ -1,0 +1,472 @@
+/**
+ * The torture suite's driver: real server processes on a runtime, spoken to in raw NDJSON (so a
+ * scenario can send malformed frames and several messages in one write), and the process hunt
+ * that finds whatever a server left behind.
+ *
+ * @module
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+
+/** The repository root. */
+export const ROOT: string = fileURLToPath(new URL("../", import.meta.url));
+
+/** A JSON-RPC frame as parsed from one line. */
+export type Frame = Record<string, unknown>;
+
+/** The name of a runtime the server runs on. */
+export type RuntimeName = "deno" | "node" | "bun";
+
+/** A runtime and the command line that starts the server on it. */
+export interface RuntimeSpec {
+  readonly name: RuntimeName;
+  readonly command: string;
+  readonly args: readonly string[];
+}
+
+const bin = (name: string): string => `${ROOT}node_modules/.bin/${name}`;
+
+/** Deno and Bun run the source; Node.js runs the bundle (`deno task build`). */
+export const RUNTIME_SPECS: readonly RuntimeSpec[] = [
+  { name: "deno", command: bin("deno"), args: ["run", "-A", `${ROOT}mod.ts`] },
+  { name: "node", command: "node", args: [`${ROOT}dist/cli.js`] },
+  { name: "bun", command: bin("bun"), args: [`${ROOT}mod.ts`] },
+];
+
+/** The environment variable that marks every process a scenario's servers start. */
+export const MARKER_VARIABLE = "ACP_TORTURE_MARKER";
+
+/** Options for {@link Server.start}. */
+export interface ServerOptions {
+  readonly dataDir: string;
+  /** The server's working directory. */
+  readonly cwd: string;
+  /** Carried in the environment of the server and of everything it starts. */
+  readonly marker: string;
+  readonly args?: readonly string[];
+  readonly env?: Record<string, string>;
+}
+
+/** Answers an agent-to-client request: a value becomes `result`, a string is written raw. */
+export type RequestAnswerer = (
+  frame: Frame,
+  server: Server,
+) => { readonly result: unknown } | { readonly raw: string } | undefined;
+
+/** Resolves after `ms` milliseconds. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The well-formed answer that allows once. */
+export const ALLOW_ONCE = { outcome: { outcome: "selected", optionId: "allow_once" } };
+
+/** A real server process with a raw NDJSON client on its stdio. */
+export class Server {
+  /** Every frame received, in order. */
+  readonly frames: Frame[] = [];
+  /** Every stdout line, in order (raw). */
+  readonly lines: string[] = [];
+  /** Lines on stdout that are not JSON (stdout must carry frames only). */
+  readonly impure: string[] = [];
+  readonly child: ChildProcess;
+  readonly exited: Promise<{ code: number | null; signal: string | null }>;
+  readonly marker: string;
+  readonly runtime: RuntimeName;
+  /** Set when the scenario killed or signalled it on purpose. */
+  expectedSignal: string | undefined;
+  /** How agent-to-client requests are answered; by default permission is allowed once. */
+  answer: RequestAnswerer = (frame) =>
+    frame.method === "session/request_permission" ? { result: ALLOW_ONCE } : undefined;
+  exit: { code: number | null; signal: string | null } | undefined;
+  #stderr = "";
+  #buffer = "";
+  // Far from the ids malformed frames use, so that their answers are never taken for ours.
+  #nextId = 10_000_000;
+  readonly #waiters = new Set<() => void>();
+
+  private constructor(runtime: RuntimeSpec, options: ServerOptions) {
+    this.marker = options.marker;
+    this.runtime = runtime.name;
+    this.child = spawn(
+      runtime.command,
+      [...runtime.args, "--data-dir", options.dataDir, ...(options.args ?? [])],
+      {
+        cwd: options.cwd,
+        stdio: ["pipe", "pipe", "pipe"],
+        env: {
+          ...process.env,
+          NO_COLOR: "1",
+          [MARKER_VARIABLE]: options.marker,
+          ...options.env,
+        },
+      },
+    );
+    this.child.stderr?.setEncoding("utf8");
+    this.child.stderr?.on("data", (text: string) => {
+      if (this.#stderr.length < 200_000) this.#stderr += text;
+    });
+    this.child.stdout?.setEncoding("utf8");
+    this.child.stdout?.on("data", (text: string) => this.#onData(text));
+    this.child.stdin?.on("error", () => {});
+    this.exited = new Promise((resolve) =>
+      this.child.on("exit", (code, signal) => {
+        this.exit = { code, signal };
+        this.#wake();
+        resolve({ code, signal });
+      })
+    );
+  }
+
+  /** Spawns a server on `runtime`. */
+  static start(runtime: RuntimeSpec, options: ServerOptions): Server {
+    return new Server(runtime, options);
+  }
+
+  /** The process id. */
+  get pid(): number {
+    return this.child.pid ?? -1;
+  }
+
+  /** What the server wrote to stderr (the first 200 KB). */
+  get stderr(): string {
+    return this.#stderr;
+  }
+
+  #onData(text: string): void {
+    this.#buffer += text;
+    let newline: number;
+    while ((newline = this.#buffer.indexOf("\n")) !== -1) {
+      const line = this.#buffer.slice(0, newline);
+      this.#buffer = this.#buffer.slice(newline + 1);
+      if (line.trim() === "") continue;
+      this.lines.push(line);
+      let frame: Frame;
+      try {
+        frame = JSON.parse(line);
+      } catch {
+        this.impure.push(line.slice(0, 300));
+        continue;
+      }
+      if (frame === null || typeof frame !== "object" || Array.isArray(frame)) {
+        this.impure.push(line.slice(0, 300));
+        continue;
+      }
+      this.frames.push(frame);
+      if (typeof frame.method === "string" && frame.id !== undefined) this.#onRequest(frame);
+    }
+    this.#wake();
+  }
+
+  #onRequest(frame: Frame): void {
+    const answer = this.answer(frame, this);
+    if (answer === undefined) {
+      void this.write({
+        jsonrpc: "2.0",
+        id: frame.id,
+        error: { code: -32601, message: `Method not found: ${String(frame.method)}` },
+      });
+    } else if ("raw" in answer) void this.writeRaw(answer.raw);
+    else void this.write({ jsonrpc: "2.0", id: frame.id, result: answer.result });
+  }
+
+  #wake(): void {
+    for (const wake of [...this.#waiters]) wake();
+  }
+
+  /** Writes text to stdin as is (one write). */
+  writeRaw(text: string): Promise<void> {
+    return new Promise((resolve) => {
+      const stdin = this.child.stdin;
+      if (!stdin || stdin.destroyed || stdin.writableEnded) return resolve();
+      stdin.write(text, () => resolve());
+    });
+  }
+
+  /** Writes messages as NDJSON, all of them in ONE write. */
+  write(...messages: unknown[]): Promise<void> {
+    return this.writeRaw(messages.map((message) => JSON.stringify(message) + "\n").join(""));
+  }
+
+  /** A request frame with a fresh id (not sent). */
+  request(method: string, params?: unknown): { id: number; frame: Frame } {
+    const id = this.#nextId++;
+    return {
+      id,
+      frame: { jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) },
+    };
+  }
+
+  /** A notification frame (not sent). */
+  notification(method: string, params?: unknown): Frame {
+    return { jsonrpc: "2.0", method, params };
+  }
+
+  /** Sends a request alone and resolves with its response frame (undefined on timeout or exit). */
+  async call(method: string, params?: unknown, timeoutMs = 30_000): Promise<Frame | undefined> {
+    const { id, frame } = this.request(method, params);
+    await this.write(frame);
+    return this.response(id, timeoutMs);
+  }
+
+  /** Sends a request; resolves with its result, throwing on an error, a timeout or an exit. */
+  async result<T = Record<string, unknown>>(
+    method: string,
+    params?: unknown,
+    timeoutMs = 30_000,
+  ): Promise<T> {
+    const frame = await this.call(method, params, timeoutMs);
+    if (frame === undefined) {
+      throw new Error(`Cannot ${method}: no answer within ${timeoutMs} ms${this.#tail()}`);
+    }
+    if ("error" in frame) {
+      throw new Error(`Cannot ${method}: ${JSON.stringify(frame.error)}`);
+    }
+    return frame.result as T;
+  }
+
+  #tail(): string {
+    const exit = this.exit ? ` (exited ${JSON.stringify(this.exit)})` : "";
+    return `${exit}\n${this.#stderr.slice(-600)}`;
+  }
+
+  /** The index in {@link frames} of the response to `id`, or -1. */
+  responseIndex(id: number | string): number {
+    return this.frames.findIndex((frame) =>
+      frame.id === id && frame.method === undefined && ("result" in frame || "error" in frame)
+    );
+  }
+
+  /** Waits for the response to `id`; undefined on timeout or exit. */
+  async response(id: number | string, timeoutMs = 30_000): Promise<Frame | undefined> {
+    const ok = await this.waitFor(() => this.responseIndex(id) !== -1, timeoutMs);
+    return ok ? this.frames[this.responseIndex(id)] : undefined;
+  }
+
+  /** Resolves true once `predicate` holds, false on timeout or when the process exits first. */
+  waitFor(predicate: () => boolean, timeoutMs = 30_000): Promise<boolean> {
+    if (predicate()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (value: boolean): void => {
+        clearTimeout(timer);
+        this.#waiters.delete(check);
+        resolve(value);
+      };
+      const timer = setTimeout(() => done(false), timeoutMs);
+      const check = (): void => {
+        if (predicate()) done(true);
+        else if (this.exit) done(false);
+      };
+      this.#waiters.add(check);
+    });
+  }
+
+  /** The `session/update` params received for a session, from frame index `from` on. */
+  updates(sessionId: string, from = 0): Array<Record<string, unknown>> {
+    return this.frames.slice(from)
+      .filter((frame) =>
+        frame.method === "session/update" &&
+        (frame.params as { sessionId?: string }).sessionId === sessionId
+      )
+      .map((frame) => (frame.params as { update: Record<string, unknown> }).update);
+  }
+
+  /** Whether the server still answers a request (an unknown method) within `timeoutMs`. */
+  async answers(timeoutMs = 10_000): Promise<boolean> {
+    if (this.exit) return false;
+    const frame = await this.call("torture/ping", {}, timeoutMs);
+    return frame !== undefined;
+  }
+
+  /** initialize with protocol version 1. */
+  initialize(capabilities: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+    return this.result("initialize", {
+      protocolVersion: 1,
+      clientCapabilities: capabilities,
+      clientInfo: { name: "acp-harness-torture", version: "0" },
+    });
+  }
+
+  /** Opens a session; returns its id. */
+  async newSession(cwd: string, extra: Record<string, unknown> = {}): Promise<string> {
+    const result = await this.result<{ sessionId: string }>("session/new", {
+      cwd,
+      mcpServers: [],
+      ...extra,
+    });
+    return result.sessionId;
+  }
+
+  /** A `session/prompt` request with one text block (not sent). */
+  promptRequest(sessionId: string, text: string): { id: number; frame: Frame } {
+    return this.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+  }
+
+  /** Sends a signal (marks it expected). */
+  kill(signal: "SIGKILL" | "SIGTERM" | "SIGINT"): void {
+    this.expectedSignal = signal;
+    try {
+      process.kill(this.pid, signal);
+    } catch {
+      // already gone
+    }
+  }
+
+  /** Closes stdin. */
+  end(): void {
+    this.child.stdin?.end();
+  }
+
+  /** Waits up to `ms` for the exit; false when still running. */
+  async exitWithin(ms: number): Promise<boolean> {
+    if (this.exit) return true;
+    await this.waitFor(() => this.exit !== undefined, ms);
+    return this.exit !== undefined;
+  }
+
+  /**
+   * Ends the server by closing stdin; SIGKILLs it when it has not exited within `ms`.
+   * Returns whether it exited by itself.
+   */
+  async stop(ms = 10_000): Promise<boolean> {
+    this.end();
+    if (await this.exitWithin(ms)) return true;
+    this.kill("SIGKILL");
+    await this.exited;
+    return false;
+  }
+
+  /** Why this server counts as crashed, or undefined. */
+  crash(): string | undefined {
+    if (this.impure.length > 0) return `non-JSON line on stdout: ${this.impure[0]}`;
+    if (!this.exit) return undefined;
+    if (this.expectedSignal === "SIGKILL") return undefined;
+    if (this.exit.code !== 0) {
+      return `exited ${JSON.stringify(this.exit)}: ${this.#stderr.slice(-400)}`;
+    }
+    return undefined;
+  }
+}
+
+/** Whether /proc/<pid> is a live (non-zombie) process. */
+async function live(pid: number): Promise<boolean> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    return !/^\d+ \(.*\) [ZX]/s.test(stat);
+  } catch {
+    return false;
+  }
+}
+
+/** A process found by {@link findMarked}. */
+export interface MarkedProcess {
+  readonly pid: number;
+  readonly command: string;
+}
+
+/** Every live process (other than this one) whose environment or command line carries `marker`. */
+export async function findMarked(marker: string): Promise<MarkedProcess[]> {
+  const found: MarkedProcess[] = [];
+  let entries: string[];
+  try {
+    entries = await readdir("/proc");
+  } catch {
+    return found;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (pid === process.pid) continue;
+    let environ = "";
+    let cmdline = "";
+    try {
+      environ = await readFile(`/proc/${pid}/environ`, "latin1");
+    } catch {
+      // not ours or gone
+    }
+    try {
+      cmdline = await readFile(`/proc/${pid}/cmdline`, "latin1");
+    } catch {
+      // gone
+    }
+    if (!environ.includes(marker) && !cmdline.includes(marker)) continue;
+    if (await live(pid)) found.push({ pid, command: cmdline.replaceAll("\0", " ").trim() });
+  }
+  return found;
+}
+
+/**
+ * Polls until no process carries `marker` except those in `except`, for at most `ms`; returns the
+ * ones still alive then.
+ */
+export async function hunt(
+  marker: string,
+  ms: number,
+  except: readonly number[] = [],
+): Promise<MarkedProcess[]> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const left = (await findMarked(marker)).filter(({ pid }) => !except.includes(pid));
+    if (left.length === 0 || Date.now() >= deadline) return left;
+    await sleep(50);
+  }
+}
+
+/** Waits (bounded) until a process carrying `marker` has `pattern` in its command line. */
+export async function waitForProcess(
+  marker: string,
+  pattern: RegExp,
+  ms: number,
+): Promise<MarkedProcess | undefined> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const found = (await findMarked(marker)).find(({ command }) => pattern.test(command));
+    if (found || Date.now() >= deadline) return found;
+    await sleep(25);
+  }
+}
+
+/** SIGKILLs the given processes (ones our servers started), by pid. */
+export function killAll(processes: readonly MarkedProcess[]): void {
+  for (const { pid } of processes) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // gone
+    }
+  }
+}
+
+/** A new temporary directory (symlinks resolved). */
+export async function tempDir(prefix: string): Promise<string> {
+  return await realpath(await mkdtemp(join(tmpdir(), prefix)));
+}
+
+/** Removes a directory tree. */
+export async function removeDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true }).catch(() => {});
+}
+
+/** Writes a script for the `scripted` model and returns its path. */
+export async function writeScript(dir: string, name: string, steps: unknown): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  const file = join(dir, name);
+  await writeFile(file, JSON.stringify(steps));
+  return file;
+}
+
+/** A small deterministic random generator (mulberry32). */
+export function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

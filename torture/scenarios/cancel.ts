@@ -1,0 +1,120 @@
+/**
+ * Cancel races: `session/cancel` or `$/cancel_request` at random points of a turn (in the same
+ * write as the prompt, after k updates, after a random delay). The prompt must end (`cancelled`,
+ * or `end_turn` when the turn had already finished), nothing of the turn may follow its answer,
+ * and a restart must replay every acknowledged event.
+ *
+ * @module
+ */
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import type { Scenario, ScenarioContext } from "../context.ts";
+import { random, sleep, writeScript } from "../driver.ts";
+import { load, missing } from "./kill.ts";
+
+/** See the module doc. */
+export const cancelRaces: Scenario = {
+  name: "cancel",
+  description: "cancel / $/cancel_request at random points of a turn with tools and delays",
+  async run(context: ScenarioContext): Promise<void> {
+    const races = context.pick(200, 30, 6);
+    const next = random(context.seed + 1);
+    const script = await writeScript(context.base, "script.json", [
+      {
+        thought: "Go.",
+        text: ["Working ", "on it."],
+        chunkDelayMs: 2,
+        toolCalls: [
+          { name: "list_directory", arguments: { path: "." } },
+          { name: "run_command", arguments: { command: "sleep 0.02" } },
+        ],
+      },
+      {
+        delayMs: 10,
+        text: "Done.",
+        toolCalls: [{ name: "write_file", arguments: { path: "a.txt", content: "a" } }],
+      },
+      { text: "Finished." },
+    ]);
+    const dataDir = join(context.base, "data");
+    const args = ["--mode", "auto", "--model", "scripted", "--script", script];
+    const server = context.start({ dataDir, cwd: context.base, args });
+    await server.initialize();
+    const sessions: Array<{ sessionId: string; cwd: string; answered: string[] }> = [];
+    for (let n = 0; n < races; n++) {
+      const cwd = join(context.base, "ws", String(n));
+      await mkdir(cwd, { recursive: true });
+      const sessionId = await server.newSession(cwd);
+      const text = `race ${n}`;
+      const prompt = server.promptRequest(sessionId, text);
+      const variant = n % 4;
+      const cancel = variant === 3
+        ? server.notification("$/cancel_request", { requestId: prompt.id })
+        : server.notification("session/cancel", { sessionId });
+      const before = server.frames.length;
+      context.run();
+      if (variant === 0) {
+        await server.write(prompt.frame, cancel);
+      } else {
+        await server.write(prompt.frame);
+        if (variant === 1) {
+          const k = Math.floor(next() * 8);
+          await server.waitFor(() => server.updates(sessionId, before).length >= k, 2_000);
+        } else {
+          await sleep(Math.floor(next() * 60));
+        }
+        await server.write(cancel);
+      }
+      const response = await server.response(prompt.id, 10_000);
+      if (response === undefined) {
+        if (!(await context.checkAnswers(server, `race ${n}`))) return;
+        context.fail("other", "hang", `race ${n}: no answer within 10 s of the cancel`);
+        continue;
+      }
+      const stopReason = (response.result as { stopReason?: string } | undefined)?.stopReason;
+      if (stopReason !== "cancelled" && stopReason !== "end_turn") {
+        context.fail("other", "bad-answer", `race ${n}: ${JSON.stringify(response)}`);
+      }
+      if (variant === 0 && stopReason !== "cancelled") {
+        context.fail(
+          "other",
+          "cancel-ignored",
+          `race ${n}: a cancel right behind the prompt gave ${stopReason}`,
+        );
+      }
+      // The prompt counts as acknowledged once it ended normally or showed any of its turn.
+      const shown = server.updates(sessionId, before).length > 0;
+      sessions.push({ sessionId, cwd, answered: stopReason === "end_turn" || shown ? [text] : [] });
+      // Nothing of the turn after its answer: give stragglers a moment by asking something else.
+      await server.call("session/list", { cwd }, 10_000);
+      const at = server.responseIndex(prompt.id);
+      const late = server.frames.slice(at + 1).filter((frame) =>
+        frame.method === "session/update" &&
+        (frame.params as { sessionId?: string }).sessionId === sessionId
+      );
+      if (late.length > 0) {
+        context.fail(
+          "other",
+          "update-after-answer",
+          `race ${n}: ${JSON.stringify(late[0]).slice(0, 200)}`,
+          late.length,
+        );
+      }
+    }
+    // Reload every session in a new process: what the client saw is all there.
+    const live = new Map(sessions.map(({ sessionId }) => [sessionId, server.updates(sessionId)]));
+    await server.stop();
+    const second = context.start({ dataDir, cwd: context.base, args });
+    await second.initialize();
+    for (const { sessionId, cwd, answered } of sessions) {
+      const replayed = await load(second, sessionId, cwd);
+      if (replayed === undefined) {
+        context.fail("other", "load-failed", `session/load of ${sessionId} failed`);
+        continue;
+      }
+      const lost = missing(live.get(sessionId) ?? [], answered, replayed);
+      if (lost.length > 0) context.fail("lost", "after-cancel", lost.join(", "), lost.length);
+    }
+    await second.stop();
+  },
+};

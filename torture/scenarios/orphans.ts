@@ -1,0 +1,141 @@
+/**
+ * Orphan hunts: after every way a session or the server can end (stdin close, SIGTERM, SIGINT,
+ * session/close, session/delete, SIGKILL then a restart), no process the server started may be
+ * left: neither a command that ignores SIGTERM nor a background job of a command that finished.
+ *
+ * @module
+ */
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import type { Scenario, ScenarioContext } from "../context.ts";
+import { hunt, killAll, type Server, waitForProcess, writeScript } from "../driver.ts";
+
+const ENDINGS = [
+  "stdin-close",
+  "SIGTERM",
+  "SIGINT",
+  "session/close",
+  "session/delete",
+  "SIGKILL+restart",
+] as const;
+
+const COMMANDS = {
+  /** Still running when the ending comes; ignores SIGTERM (and so does its sleep). */
+  "ignores-TERM": 'trap "" TERM; sleep 300',
+  /** The command ends at once; its background job lives on. */
+  "background-job": "sleep 300 >/dev/null 2>&1 &",
+} as const;
+
+/** How long processes may take to go after the ending (bounded poll). */
+const GONE_WITHIN_MS = 5_000;
+
+/** See the module doc. */
+export const orphans: Scenario = {
+  name: "orphans",
+  description: "6 endings × {trap '' TERM; sleep 300, sleep 300 &}: no process left",
+  async run(context: ScenarioContext): Promise<void> {
+    const rounds = context.pick(2, 1, 1);
+    const cases: Array<[typeof ENDINGS[number], keyof typeof COMMANDS]> = [];
+    for (let round = 0; round < rounds; round++) {
+      for (const ending of ENDINGS) {
+        for (const command of Object.keys(COMMANDS) as Array<keyof typeof COMMANDS>) {
+          cases.push([ending, command]);
+        }
+      }
+    }
+    // A few at once: they mostly wait.
+    const parallel = 4;
+    for (let start = 0; start < cases.length; start += parallel) {
+      await Promise.all(
+        cases.slice(start, start + parallel).map(([ending, command], offset) =>
+          oneCase(context, ending, command, start + offset)
+        ),
+      );
+    }
+  },
+};
+
+async function oneCase(
+  context: ScenarioContext,
+  ending: typeof ENDINGS[number],
+  command: keyof typeof COMMANDS,
+  index: number,
+): Promise<void> {
+  const label = `${command} / ${ending}`;
+  const dir = join(context.base, `case-${index}`);
+  const cwd = join(dir, "ws");
+  const dataDir = join(dir, "data");
+  await mkdir(cwd, { recursive: true });
+  const script = await writeScript(dir, "script.json", [
+    { toolCalls: [{ name: "run_command", arguments: { command: COMMANDS[command] } }] },
+    { text: "done" },
+  ]);
+  const args = ["--mode", "auto", "--model", "scripted", "--script", script];
+  const marker = context.newMarker();
+  const server = context.start({ dataDir, cwd: dir, args, marker });
+  await server.initialize();
+  const sessionId = await server.newSession(cwd);
+  const prompt = server.promptRequest(sessionId, "start it");
+  await server.write(prompt.frame);
+  context.run();
+  const sleeping = await waitForProcess(marker, /sleep 300/, 10_000);
+  if (!sleeping) {
+    context.fail("other", "no-command", `${label}: the command never started`);
+    return;
+  }
+  if (command === "background-job") {
+    // The command has finished: let the turn end first.
+    if ((await server.response(prompt.id, 10_000)) === undefined) {
+      context.fail("other", "hang", `${label}: the turn did not end after the command did`);
+    }
+  }
+  let except: number[] = [];
+  let restarted: Server | undefined;
+  switch (ending) {
+    case "stdin-close":
+      server.end();
+      break;
+    case "SIGTERM":
+    case "SIGINT":
+      server.kill(ending);
+      break;
+    case "session/close":
+    case "session/delete": {
+      const answer = await server.call(ending, { sessionId }, 15_000);
+      if (answer === undefined || "error" in answer) {
+        context.fail("other", "ending-failed", `${label}: ${JSON.stringify(answer)}`);
+      }
+      except = [server.pid];
+      break;
+    }
+    case "SIGKILL+restart": {
+      server.kill("SIGKILL");
+      await server.exited;
+      // A later start on the same data directory must clean up what the killed one left.
+      restarted = context.start({ dataDir, cwd: dir, args, marker: context.newMarker() });
+      await restarted.initialize();
+      await restarted.call("session/list", {}, 10_000);
+      break;
+    }
+  }
+  if (except.length === 0 && !restarted) {
+    if (!(await server.exitWithin(10_000))) {
+      context.fail("other", "slow-exit", `${label}: the server did not exit within 10 s`);
+      server.kill("SIGKILL");
+      await server.exited;
+    }
+    context.checkCrash(server, label);
+  }
+  const left = await hunt(marker, GONE_WITHIN_MS, except);
+  if (left.length > 0) {
+    context.fail(
+      "leftovers",
+      label,
+      `${label}: ${left.map(({ pid, command }) => `${pid} ${command}`).join("; ")}`,
+      left.length,
+    );
+    killAll(left);
+  }
+  if (restarted) await restarted.stop();
+  if (!server.exit) await server.stop();
+}

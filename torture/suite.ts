@@ -1,0 +1,52 @@
+/**
+ * The scenarios of the torture suite and how one runs on one runtime.
+ *
+ * @module
+ */
+import { type Scenario, ScenarioContext, type Size, type Tally } from "./context.ts";
+import type { RuntimeSpec } from "./driver.ts";
+import { cancelRaces } from "./scenarios/cancel.ts";
+import { confinement } from "./scenarios/confinement.ts";
+import { frames } from "./scenarios/frames.ts";
+import { kill } from "./scenarios/kill.ts";
+import { ordering } from "./scenarios/ordering.ts";
+import { orphans } from "./scenarios/orphans.ts";
+import { pathological } from "./scenarios/pathological.ts";
+import { permission } from "./scenarios/permission.ts";
+import { sharedData } from "./scenarios/shared_data.ts";
+
+/** Every scenario, in the order the suite runs them. */
+export const SCENARIOS: readonly Scenario[] = [
+  frames,
+  ordering,
+  cancelRaces,
+  permission,
+  confinement,
+  pathological,
+  kill,
+  orphans,
+  sharedData,
+];
+
+/** Runs one scenario on one runtime; an exception counts as an `other` failure. */
+export async function runScenario(
+  scenario: Scenario,
+  runtime: RuntimeSpec,
+  size: Size,
+  seed: number,
+): Promise<Tally> {
+  const started = performance.now();
+  const context = await ScenarioContext.create(runtime, size, seed);
+  try {
+    await scenario.run(context);
+  } catch (error) {
+    context.fail(
+      "other",
+      "exception",
+      error instanceof Error ? error.stack ?? error.message : String(error),
+    );
+  }
+  const tally = await context.finish();
+  tally.seconds = (performance.now() - started) / 1000;
+  return tally;
+}
