@@ -228,10 +228,6 @@ async function attemptStep(options: TurnOptions, attempt: number): Promise<Attem
       case "finish": {
         if (event.reason === "aborted" || signal.aborted) return { reason: "aborted", calls: [] };
         if (event.reason === "error") return { reason: "error", error: event.error };
-        if (!stream) {
-          if (reasoning) emit({ type: "thought", messageId: thoughtId, text: reasoning });
-          if (text) emit({ type: "message", messageId, text });
-        }
         const message: LlmMessage = {
           role: "assistant",
           text,
@@ -240,12 +236,17 @@ async function attemptStep(options: TurnOptions, attempt: number): Promise<Attem
           ...(providerState === undefined ? {} : { providerState, provider: options.provider.id }),
         };
         history.push(message);
+        // The committed step goes to the history (and the log) before the client is shown it.
         emit({
           type: "history",
           message,
           ...(text ? { messageId } : {}),
           ...(reasoning ? { thoughtId } : {}),
         });
+        if (!stream) {
+          if (reasoning) emit({ type: "thought", messageId: thoughtId, text: reasoning });
+          if (text) emit({ type: "message", messageId, text });
+        }
         if (usage) emit({ type: "usage", usage });
         const reason = calls.length > 0 && event.reason === "stop" ? "tool-calls" : event.reason;
         return { reason, calls };

@@ -208,6 +208,15 @@ export class Session {
     this.#pendingCommit ||= commit;
   }
 
+  /**
+   * Hands an update to the client after everything recorded so far has been handed to the store:
+   * nothing the client was shown can be missing from the log after a crash of this process.
+   */
+  #send(update: SessionUpdate): Promise<void> | undefined {
+    this.#flushRecords();
+    return this.#updates.push(update);
+  }
+
   #flushRecords(): void {
     if (this.#pending.length === 0) return;
     const events = this.#pending;
@@ -319,9 +328,9 @@ export class Session {
     }
     this.#recordConfig();
     const options = this.configOptions();
-    this.#updates.push({ sessionUpdate: "config_option_update", configOptions: options });
+    this.#send({ sessionUpdate: "config_option_update", configOptions: options });
     if (this.#selection.mode !== previousMode) {
-      this.#updates.push({
+      this.#send({
         sessionUpdate: "current_mode_update",
         currentModeId: this.#selection.mode,
       });
@@ -629,7 +638,7 @@ export class Session {
       default:
         break;
     }
-    return this.#updates.push(toSessionUpdate(event));
+    return this.#send(toSessionUpdate(event));
   }
 
   #reportUsage(usage: LlmUsage, model: ModelInfo): Promise<void> | undefined {
@@ -653,7 +662,7 @@ export class Session {
       "later",
     );
     if (model.contextWindow === undefined) return undefined;
-    return this.#updates.push({
+    return this.#send({
       sessionUpdate: "usage_update",
       used: usage.input + usage.output,
       size: model.contextWindow,
@@ -667,7 +676,7 @@ export class Session {
     if (line === "") return;
     this.#title = line.length > 80 ? `${line.slice(0, 79)}…` : line;
     this.#record([{ type: "title", title: this.#title }], false, "later");
-    this.#updates.push({
+    this.#send({
       sessionUpdate: "session_info_update",
       title: this.#title,
       updatedAt: new Date(this.#options.now()).toISOString(),

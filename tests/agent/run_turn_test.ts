@@ -144,7 +144,7 @@ function ofType<T extends TurnEvent["type"]>(
   return events.filter((event): event is Extract<TurnEvent, { type: T }> => event.type === type);
 }
 
-Deno.test("runTurn() in committed mode emits the thought then the message once per step", async () => {
+Deno.test("runTurn() in committed mode records the step, then emits the thought and the message", async () => {
   const provider = new FakeProvider([[
     reasoning("think "),
     reasoning("hard"),
@@ -156,7 +156,7 @@ Deno.test("runTurn() in committed mode emits the thought then the message once p
   ]]);
   const { events, options } = turnOptions(provider);
   assert.equal(await runTurn(options), "end_turn");
-  assert.deepEqual(events.map((event) => event.type), ["thought", "message", "history", "usage"]);
+  assert.deepEqual(events.map((event) => event.type), ["history", "thought", "message", "usage"]);
   const [thought] = ofType(events, "thought");
   const [message] = ofType(events, "message");
   assert.equal(thought?.text, "think hard");
@@ -290,8 +290,8 @@ Deno.test("runTurn() runs a tool call and feeds its result to the next step", as
   };
   const withoutIds = events.map(withoutMessageIds);
   assert.deepEqual(withoutIds, [
-    { type: "message", messageId: "-", text: "Reading" },
     { type: "history", message: assistant },
+    { type: "message", messageId: "-", text: "Reading" },
     {
       type: "tool-call",
       toolCallId: "c1",
@@ -304,8 +304,8 @@ Deno.test("runTurn() runs a tool call and feeds its result to the next step", as
     { type: "tool-call-update", toolCallId: "c1", status: "in_progress" },
     { type: "tool-call-update", toolCallId: "c1", status: "completed", text: "file body" },
     { type: "history", message: toolMessage },
-    { type: "message", messageId: "-", text: "Done" },
     { type: "history", message: { role: "assistant", text: "Done" } },
+    { type: "message", messageId: "-", text: "Done" },
   ]);
   assert.equal(tool.calls.length, 1);
   assert.deepEqual(tool.calls[0]?.input, { path: "a.txt" });
@@ -969,8 +969,8 @@ Deno.test("runTurn() in committed mode emits nothing of a failed attempt", async
   assert.equal(await runTurn(options), "end_turn");
   const withoutIds = events.map(withoutMessageIds);
   assert.deepEqual(withoutIds, [
-    { type: "message", messageId: "-", text: "kept" },
     { type: "history", message: { role: "assistant", text: "kept" } },
+    { type: "message", messageId: "-", text: "kept" },
   ]);
   assert.equal(tool.calls.length, 0, "a failed attempt's tool calls never run");
   assert.deepEqual(options.history, [USER, { role: "assistant", text: "kept" }]);

@@ -122,7 +122,17 @@ export const permission: Scenario = {
     const server = context.start({
       dataDir: join(context.base, "data"),
       cwd: context.base,
-      args: ["--mode", "ask", "--model", "scripted", "--script", script],
+      // The bound the server documents for answers it cannot use: --permission-timeout.
+      args: [
+        "--mode",
+        "ask",
+        "--model",
+        "scripted",
+        "--script",
+        script,
+        "--permission-timeout",
+        String(context.pick(5, 2, 1)),
+      ],
     });
     await server.initialize();
     const answers = new Map<string, Answer>();
