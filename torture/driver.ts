@@ -407,10 +407,13 @@ export async function hunt(
   marker: string,
   ms: number,
   except: readonly number[] = [],
+  ignore?: RegExp,
 ): Promise<MarkedProcess[]> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const left = (await findMarked(marker)).filter(({ pid }) => !except.includes(pid));
+    const left = (await findMarked(marker)).filter(({ pid, command }) =>
+      !except.includes(pid) && !(ignore?.test(command) ?? false)
+    );
     if (left.length === 0 || Date.now() >= deadline) return left;
     await sleep(50);
   }

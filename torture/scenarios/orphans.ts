@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Scenario, ScenarioContext } from "../context.ts";
@@ -22,9 +23,15 @@ const ENDINGS = [
 const COMMANDS = {
   /** Still running when the ending comes; ignores SIGTERM (and so does its sleep). */
   "ignores-TERM": 'trap "" TERM; sleep 300',
-  /** The command ends at once; its background job lives on. */
-  "background-job": "sleep 300 >/dev/null 2>&1 &",
+  /**
+   * The command ends at once and leaves a background job (it writes the job's pid, so the hunt
+   * knows the job really started).
+   */
+  "background-job": "sleep 300 >/dev/null 2>&1 & echo $! > job.pid",
 } as const;
+
+/** The server's process supervisor (src/host/process_guard.ts), by its command line. */
+const SUPERVISOR = /acp-harness-supervisor/;
 
 /** How long processes may take to go after the ending (bounded poll). */
 const GONE_WITHIN_MS = 5_000;
@@ -78,16 +85,29 @@ async function oneCase(
   const prompt = server.promptRequest(sessionId, "start it");
   await server.write(prompt.frame);
   context.run();
-  const sleeping = await waitForProcess(marker, /sleep 300/, 10_000);
-  if (!sleeping) {
-    context.fail("other", "no-command", `${label}: the command never started`);
-    return;
-  }
   if (command === "background-job") {
-    // The command has finished: let the turn end first.
+    // The command ends at once: let the turn end, then its job must be gone already (the server
+    // ends what a command leaves in its group when the command exits).
     if ((await server.response(prompt.id, 10_000)) === undefined) {
       context.fail("other", "hang", `${label}: the turn did not end after the command did`);
     }
+    if (!existsSync(join(cwd, "job.pid"))) {
+      context.fail("other", "no-command", `${label}: the command never started its job`);
+      return;
+    }
+    const early = await hunt(marker, GONE_WITHIN_MS, [server.pid], SUPERVISOR);
+    if (early.length > 0) {
+      context.fail(
+        "leftovers",
+        `${label} (after the command)`,
+        `${label}: ${early.map(({ pid, command }) => `${pid} ${command}`).join("; ")}`,
+        early.length,
+      );
+      killAll(early);
+    }
+  } else if (!(await waitForProcess(marker, /sleep 300/, 10_000))) {
+    context.fail("other", "no-command", `${label}: the command never started`);
+    return;
   }
   let except: number[] = [];
   let restarted: Server | undefined;
@@ -126,7 +146,13 @@ async function oneCase(
     }
     context.checkCrash(server, label);
   }
-  const left = await hunt(marker, GONE_WITHIN_MS, except);
+  // While the server lives, its process supervisor is part of it, not a leftover.
+  const left = await hunt(
+    marker,
+    GONE_WITHIN_MS,
+    except,
+    except.length === 0 ? undefined : SUPERVISOR,
+  );
   if (left.length > 0) {
     context.fail(
       "leftovers",
