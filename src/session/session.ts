@@ -414,6 +414,7 @@ export class Session {
     if (signal.aborted) controller.abort();
     let open = true;
     let started = false;
+    let titled = false;
     let stopReason: StopReason | undefined;
     let failure: unknown;
     const { logger } = this.#options;
@@ -443,7 +444,7 @@ export class Session {
       );
       started = true;
       this.#history.push({ role: "user", content });
-      if (this.#title === undefined) this.#announceTitle(content);
+      if (this.#title === undefined) titled = this.#announceTitle(content);
       if (controller.signal.aborted) return stopReason = "cancelled";
       const chosen = pinned.effort ?? info.defaultReasoningEffort;
       const effort = chosen !== undefined && effortValues(info).includes(chosen) &&
@@ -503,6 +504,12 @@ export class Session {
       // Every update of the turn is already queued on the connection, whose writes go out in
       // order, so the prompt's answer cannot overtake them; nothing of this turn is sent later.
       open = false;
+      if (titled) {
+        // The session's title is new: once the answer is out, every process lists it (the index
+        // line is written, once per session).
+        this.#flushRecords();
+        await this.#durable;
+      }
       if (this.#turn === turn) this.#turn = undefined;
     }
   }
@@ -670,10 +677,11 @@ export class Session {
     });
   }
 
-  #announceTitle(content: readonly LlmContentPart[]): void {
+  /** Takes the title from the first line of the first prompt; says whether there was one. */
+  #announceTitle(content: readonly LlmContentPart[]): boolean {
     const text = content.map((part) => part.type === "text" ? part.text : "").join(" ");
     const line = text.split("\n").map((part) => part.trim()).find((part) => part !== "") ?? "";
-    if (line === "") return;
+    if (line === "") return false;
     this.#title = line.length > 80 ? `${line.slice(0, 79)}…` : line;
     this.#record([{ type: "title", title: this.#title }], false, "later");
     this.#send({
@@ -681,6 +689,7 @@ export class Session {
       title: this.#title,
       updatedAt: new Date(this.#options.now()).toISOString(),
     });
+    return true;
   }
 
   #assertOpen(): void {
