@@ -4,6 +4,7 @@
  * @module
  */
 import type { Host } from "../host/host.ts";
+import { type Pacer, sortPaced } from "./_pace.ts";
 import { joinPath } from "./posix_path.ts";
 
 /** Directories skipped unless a pattern names them. */
@@ -12,6 +13,8 @@ export const SKIPPED_DIRECTORIES: readonly string[] = [".git", "node_modules"];
 /** Options for {@link walkFiles}. */
 export interface WalkOptions {
   readonly signal: AbortSignal;
+  /** Paces the walk (and whoever consumes it) so that it yields to the event loop regularly. */
+  readonly pacer: Pacer;
   /** Stop after this many directory entries. */
   readonly maxEntries: number;
   /** Whether to enter a directory, given its path relative to the walk root. */
@@ -38,7 +41,10 @@ export interface WalkStats {
 
 /**
  * Yields the files (and symlinks, which are never followed) under `root` depth-first, each
- * directory in code-unit order of names. Stops at `maxEntries` or when `signal` aborts.
+ * directory in code-unit order of names. Stops at `maxEntries` or when `signal` aborts. The walk
+ * keeps an explicit stack (no recursion), so a deep tree costs memory per pending directory, not
+ * call stack; between entries it yields to the event loop through `pacer`, so a huge directory
+ * (sorting included) or a consumer doing work per entry never blocks it for long.
  */
 export async function* walkFiles(
   host: Pick<Host, "readDir">,
@@ -57,8 +63,9 @@ export async function* walkFiles(
       stats.unreadable++;
       continue;
     }
+    options.pacer.rested();
     if (options.signal.aborted) return;
-    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    if (!(await sortPaced(entries, (entry) => entry.name, options.pacer))) return;
     const subdirectories: { dir: string; relative: string }[] = [];
     for (const entry of entries) {
       if (stats.entries >= options.maxEntries) {
@@ -76,6 +83,7 @@ export async function* walkFiles(
         yield { relative: childRelative, path: childPath, isSymlink: entry.isSymlink };
         if (options.signal.aborted) return;
       }
+      if (options.pacer.due() && !(await options.pacer.pause())) return;
     }
     // Depth-first, in name order: push in reverse so the first name is visited first.
     for (let index = subdirectories.length - 1; index >= 0; index--) {

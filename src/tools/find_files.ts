@@ -12,6 +12,7 @@ import {
   validateInput,
 } from "./_common.ts";
 import { plural, quote } from "./_text.ts";
+import { Pacer, sortPaced } from "./_pace.ts";
 import { SKIPPED_DIRECTORIES, walkFiles, type WalkStats } from "./_walk.ts";
 import { compileGlob } from "./glob.ts";
 import { displayPath } from "./paths.ts";
@@ -52,7 +53,9 @@ interface FindFilesInput {
  * `find_files {pattern, path?}`: the files under `path` (default: the working directory) whose
  * path relative to it matches a glob (see {@link compileGlob}), sorted, at most 1000. `.git` and
  * `node_modules` are skipped unless the pattern names them; symlinked directories are not
- * entered. Paths in the output are relative to the searched directory.
+ * entered. Paths in the output are relative to the searched directory. The walk stops after
+ * 200,000 entries, yields to the event loop every few milliseconds and stops when the call's
+ * signal aborts; globs are matched in linear time.
  *
  * @example Calling the tool
  * ```ts ignore
@@ -107,8 +110,10 @@ async function findFiles(input: unknown, context: ToolContext): Promise<ToolResu
   const base = glob.base;
   const stats: WalkStats = { entries: 0, limited: false, unreadable: 0 };
   const matches: string[] = [];
+  const pacer = new Pacer(context.signal);
   const walk = walkFiles(context.host, root, {
     signal: context.signal,
+    pacer,
     maxEntries: FIND_FILES_MAX_ENTRIES,
     enter: (relative, name) =>
       (!SKIPPED_DIRECTORIES.includes(name) || glob.names(name)) &&
@@ -117,6 +122,10 @@ async function findFiles(input: unknown, context: ToolContext): Promise<ToolResu
   }, stats);
   for await (const entry of walk) {
     if (glob.matches(entry.relative)) matches.push(entry.relative);
+    // Matching is linear in the path; count long paths and complex globs as more work.
+    if (pacer.due(Math.floor((entry.relative.length * glob.cost) / 2048))) {
+      if (!(await pacer.pause())) break;
+    }
   }
   if (context.signal.aborted) return cancelledResult();
   const locations: ToolLocation[] = [{ path: root }];
@@ -133,7 +142,7 @@ async function findFiles(input: unknown, context: ToolContext): Promise<ToolResu
     const content = [`No files match ${quote(pattern)} in ${shown}`, ...notes].join("\n");
     return { content, isError: false, locations };
   }
-  matches.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  if (!(await sortPaced(matches, (match) => match, pacer))) return cancelledResult();
   const lines = matches.slice(0, FIND_FILES_MAX_RESULTS);
   if (matches.length > FIND_FILES_MAX_RESULTS) {
     notes.unshift(

@@ -13,6 +13,7 @@ import {
   stringField,
   validateInput,
 } from "./_common.ts";
+import { Pacer, sortPaced } from "./_pace.ts";
 import { quote } from "./_text.ts";
 import { displayPath } from "./paths.ts";
 import { joinPath } from "./posix_path.ts";
@@ -101,7 +102,10 @@ async function listDirectory(input: unknown, context: ToolContext): Promise<Tool
   if (context.signal.aborted) return cancelledResult();
   const locations: ToolLocation[] = [{ path: dir }];
   if (entries.length === 0) return { content: `${shown} is empty`, isError: false, locations };
-  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  // A directory may hold millions of entries: sort without blocking the event loop.
+  if (!(await sortPaced(entries, (entry) => entry.name, new Pacer(context.signal)))) {
+    return cancelledResult();
+  }
   const lines: string[] = [];
   for (const entry of entries.slice(0, LIST_DIRECTORY_MAX_ENTRIES)) {
     if (entry.isSymlink) {

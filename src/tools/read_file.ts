@@ -13,6 +13,7 @@ import {
   stringField,
   validateInput,
 } from "./_common.ts";
+import { Pacer } from "./_pace.ts";
 import { plural, quote, utf8Length } from "./_text.ts";
 import { displayPath } from "./paths.ts";
 import type { Tool, ToolContext, ToolLocation, ToolResult } from "./tool.ts";
@@ -116,6 +117,10 @@ async function readFile(input: unknown, context: ToolContext): Promise<ToolResul
   if (info?.isDirectory) {
     return errorResult(`Cannot read ${quote(shown)}: it is a directory; use list_directory`);
   }
+  // A FIFO, socket or device would block the read forever or never end.
+  if (info !== undefined && !info.isFile) {
+    return errorResult(`Cannot read ${quote(shown)}: it is not a regular file`);
+  }
   if (info !== undefined && info.size > READ_FILE_MAX_FILE_BYTES) {
     return errorResult(
       `Cannot read ${quote(shown)}: it has ${info.size} bytes, more than the ${
@@ -128,12 +133,26 @@ async function readFile(input: unknown, context: ToolContext): Promise<ToolResul
   const text = read.text;
   const locations: ToolLocation[] = [{ path: file, line: offset ?? 1 }];
   if (text === "") return { content: `${shown} is empty`, isError: false, locations };
-  const lines = text.split("\n");
-  if (text.endsWith("\n")) lines.pop();
+  // Lines are found one at a time, pacing the scan: a 16 MiB file has up to 16 million lines,
+  // and neither splitting it at once nor counting them in one go may block the event loop.
+  const pacer = new Pacer(context.signal);
+  const total = text.endsWith("\n") ? text.length - 1 : text.length;
   const start = offset ?? 1;
-  if (start > lines.length) {
+  let position = 0;
+  let lineNumber = 1;
+  while (lineNumber < start && position <= total) {
+    const next = text.indexOf("\n", position);
+    if (next === -1 || next >= total) {
+      position = total + 1;
+      break;
+    }
+    position = next + 1;
+    lineNumber++;
+    if (pacer.due() && !(await pacer.pause())) return cancelledResult();
+  }
+  if (position > total) {
     return errorResult(
-      `Cannot read ${quote(shown)} from line ${start}: it has only ${plural(lines.length, "line")}`,
+      `Cannot read ${quote(shown)} from line ${start}: it has only ${plural(lineNumber, "line")}`,
     );
   }
   const wanted = limit ?? READ_FILE_DEFAULT_LINES;
@@ -141,15 +160,16 @@ async function readFile(input: unknown, context: ToolContext): Promise<ToolResul
   let bytes = 0;
   let cutLines = 0;
   let byteCapped = false;
-  let index = start - 1;
-  for (; index < lines.length && output.length < wanted; index++) {
-    let line = lines[index] as string;
+  while (position <= total && output.length < wanted) {
+    let end = text.indexOf("\n", position);
+    if (end === -1 || end > total) end = total;
+    let line = text.slice(position, end);
     if (line.endsWith("\r")) line = line.slice(0, -1);
     if (line.length > READ_FILE_MAX_LINE_CHARS) {
       line = `${line.slice(0, READ_FILE_MAX_LINE_CHARS)}… [line cut: ${line.length} characters]`;
       cutLines++;
     }
-    const numbered = `${String(index + 1).padStart(6)}\t${line}\n`;
+    const numbered = `${String(lineNumber).padStart(6)}\t${line}\n`;
     const size = utf8Length(numbered);
     if (bytes + size > READ_FILE_MAX_OUTPUT_BYTES && output.length > 0) {
       byteCapped = true;
@@ -157,11 +177,21 @@ async function readFile(input: unknown, context: ToolContext): Promise<ToolResul
     }
     output.push(numbered);
     bytes += size;
+    position = end + 1;
+    lineNumber++;
   }
-  const last = index;
+  const last = lineNumber - 1;
+  let lineCount = last;
+  for (let at = position; at <= total;) {
+    const next = text.indexOf("\n", at);
+    lineCount++;
+    if (next === -1 || next >= total) break;
+    at = next + 1;
+    if (pacer.due() && !(await pacer.pause())) return cancelledResult();
+  }
   const notes: string[] = [];
-  if (last < lines.length) {
-    const shownRange = `lines ${start}-${last} of ${lines.length}`;
+  if (last < lineCount) {
+    const shownRange = `lines ${start}-${last} of ${lineCount}`;
     notes.push(
       byteCapped
         ? `[output capped at ${

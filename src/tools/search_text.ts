@@ -5,7 +5,6 @@
  */
 import {
   cancelledResult,
-  describeError,
   errorResult,
   type ObjectSchema,
   resolveOrError,
@@ -13,6 +12,8 @@ import {
   validateInput,
 } from "./_common.ts";
 import { plural, quote, shorten, utf8Length } from "./_text.ts";
+import { Pacer } from "./_pace.ts";
+import { compileLinePattern, type LinePattern } from "./_regex.ts";
 import { SKIPPED_DIRECTORIES, walkFiles, type WalkStats } from "./_walk.ts";
 import { compileGlob, type Glob } from "./glob.ts";
 import { displayPath } from "./paths.ts";
@@ -29,6 +30,8 @@ export const SEARCH_TEXT_MAX_LINE_CHARS = 300;
 export const SEARCH_TEXT_MAX_FILE_BYTES: number = 2 * 1024 * 1024;
 /** The walk stops after this many directory entries. */
 export const SEARCH_TEXT_MAX_ENTRIES = 200_000;
+/** The search stops after reading this many bytes of files. */
+export const SEARCH_TEXT_MAX_SCANNED_BYTES: number = 64 * 1024 * 1024;
 /** How much of a file is checked for NUL bytes to tell binary files apart. */
 const BINARY_SNIFF_BYTES = 8192;
 
@@ -39,7 +42,7 @@ const schema: ObjectSchema = {
       type: "string",
       minLength: 1,
       description:
-        "JavaScript regular expression, matched against each line (case-sensitive; use [Aa] for both cases).",
+        "Regular expression in RE2 syntax (as ripgrep and Go), matched against each line; case-sensitive unless it starts with (?i). No backreferences or lookaround.",
     },
     path: {
       type: "string",
@@ -65,12 +68,16 @@ interface SearchTextInput {
 }
 
 /**
- * `search_text {pattern, path?, include?}`: a JavaScript regular expression searched line by
- * line in the text files under `path` (a file or a directory; default: the working directory),
- * optionally only in files matching the `include` glob. Output lines are `path:line: text`, with
- * paths relative to the working directory (absolute outside it), files in walk order (name order,
- * depth-first). Skips `.git`, `node_modules` (unless `include` names them), symlinks, binary files
- * and files over 2 MiB; stops at 500 matches or 50 KB.
+ * `search_text {pattern, path?, include?}`: a regular expression in RE2 syntax (ripgrep's and
+ * Go's: no backreferences, no lookaround), matched in linear time line by line in the text files
+ * under `path` (a file or a directory; default: the working directory), optionally only in files
+ * matching the `include` glob. Output lines are `path:line: text`, with paths relative to the
+ * working directory (absolute outside it), files in walk order (name order, depth-first). Skips
+ * `.git`, `node_modules` (unless `include` names them), symlinks, binary files and files over
+ * 2 MiB; stops at 500 matches, 50 KB of output or 64 MiB read. A literal pattern is matched on
+ * whole lines; a regular expression on the first 128 to 65,536 characters of each line (the
+ * more complex the pattern, the fewer; see {@link compileLinePattern}). The scan yields to the
+ * event loop every few milliseconds and stops when the call's signal aborts.
  *
  * @example Calling the tool
  * ```ts ignore
@@ -82,10 +89,12 @@ interface SearchTextInput {
 export const searchTextTool: Tool = {
   name: "search_text",
   description: [
-    "Search file contents with a JavaScript regular expression, line by line (like grep -rn).",
+    "Search file contents with a regular expression, line by line (like rg -n).",
+    "The pattern uses RE2 syntax like ripgrep: no backreferences or lookaround; (?i) at its start ignores case.",
     "Searches the text files under path (a file or a directory; default: the working directory), optionally only files matching the include glob.",
     "Returns matching lines as path:line: text, with paths relative to the working directory, at most 500 matches.",
     "Skips .git, node_modules, symlinks, binary files and files over 2 MiB.",
+    "Very long lines are matched on their first few thousand characters.",
     "Paths outside the workspace are refused.",
   ].join(" "),
   inputSchema: schema,
@@ -109,8 +118,9 @@ export const searchTextTool: Tool = {
 
 /** The running state of one search. */
 interface Search {
-  readonly regex: RegExp;
+  readonly pattern: LinePattern;
   readonly context: ToolContext;
+  readonly pacer: Pacer;
   readonly lines: string[];
   readonly locations: ToolLocation[];
   bytes: number;
@@ -119,20 +129,22 @@ interface Search {
   binary: number;
   large: number;
   unreadable: number;
+  /** Bytes of files read so far. */
+  scanned: number;
+  /** Set when {@link SEARCH_TEXT_MAX_SCANNED_BYTES} stopped the search. */
+  exhausted: boolean;
+  /** Lines longer than the pattern's window, matched on their start only. */
+  cut: number;
 }
 
 async function searchText(input: unknown, context: ToolContext): Promise<ToolResult> {
   const invalid = validateInput(schema, input);
   if (invalid !== undefined) return errorResult(invalid);
   const { pattern, path, include } = input as SearchTextInput;
-  let regex: RegExp;
-  try {
-    regex = new RegExp(pattern);
-  } catch (error) {
+  const compiled = compileLinePattern(pattern);
+  if (typeof compiled === "string") {
     return errorResult(
-      `Invalid input: "pattern" is not a valid JavaScript regular expression (${
-        describeError(error)
-      })`,
+      `Invalid input: "pattern" is not a valid RE2 regular expression: ${compiled}`,
     );
   }
   let filter: Glob | undefined;
@@ -150,8 +162,9 @@ async function searchText(input: unknown, context: ToolContext): Promise<ToolRes
   if (context.signal.aborted) return cancelledResult();
   if (info === undefined) return errorResult(`Cannot search ${quote(shown)}: it does not exist`);
   const search: Search = {
-    regex,
+    pattern: compiled,
     context,
+    pacer: new Pacer(context.signal),
     lines: [],
     locations: [],
     bytes: 0,
@@ -160,6 +173,9 @@ async function searchText(input: unknown, context: ToolContext): Promise<ToolRes
     binary: 0,
     large: 0,
     unreadable: 0,
+    scanned: 0,
+    exhausted: false,
+    cut: 0,
   };
   const stats: WalkStats = { entries: 0, limited: false, unreadable: 0 };
   if (!info.isDirectory) {
@@ -167,6 +183,7 @@ async function searchText(input: unknown, context: ToolContext): Promise<ToolRes
   } else {
     const walk = walkFiles(context.host, root, {
       signal: context.signal,
+      pacer: search.pacer,
       maxEntries: SEARCH_TEXT_MAX_ENTRIES,
       enter: (_relative, name) =>
         !SKIPPED_DIRECTORIES.includes(name) || filter?.names(name) === true,
@@ -175,7 +192,7 @@ async function searchText(input: unknown, context: ToolContext): Promise<ToolRes
       // A symlink may point out of the workspace; its target is searched where it lives, if inside.
       if (entry.isSymlink || (filter !== undefined && !filter.matches(entry.relative))) continue;
       await searchFile(search, entry.path);
-      if (search.full || context.signal.aborted) break;
+      if (search.full || search.exhausted || context.signal.aborted) break;
     }
   }
   if (context.signal.aborted) return cancelledResult();
@@ -188,6 +205,20 @@ async function searchText(input: unknown, context: ToolContext): Promise<ToolRes
   if (stats.limited) {
     notes.push(
       `[search stopped after ${SEARCH_TEXT_MAX_ENTRIES} directory entries; use a narrower path or include]`,
+    );
+  }
+  if (search.exhausted) {
+    notes.push(
+      `[search stopped after reading ${
+        SEARCH_TEXT_MAX_SCANNED_BYTES / 1024 / 1024
+      } MiB of files; use a narrower path or include]`,
+    );
+  }
+  if (search.cut > 0) {
+    notes.push(
+      `[${
+        plural(search.cut, "line")
+      } longer than ${compiled.window} characters matched on their first ${compiled.window} characters only]`,
     );
   }
   const skipped: string[] = [];
@@ -208,7 +239,7 @@ async function searchText(input: unknown, context: ToolContext): Promise<ToolRes
 }
 
 async function searchFile(search: Search, file: string): Promise<void> {
-  const { context } = search;
+  const { context, pacer } = search;
   const info = await context.host.stat(file).catch(() => undefined);
   if (context.signal.aborted) return;
   if (info === undefined || !info.isFile) {
@@ -219,13 +250,25 @@ async function searchFile(search: Search, file: string): Promise<void> {
     search.large++;
     return;
   }
+  if (search.scanned + info.size > SEARCH_TEXT_MAX_SCANNED_BYTES) {
+    search.exhausted = true;
+    return;
+  }
   let bytes: Uint8Array;
   try {
-    bytes = await context.host.readFile(file, { signal: context.signal });
+    // Bounded even when the file grew since the stat: one byte more tells it is too large.
+    bytes = await context.host.readFileRange(file, 0, SEARCH_TEXT_MAX_FILE_BYTES + 1);
   } catch {
     if (!context.signal.aborted) search.unreadable++;
     return;
   }
+  pacer.rested();
+  if (context.signal.aborted) return;
+  if (bytes.length > SEARCH_TEXT_MAX_FILE_BYTES) {
+    search.large++;
+    return;
+  }
+  search.scanned += bytes.length;
   if (bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0)) {
     search.binary++;
     return;
@@ -233,6 +276,7 @@ async function searchFile(search: Search, file: string): Promise<void> {
   search.searched++;
   const shown = displayPath(context.cwd, file);
   const text = new TextDecoder().decode(bytes);
+  const window = search.pattern.window;
   let lineNumber = 0;
   let start = 0;
   while (start < text.length) {
@@ -241,7 +285,8 @@ async function searchFile(search: Search, file: string): Promise<void> {
     lineNumber++;
     let line = text.slice(start, end);
     if (line.endsWith("\r")) line = line.slice(0, -1);
-    if (search.regex.test(line)) {
+    if (line.length > window) search.cut++;
+    if (search.pattern.test(line)) {
       const entry = `${shown}:${lineNumber}: ${shorten(line, SEARCH_TEXT_MAX_LINE_CHARS)}`;
       const size = utf8Length(entry) + 1;
       if (
@@ -256,5 +301,8 @@ async function searchFile(search: Search, file: string): Promise<void> {
       if (search.locations.length < 100) search.locations.push({ path: file, line: lineNumber });
     }
     start = end + 1;
+    // One unit is at most about 0.1 ms of matching, whatever the line and the pattern.
+    const units = 1 + Math.floor((Math.min(line.length, window) * search.pattern.cost) / 2048);
+    if (pacer.due(units) && !(await pacer.pause())) return;
   }
 }

@@ -124,3 +124,38 @@ Deno.test("find_files title and locations never throw", () => {
   assert.deepEqual(findFilesTool.locations?.({ pattern: "*" }, "/w"), [{ path: "/w" }]);
   assert.deepEqual(findFilesTool.locations?.(null, "/w"), [{ path: "/w" }]);
 });
+
+Deno.test("find_files walks a deep tree without recursion and matches a pathological glob", async () => {
+  await using ws = await tempWorkspace();
+  const deep = Array.from({ length: 300 }, () => "d").join("/");
+  await ws.write(`${deep}/${"a".repeat(200)}b`, "x");
+  await ws.write(`${deep}/${"a".repeat(200)}`, "x");
+  assert.equal(await find(ws, { pattern: "**/*a*a*a*a*a*b" }), `${deep}/${"a".repeat(200)}b`);
+  assert.equal(
+    await find(ws, { pattern: "*a*a*a*a*a*a*a*a*a*a*b" }),
+    `${deep}/${"a".repeat(200)}b`,
+  );
+});
+
+Deno.test("find_files stops walking when the signal aborts", async () => {
+  await using ws = await tempWorkspace();
+  for (let index = 0; index < 20; index++) await ws.write(`dir${index}/sub/file.txt`, "x");
+  const controller = new AbortController();
+  const base = ws.context({ signal: controller.signal });
+  let listed = 0;
+  const host = new Proxy(base.host, {
+    get(target, property, receiver): unknown {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== "function") return value;
+      if (property !== "readDir") return value.bind(target);
+      return (...args: unknown[]): unknown => {
+        if (++listed === 3) controller.abort();
+        return value.apply(target, args);
+      };
+    },
+  });
+  const result = await findFilesTool.execute({ pattern: "**/*.txt" }, { ...base, host });
+  assert.equal(result.isError, true);
+  assert.match(result.content, /^Cancelled/);
+  assert.equal(listed, 3);
+});

@@ -71,3 +71,20 @@ Deno.test("compileGlob() refuses empty patterns, .. and brace explosions", () =>
   const explosion = "{a,b,c,d}".repeat(5);
   assert.match(compileGlob(explosion) as string, /alternatives/);
 });
+
+// Globs come from the model; compiled to a backtracking regex, `*a*a*a*a*a*b` against a long
+// name of `a`s takes time exponential in the number of stars (the original never finished).
+Deno.test("compileGlob() matches pathological globs in linear time", () => {
+  const name = "a".repeat(250);
+  check("**/*a*a*a*a*a*b", [`x/${name}b`], [`x/${name}`, name]);
+  check("*a*a*a*a*a*a*a*a*a*a*b", [`${name}b`], [name, `dir/${name}`]);
+  check("{*a*a*a*b,*a*a*a*c}", [`${name}c`], [name]);
+});
+
+Deno.test("compileGlob() refuses globs that compile to too large a matcher", () => {
+  const compiled = compileGlob(
+    `{${Array.from({ length: 200 }, (_, i) => `*x${i}*y*z`).join(",")}}`,
+  );
+  assert.equal(typeof compiled, "string");
+  assert.match(compiled as string, /^The pattern cannot be matched: it is too complex/);
+});

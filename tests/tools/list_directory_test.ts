@@ -76,3 +76,14 @@ Deno.test("list_directory rejects bad input and never throws in title", async ()
   assert.equal(listDirectoryTool.title({ path: "src" }), "List src");
   assert.equal(listDirectoryTool.title("src"), "List directory");
 });
+
+Deno.test("list_directory sorts a large directory and shows the first entries", async () => {
+  await using ws = await tempWorkspace();
+  const names = Array.from({ length: 1300 }, (_, index) => `f${(index * 7919) % 1300}`);
+  await Promise.all(names.map((name) => ws.write(`big/${name}`, "")));
+  const result = await listDirectoryTool.execute({ path: "big" }, ws.context());
+  assert.equal(result.isError, false, result.content);
+  const lines = result.content.split("\n");
+  assert.deepEqual(lines.slice(0, -1), [...names].sort().slice(0, 1000));
+  assert.equal(lines.at(-1), "[showing the first 1000 of 1300 entries; use find_files to search]");
+});

@@ -169,3 +169,53 @@ Deno.test("read_file title and locations never throw", () => {
   assert.deepEqual(readFileTool.locations?.({ path: "/abs/x" }, "/w"), [{ path: "/abs/x" }]);
   assert.deepEqual(readFileTool.locations?.("junk", "/w"), []);
 });
+
+Deno.test("read_file refuses FIFOs and other non-regular files instead of blocking on them", async () => {
+  await using ws = await tempWorkspace();
+  const made = await new Deno.Command("mkfifo", { args: [`${ws.root}/pipe`] }).output();
+  assert.equal(made.success, true);
+  const result = await readFileTool.execute({ path: "pipe" }, ws.context());
+  assert.deepEqual(result, {
+    content: 'Cannot read "pipe": it is not a regular file',
+    isError: true,
+  });
+});
+
+Deno.test("read_file refuses a huge (sparse) file without reading it", async () => {
+  await using ws = await tempWorkspace();
+  const path = await ws.write("huge.bin", "");
+  await Deno.truncate(path, 8 * 1024 * 1024 * 1024);
+  const result = await readFileTool.execute({ path: "huge.bin" }, ws.context());
+  assert.equal(result.isError, true);
+  assert.match(
+    result.content,
+    /^Cannot read "huge\.bin": it has 8589934592 bytes, more than the 16 MiB/,
+  );
+  assert.deepEqual(ws.calls, []);
+});
+
+// Splitting a file of millions of lines at once blocked the event loop; lines are now found
+// and counted in slices, with timers and other sessions running in between.
+Deno.test("read_file lets the event loop run while it scans a file of many lines", async () => {
+  await using ws = await tempWorkspace();
+  await ws.write("many.txt", "x\n".repeat(4_000_000));
+  const base = ws.context();
+  let ticked = false;
+  const workspace = {
+    ...base.workspace,
+    async readTextFile(path: string, options: { signal: AbortSignal }): Promise<string> {
+      const text = await base.workspace.readTextFile(path, options);
+      setTimeout(() => ticked = true, 0);
+      return text;
+    },
+  };
+  const result = await readFileTool.execute(
+    { path: "many.txt", offset: 3_999_999, limit: 5 },
+    { ...base, workspace },
+  );
+  assert.equal(ticked, true, "a timer ran while the file was scanned");
+  assert.equal(
+    result.content,
+    "3999999\tx\n4000000\tx",
+  );
+});

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { searchTextTool } from "../../src/tools/search_text.ts";
+import type { ToolContext } from "../../src/tools/tool.ts";
 import { type TempWorkspace, tempWorkspace } from "./_context.ts";
 
 async function search(ws: TempWorkspace, input: unknown): Promise<string> {
@@ -92,7 +93,10 @@ Deno.test("search_text reports no matches and invalid regexes", async () => {
   );
   const invalid = await searchTextTool.execute({ pattern: "(unclosed" }, ws.context());
   assert.equal(invalid.isError, true);
-  assert.match(invalid.content, /"pattern" is not a valid JavaScript regular expression/);
+  assert.match(
+    invalid.content,
+    /^Invalid input: "pattern" is not a valid RE2 regular expression: missing closing \)/,
+  );
   const badInclude = await searchTextTool.execute({ pattern: "x", include: "../*" }, ws.context());
   assert.match(badInclude.content, /"include"/);
   const badType = await searchTextTool.execute({ pattern: "x", path: 1 }, ws.context());
@@ -117,4 +121,95 @@ Deno.test("search_text title and locations never throw", () => {
   assert.equal(searchTextTool.title({ pattern: "x".repeat(100) }).length, "Search ".length + 60);
   assert.equal(searchTextTool.title(undefined), "Search text");
   assert.deepEqual(searchTextTool.locations?.({ path: "src" }, "/w"), [{ path: "/w/src" }]);
+});
+
+/** A context whose host schedules `onRead` as a macrotask as soon as a file's bytes arrive. */
+function contextCallingBackAfterRead(
+  ws: TempWorkspace,
+  signal: AbortSignal,
+  onRead: () => void,
+): ToolContext {
+  const base = ws.context({ signal });
+  const host = new Proxy(base.host, {
+    get(target, property, receiver): unknown {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== "function") return value;
+      if (property !== "readFile" && property !== "readFileRange") return value.bind(target);
+      return async (...args: unknown[]): Promise<unknown> => {
+        const bytes = await value.apply(target, args);
+        setTimeout(onRead, 0);
+        return bytes;
+      };
+    },
+  });
+  return { ...base, host };
+}
+
+// Issue 7, defect 2: `^(a+)+$` over lines of 28 `a` and `!` took a backtracking engine ~13 s,
+// in one synchronous block: no timer, no other session and no cancel could run meanwhile.
+Deno.test("search_text lets the event loop run and stops on cancel while scanning a file", async () => {
+  await using ws = await tempWorkspace();
+  await ws.write("evil.txt", `${"a".repeat(28)}!\n`.repeat(3) + "filler line\n".repeat(100_000));
+  const controller = new AbortController();
+  let ticked = false;
+  // The macrotask is scheduled just before the scan starts; it cancels the call.
+  const context = contextCallingBackAfterRead(ws, controller.signal, () => {
+    ticked = true;
+    controller.abort();
+  });
+  const result = await searchTextTool.execute({ pattern: "^(a+)+$", path: "evil.txt" }, context);
+  assert.equal(ticked, true, "a timer ran while the scan was in progress");
+  assert.equal(result.isError, true);
+  assert.match(result.content, /^Cancelled/);
+});
+
+Deno.test("search_text matches catastrophic-backtracking patterns in linear time", async () => {
+  await using ws = await tempWorkspace();
+  await ws.write("evil.txt", `${"a".repeat(28)}!\n`.repeat(3) + "aaaa\n");
+  assert.equal(await search(ws, { pattern: "^(a+)+$" }), "evil.txt:4: aaaa");
+  assert.equal(
+    await search(ws, { pattern: "(x+x+)+y|(a|aa)+!" }),
+    [
+      `evil.txt:1: ${"a".repeat(28)}!`,
+      `evil.txt:2: ${"a".repeat(28)}!`,
+      `evil.txt:3: ${"a".repeat(28)}!`,
+    ].join("\n"),
+  );
+  assert.equal(await search(ws, { pattern: "(?i)AAAA$" }), "evil.txt:4: aaaa");
+});
+
+Deno.test("search_text refuses backreferences, lookaround and huge patterns by name", async () => {
+  await using ws = await tempWorkspace();
+  await ws.write("a.txt", "abab\n");
+  const refused = async (pattern: string): Promise<string> => {
+    const result = await searchTextTool.execute({ pattern }, ws.context());
+    assert.equal(result.isError, true, result.content);
+    return result.content;
+  };
+  assert.equal(
+    await refused("(ab)\\1"),
+    'Invalid input: "pattern" is not a valid RE2 regular expression: backreference `\\1` is not supported (RE2 syntax, like ripgrep: no lookaround, no backreferences)',
+  );
+  assert.match(await refused("a(?=b)"), /: lookahead `\(\?=` is not supported/);
+  assert.match(await refused("(?<!x)a"), /: lookbehind `\(\?<!` is not supported/);
+  assert.match(
+    await refused("[a-j][^x]{999}[^y]{999}"),
+    /too complex \(it compiles to \d+ instructions, at most 1024/,
+  );
+});
+
+Deno.test("search_text matches a regex on the start of very long lines and says so", async () => {
+  await using ws = await tempWorkspace();
+  await ws.write("min.js", `${"x".repeat(100_000)}needle\nneedle\n`);
+  // A literal pattern is found anywhere in a line.
+  assert.deepEqual(
+    (await search(ws, { pattern: "needle" })).split("\n").map((line) => line.slice(0, 12)),
+    ["min.js:1: xx", "min.js:2: ne"],
+  );
+  // A regular expression sees the first characters of each line only (linear, but bounded work).
+  const content = await search(ws, { pattern: "needl[e]" });
+  assert.match(
+    content,
+    /^min\.js:2: needle\n\[1 line longer than \d+ characters matched on their first \d+ characters only\]$/,
+  );
 });
