@@ -15,6 +15,7 @@ import {
   validateInput,
 } from "./_common.ts";
 import { plural, quote } from "./_text.ts";
+import { diffDisplay } from "./_diff.ts";
 import { displayPath } from "./paths.ts";
 import type { Tool, ToolContext, ToolLocation, ToolResult } from "./tool.ts";
 
@@ -162,7 +163,7 @@ async function editFile(input: unknown, context: ToolContext): Promise<ToolResul
   return {
     content: `Edited ${shown}: replaced ${plural(positions.length, "occurrence")} ${where}`,
     isError: false,
-    display: [{ type: "diff", path: file, oldText: before, newText: after }],
+    display: diffDisplay(file, before, after),
     locations: [{ path: file, line: firstLine }],
   };
 }

@@ -14,6 +14,7 @@ import {
   validateInput,
 } from "./_common.ts";
 import { plural, quote, utf8Length } from "./_text.ts";
+import { diffDisplay } from "./_diff.ts";
 import { displayPath } from "./paths.ts";
 import { dirnamePath } from "./posix_path.ts";
 import type { Tool, ToolContext, ToolLocation, ToolResult } from "./tool.ts";
@@ -117,7 +118,7 @@ async function writeFile(input: unknown, context: ToolContext): Promise<ToolResu
   return {
     content: `${oldText === null ? "Created" : "Wrote"} ${shown} (${size})`,
     isError: false,
-    display: [{ type: "diff", path: file, oldText, newText: content }],
+    display: diffDisplay(file, oldText, content),
     locations,
   };
 }

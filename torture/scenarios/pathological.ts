@@ -164,9 +164,11 @@ async function oneCase(
   const cwd = join(dir, "ws");
   await mkdir(cwd, { recursive: true });
   await item.setup(cwd, next);
+  // A case that cancels keeps its turn going after the tools (a slow last step), so that the cancel
+  // always finds it running, however fast the tools were.
   const script = await writeScript(dir, "script.json", [
     { toolCalls: item.calls },
-    { text: "done" },
+    item.cancel ? { delayMs: 60_000, text: "done" } : { text: "done" },
   ]);
   const server = context.start({
     dataDir: join(dir, "data"),
