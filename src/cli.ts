@@ -218,6 +218,8 @@ export function createCatalog(
   options: CreateCatalogOptions = {},
 ): ModelCatalog {
   const { script, logger } = options;
+  // Per-request lines are debug lines; below debug the wrapper would only cost time.
+  const logRequests = config.logLevel === "debug";
   const env = (name: string): string | undefined => host.env(name);
   const providers: Record<string, ProviderSpec> = builtinProviders(env);
   for (const [id, provider] of Object.entries(config.providers)) {
@@ -229,7 +231,7 @@ export function createCatalog(
     defaultModel: config.model,
     env,
     ...(script ? { script } : {}),
-    ...(logger ? { logger } : {}),
+    ...(logger ? { logger, logRequests } : {}),
   });
 }
 

@@ -93,8 +93,14 @@ export interface ModelCatalogOptions {
   readonly env?: (name: string) => string | undefined;
   /** The fetch providers use (tests inject one). */
   readonly fetch?: typeof fetch;
-  /** Receives one line per model request (see {@link LoggedProvider}) and per model list query. */
+  /** Receives one line per model list query, and per model request with `logRequests`. */
   readonly logger?: Logger;
+  /**
+   * Wraps every provider in a {@link LoggedProvider} (debug lines per request and response). It
+   * costs a little per streamed event, so the CLI sets it only at `--log-level debug`.
+   * @default {true} when a logger is given
+   */
+  readonly logRequests?: boolean;
 }
 
 const OFFLINE: Readonly<Record<string, { name: string; description: string }>> = {
@@ -334,7 +340,8 @@ export class ModelCatalog {
   }
 
   #logged(provider: LlmProvider): LlmProvider {
-    return this.#options.logger ? new LoggedProvider(provider, this.#options.logger) : provider;
+    const { logger, logRequests = true } = this.#options;
+    return logger && logRequests ? new LoggedProvider(provider, logger) : provider;
   }
 
   #describe(

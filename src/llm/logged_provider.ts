@@ -22,8 +22,9 @@ import type {
  * - `debug` `model response`: the same ids plus `ms` (duration), `firstEventMs` (time to the
  *   first streamed event), `finish`, `toolCalls` (count) and `usage` (token counts).
  * - `debug` `model request aborted`: the ids and `ms`.
- * - `warn` `model request failed`: the ids, `ms`, and the error's `kind`, HTTP `status`,
- *   `retryable` and message (providers redact API keys from their messages).
+ *   A failed request's `model response` has `finish: "error"` and the error's `kind`, HTTP
+ *   `status`, `retryable` and message (providers redact API keys from their messages); the
+ *   session reports the failure at `warn`.
  *
  * Events pass through unchanged and in order.
  *
@@ -105,7 +106,14 @@ export class LoggedProvider implements LlmProvider {
           const ms = elapsed();
           if (event.reason === "aborted") logger.debug("model request aborted", { ...ids, ms });
           else if (event.reason === "error") {
-            logger.warn("model request failed", { ...ids, ms, ...errorFields(event.error) });
+            // The session reports failures at warn (with the retry decision); this is the detail.
+            logger.debug("model response", {
+              ...ids,
+              ms,
+              firstEventMs,
+              finish: "error",
+              ...errorFields(event.error),
+            });
           } else {
             logger.debug("model response", {
               ...ids,

@@ -99,11 +99,11 @@ export function connectAgentServer(
     embeddedContext: true,
   };
   const hostWorkspace = new HostWorkspace(host);
-  const described = describeErrors(stream, logger);
   // Messages of one session take effect in arrival order; `session/cancel` is carried out there.
-  const order = orderSessionMessages(described, {
+  const order = orderSessionMessages(stream.readable, {
     cancel: (sessionId) => sessions.get(sessionId)?.cancel(),
   });
+  const described = describeErrors(stream, logger, order.applied);
   const sessions = new SessionManager({
     config: options.config,
     catalog,
@@ -358,7 +358,7 @@ export function connectAgentServer(
       return {};
     });
 
-  connection = app.connect(order.stream);
+  connection = app.connect({ readable: order.readable, writable: described.writable });
   const active = connection;
   let markDisconnected = (): void => {};
   const disconnected = new Promise<void>((resolve) => markDisconnected = resolve);

@@ -16,15 +16,18 @@ import type { BulkWriter } from "../transport/nd_json_stream.ts";
  *
  * @param stream The connection's streams
  * @param logger Where error responses are reported
+ * @param onAnswer Told the id of every answer (result or error) as it is written
  * @returns The same streams with the outbound side rewritten, and `writeDirect`
  */
 export function describeErrors(
   stream: Stream,
   logger: Logger,
+  onAnswer?: (id: unknown) => void,
 ): Stream & { writeDirect(messages: readonly AnyMessage[]): Promise<void> } {
   const writer = stream.writable.getWriter();
   const writable = new WritableStream<AnyMessage>({
     write(message) {
+      if (onAnswer && !("method" in message)) onAnswer((message as { id?: unknown }).id);
       if ("error" in message && message.error) {
         const error = message.error as { code: number; message: string; data?: unknown };
         if (error.code === -32602 && error.message === "Invalid params") {

@@ -1,4 +1,4 @@
-import type { AnyMessage, Stream } from "../transport/acp.ts";
+import type { AnyMessage } from "../transport/acp.ts";
 
 /** Requests that act on one session, named by their `params.sessionId`. */
 const SESSION_REQUESTS: ReadonlySet<string> = new Set([
@@ -22,16 +22,17 @@ interface Lane {
 
 /** A connection's inbound messages, with the messages of each session kept in arrival order. */
 export interface SessionOrder {
-  /** The connection's streams with the inbound side sequenced. */
-  readonly stream: Stream;
+  /** The connection's inbound messages, sequenced. */
+  readonly readable: ReadableStream<AnyMessage>;
   /**
    * Says that a session request took effect (a prompt took its slot, a mode changed, a load
-   * finished), so the messages of that session sent after it may go. Answering a request counts
-   * too; calling it twice, or for a request that waits for nothing, is harmless.
+   * finished), so the messages of that session sent after it may go. Call it for every answer
+   * written too (an answer always means the request took effect); calling it twice, or for a
+   * request that waits for nothing, is harmless.
    *
    * @param requestId The request's id
    */
-  applied(requestId: Id | null): void;
+  applied(requestId: unknown): void;
 }
 
 /** What {@link orderSessionMessages} needs. */
@@ -48,7 +49,7 @@ export interface SessionOrderOptions {
  * methods registered later), and some take effect only after an await. So a mode change, a cancel
  * or a close sent just before a prompt could apply after the prompt started. This lays each
  * session's messages in a lane: a session request is passed on only once the one before it took
- * effect ({@link SessionOrder.applied}, or its answer was written), a `session/cancel` is carried
+ * effect ({@link SessionOrder.applied}: called by the handler, or for its answer), a `session/cancel` is carried
  * out in its place, and a `$/cancel_request` for a request still waiting in a lane waits right
  * behind it. Messages of different sessions, and messages of no session, never wait.
  *
@@ -59,23 +60,26 @@ export interface SessionOrderOptions {
  * import { orderSessionMessages } from "./session_order.ts";
  * const [server, client] = createMemoryPair();
  * const cancelled: string[] = [];
- * const order = orderSessionMessages(server, { cancel: (id) => cancelled.push(id) });
+ * const order = orderSessionMessages(server.readable, { cancel: (id) => cancelled.push(id) });
  * const writer = client.writable.getWriter();
  * void writer.write({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "s" } });
  * void writer.write({
  *   jsonrpc: "2.0", id: 1, method: "session/prompt", params: { sessionId: "s", prompt: [] },
  * });
- * const { value } = await order.stream.readable.getReader().read();
+ * const { value } = await order.readable.getReader().read();
  * assert.deepEqual(cancelled, ["s"]);
  * assert(value && "id" in value && value.id === 1);
  * await writer.close();
  * ```
  *
- * @param stream The connection's streams
+ * @param input The connection's inbound messages
  * @param options Where cancels go
- * @returns The sequenced streams and the hook that releases a lane
+ * @returns The sequenced messages and the hook that releases a lane
  */
-export function orderSessionMessages(stream: Stream, options: SessionOrderOptions): SessionOrder {
+export function orderSessionMessages(
+  input: ReadableStream<AnyMessage>,
+  options: SessionOrderOptions,
+): SessionOrder {
   const lanes = new Map<string, Lane>();
   /** Forwarded requests that block their lane, by id key. */
   const blockers = new Map<string, string>();
@@ -147,8 +151,8 @@ export function orderSessionMessages(stream: Stream, options: SessionOrderOption
     if (lane.blocker === undefined) lanes.delete(sessionId);
   };
 
-  const applied = (requestId: Id | null): void => {
-    if (requestId === null) return;
+  const applied = (requestId: unknown): void => {
+    if (blockers.size === 0 || !isId(requestId)) return;
     const key = idKey(requestId);
     const sessionId = blockers.get(key);
     if (sessionId === undefined) return;
@@ -159,7 +163,7 @@ export function orderSessionMessages(stream: Stream, options: SessionOrderOption
     release(sessionId, lane);
   };
 
-  const reader = stream.readable.getReader();
+  const reader = input.getReader();
   const readable = new ReadableStream<AnyMessage>({
     start(c) {
       controller = c;
@@ -184,24 +188,7 @@ export function orderSessionMessages(stream: Stream, options: SessionOrderOption
     },
   }, { highWaterMark: 0 });
 
-  const writer = stream.writable.getWriter();
-  const writable = new WritableStream<AnyMessage>({
-    write(message) {
-      const answer = message as { id?: unknown; method?: unknown };
-      if (answer.method === undefined && isId(answer.id) && blockers.size > 0) {
-        applied(answer.id);
-      }
-      return writer.write(message);
-    },
-    close() {
-      return writer.close();
-    },
-    abort(reason) {
-      return writer.abort(reason);
-    },
-  });
-
-  return { stream: { ...stream, readable, writable }, applied };
+  return { readable, applied };
 }
 
 function isId(value: unknown): value is Id {

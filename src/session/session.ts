@@ -4,13 +4,14 @@ import {
   type RetryPolicy,
   runTurn,
   type StopReason,
+  TurnError,
 } from "../agent/run_turn.ts";
 import { buildSystemPrompt } from "../agent/system_prompt.ts";
 import type { TurnEvent } from "../agent/turn_event.ts";
 import type { PermissionMode } from "../config/config.ts";
 import type { Host } from "../host/host.ts";
 import type { ModelCatalog, ModelInfo } from "../llm/catalog.ts";
-import type { LlmContentPart, LlmMessage, LlmUsage } from "../llm/provider.ts";
+import type { LlmContentPart, LlmMessage, LlmUsage, ProviderError } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
 import type {
   SessionConfigOption,
@@ -426,7 +427,11 @@ export class Session {
       mode: pinned.mode,
       parts: content.length,
     });
-    logger.debug("prompt content", { sessionId: this.id, content: describeContent(content) });
+    // Built only when the line is written (JSON.stringify calls toJSON).
+    logger.debug("prompt content", {
+      sessionId: this.id,
+      content: { toJSON: () => describeContent(content) },
+    });
     try {
       const { info, provider } = this.#options.catalog.resolve(pinned.model);
       const stored: StoredContentPart[] = content.some((part) => part.type === "image")
@@ -468,12 +473,13 @@ export class Session {
         authorize: (request) => this.#authorize(request, pinned),
         maxSteps: this.#options.maxSteps,
         ...(this.#options.retry ? { retry: this.#options.retry } : {}),
-        onRetry: (_error, attempt, delayMs) =>
-          this.#options.logger.info("retrying the model request", {
+        onRetry: (error, attempt, delayMs) =>
+          this.#options.logger.warn("model request failed", {
             sessionId: this.id,
             model: info.id,
-            attempt: attempt + 1,
-            delayMs,
+            attempt,
+            ...providerErrorFields(error),
+            retryInMs: delayMs,
           }),
         stream: this.#options.stream,
         signal: controller.signal,
@@ -488,10 +494,14 @@ export class Session {
       signal.removeEventListener("abort", onAbort);
       const ms = this.#options.now() - startedAt;
       if (stopReason === undefined) {
-        logger.warn("prompt failed", {
+        const cause = failure instanceof TurnError ? failure.providerError : undefined;
+        logger.warn(cause ? "model request failed" : "prompt failed", {
           sessionId: this.id,
+          model: pinned.model,
           ms,
-          error: failure instanceof Error ? failure.message : String(failure),
+          ...(cause ? providerErrorFields(cause) : {
+            error: failure instanceof Error ? failure.message : String(failure),
+          }),
         });
       } else logger.info("prompt ended", { sessionId: this.id, stopReason, ms });
       if (started) {
@@ -695,6 +705,16 @@ export class Session {
   #assertOpen(): void {
     if (this.#closing) throw new SessionStateError(`session ${this.id} is closing`);
   }
+}
+
+/** What the logs say of a provider failure (never the request). */
+function providerErrorFields(error: ProviderError): Record<string, unknown> {
+  return {
+    kind: error.kind,
+    ...(error.status === undefined ? {} : { status: error.status }),
+    retryable: error.retryable,
+    error: error.message,
+  };
 }
 
 /** The prompt for the debug log: text abridged, other parts by type. */

@@ -503,7 +503,7 @@ Deno.test("ModelCatalog.resolve() logs each model request with its session, timi
     "debug model request",
     "debug model response",
     "debug model request",
-    "warn model request failed",
+    "debug model response",
   ]);
   const [start, done, , failed] = entries;
   assert.deepEqual(start?.fields, {
@@ -541,6 +541,6 @@ Deno.test("ModelCatalog.resolve() logs a network provider's failure without the 
   const { provider } = catalog.resolve("openai/gpt-5");
   await collect(provider, "gpt-5");
   const text = lines.join("");
-  assert.match(text, /warn: model request failed .*"kind":"auth","status":401/);
+  assert.match(text, /debug: model response .*"finish":"error","kind":"auth","status":401/);
   assert.doesNotMatch(text, /sk-very-secret-key/);
 });
