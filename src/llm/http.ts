@@ -1,11 +1,13 @@
 /**
- * HTTP helpers shared by the network providers: POST a JSON body, open a server-sent event
- * stream, and turn every failure into a {@link ProviderError} (errors as data).
+ * HTTP helpers shared by the network providers: POST a JSON body, stream the server-sent events
+ * of the answer as {@link LlmEvent}s, and turn every failure into a {@link ProviderError} (errors
+ * as data).
  *
  * @module
  */
 import { type LlmEvent, ProviderError, type ProviderErrorKind } from "./provider.ts";
-import { SseDecoder, type SseEvent } from "./sse.ts";
+import { SseDecoder } from "./sse.ts";
+import { isRecord, parseJson } from "../util/json.ts";
 
 /** The `finish` event that ends every provider stream. */
 export type LlmFinishEvent = Extract<LlmEvent, { type: "finish" }>;
@@ -22,7 +24,7 @@ const NO_EVENTS: readonly LlmStreamEvent[] = Object.freeze([]);
 /** `TextDecoder.decode` options for a chunk of a longer body. */
 const STREAMING: TextDecodeOptions = { stream: true };
 
-/** Options for {@link postJson} and {@link openEventStream}. */
+/** Options for {@link postJson} and the requests of {@link streamLlmEvents}. */
 export interface PostJsonOptions {
   /** Absolute URL to POST to. */
   readonly url: string;
@@ -45,12 +47,6 @@ export interface PostJsonOptions {
 /** What {@link postJson} got: a 2xx response, an abort, or a classified failure. */
 export type PostJsonResult =
   | { readonly type: "response"; readonly response: Response }
-  | { readonly type: "aborted" }
-  | { readonly type: "error"; readonly error: ProviderError };
-
-/** What {@link openEventStream} got: the events of a 2xx stream, an abort, or a failure. */
-export type OpenEventStreamResult =
-  | { readonly type: "events"; readonly events: AsyncGenerator<SseEvent, void, undefined> }
   | { readonly type: "aborted" }
   | { readonly type: "error"; readonly error: ProviderError };
 
@@ -112,46 +108,16 @@ export async function postJson(options: PostJsonOptions): Promise<PostJsonResult
   };
 }
 
-/**
- * POSTs a JSON body and opens the response as a stream of server-sent events; never throws.
- *
- * A 2xx response with a JSON body (some servers answer errors that way) is classified like an
- * error response. The returned events end when the body ends, when `signal` aborts (the body
- * is cancelled, closing the connection) or when the caller stops iterating; a failed read
- * throws from the iteration.
- *
- * @example Reading events from a fake fetch
- * ```ts
- * import assert from "node:assert/strict";
- * import { openEventStream } from "./http.ts";
- * const opened = await openEventStream({
- *   url: "http://127.0.0.1:9/v1/x",
- *   body: {},
- *   signal: new AbortController().signal,
- *   fetch: () => Promise.resolve(new Response("data: 1\n\ndata: 2\n\n")),
- * });
- * assert(opened.type === "events");
- * const data = [];
- * for await (const event of opened.events) data.push(event.data);
- * assert.deepEqual(data, ["1", "2"]);
- * ```
- *
- * @param options Where, what and how
- * @returns The events, `aborted`, or the error
- */
-export async function openEventStream(options: PostJsonOptions): Promise<OpenEventStreamResult> {
-  const opened = await openBody(options);
-  if (opened.type !== "body") return opened;
-  return { type: "events", events: readEvents(opened.body, options.signal) };
-}
-
 /** What {@link openBody} got: the body of a 2xx event stream, an abort, or a failure. */
 type OpenBodyResult =
   | { readonly type: "body"; readonly body: ReadableStream<Uint8Array> }
   | { readonly type: "aborted" }
   | { readonly type: "error"; readonly error: ProviderError };
 
-/** {@link openEventStream} up to the body: POSTs and checks that the answer is a stream. */
+/**
+ * POSTs and checks that the answer is an event stream: a 2xx response with a JSON body (some
+ * servers answer errors that way) is classified like an error response.
+ */
 async function openBody(options: PostJsonOptions): Promise<OpenBodyResult> {
   const { signal, secrets = [] } = options;
   const posted = await postJson(options);
@@ -190,35 +156,6 @@ async function openBody(options: PostJsonOptions): Promise<OpenBodyResult> {
     };
   }
   return { type: "body", body: response.body };
-}
-
-async function* readEvents(
-  body: ReadableStream<Uint8Array>,
-  signal: AbortSignal,
-): AsyncGenerator<SseEvent, void, undefined> {
-  // Reading the body directly (rather than through piped streams) makes a cancel reach the
-  // connection at once.
-  const reader = body.getReader();
-  const text = new TextDecoder();
-  const decoder = new SseDecoder();
-  // Cancelling the reader ends a pending read even when the fetch in use ignores the signal.
-  const onAbort = (): void => void reader.cancel(signal.reason).catch(() => {});
-  signal.addEventListener("abort", onAbort, { once: true });
-  try {
-    while (!signal.aborted) {
-      const next = await reader.read();
-      const chunk = next.done ? text.decode() : text.decode(next.value, STREAMING);
-      for (const event of decoder.decode(chunk)) {
-        if (signal.aborted) return;
-        yield event;
-      }
-      if (next.done) return;
-    }
-  } finally {
-    signal.removeEventListener("abort", onAbort);
-    // Ends the body (and closes the connection) when the caller stopped early.
-    await reader.cancel().catch(() => {});
-  }
 }
 
 /** What {@link httpError} classifies. */
@@ -401,65 +338,6 @@ export function parseRetryAfter(headers: Headers, now: number = Date.now()): num
 }
 
 /**
- * Wraps a provider's raw event generator so the stream keeps the {@link LlmProvider} contract:
- * it never throws, ends with exactly one `finish`, and ends with `finish: aborted` (dropping
- * anything after) once `signal` has aborted.
- *
- * A thrown {@link ProviderError} ends the stream with it; any other throw becomes a retryable
- * `transport` error. (The built-in network providers get the same guarantees from
- * {@link streamLlmEvents} without a wrapping generator.)
- *
- * @example Turning a throw into a finish
- * ```ts
- * import assert from "node:assert/strict";
- * import { guardEvents } from "./http.ts";
- * async function* broken() {
- *   yield { type: "text-delta", text: "a" } as const;
- *   throw new TypeError("connection reset");
- * }
- * const events = await Array.fromAsync(guardEvents(broken(), new AbortController().signal));
- * assert.equal(events.length, 2);
- * assert(events[1]?.type === "finish" && events[1].reason === "error");
- * ```
- *
- * @param source The provider's events
- * @param signal The request's signal
- * @returns The guarded events
- */
-export async function* guardEvents(
-  source: AsyncIterable<LlmEvent>,
-  signal: AbortSignal,
-): AsyncGenerator<LlmEvent, void, undefined> {
-  let failure: ProviderError | undefined;
-  try {
-    if (!signal.aborted) {
-      for await (const event of source) {
-        if (signal.aborted) break;
-        yield event;
-        if (event.type === "finish") return;
-      }
-    }
-  } catch (error) {
-    if (!signal.aborted) {
-      failure = error instanceof ProviderError ? error : new ProviderError(
-        `Cannot read the response stream: ${error instanceof Error ? error.message : error}`,
-        { kind: "transport", retryable: true, cause: error },
-      );
-    }
-  }
-  if (signal.aborted) return yield { type: "finish", reason: "aborted" };
-  yield {
-    type: "finish",
-    reason: "error",
-    error: failure ??
-      new ProviderError("The provider stream ended without a finish", {
-        kind: "transport",
-        retryable: true,
-      }),
-  };
-}
-
-/**
  * Collects the events of one network chunk for {@link streamLlmEvents}, in order. Consecutive
  * text deltas are joined into one `text-delta` event (and reasoning deltas into one
  * `reasoning-delta`), so a chunk carrying many small deltas costs one event, not one per delta.
@@ -578,11 +456,13 @@ export interface LlmStreamDecoder {
  * event's data to `decoder`, and yields what it produced chunk by chunk (consecutive deltas of a
  * chunk joined, see {@link LlmEventBatch}).
  *
- * Keeps the {@link LlmProvider} contract the way {@link guardEvents} does: it never throws,
- * ends with exactly one `finish`, and ends with `finish: aborted` (dropping anything after) once
- * `signal` has aborted; an abort also cancels the body, so a pending read ends at once even
- * when the fetch in use ignores the signal. A failed request ends with its classified error
- * (see {@link openEventStream}), a failed read with a retryable `transport` error. The body is
+ * Keeps the {@link LlmProvider} contract: it never throws, ends with exactly one `finish`, and
+ * ends with `finish: aborted` (dropping anything after) once `signal` has aborted; an abort also
+ * cancels the body, so a pending read ends at once even when the fetch in use ignores the
+ * signal. A failed request ends with its classified error (a 2xx response with a JSON body
+ * counts as a failed request, see {@link httpError}); a decoder throw ends it with that
+ * {@link ProviderError}, or with a retryable `transport` error for any other throw, as does a
+ * failed read. The body is
  * cancelled (closing the connection) when the stream is complete, when it fails and when the
  * consumer stops early.
  *
@@ -779,18 +659,6 @@ function redact(text: string, secrets: readonly string[]): string {
     if (secret.length >= 4) result = result.split(secret).join("[redacted]");
   }
   return result;
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** Resolves with `promise`, or rejects as soon as `signal` aborts. */

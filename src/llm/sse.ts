@@ -1,5 +1,5 @@
 /**
- * A small server-sent events (SSE) parser over WHATWG streams.
+ * A small incremental server-sent events (SSE) parser: decoded text in, events out.
  *
  * Follows the event-stream interpretation of the HTML standard: lines end with CRLF, LF or CR;
  * `event:`, `data:` and `id:` fields (one optional space after the colon); lines starting with
@@ -32,8 +32,9 @@ const SPACE = 32;
 const COLON = 58;
 
 /**
- * The incremental parser behind {@link SseParserStream}: feed it decoded text in chunks of any
- * size and it returns (or calls back with) the events completed so far.
+ * The incremental parser: feed it decoded text in chunks of any size and it returns (or calls
+ * back with) the events completed so far. An incomplete event is kept until the text that
+ * completes it arrives (and is never dispatched if none does).
  *
  * @example Feeding text in pieces
  * ```ts
@@ -161,54 +162,4 @@ export class SseDecoder {
     if (data === undefined) return true;
     return listener(data, event, this.#id) !== false;
   }
-}
-
-/**
- * A `TransformStream` from decoded text to {@link SseEvent}s.
- *
- * @example Parsing two events
- * ```ts
- * import assert from "node:assert/strict";
- * import { SseParserStream } from "./sse.ts";
- * const events = await Array.fromAsync(
- *   ReadableStream.from(["event: a\r\ndata: 1\r\n", "data: 2\r\n\r\n: note\n\ndata: x\n\n"])
- *     .pipeThrough(new SseParserStream()),
- * );
- * assert.deepEqual(events, [
- *   { event: "a", data: "1\n2" },
- *   { event: "message", data: "x" },
- * ]);
- * ```
- */
-export class SseParserStream extends TransformStream<string, SseEvent> {
-  /** Creates the parser. */
-  constructor() {
-    const decoder = new SseDecoder();
-    super({
-      transform(chunk, controller): void {
-        for (const event of decoder.decode(chunk)) controller.enqueue(event);
-      },
-    });
-  }
-}
-
-/**
- * Decodes an HTTP body (UTF-8 bytes) into server-sent events.
- *
- * Cancelling the returned stream cancels `body`, which closes the connection under it.
- *
- * @example Reading a response body
- * ```ts
- * import assert from "node:assert/strict";
- * import { sseEvents } from "./sse.ts";
- * const body = new Response("data: [DONE]\n\n").body as ReadableStream<Uint8Array>;
- * const events = await Array.fromAsync(sseEvents(body));
- * assert.deepEqual(events, [{ event: "message", data: "[DONE]" }]);
- * ```
- *
- * @param body The response body
- * @returns The events, in order
- */
-export function sseEvents(body: ReadableStream<Uint8Array>): ReadableStream<SseEvent> {
-  return body.pipeThrough(new TextDecoderStream()).pipeThrough(new SseParserStream());
 }

@@ -4,7 +4,6 @@
  * @module
  */
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /** The UTF-8 length of `text` in bytes. */
@@ -55,24 +54,6 @@ export function decodeTail(bytes: Uint8Array, maxBytes: number): string {
     skipped++;
   }
   return decoder.decode(bytes.subarray(start));
-}
-
-/** The longest prefix of `text` of at most `maxBytes` UTF-8 bytes, cut at a character boundary. */
-export function headOfText(text: string, maxBytes: number): string {
-  if (text.length <= maxBytes / 3) return text;
-  const bytes = encoder.encode(text);
-  if (bytes.length <= maxBytes) return text;
-  let end = maxBytes;
-  while (end > 0 && isContinuation(bytes[end] as number)) end--;
-  return decoder.decode(bytes.subarray(0, end));
-}
-
-/** The longest suffix of `text` of at most `maxBytes` UTF-8 bytes, cut at a character boundary. */
-export function tailOfText(text: string, maxBytes: number): string {
-  if (text.length <= maxBytes / 3) return text;
-  const bytes = encoder.encode(text);
-  if (bytes.length <= maxBytes) return text;
-  return decodeTail(bytes, maxBytes);
 }
 
 /** `text` quoted as a JSON string, for naming values in messages. */

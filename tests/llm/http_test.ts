@@ -1,15 +1,15 @@
 import assert from "node:assert/strict";
 import {
-  guardEvents,
   httpError,
-  openEventStream,
+  type LlmStreamDecoder,
   parseRetryAfter,
   postJson,
   streamError,
+  streamLlmEvents,
   transportError,
 } from "../../src/llm/http.ts";
 import { type LlmEvent, ProviderError } from "../../src/llm/provider.ts";
-import { jsonResponse, sse, startFakeLlmServer } from "../_helpers/fake_llm_server.ts";
+import { jsonResponse, startFakeLlmServer } from "../_helpers/fake_llm_server.ts";
 
 const NEVER = new AbortController().signal;
 
@@ -321,152 +321,149 @@ Deno.test("postJson() returns aborted for a signal aborted before or during the 
   assert.equal(during.type, "aborted");
 });
 
-// openEventStream
+// streamLlmEvents
 
-Deno.test("openEventStream() yields the events of a 2xx stream", async () => {
-  await using server = await startFakeLlmServer();
-  server.enqueue(
-    sse([{ event: "a", data: { n: 1 } }, { raw: ": comment\n\n" }, { data: "[DONE]" }]),
-  );
-  const opened = await openEventStream({ url: `${server.url}/s`, body: {}, signal: NEVER });
-  assert.equal(opened.type, "events");
-  if (opened.type !== "events") return;
-  const events = [];
-  for await (const event of opened.events) events.push(event);
-  assert.deepEqual(events, [
-    { event: "a", data: '{"n":1}' },
-    { event: "message", data: "[DONE]" },
-  ]);
-});
+/** A decoder that turns each event's data into text and ends at `.`. */
+const TEXT_DECODER: LlmStreamDecoder = {
+  event: (data, _event, out) => data === "." ? "end" : void out.text(data),
+  end: () => ({ type: "finish", reason: "stop" }),
+};
 
-Deno.test("openEventStream() classifies a 200 JSON error body", async () => {
+/** A fetch that answers with a 200 body made of `chunks`, recording whether it was cancelled. */
+function bodyFetch(
+  chunks: readonly (string | Uint8Array)[],
+  options: { readonly contentType?: string; readonly hold?: boolean } = {},
+): { readonly fetch: typeof fetch; readonly cancelled: () => boolean } {
+  let cancelled = false;
+  const fetchImpl = (): Promise<Response> => {
+    const body = new ReadableStream<Uint8Array>({
+      start(stream): void {
+        const encoder = new TextEncoder();
+        for (const chunk of chunks) {
+          stream.enqueue(typeof chunk === "string" ? encoder.encode(chunk) : chunk);
+        }
+        if (!options.hold) stream.close();
+      },
+      cancel(): void {
+        cancelled = true;
+      },
+    });
+    const headers = { "content-type": options.contentType ?? "text/event-stream" };
+    return Promise.resolve(new Response(body, { headers }));
+  };
+  return { fetch: fetchImpl, cancelled: () => cancelled };
+}
+
+function stream(
+  fetchImpl: typeof fetch,
+  decoder: LlmStreamDecoder = TEXT_DECODER,
+  signal: AbortSignal = NEVER,
+): Promise<LlmEvent[]> {
+  return Array.fromAsync(streamLlmEvents(
+    signal,
+    () => ({ url: "http://127.0.0.1:9/s", body: {}, signal, fetch: fetchImpl }),
+    decoder,
+  ));
+}
+
+Deno.test("streamLlmEvents() classifies a 200 JSON body as a failed request", async () => {
   await using server = await startFakeLlmServer();
   server.enqueue(
     jsonResponse(200, { error: { message: "Insufficient Balance", code: "insufficient_quota" } }),
     jsonResponse(200, { id: "not a stream" }),
   );
-  const first = await openEventStream({ url: `${server.url}/s`, body: {}, signal: NEVER });
-  assert.ok(first.type === "error");
+  const request = () => ({ url: `${server.url}/s`, body: {}, signal: NEVER });
+  const [first] = await Array.fromAsync(streamLlmEvents(NEVER, request, TEXT_DECODER));
+  assert.ok(first?.type === "finish" && first.error);
   assert.equal(first.error.kind, "quota");
   assert.equal(first.error.message, "HTTP 200: Insufficient Balance");
-  const second = await openEventStream({ url: `${server.url}/s`, body: {}, signal: NEVER });
-  assert.ok(second.type === "error");
+  const [second] = await Array.fromAsync(streamLlmEvents(NEVER, request, TEXT_DECODER));
+  assert.ok(second?.type === "finish" && second.error);
   assert.equal(second.error.kind, "bad-request");
   assert.match(second.error.message, /expected an event stream, got application\/json/);
 });
 
-Deno.test("openEventStream() closes the connection when the caller stops early", async () => {
-  await using server = await startFakeLlmServer();
-  server.enqueue(sse([{ data: "1" }, { data: "2" }], { end: "hold" }));
-  const opened = await openEventStream({ url: `${server.url}/s`, body: {}, signal: NEVER });
-  assert.ok(opened.type === "events");
-  for await (const event of opened.events) {
-    assert.equal(event.data, "1");
-    break;
-  }
-  await server.waitForCutOff(1);
-  assert.equal(server.responsesCutOff, 1);
-});
-
-Deno.test("openEventStream() ends the events when the signal aborts, even if fetch ignores it", async () => {
-  const controller = new AbortController();
-  let cancelled = false;
-  const body = new ReadableStream<Uint8Array>({
-    start(stream) {
-      stream.enqueue(new TextEncoder().encode("data: 1\n\n"));
-    },
-    cancel() {
-      cancelled = true;
-    },
-  });
-  const opened = await openEventStream({
-    url: "http://127.0.0.1:9/s",
-    body: {},
-    signal: controller.signal,
-    fetch: () => Promise.resolve(new Response(body)),
-  });
-  assert.ok(opened.type === "events");
-  const seen: string[] = [];
-  for await (const event of opened.events) {
-    seen.push(event.data);
-    controller.abort();
-  }
-  assert.deepEqual(seen, ["1"]);
-  assert.ok(cancelled);
-});
-
-// guardEvents
-
-async function* events(
-  list: readonly LlmEvent[],
-  end?: () => never,
-): AsyncGenerator<LlmEvent> {
-  for (const event of list) yield event;
-  end?.();
-}
-
-Deno.test("guardEvents() passes events through up to the finish and drops the rest", async () => {
-  const out = await Array.fromAsync(guardEvents(
-    events([
-      { type: "text-delta", text: "a" },
+Deno.test("streamLlmEvents() decodes UTF-8 split inside a character and strips a BOM", async () => {
+  const bytes = new TextEncoder().encode("\uFEFFdata: héllo 😀\n\ndata: .\n\n");
+  for (let at = 0; at <= bytes.length; at++) {
+    const { fetch } = bodyFetch([bytes.slice(0, at), bytes.slice(at)]);
+    assert.deepEqual(await stream(fetch), [
+      { type: "text-delta", text: "héllo 😀" },
       { type: "finish", reason: "stop" },
-      { type: "text-delta", text: "late" },
-    ]),
-    NEVER,
-  ));
-  assert.deepEqual(out, [{ type: "text-delta", text: "a" }, { type: "finish", reason: "stop" }]);
+    ], `split at ${at}`);
+  }
 });
 
-Deno.test("guardEvents() turns throws into finish errors", async () => {
+Deno.test("streamLlmEvents() parses a body delivered one byte at a time", async () => {
+  const text = "event: delta\r\ndata: ü\r\n\r\n: ping\r\n\r\ndata: .\r\n\r\n";
+  const bytes = [...new TextEncoder().encode(text)].map((byte) => Uint8Array.of(byte));
+  assert.deepEqual(await stream(bodyFetch(bytes).fetch), [
+    { type: "text-delta", text: "ü" },
+    { type: "finish", reason: "stop" },
+  ]);
+});
+
+Deno.test("streamLlmEvents() ends at the decoder's finish and reads nothing after it", async () => {
+  const seen: string[] = [];
+  const body = bodyFetch(["data: a\n\ndata: stop\n\ndata: late\n\n"], { hold: true });
+  const out = await stream(body.fetch, {
+    event: (data, _event, out) => {
+      seen.push(data);
+      if (data === "stop") return { type: "finish", reason: "stop" };
+      out.text(data);
+      return undefined;
+    },
+    end: () => assert.fail("end() is not called after a finish"),
+  });
+  assert.deepEqual(out, [{ type: "text-delta", text: "a" }, { type: "finish", reason: "stop" }]);
+  assert.deepEqual(seen, ["a", "stop"]);
+  assert.ok(body.cancelled());
+});
+
+Deno.test("streamLlmEvents() turns decoder throws into finish errors", async () => {
   const thrown = new ProviderError("typed", { kind: "quota", retryable: false });
-  const typed = await Array.fromAsync(guardEvents(
-    events([], () => {
+  const typed = await stream(bodyFetch(["data: x\n\n"]).fetch, {
+    event: () => {
       throw thrown;
-    }),
-    NEVER,
-  ));
+    },
+    end: () => assert.fail("end() is not called after a throw"),
+  });
   assert.deepEqual(typed, [{ type: "finish", reason: "error", error: thrown }]);
 
-  const other = await Array.fromAsync(guardEvents(
-    events([], () => {
-      throw new TypeError("error reading a body from connection");
-    }),
-    NEVER,
-  ));
+  const body = bodyFetch(["data: a\n\ndata: x\n\n"], { hold: true });
+  const other = await stream(body.fetch, {
+    event: (data, _event, out) => {
+      if (data === "x") throw new TypeError("bad chunk");
+      out.text(data);
+    },
+    end: () => assert.fail("end() is not called after a throw"),
+  });
+  assert.equal(other.length, 1, "the deltas of the failed chunk are dropped");
   const finish = other[0];
   assert.ok(finish?.type === "finish" && finish.error);
   assert.equal(finish.error.kind, "transport");
   assert.equal(finish.error.retryable, true);
-  assert.equal(
-    finish.error.message,
-    "Cannot read the response stream: error reading a body from connection",
-  );
+  assert.equal(finish.error.message, "Cannot read the response stream: bad chunk");
+  assert.ok(body.cancelled(), "a failed stream cancels the body");
 });
 
-Deno.test("guardEvents() adds a finish error to a stream without one", async () => {
-  const out = await Array.fromAsync(
-    guardEvents(events([{ type: "text-delta", text: "a" }]), NEVER),
-  );
-  assert.equal(out.length, 2);
-  assert.ok(out[1]?.type === "finish" && out[1].reason === "error");
-});
-
-Deno.test("guardEvents() ends with aborted once the signal aborts", async () => {
+Deno.test("streamLlmEvents() ends with aborted once the signal aborts, even if fetch ignores it", async () => {
   const controller = new AbortController();
-  async function* source(): AsyncGenerator<LlmEvent> {
-    yield { type: "text-delta", text: "a" };
+  const body = bodyFetch(["data: 1\n\n"], { hold: true });
+  const out: LlmEvent[] = [];
+  for await (
+    const event of streamLlmEvents(
+      controller.signal,
+      () => ({ url: "http://127.0.0.1:9/s", body: {}, signal: NEVER, fetch: body.fetch }),
+      TEXT_DECODER,
+    )
+  ) {
+    out.push(event);
     controller.abort();
-    yield { type: "text-delta", text: "b" };
-    yield { type: "finish", reason: "stop" };
   }
-  const out = await Array.fromAsync(guardEvents(source(), controller.signal));
-  assert.deepEqual(out, [{ type: "text-delta", text: "a" }, { type: "finish", reason: "aborted" }]);
+  assert.deepEqual(out, [{ type: "text-delta", text: "1" }, { type: "finish", reason: "aborted" }]);
+  assert.ok(body.cancelled());
 
-  const thrown = await Array.fromAsync(guardEvents(
-    events([], () => {
-      throw new DOMException("aborted", "AbortError");
-    }),
-    AbortSignal.abort(),
-  ));
-  assert.deepEqual(thrown, [{ type: "finish", reason: "aborted" }]);
+  const before = await stream(bodyFetch([]).fetch, TEXT_DECODER, AbortSignal.abort());
+  assert.deepEqual(before, [{ type: "finish", reason: "aborted" }]);
 });
