@@ -342,3 +342,58 @@ function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
     signal.addEventListener("abort", onAbort, { once: true });
   });
 }
+
+/** What {@link trackBodyReads} returns. */
+export interface BodyReads {
+  /** A fetch (over the global one) whose response bodies are watched. */
+  readonly fetch: typeof fetch;
+  /**
+   * Resolves once the consumer of a body has read the bytes that contain the marker and asked
+   * for more: everything up to and including the marker has been consumed.
+   */
+  readonly past: Promise<void>;
+}
+
+/**
+ * Watches how far a provider has read a response body, so a test can act at a precise point of
+ * a stream (for example, abort while a tool call is half streamed) instead of sleeping.
+ *
+ * The body is re-served one read at a time (high-water mark 0), so the next read is only asked
+ * for once the previous chunk was taken; cancelling it cancels the real body.
+ *
+ * @param marker Text that appears in the body
+ * @returns The watching fetch and the moment the marker was read past
+ */
+export function trackBodyReads(marker: string): BodyReads {
+  let resolvePast!: () => void;
+  const past = new Promise<void>((resolve) => resolvePast = resolve);
+  const watched = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    const response = await fetch(input, init);
+    if (response.body === null) return response;
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let seen = "";
+    let found = false;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller): Promise<void> {
+        if (found) resolvePast();
+        const next = await reader.read();
+        if (next.done) return controller.close();
+        if (!found) {
+          seen += decoder.decode(next.value, { stream: true });
+          found = seen.includes(marker);
+        }
+        controller.enqueue(next.value);
+      },
+      cancel(reason): Promise<void> {
+        return reader.cancel(reason);
+      },
+    }, { highWaterMark: 0 });
+    return new Response(body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
+  return { fetch: watched, past };
+}

@@ -18,6 +18,7 @@ import {
   ProviderError,
 } from "../../src/llm/provider.ts";
 import type { Tool, ToolContext, ToolEffect, ToolKind, ToolResult } from "../../src/tools/tool.ts";
+import { abortListened } from "../_helpers/wait.ts";
 
 /** One model step of the fake: fixed events, or a function of the request and signal. */
 type FakeStep =
@@ -1006,7 +1007,8 @@ Deno.test("runTurn() returns cancelled when aborted during the backoff, leaving 
     retry: { attempts: 3, baseDelayMs: 1, maxDelayMs: 1 },
     onRetry: (_error, _attempt, delayMs) => {
       delay = delayMs;
-      setTimeout(() => controller.abort(), 5);
+      // Abort once the backoff that follows has started waiting on the signal.
+      void abortListened(controller.signal).then(() => controller.abort());
     },
   });
   const started = performance.now();
@@ -1171,115 +1173,152 @@ Deno.test("runTurn() does not run a tool when the turn is cancelled while author
 
 // Parallelism
 
-interface Tracker {
-  active: number;
-  max: number;
-  readonly started: string[];
-  readonly finished: string[];
+/**
+ * Tool calls that run until the test lets them finish, recording which calls were running when
+ * each one started: the tests decide the order of events instead of racing timers.
+ */
+class Gates {
+  /** Call ids in the order they started. */
+  readonly started: string[] = [];
+  /** Call ids in the order they finished. */
+  readonly finished: string[] = [];
+  /** For each call, the calls that were running when it started. */
+  readonly runningAtStart = new Map<string, string[]>();
+  /** The most calls running at once. */
+  max = 0;
+  readonly #release = new Map<string, () => void>();
+  readonly #waiters = new Set<() => void>();
+
+  /** A tool whose calls (input `{id}`) wait here until {@link finish} lets them end. */
+  tool(name: string, effect: ToolEffect): Tool {
+    return effectTool(name, effect, effect === "read" ? "read" : "edit", async (input) => {
+      const { id } = input as { id: string };
+      this.runningAtStart.set(id, [...this.#release.keys()]);
+      this.started.push(id);
+      await new Promise<void>((resolve) => {
+        this.#release.set(id, resolve);
+        this.max = Math.max(this.max, this.#release.size);
+        this.#wake();
+      });
+      this.finished.push(id);
+      this.#wake();
+      return { content: `done ${id}`, isError: false };
+    });
+  }
+
+  /** Resolves once every one of `ids` has started and is waiting to finish. */
+  waitStarted(...ids: string[]): Promise<void> {
+    return this.#until(() => ids.every((id) => this.#release.has(id)), `${ids} to start`);
+  }
+
+  /** Lets `id` finish once it has started; resolves when it has finished. */
+  async finish(id: string): Promise<void> {
+    await this.waitStarted(id);
+    const release = this.#release.get(id) as () => void;
+    this.#release.delete(id);
+    release();
+    await this.#until(() => this.finished.includes(id), `${id} to finish`);
+  }
+
+  #wake(): void {
+    for (const wake of this.#waiters) wake();
+  }
+
+  #until(done: () => boolean, what: string): Promise<void> {
+    if (done()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (!done()) return;
+        clearTimeout(timer);
+        this.#waiters.delete(check);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(check);
+        reject(new Error(`Timed out waiting for ${what}; started ${this.started}`));
+      }, 5_000);
+      this.#waiters.add(check);
+    });
+  }
 }
 
-function tracker(): Tracker {
-  return { active: 0, max: 0, started: [], finished: [] };
-}
-
-/** A tool that sleeps `input.ms` and records overlap in the trackers it is given. */
-function sleepingTool(name: string, effect: ToolEffect, trackers: readonly Tracker[]): Tool {
-  return effectTool(name, effect, effect === "read" ? "read" : "edit", async (input) => {
-    const { id, ms } = input as { id: string; ms: number };
-    for (const t of trackers) {
-      t.active++;
-      t.max = Math.max(t.max, t.active);
-      t.started.push(id);
-    }
-    await new Promise((resolve) => setTimeout(resolve, ms));
-    for (const t of trackers) {
-      t.active--;
-      t.finished.push(id);
-    }
-    return { content: `done ${id}`, isError: false };
-  });
-}
-
-function sleepCall(name: string, id: string, ms: number): LlmEvent {
-  return toolCall(id, name, JSON.stringify({ id, ms }));
+function gatedCall(name: string, id: string): LlmEvent {
+  return toolCall(id, name, JSON.stringify({ id }));
 }
 
 Deno.test("runTurn() runs up to TOOL_PARALLELISM read calls at once", async () => {
-  const reads = tracker();
+  const gates = new Gates();
   const count = TOOL_PARALLELISM + 2;
   const ids = Array.from({ length: count }, (_, index) => `r${index + 1}`);
   const provider = new FakeProvider([
-    [...ids.map((id) => sleepCall("read_file", id, 10)), finish("tool-calls")],
+    [...ids.map((id) => gatedCall("read_file", id)), finish("tool-calls")],
     [finish("stop")],
   ]);
-  const { options } = turnOptions(provider, {
-    tools: [sleepingTool("read_file", "read", [reads])],
-  });
-  assert.equal(await runTurn(options), "end_turn");
-  assert.equal(reads.max, TOOL_PARALLELISM);
-  assert.deepEqual(reads.started, ids, "calls start in call order");
-  assert.equal(reads.finished.length, count);
+  const { options } = turnOptions(provider, { tools: [gates.tool("read_file", "read")] });
+  const turn = runTurn(options);
+  await gates.waitStarted(...ids.slice(0, TOOL_PARALLELISM));
+  for (const id of ids) await gates.finish(id);
+  assert.equal(await turn, "end_turn");
+  assert.equal(gates.max, TOOL_PARALLELISM);
+  assert.deepEqual(gates.started, ids, "calls start in call order");
+  assert.equal(gates.finished.length, count);
 });
 
 Deno.test("runTurn() runs an edit or a command alone, after every call before it", async () => {
-  const exclusive = tracker();
-  const all = tracker();
+  const gates = new Gates();
+  const ids = ["w1", "x1", "r1", "r2", "w2", "r3", "x2"];
+  const tools = { w: "write_file", x: "run_command", r: "read_file" } as const;
   const provider = new FakeProvider([
     [
-      sleepCall("write_file", "w1", 10),
-      sleepCall("run_command", "x1", 5),
-      sleepCall("read_file", "r1", 15),
-      sleepCall("read_file", "r2", 15),
-      sleepCall("write_file", "w2", 1),
-      sleepCall("read_file", "r3", 15),
-      sleepCall("run_command", "x2", 1),
+      ...ids.map((id) => gatedCall(tools[id[0] as keyof typeof tools], id)),
       finish("tool-calls"),
     ],
     [finish("stop")],
   ]);
   const { options } = turnOptions(provider, {
     tools: [
-      sleepingTool("write_file", "write", [exclusive, all]),
-      sleepingTool("run_command", "execute", [exclusive, all]),
-      sleepingTool("read_file", "read", [all]),
+      gates.tool("write_file", "write"),
+      gates.tool("run_command", "execute"),
+      gates.tool("read_file", "read"),
     ],
   });
-  assert.equal(await runTurn(options), "end_turn");
-  assert.equal(exclusive.max, 1, "a write or execute call overlapped another");
-  assert.deepEqual(exclusive.started, ["w1", "x1", "w2", "x2"], "edits and commands keep order");
+  const turn = runTurn(options);
+  await gates.finish("w1");
+  await gates.finish("x1");
+  await gates.waitStarted("r1", "r2");
+  for (const id of ["r1", "r2", "w2", "r3", "x2"]) await gates.finish(id);
+  assert.equal(await turn, "end_turn");
+  assert.deepEqual(gates.started, ids, "every call started in call order");
   assert.deepEqual(
-    all.started,
-    ["w1", "x1", "r1", "r2", "w2", "r3", "x2"],
-    "every call started in call order",
+    Object.fromEntries(gates.runningAtStart),
+    { w1: [], x1: [], r1: [], r2: ["r1"], w2: [], r3: [], x2: [] },
+    "an edit or command waits for every call before it and runs alone; adjacent reads overlap",
   );
-  const position = (id: string, list: string[]) => list.indexOf(id);
-  assert.ok(position("x1", all.finished) < position("r1", all.finished), "r1 waited for x1");
-  for (const read of ["r1", "r2"]) {
-    assert.ok(position(read, all.finished) < position("w2", all.finished), `w2 waited for ${read}`);
-  }
-  assert.equal(all.max, 2, "the reads between two edits ran together, nothing else overlapped");
   assert.deepEqual(
     options.history.filter((m) => m.role === "tool").map((m) => m.toolCallId),
-    ["w1", "x1", "r1", "r2", "w2", "r3", "x2"],
+    ids,
   );
 });
 
 Deno.test("runTurn() appends tool results in call order whatever order they finish in", async () => {
-  const reads = tracker();
+  const gates = new Gates();
   const provider = new FakeProvider([
     [
-      sleepCall("read_file", "c1", 30),
-      sleepCall("read_file", "c2", 1),
-      sleepCall("read_file", "c3", 15),
+      gatedCall("read_file", "c1"),
+      gatedCall("read_file", "c2"),
+      gatedCall("read_file", "c3"),
       finish("tool-calls"),
     ],
     [finish("stop")],
   ]);
   const { events, options } = turnOptions(provider, {
-    tools: [sleepingTool("read_file", "read", [reads])],
+    tools: [gates.tool("read_file", "read")],
   });
-  assert.equal(await runTurn(options), "end_turn");
-  assert.deepEqual(reads.finished, ["c2", "c3", "c1"], "the calls ran concurrently");
+  const turn = runTurn(options);
+  await gates.waitStarted("c1", "c2", "c3");
+  for (const id of ["c2", "c3", "c1"]) await gates.finish(id);
+  assert.equal(await turn, "end_turn");
+  assert.deepEqual(gates.finished, ["c2", "c3", "c1"]);
   assert.deepEqual(
     ofType(events, "tool-call-update").filter((event) => event.status === "completed")
       .map((event) => event.toolCallId),

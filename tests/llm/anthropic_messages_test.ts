@@ -10,6 +10,7 @@ import {
   sse,
   type SseItem,
   startFakeLlmServer,
+  trackBodyReads,
 } from "../_helpers/fake_llm_server.ts";
 
 const KEY = "sk-ant-test-key-0123456789";
@@ -18,7 +19,9 @@ const USER: LlmMessage = { role: "user", content: [{ type: "text", text: "hi" }]
 
 function provider(
   server: FakeLlmServer,
-  extra: Partial<{ anthropicVersion: string; headers: Record<string, string> }> = {},
+  extra: Partial<
+    { anthropicVersion: string; headers: Record<string, string>; fetch: typeof fetch }
+  > = {},
 ): AnthropicMessagesProvider {
   return new AnthropicMessagesProvider({
     id: "anthropic",
@@ -599,13 +602,15 @@ Deno.test("AnthropicMessagesProvider ends aborted while a tool call is streaming
   ], { end: "hold" }));
   const controller = new AbortController();
   const events: LlmEvent[] = [];
+  const reads = trackBodyReads("input_json_delta");
   const done = (async () => {
-    for await (const item of provider(server).stream(request(), { signal: controller.signal })) {
+    const streaming = provider(server, { fetch: reads.fetch });
+    for await (const item of streaming.stream(request(), { signal: controller.signal })) {
       events.push(item);
     }
   })();
-  while (server.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  // The provider has decoded the partial tool input and is waiting for the next chunk.
+  await reads.past;
   controller.abort();
   await done;
   assert.deepEqual(events, [{ type: "finish", reason: "aborted" }]);

@@ -605,12 +605,16 @@ Deno.test("OpenAiChatProvider ends aborted while waiting for the next chunk", as
   server.enqueue(sse([chunk({ content: "a" })], { end: "hold" }));
   const controller = new AbortController();
   const events: LlmEvent[] = [];
+  let firstEvent!: () => void;
+  const gotFirst = new Promise<void>((resolve) => firstEvent = resolve);
   const done = (async () => {
     for await (const event of provider(server).stream(request(), { signal: controller.signal })) {
       events.push(event);
+      firstEvent();
     }
   })();
-  while (events.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  // The first chunk is in; the server holds the rest, so the stream is waiting for more.
+  await gotFirst;
   controller.abort();
   await done;
   assert.deepEqual(events.at(-1), { type: "finish", reason: "aborted" });

@@ -6,6 +6,7 @@ import {
   type LlmRequest,
   ProviderError,
 } from "../../src/llm/provider.ts";
+import { abortListened } from "../_helpers/wait.ts";
 
 const USER: LlmMessage = { role: "user", content: [{ type: "text", text: "go" }] };
 const ASSISTANT: LlmMessage = { role: "assistant", text: "earlier" };
@@ -342,8 +343,10 @@ Deno.test("ScriptedProvider.stream() ends promptly with aborted when aborted dur
   const controller = new AbortController();
   const scripted = provider([{ delayMs: 60_000, text: "late" }]);
   const started = performance.now();
+  const delaying = abortListened(controller.signal);
   const pending = collect(scripted, requestFor("s"), controller.signal);
-  setTimeout(() => controller.abort(), 5);
+  await delaying;
+  controller.abort();
   const events = await pending;
   assert.deepEqual(events, [{ type: "finish", reason: "aborted" }]);
   assert.ok(performance.now() - started < 5_000, "abort did not end the delay promptly");

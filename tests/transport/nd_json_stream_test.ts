@@ -5,6 +5,7 @@ import {
   type NdJsonStreamOptions,
 } from "../../src/transport/nd_json_stream.ts";
 import type { AnyMessage } from "../../src/transport/acp.ts";
+import { settle } from "../_helpers/wait.ts";
 
 const encoder = new TextEncoder();
 
@@ -92,10 +93,6 @@ function request(id: number | string, method = "ping", params: unknown = {}): An
 
 function idOf(message: AnyMessage | undefined): unknown {
   return (message as { id?: unknown } | undefined)?.id;
-}
-
-function tick(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 function line(message: unknown): string {
@@ -318,10 +315,13 @@ Deno.test("ndJsonStream() awaits onInputEnd before closing the readable", async 
   const log: string[] = [];
   let release!: () => void;
   const released = new Promise<void>((resolve) => release = resolve);
+  let reachedEnd!: () => void;
+  const endStarted = new Promise<void>((resolve) => reachedEnd = resolve);
   const out = collector();
   const stream = ndJsonStream(out.writable, input([line(request(1)), line(request(2))]), {
     onInputEnd: async () => {
       log.push("end");
+      reachedEnd();
       await released;
       log.push("end done");
     },
@@ -333,9 +333,9 @@ Deno.test("ndJsonStream() awaits onInputEnd before closing the readable", async 
   const last = reader.read().then((result) => {
     log.push(`done ${result.done}`);
   });
-  // Let the pull reach onInputEnd; the read must still be pending.
-  while (!log.includes("end")) await new Promise((resolve) => setTimeout(resolve, 1));
-  await new Promise((resolve) => setTimeout(resolve, 5));
+  // The pull reached onInputEnd; the read must still be pending.
+  await endStarted;
+  await settle();
   assert.deepEqual(log, ["read 1", "read 2", "end"]);
   // Answers written while onInputEnd runs still reach the output.
   await writer.write({ jsonrpc: "2.0", id: 2, result: {} } as AnyMessage);
@@ -368,46 +368,53 @@ Deno.test("ndJsonStream() writes one compact JSON text per line, in order", asyn
 function gatedOutput(): {
   writable: WritableStream<Uint8Array>;
   written: string[];
-  pending: Array<() => void>;
+  /** Resolves with the release of the next write the output receives (in order). */
+  nextWrite(): Promise<() => void>;
 } {
   const written: string[] = [];
-  const pending: Array<() => void> = [];
+  const arrived: Array<() => void> = [];
+  const waiting: Array<(release: () => void) => void> = [];
   const decoder = new TextDecoder();
   const writable = new WritableStream<Uint8Array>({
     write(chunk) {
       return new Promise<void>((resolve) => {
-        pending.push(() => {
+        const release = (): void => {
           written.push(decoder.decode(chunk));
           resolve();
-        });
+        };
+        const waiter = waiting.shift();
+        if (waiter) waiter(release);
+        else arrived.push(release);
       });
     },
   });
-  return { writable, written, pending };
+  const nextWrite = (): Promise<() => void> => {
+    const release = arrived.shift();
+    if (release) return Promise.resolve(release);
+    return new Promise((resolve) => waiting.push(resolve));
+  };
+  return { writable, written, nextWrite };
 }
 
-/** Releases gated writes until `done()` says everything expected has been written. */
+/** Releases gated writes, each as it reaches the output, until `done()` says all are written. */
 async function releaseAll(
   output: ReturnType<typeof gatedOutput>,
   done: () => boolean,
 ): Promise<void> {
-  for (let round = 0; !done(); round++) {
-    assert.ok(round < 100, `writes never completed: ${JSON.stringify(output.written)}`);
-    await tick();
-    output.pending.shift()?.();
-  }
+  while (!done()) (await output.nextWrite())();
 }
 
 Deno.test("ndJsonStream() drained() waits for an accepted write to reach the output", async () => {
   const output = gatedOutput();
   const stream = ndJsonStream(output.writable, input([]));
   const writer = stream.writable.getWriter();
-  await tick();
   await writer.write(request(1));
   let writtenWhenDrained: string | undefined;
   const done = stream.drained().then(() => writtenWhenDrained = output.written.join(""));
-  await tick();
+  const release = await output.nextWrite();
+  await settle();
   assert.equal(writtenWhenDrained, undefined, "drained() resolved before the output took it");
+  release();
   await releaseAll(output, () => output.written.length > 0);
   await done;
   assert.equal(writtenWhenDrained, line(request(1)));
@@ -419,7 +426,6 @@ Deno.test("ndJsonStream() drained() waits for every write made so far, even queu
   const output = gatedOutput();
   const stream = ndJsonStream(output.writable, input([]));
   const writer = stream.writable.getWriter();
-  await tick();
   const expected = line(request(1)) + line(request(2));
   void writer.write(request(1));
   void writer.write(request(2));
