@@ -153,6 +153,18 @@ export class AcpTestClient {
     });
   }
 
+  /**
+   * Resolves once a `session/update` of kind `sessionUpdate` arrived for `sessionId`. The first
+   * prompt of a new session sends `session_info_update` (its title) once the prompt is admitted
+   * and its turn has begun: the event to wait for before cancelling a running turn.
+   */
+  waitForUpdate(sessionId: string, sessionUpdate: string, timeoutMs?: number): Promise<void> {
+    return this.waitFor(
+      () => this.updates(sessionId).some(({ update }) => update.sessionUpdate === sessionUpdate),
+      timeoutMs,
+    );
+  }
+
   /** Standard handshake; returns the initialize result. */
   initialize(capabilities: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
     return this.request("initialize", {

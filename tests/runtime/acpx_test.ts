@@ -21,7 +21,11 @@ interface AcpxRun {
   readonly stderr: string;
 }
 
-/** Runs acpx with a temporary HOME; `interrupt` sends SIGINT once the prompt is on the wire. */
+/**
+ * Runs acpx with a temporary HOME; `interrupt` sends SIGINT once the prompt is running: acpx
+ * printed the agent's `session_info_update`, which the agent sends when it has admitted the
+ * first prompt of a session and begun its turn.
+ */
 function runAcpx(
   args: readonly string[],
   interrupt = false,
@@ -44,10 +48,10 @@ function runAcpx(
   child.stderr.setEncoding("utf8");
   child.stdout.on("data", (text: string) => {
     stdout += text;
-    if (interrupt && !interrupted && stdout.includes('"method":"session/prompt"')) {
+    if (interrupt && !interrupted && stdout.includes('"sessionUpdate":"session_info_update"')) {
       interrupted = true;
-      // acpx forwards Ctrl-C as session/cancel; give the prompt a moment to be running.
-      setTimeout(() => Deno.kill(child.pid as number, "SIGINT"), 200);
+      // acpx forwards Ctrl-C to the running prompt as session/cancel.
+      Deno.kill(child.pid as number, "SIGINT");
     }
   });
   child.stderr.on("data", (text: string) => stderr += text);

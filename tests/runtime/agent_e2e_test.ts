@@ -10,6 +10,7 @@ import {
 } from "../_helpers/fake_llm_server.ts";
 import { anthropicTurn, openAiTurn } from "../_helpers/llm_fixtures.ts";
 import { RUNTIMES } from "../_helpers/runtimes.ts";
+import { pollUntil } from "../_helpers/wait.ts";
 
 const [, NODE] = RUNTIMES as [unknown, { command: string; args: readonly string[] }];
 
@@ -305,20 +306,20 @@ Deno.test("a command's child processes are gone after its timeout and after a ca
   assert.equal(await alive(timedOut), false, "the background child of the timed-out command");
 
   const prompt = agent.client.prompt(sessionId, "run slow again");
-  while (true) {
-    try {
-      await readFile(join(cwd, "cancel.pid"), "utf8");
-      break;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
+  // The pid file is written by the command's shell, a grandchild of this test: no frame or event
+  // says it exists, so poll for it.
+  const pidFile = join(cwd, "cancel.pid");
+  await pollUntil(() => readFile(pidFile, "utf8").then((text) => text.trim() !== "", () => false), {
+    what: "the command to write its background child's pid",
+  });
   await agent.client.notify("session/cancel", { sessionId });
   assert.equal(await prompt, "cancelled");
-  const cancelled = Number(await readFile(join(cwd, "cancel.pid"), "utf8"));
-  for (let i = 0; i < 50 && await alive(cancelled); i++) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  const cancelled = Number(await readFile(pidFile, "utf8"));
+  // That background child is not ours to wait on: poll until the kill has landed.
+  await pollUntil(async () => !(await alive(cancelled)), {
+    what: "the background child of the cancelled command to be gone",
+    timeoutMs: 2_500,
+  }).catch(() => {});
   assert.equal(await alive(cancelled), false, "the background child of the cancelled command");
   await stop(run);
 });

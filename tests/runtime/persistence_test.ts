@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { commandLine, ROOT, RUNTIMES } from "../_helpers/runtimes.ts";
+import { pollUntil } from "../_helpers/wait.ts";
 
 const [, NODE] = RUNTIMES as [unknown, { name: "node"; command: string; args: readonly string[] }];
 
@@ -141,15 +142,16 @@ Deno.test("two server processes share a data directory; a session is open in onl
   const error = refused.error as { code: number; message: string };
   assert.equal(error.code, -32602);
   assert.match(error.message, /open in another acp-harness process \(pid \d+\)/);
-  // Another process's index lines land asynchronously: the listing converges within moments.
+  // Another process's index lines land asynchronously and B is told nothing when they do:
+  // poll the listing until it converges.
   const both = (set: Set<unknown>): boolean =>
     set.has("from process A") && set.has("from process B");
   let titles = new Set<unknown>();
-  for (let i = 0; i < 100 && !both(titles); i++) {
+  await pollUntil(async () => {
     const listed = await b.client.request<{ sessions: Update[] }>("session/list", {});
     titles = new Set(listed.sessions.map((s) => s.title));
-    if (!both(titles)) await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+    return both(titles);
+  }, { what: "both titles in B's listing", timeoutMs: 2_000 }).catch(() => {});
   assert.deepEqual(titles, new Set(["from process A", "from process B"]));
   await stop(a);
   // Once A is gone, B can take the session over.
@@ -194,6 +196,17 @@ async function agentProcesses(dataDir: string): Promise<number> {
   return count;
 }
 
+/**
+ * Waits (up to 10 s) for the agent processes acpx started to exit after their idle TTL. They are
+ * acpx's detached children, not ours: nothing to wait on but /proc, so this polls.
+ */
+async function agentsGone(dataDir: string): Promise<void> {
+  await pollUntil(async () => await agentProcesses(dataDir) === 0, {
+    what: "acpx's agent processes to exit",
+    intervalMs: 100,
+  }).catch(() => {});
+}
+
 Deno.test("acpx persistent sessions resume after the agent process is gone and keep the history", async () => {
   const { cwd, dataDir, base } = await setup();
   const env = { HOME: join(base, "home"), ACP_HARNESS_HOME: dataDir };
@@ -206,9 +219,7 @@ Deno.test("acpx persistent sessions resume after the agent process is gone and k
     cwd,
   );
   assert.match(first, /"stopReason":"end_turn"/);
-  for (let i = 0; i < 100 && await agentProcesses(dataDir) > 0; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await agentsGone(dataDir);
   assert.equal(await agentProcesses(dataDir), 0, "the agent process is gone");
   const second = await acpx(
     ["--agent", agent, "--ttl", "1", "--format", "json", "second prompt"],
@@ -220,9 +231,7 @@ Deno.test("acpx persistent sessions resume after the agent process is gone and k
   );
   assert.ok(methods.includes("session/resume"), methods.join(", "));
   assert.match(second, /"stopReason":"end_turn"/);
-  for (let i = 0; i < 100 && await agentProcesses(dataDir) > 0; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await agentsGone(dataDir);
   // Our own client sees both prompts in the one session.
   const check = server(dataDir, cwd);
   await check.client.initialize();

@@ -88,7 +88,7 @@ for (const runtime of RUNTIMES) {
       await client.initialize();
       const sessionId = await client.newSession(workspace);
       const prompt = client.prompt(sessionId, "hang");
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await client.waitForUpdate(sessionId, "session_info_update");
       // Deno.kill, not child.kill: Deno's node:child_process reports a child it signalled as killed
       // even when the child handled the signal and exited 0.
       Deno.kill(agent.child.pid as number, signal);
@@ -104,7 +104,7 @@ for (const runtime of RUNTIMES) {
     await client.initialize();
     const sessionId = await client.newSession(workspace);
     const prompt = client.prompt(sessionId, "hang");
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await client.waitForUpdate(sessionId, "session_info_update");
     agent.end();
     assert.equal(await prompt, "cancelled");
     assert.equal(await exitWithin(agent, 2_000), 0);
