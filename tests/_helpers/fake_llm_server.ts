@@ -11,6 +11,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import { abortableDelay } from "../../src/util/abortable_delay.ts";
 
 /** One request the server received. */
 export interface CapturedRequest {
@@ -197,7 +198,7 @@ export async function startFakeLlmServer(): Promise<FakeLlmServer> {
     res.flushHeaders();
     for (const item of response.items) {
       const delay = item.delayMs ?? response.chunkDelayMs ?? 0;
-      if (delay > 0 && !(await sleep(delay, gone.signal))) return;
+      if (delay > 0 && !(await abortableDelay(delay, gone.signal))) return;
       if (gone.signal.aborted) return;
       if (!(await write(res, serialize(item), gone.signal))) return;
     }
@@ -324,22 +325,6 @@ function write(res: ServerResponse, text: string, signal: AbortSignal): Promise<
       signal.removeEventListener("abort", onAbort);
       resolve(!signal.aborted);
     });
-  });
-}
-
-/** Waits `ms` unless `signal` aborts first; the timer never outlives the wait. */
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve(true);
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
   });
 }
 
