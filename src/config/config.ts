@@ -1,6 +1,27 @@
-import { z } from "zod";
+/**
+ * The server's settings. Each one is described once, in {@link SETTINGS}: its flag, environment
+ * variable, config-file key, default, how its value is read and its `--help` line. The readers
+ * (`parseArgs`, `configFromEnv`, `configFromFile`), `mergeConfig`, `DEFAULT_CONFIG` and `USAGE`
+ * all derive from that table.
+ *
+ * @module
+ */
+
 import type { ModelFacts, ProviderApi } from "../llm/presets.ts";
 import { LOG_LEVELS, type LogLevel } from "../log/logger.ts";
+import {
+  BOOLEAN,
+  BOOLEAN_WORDS,
+  ConfigError,
+  MODELS_SECTION,
+  NON_EMPTY_STRING,
+  oneOf,
+  POSITIVE_INTEGER,
+  PROVIDERS_SECTION,
+  type ValueType,
+} from "./value_types.ts";
+
+export { BOOLEAN_WORDS, ConfigError, type ValueType };
 
 /** Permission policy of a session. */
 export type PermissionMode = "ask" | "auto" | "read-only";
@@ -52,77 +73,6 @@ export interface ProviderConfig {
   readonly maxTokensField?: "max_tokens" | "max_completion_tokens";
 }
 
-/** Default settings. */
-export const DEFAULT_CONFIG: Config = {
-  model: "echo",
-  mode: "ask",
-  stream: false,
-  dataDir: undefined,
-  configFile: undefined,
-  logLevel: "warn",
-  script: undefined,
-  maxSteps: 50,
-  permissionTimeout: 300,
-  maxMessageBytes: 32 * 1024 * 1024,
-  sessionListPageSize: 100,
-  providers: {},
-  models: {},
-};
-
-// Built on first use: constructing zod schemas costs time at start-up, and most runs read no
-// config file.
-let fileSchemas: { provider: z.ZodType; model: z.ZodType } | undefined;
-function configFileSchemas(): { provider: z.ZodType; model: z.ZodType } {
-  if (fileSchemas) return fileSchemas;
-  const tokens = z.number().int().positive();
-  const price = z.number().nonnegative();
-  fileSchemas = {
-    provider: z.strictObject({
-      api: z.enum(["openai-chat", "anthropic-messages"]),
-      baseUrl: z.url({ protocol: /^https?$/ }),
-      apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).optional(),
-      headers: z.record(z.string(), z.string()).optional(),
-      maxTokensField: z.enum(["max_tokens", "max_completion_tokens"]).optional(),
-    }),
-    model: z.strictObject({
-      name: z.string().min(1).optional(),
-      contextWindow: tokens.optional(),
-      maxOutputTokens: tokens.optional(),
-      image: z.boolean().optional(),
-      reasoningEfforts: z.array(z.string().min(1)).min(1).optional(),
-      defaultReasoningEffort: z.string().min(1).optional(),
-      pricing: z.strictObject({
-        input: price,
-        output: price,
-        cacheRead: price.optional(),
-        cacheWrite: price.optional(),
-      }).optional(),
-    }).refine(
-      (model) =>
-        model.defaultReasoningEffort === undefined ||
-        (model.reasoningEfforts ?? []).includes(model.defaultReasoningEffort),
-      {
-        message: "defaultReasoningEffort must be one of reasoningEfforts",
-        path: ["defaultReasoningEffort"],
-      },
-    ),
-  };
-  return fileSchemas;
-}
-
-/** A bad flag, environment variable or config file entry. */
-export class ConfigError extends TypeError {
-  /**
-   * Creates the error.
-   *
-   * @param message Names the setting and what was expected
-   */
-  constructor(message: string) {
-    super(message);
-    this.name = "ConfigError";
-  }
-}
-
 /** What the command line asks for. */
 export type Command =
   | { readonly kind: "help" }
@@ -136,59 +86,229 @@ export type Command =
     readonly overrides: Partial<Config>;
   };
 
+// ---------------------------------------------------------------------------------------------
+// The settings table.
+
+/** One setting: where its value can come from, how it is read, its default and its help. */
+export interface Setting<V> {
+  /** Its command-line flag, `--max-steps`; absent when no flag sets it. */
+  readonly flag?: string;
+  /** The flag's value in the usage text: `<n>`. */
+  readonly placeholder?: string;
+  /**
+   * The value of the flag given without `=<value>`; a flag with one never takes the next
+   * argument as its value (`--stream` means `--stream=true`).
+   */
+  readonly bare?: V;
+  /** Its environment variable; absent when none sets it. */
+  readonly env?: string;
+  /** Its key in the config file; absent when the file cannot set it. */
+  readonly fileKey?: string;
+  /** Its value when no source gives one. */
+  readonly default: V;
+  /** How `--help` and the README show the default, when `String(default)` will not do. */
+  readonly shownDefault?: string;
+  /** What it means; the `--help` line of a setting with a flag. */
+  readonly help: string;
+  /** A further `--help` line, after the env variable and the default. */
+  readonly note?: string;
+  /** How its value is read. */
+  readonly type: ValueType<V>;
+}
+
+/** One {@link Setting} per field of {@link Config}. */
+export type SettingsTable = { readonly [K in keyof Config]: Setting<Config[K]> };
+
 /**
- * The words `--stream=<value>` and `ACP_HARNESS_STREAM` accept, case-insensitively, in pairs:
- * `true`, `1`, `yes` and `on` mean true; `false`, `0`, `no` and `off` mean false.
+ * Every setting, in the order of the usage text. Flags, environment variables, config-file keys,
+ * validation, defaults and the `--help` text all derive from this table.
  */
-export const BOOLEAN_WORDS: readonly string[] = [
-  "true",
-  "false",
-  "1",
-  "0",
-  "yes",
-  "no",
-  "on",
-  "off",
-];
+export const SETTINGS: SettingsTable = {
+  model: {
+    flag: "--model",
+    placeholder: "<id>",
+    env: "ACP_HARNESS_MODEL",
+    fileKey: "model",
+    default: "echo",
+    help: "Default model for new sessions",
+    type: NON_EMPTY_STRING,
+  },
+  mode: {
+    flag: "--mode",
+    placeholder: "<mode>",
+    env: "ACP_HARNESS_MODE",
+    fileKey: "mode",
+    default: "ask",
+    help: "ask, auto or read-only",
+    type: oneOf(PERMISSION_MODES),
+  },
+  stream: {
+    flag: "--stream",
+    placeholder: "<bool>",
+    bare: true,
+    env: "ACP_HARNESS_STREAM",
+    fileKey: "stream",
+    default: false,
+    help: "Relay model output as it arrives",
+    note: `<bool> is ${BOOLEAN_WORDS.join(", ")} (any case)`,
+    type: BOOLEAN,
+  },
+  script: {
+    flag: "--script",
+    placeholder: "<file>",
+    env: "ACP_HARNESS_SCRIPT",
+    fileKey: "script",
+    default: undefined,
+    help: 'Script file for the offline "scripted" model',
+    type: NON_EMPTY_STRING,
+  },
+  maxSteps: {
+    flag: "--max-steps",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_MAX_STEPS",
+    fileKey: "maxSteps",
+    default: 50,
+    help: "Most model requests in one turn",
+    type: POSITIVE_INTEGER,
+  },
+  permissionTimeout: {
+    flag: "--permission-timeout",
+    placeholder: "<s>",
+    env: "ACP_HARNESS_PERMISSION_TIMEOUT",
+    fileKey: "permissionTimeout",
+    default: 300,
+    help: "Seconds to wait for a permission answer before refusing",
+    type: POSITIVE_INTEGER,
+  },
+  maxMessageBytes: {
+    flag: "--max-message-bytes",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_MAX_MESSAGE_BYTES",
+    fileKey: "maxMessageBytes",
+    default: 32 * 1024 * 1024,
+    shownDefault: "32 MiB",
+    help: "Inbound message limit",
+    type: POSITIVE_INTEGER,
+  },
+  dataDir: {
+    flag: "--data-dir",
+    placeholder: "<dir>",
+    env: "ACP_HARNESS_HOME",
+    fileKey: "dataDir",
+    default: undefined,
+    shownDefault: "~/.acp-harness",
+    help: "Data directory",
+    type: NON_EMPTY_STRING,
+  },
+  configFile: {
+    flag: "--config",
+    placeholder: "<file>",
+    env: "ACP_HARNESS_CONFIG",
+    default: undefined,
+    help: "JSON config file",
+    type: NON_EMPTY_STRING,
+  },
+  logLevel: {
+    flag: "--log-level",
+    placeholder: "<level>",
+    env: "ACP_HARNESS_LOG_LEVEL",
+    fileKey: "logLevel",
+    default: "warn",
+    help: "error, warn, info or debug",
+    type: oneOf(LOG_LEVELS),
+  },
+  sessionListPageSize: {
+    fileKey: "sessionListPageSize",
+    default: 100,
+    help: "Sessions per session/list page",
+    type: POSITIVE_INTEGER,
+  },
+  providers: {
+    fileKey: "providers",
+    default: {},
+    help: "Providers by id (they override built-in ones of the same id)",
+    type: PROVIDERS_SECTION,
+  },
+  models: {
+    fileKey: "models",
+    default: {},
+    help: "Model facts by full model id",
+    type: MODELS_SECTION,
+  },
+};
 
-const OPTIONS: ReadonlyArray<readonly [string, string]> = [
-  ["--model <id>", "Default model for new sessions (env ACP_HARNESS_MODEL; default echo)"],
-  [
-    "--mode <mode>",
-    "ask, auto or read-only (env ACP_HARNESS_MODE; default ask)",
-  ],
-  [
-    "--stream[=<bool>]",
-    `Relay model output as it arrives (env ACP_HARNESS_STREAM; default off)\n<bool> is ${
-      BOOLEAN_WORDS.join(", ")
-    } (any case)`,
-  ],
-  ["--script <file>", 'Script file for the offline "scripted" model (env ACP_HARNESS_SCRIPT)'],
-  ["--max-steps <n>", "Most model requests in one turn (env ACP_HARNESS_MAX_STEPS; default 50)"],
-  [
-    "--permission-timeout <s>",
-    "Seconds to wait for a permission answer before refusing (env ACP_HARNESS_PERMISSION_TIMEOUT; default 300)",
-  ],
-  [
-    "--max-message-bytes <n>",
-    "Inbound message limit (env ACP_HARNESS_MAX_MESSAGE_BYTES; default 32 MiB)",
-  ],
-  ["--data-dir <dir>", "Data directory (env ACP_HARNESS_HOME; default ~/.acp-harness)"],
-  ["--config <file>", "JSON config file (env ACP_HARNESS_CONFIG)"],
-  [
-    "--log-level <level>",
-    "error, warn, info or debug (env ACP_HARNESS_LOG_LEVEL; default warn)",
-  ],
-  ["-h, --help", "Print this help and exit"],
-  ["-V, --version", "Print the version and exit"],
-];
+/** A config being filled in: every field optional and writable. */
+type Draft = { -readonly [K in keyof Config]?: Config[K] };
 
-const COMMANDS: ReadonlyArray<readonly [string, string]> = [
-  [
-    "models [--json]",
-    "List the models and whether each can be used now, then exit",
-  ],
-];
+function isSettingKey(key: string): key is keyof Config {
+  return Object.hasOwn(SETTINGS, key);
+}
+
+const SETTING_KEYS: readonly (keyof Config)[] = Object.keys(SETTINGS).filter(isSettingKey);
+
+function keysBy(
+  name: (setting: SettingsTable[keyof Config]) => string | undefined,
+): Map<string, keyof Config> {
+  const keys = new Map<string, keyof Config>();
+  for (const key of SETTING_KEYS) {
+    const found = name(SETTINGS[key]);
+    if (found !== undefined) keys.set(found, key);
+  }
+  return keys;
+}
+
+const BY_FLAG = keysBy((setting) => setting.flag);
+const BY_ENV = keysBy((setting) => setting.env);
+const BY_FILE_KEY = keysBy((setting) => setting.fileKey);
+
+/**
+ * How `--help` and the README name a setting's flag: `--max-steps <n>`, `--stream[=<bool>]`.
+ *
+ * @param setting A setting
+ * @returns The flag with its value, or `undefined` for a setting without a flag
+ */
+export function flagTerm(setting: Setting<unknown>): string | undefined {
+  if (setting.flag === undefined) return undefined;
+  const placeholder = setting.placeholder ?? "<value>";
+  return setting.bare === undefined
+    ? `${setting.flag} ${placeholder}`
+    : `${setting.flag}[=${placeholder}]`;
+}
+
+/**
+ * How `--help` and the README show a setting's default: `50`, `off`, `32 MiB`.
+ *
+ * @param setting A setting
+ * @returns The default as text, or `undefined` when there is none to show
+ */
+export function shownDefault(setting: Setting<unknown>): string | undefined {
+  if (setting.shownDefault !== undefined) return setting.shownDefault;
+  const value = setting.default;
+  if (typeof value === "boolean") return value ? "on" : "off";
+  if (typeof value === "string" || typeof value === "number") return String(value);
+  return undefined;
+}
+
+function putDefault<K extends keyof Config>(config: Draft, key: K): void {
+  config[key] = SETTINGS[key].default;
+}
+
+function isComplete(config: Draft): config is Config {
+  return SETTING_KEYS.every((key) => Object.hasOwn(config, key));
+}
+
+function defaultConfig(): Config {
+  const config: Draft = {};
+  for (const key of SETTING_KEYS) putDefault(config, key);
+  if (!isComplete(config)) throw new TypeError("Cannot build the default config: a key is missing");
+  return config;
+}
+
+/** Default settings. */
+export const DEFAULT_CONFIG: Config = defaultConfig();
+
+// ---------------------------------------------------------------------------------------------
+// The usage text.
 
 /** Widest line of the usage text. */
 const USAGE_WIDTH = 100;
@@ -218,6 +338,29 @@ function twoColumns(rows: ReadonlyArray<readonly [string, string]>, column: numb
   return lines.join("\n");
 }
 
+/** The usage row of a setting with a flag (none without): help (env …; default …), the note. */
+function optionRows(setting: Setting<unknown>): Array<readonly [string, string]> {
+  const term = flagTerm(setting);
+  if (term === undefined) return [];
+  const shown = shownDefault(setting);
+  const where = [
+    ...(setting.env ? [`env ${setting.env}`] : []),
+    ...(shown ? [`default ${shown}`] : []),
+  ];
+  const help = where.length ? `${setting.help} (${where.join("; ")})` : setting.help;
+  return [[term, setting.note ? `${help}\n${setting.note}` : help]];
+}
+
+const OPTIONS: ReadonlyArray<readonly [string, string]> = [
+  ...SETTING_KEYS.flatMap((key) => optionRows(SETTINGS[key])),
+  ["-h, --help", "Print this help and exit"],
+  ["-V, --version", "Print the version and exit"],
+];
+
+const COMMANDS: ReadonlyArray<readonly [string, string]> = [
+  ["models [--json]", "List the models and whether each can be used now, then exit"],
+];
+
 const COLUMN = 2 + Math.max(...[...OPTIONS, ...COMMANDS].map(([term]) => term.length)) + 2;
 
 /** The usage text printed by `--help` and after a usage error. */
@@ -234,17 +377,42 @@ Options:
 ${twoColumns(OPTIONS, COLUMN)}
 `;
 
-const VALUE_FLAGS = new Set([
-  "--model",
-  "--mode",
-  "--script",
-  "--max-steps",
-  "--permission-timeout",
-  "--max-message-bytes",
-  "--data-dir",
-  "--config",
-  "--log-level",
-]);
+// ---------------------------------------------------------------------------------------------
+// Reading the sources.
+
+/** Sets `key` from a text, or to the flag's bare value when `text` is `undefined`. */
+function setFromText<K extends keyof Config>(
+  into: Draft,
+  key: K,
+  text: string | undefined,
+  name: string,
+): void {
+  const setting = SETTINGS[key];
+  const fromText = setting.type.fromText;
+  if (text === undefined && setting.bare !== undefined) into[key] = setting.bare;
+  else if (text === undefined) throw new ConfigError(`Option "${name}" needs a value`);
+  else if (fromText) into[key] = fromText(text, name);
+  else throw new ConfigError(`Cannot read "${name}": "${key}" is read from the config file only`);
+}
+
+function setFromJson<K extends keyof Config>(
+  into: Draft,
+  key: K,
+  json: unknown,
+  name: string,
+): void {
+  into[key] = SETTINGS[key].type.fromJson(json, name);
+}
+
+/** Runs `read`, putting `prefix` before the message of a ConfigError it throws. */
+function withPrefix(prefix: string, read: () => void): void {
+  try {
+    read();
+  } catch (error) {
+    if (error instanceof ConfigError) throw new ConfigError(`${prefix}${error.message}`);
+    throw error;
+  }
+}
 
 /**
  * Parses command-line arguments. Pure: no I/O. `models` as the first argument asks for the
@@ -263,11 +431,11 @@ const VALUE_FLAGS = new Set([
  * @throws {ConfigError} For an unknown flag, a missing value or a bad value
  */
 export function parseArgs(args: readonly string[]): Command {
-  const overrides: Record<string, unknown> = {};
+  const overrides: Draft = {};
   const models = args[0] === "models";
   let json = false;
   for (let index = models ? 1 : 0; index < args.length; index++) {
-    const arg = args[index] as string;
+    const arg = args[index] ?? "";
     if (arg === "-h" || arg === "--help") return { kind: "help" };
     if (arg === "-V" || arg === "--version") return { kind: "version" };
     const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
@@ -278,43 +446,24 @@ export function parseArgs(args: readonly string[]): Command {
       json = true;
       continue;
     }
-    if (flag === "--stream") {
-      if (eq !== -1) overrides.stream = parseBoolean("--stream", arg.slice(eq + 1));
-      else overrides.stream = true;
-      continue;
-    }
-    if (!VALUE_FLAGS.has(flag)) {
+    const key = BY_FLAG.get(flag);
+    if (key === undefined) {
       throw new ConfigError(
         arg.startsWith("-") ? `Unknown option "${flag}"` : `Unexpected argument "${arg}"`,
       );
     }
-    let value: string | undefined;
-    if (eq !== -1) value = arg.slice(eq + 1);
-    else {
-      value = args[index + 1];
-      index++;
+    let text: string | undefined;
+    if (eq !== -1) text = arg.slice(eq + 1);
+    else if (SETTINGS[key].bare === undefined) {
+      text = args[++index];
+      if (text?.startsWith("--")) text = undefined;
     }
-    if (value === undefined || value === "" || (eq === -1 && value.startsWith("--"))) {
-      throw new ConfigError(`Option "${flag}" needs a value`);
-    }
-    Object.assign(overrides, settingFromString(flag, value));
+    if (text === "" && SETTINGS[key].bare === undefined) text = undefined;
+    setFromText(overrides, key, text, flag);
   }
-  if (models) return { kind: "models", json, overrides: overrides as Partial<Config> };
-  return { kind: "serve", overrides: overrides as Partial<Config> };
+  if (models) return { kind: "models", json, overrides };
+  return { kind: "serve", overrides };
 }
-
-const ENV_VARS: ReadonlyArray<readonly [string, string]> = [
-  ["ACP_HARNESS_MODEL", "--model"],
-  ["ACP_HARNESS_MODE", "--mode"],
-  ["ACP_HARNESS_STREAM", "--stream"],
-  ["ACP_HARNESS_SCRIPT", "--script"],
-  ["ACP_HARNESS_MAX_STEPS", "--max-steps"],
-  ["ACP_HARNESS_PERMISSION_TIMEOUT", "--permission-timeout"],
-  ["ACP_HARNESS_MAX_MESSAGE_BYTES", "--max-message-bytes"],
-  ["ACP_HARNESS_HOME", "--data-dir"],
-  ["ACP_HARNESS_CONFIG", "--config"],
-  ["ACP_HARNESS_LOG_LEVEL", "--log-level"],
-];
 
 /**
  * Reads the settings that environment variables give.
@@ -324,22 +473,13 @@ const ENV_VARS: ReadonlyArray<readonly [string, string]> = [
  * @throws {ConfigError} Naming the variable with a bad value
  */
 export function configFromEnv(env: (name: string) => string | undefined): Partial<Config> {
-  const settings: Record<string, unknown> = {};
-  for (const [name, flag] of ENV_VARS) {
+  const settings: Draft = {};
+  for (const [name, key] of BY_ENV) {
     const value = env(name);
     if (value === undefined || value === "") continue;
-    try {
-      Object.assign(
-        settings,
-        flag === "--stream"
-          ? { stream: parseBoolean(name, value) }
-          : settingFromString(flag, value),
-      );
-    } catch (error) {
-      throw new ConfigError(`${name}: ${(error as Error).message}`);
-    }
+    withPrefix(`${name}: `, () => setFromText(settings, key, value, name));
   }
-  return settings as Partial<Config>;
+  return settings;
 }
 
 /**
@@ -351,66 +491,23 @@ export function configFromEnv(env: (name: string) => string | undefined): Partia
  * @throws {ConfigError} Naming the key with a bad value
  */
 export function configFromFile(json: unknown, file: string): Partial<Config> {
+  const prefix = `Cannot read config file "${file}": `;
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
-    throw new ConfigError(`Cannot read config file "${file}": expected a JSON object`);
+    throw new ConfigError(`${prefix}expected a JSON object`);
   }
-  const settings: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(json)) {
-    const bad = (expected: string): ConfigError =>
-      new ConfigError(`Cannot read config file "${file}": "${key}" must be ${expected}`);
-    switch (key) {
-      case "model":
-      case "script":
-      case "dataDir":
-        if (typeof value !== "string" || value === "") throw bad("a non-empty string");
-        settings[key] = value;
-        break;
-      case "mode":
-        if (!PERMISSION_MODES.includes(value as PermissionMode)) {
-          throw bad(`one of ${PERMISSION_MODES.join(", ")}`);
-        }
-        settings.mode = value;
-        break;
-      case "logLevel":
-        if (!LOG_LEVELS.includes(value as LogLevel)) throw bad(`one of ${LOG_LEVELS.join(", ")}`);
-        settings.logLevel = value;
-        break;
-      case "stream":
-        if (typeof value !== "boolean") throw bad("true or false");
-        settings.stream = value;
-        break;
-      case "maxSteps":
-      case "permissionTimeout":
-      case "maxMessageBytes":
-      case "sessionListPageSize":
-        if (!Number.isInteger(value) || (value as number) < 1) throw bad("a positive integer");
-        settings[key] = value;
-        break;
-      case "providers":
-      case "models": {
-        const schema = z.record(
-          key === "providers" ? z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/) : z.string().min(1),
-          key === "providers" ? configFileSchemas().provider : configFileSchemas().model,
-        );
-        const result = schema.safeParse(value);
-        if (!result.success) {
-          const issue = result.error.issues[0];
-          throw new ConfigError(
-            `Cannot read config file "${file}": "${[key, ...(issue?.path ?? [])].join(".")}": ${
-              issue?.message ?? "invalid"
-            }`,
-          );
-        }
-        settings[key] = result.data;
-        break;
-      }
-      case "$schema":
-        break;
-      default:
-        throw new ConfigError(`Cannot read config file "${file}": unknown key "${key}"`);
-    }
+  const settings: Draft = {};
+  for (const [name, value] of Object.entries(json)) {
+    if (name === "$schema") continue;
+    const key = BY_FILE_KEY.get(name);
+    if (key === undefined) throw new ConfigError(`${prefix}unknown key "${name}"`);
+    withPrefix(prefix, () => setFromJson(settings, key, value, name));
   }
-  return settings as Partial<Config>;
+  return settings;
+}
+
+function copySetting<K extends keyof Config>(into: Draft, from: Partial<Config>, key: K): void {
+  const value = from[key];
+  if (value !== undefined) into[key] = value;
 }
 
 /**
@@ -420,62 +517,10 @@ export function configFromFile(json: unknown, file: string): Partial<Config> {
  * @returns The complete config
  */
 export function mergeConfig(...sources: ReadonlyArray<Partial<Config>>): Config {
-  const merged: Record<string, unknown> = { ...DEFAULT_CONFIG };
+  const merged: Config = { ...DEFAULT_CONFIG };
+  const draft: Draft = merged; // the same object, writable while the sources are copied in
   for (const source of sources) {
-    for (const [key, value] of Object.entries(source)) {
-      if (value !== undefined) merged[key] = value;
-    }
+    for (const key of SETTING_KEYS) copySetting(draft, source, key);
   }
-  return merged as unknown as Config;
-}
-
-function settingFromString(flag: string, value: string): Partial<Config> {
-  switch (flag) {
-    case "--model":
-      return { model: value };
-    case "--mode":
-      if (!PERMISSION_MODES.includes(value as PermissionMode)) {
-        throw new ConfigError(
-          `Invalid value "${value}" for "--mode": expected one of ${PERMISSION_MODES.join(", ")}`,
-        );
-      }
-      return { mode: value as PermissionMode };
-    case "--script":
-      return { script: value };
-    case "--max-steps":
-      return { maxSteps: positiveInteger(flag, value) };
-    case "--permission-timeout":
-      return { permissionTimeout: positiveInteger(flag, value) };
-    case "--max-message-bytes":
-      return { maxMessageBytes: positiveInteger(flag, value) };
-    case "--data-dir":
-      return { dataDir: value };
-    case "--config":
-      return { configFile: value };
-    case "--log-level":
-      if (!LOG_LEVELS.includes(value as LogLevel)) {
-        throw new ConfigError(
-          `Invalid value "${value}" for "--log-level": expected one of ${LOG_LEVELS.join(", ")}`,
-        );
-      }
-      return { logLevel: value as LogLevel };
-    default:
-      throw new ConfigError(`Unknown option "${flag}"`);
-  }
-}
-
-function positiveInteger(flag: string, value: string): number {
-  const number = Number(value);
-  if (!/^\d+$/.test(value) || number < 1 || !Number.isSafeInteger(number)) {
-    throw new ConfigError(`Invalid value "${value}" for "${flag}": expected a positive integer`);
-  }
-  return number;
-}
-
-function parseBoolean(name: string, value: string): boolean {
-  const index = BOOLEAN_WORDS.indexOf(value.toLowerCase());
-  if (index !== -1) return index % 2 === 0;
-  throw new ConfigError(
-    `Invalid value "${value}" for "${name}": expected one of ${BOOLEAN_WORDS.join(", ")}`,
-  );
+  return merged;
 }

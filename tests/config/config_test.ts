@@ -7,8 +7,11 @@ import {
   configFromEnv,
   configFromFile,
   DEFAULT_CONFIG,
+  flagTerm,
   mergeConfig,
   parseArgs,
+  SETTINGS,
+  shownDefault,
   USAGE,
 } from "../../src/config/config.ts";
 
@@ -273,7 +276,9 @@ Deno.test("configFromFile() reads every key", () => {
     logLevel: "debug",
     stream: true,
     maxSteps: 9,
+    permissionTimeout: 30,
     maxMessageBytes: 2048,
+    sessionListPageSize: 20,
   };
   assert.deepEqual(configFromFile(json, "c.json"), {
     model: "ollama/llama",
@@ -283,7 +288,9 @@ Deno.test("configFromFile() reads every key", () => {
     logLevel: "debug",
     stream: true,
     maxSteps: 9,
+    permissionTimeout: 30,
     maxMessageBytes: 2048,
+    sessionListPageSize: 20,
   });
   assert.deepEqual(configFromFile({ stream: false }, "c.json"), { stream: false });
 });
@@ -321,6 +328,10 @@ Deno.test("configFromFile() rejects values of the wrong type naming the key", ()
     [{ maxSteps: 2.5 }, "maxSteps", "a positive integer"],
     [{ maxSteps: "5" }, "maxSteps", "a positive integer"],
     [{ maxMessageBytes: -1 }, "maxMessageBytes", "a positive integer"],
+    [{ permissionTimeout: 0 }, "permissionTimeout", "a positive integer"],
+    [{ sessionListPageSize: true }, "sessionListPageSize", "a positive integer"],
+    // Beyond Number.MAX_SAFE_INTEGER, as the flags and variables already refuse.
+    [{ maxMessageBytes: 1e300 }, "maxMessageBytes", "a positive integer"],
   ];
   for (const [json, key, expected] of cases) {
     assertConfigError(
@@ -607,4 +618,99 @@ Deno.test("USAGE lines up every option and command description in one column", (
   ) {
     assert.ok(entries.some((line) => line.includes(flag)), flag);
   }
+});
+
+// The settings table (issue 8, item 6)
+
+Deno.test("configFromEnv() names the variable, not a flag, in a bad value's message", () => {
+  const cases: ReadonlyArray<readonly [string, string]> = [
+    ["ACP_HARNESS_MODE", "yolo"],
+    ["ACP_HARNESS_MAX_STEPS", "0"],
+    ["ACP_HARNESS_LOG_LEVEL", "loud"],
+    ["ACP_HARNESS_STREAM", "banana"],
+  ];
+  for (const [name, value] of cases) {
+    assert.throws(() => configFromEnv(envOf({ [name]: value })), (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.ok(error.message.startsWith(`${name}: Invalid value "${value}" for "${name}": `));
+      assert.ok(!error.message.includes("--"), error.message);
+      return true;
+    });
+  }
+});
+
+Deno.test("SETTINGS gives DEFAULT_CONFIG: one entry per Config field, with its default", () => {
+  assert.deepEqual(
+    Object.fromEntries(Object.entries(SETTINGS).map(([key, setting]) => [key, setting.default])),
+    { ...DEFAULT_CONFIG },
+  );
+  assert.deepEqual(Object.keys(SETTINGS).sort(), Object.keys(DEFAULT_CONFIG).sort());
+});
+
+Deno.test("SETTINGS: every flag and variable is read, every key is in the file, each once", () => {
+  const flags = new Set<string>();
+  const envs = new Set<string>();
+  for (const [key, setting] of Object.entries(SETTINGS)) {
+    if (setting.flag !== undefined || setting.env !== undefined) {
+      assert.ok(setting.type.fromText, `${key} has a flag or a variable, so it reads text`);
+    }
+    if (setting.flag !== undefined) {
+      assert.ok(!flags.has(setting.flag), setting.flag);
+      flags.add(setting.flag);
+      assert.ok(setting.placeholder, `${setting.flag} names its value`);
+    }
+    if (setting.env !== undefined) {
+      assert.ok(!envs.has(setting.env), setting.env);
+      envs.add(setting.env);
+    }
+    // A config-file key is the Config key itself; only configFile has none.
+    assert.equal(setting.fileKey, key === "configFile" ? undefined : key, key);
+  }
+});
+
+Deno.test("USAGE has one line per flag of SETTINGS with its variable and default", () => {
+  const text = USAGE.replaceAll(/\n {4,}/g, " ");
+  for (const setting of Object.values(SETTINGS)) {
+    const term = flagTerm(setting);
+    if (term === undefined) continue;
+    const line = text.split("\n").find((line) => line.startsWith(`  ${term} `));
+    assert.ok(line, term);
+    assert.ok(line.includes(setting.help), `${term}: ${setting.help}`);
+    if (setting.env) assert.ok(line.includes(`env ${setting.env}`), `${term}: ${setting.env}`);
+    const shown = shownDefault(setting);
+    if (shown) assert.ok(line.includes(`default ${shown}`), `${term}: default ${shown}`);
+  }
+});
+
+/** The rows of the README's first table under "## Configuration", as trimmed cells. */
+async function readmeConfigurationRows(): Promise<string[][]> {
+  const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
+  const section = readme.slice(readme.indexOf("\n## Configuration\n"));
+  const lines = section.split("\n").filter((line) => line.startsWith("|")).slice(2);
+  const table = [];
+  for (const line of lines) {
+    table.push(line.split("|").slice(1, -1).map((cell) => cell.trim()));
+    if (!section.includes(`${line}\n|`)) break;
+  }
+  return table;
+}
+
+Deno.test("README's configuration table lists every setting with its flag, variable, key and default", async () => {
+  const rows = await readmeConfigurationRows();
+  const matched = new Set<string[]>();
+  for (const [key, setting] of Object.entries(SETTINGS)) {
+    const term = flagTerm(setting);
+    const row = rows.find(([flag, , fileKey]) =>
+      term ? flag === `\`${term}\`` : fileKey === `\`${setting.fileKey}\``
+    );
+    assert.ok(row, `README has a row for ${key}`);
+    matched.add(row);
+    const [flag, env, fileKey, shown] = row;
+    assert.equal(flag, term ? `\`${term}\`` : "–", key);
+    assert.ok(env?.startsWith(setting.env ? `\`${setting.env}\`` : "–"), `${key}: ${env}`);
+    assert.equal(fileKey, setting.fileKey ? `\`${setting.fileKey}\`` : "–", key);
+    assert.equal(shown?.replaceAll("`", ""), shownDefault(setting) ?? "–", key);
+  }
+  const others = rows.filter((row) => !matched.has(row)).map(([flag]) => flag);
+  assert.deepEqual(others, ["`-h`, `--help`", "`-V`, `--version`"], "no row without a setting");
 });
