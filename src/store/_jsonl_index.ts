@@ -7,8 +7,15 @@
  */
 import type { Host } from "../host/host.ts";
 import type { Logger } from "../log/logger.ts";
-import { bytesEqual, isNotFound, isValidSessionId, sleep } from "./_common.ts";
-import { canonicalTime, creationTime, type JsonlLogs, type LogState } from "./_jsonl_log.ts";
+import {
+  bytesEqual,
+  canonicalTime,
+  creationTime,
+  isNotFound,
+  isValidSessionId,
+  sleep,
+} from "./_common.ts";
+import type { JsonlLogs, LogState } from "./_jsonl_log.ts";
 import { tryLock } from "./_lock_file.ts";
 import {
   type IndexLine,

@@ -7,7 +7,7 @@
  */
 import type { Host } from "../host/host.ts";
 import type { Logger } from "../log/logger.ts";
-import { isCanonicalTime, isNotFound } from "./_common.ts";
+import { canonicalTime, isNotFound } from "./_common.ts";
 import { collectFacts, type ParsedLog, parseSessionLog, summarizeLog } from "./_session_log.ts";
 import type { SessionHeader, StoredEvent } from "./session_store.ts";
 import { SessionExistsError, SessionNotFoundError } from "./store_errors.ts";
@@ -312,16 +312,4 @@ export class JsonlLogs {
     this.states.set(id, state);
     return state;
   }
-}
-
-/** The header's creation time in canonical form (the epoch when it is not a time at all). */
-export function creationTime(header: SessionHeader): string {
-  return canonicalTime(header.createdAt, new Date(0).toISOString());
-}
-
-/** `value` if canonical, else its canonical form, else `fallback`'s. */
-export function canonicalTime(value: string, fallback: string): string {
-  if (isCanonicalTime(value)) return value;
-  const ms = Date.parse(value);
-  return new Date(Number.isFinite(ms) ? ms : Date.parse(fallback)).toISOString();
 }

@@ -64,7 +64,7 @@
  */
 import type { Host } from "../host/host.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
-import { isStringArray, isValidSessionId } from "./_common.ts";
+import { checkHeader, isValidSessionId } from "./_common.ts";
 import { JsonlIndex } from "./_jsonl_index.ts";
 import { JsonlLeases } from "./_jsonl_leases.ts";
 import { JsonlLogs, type LogState } from "./_jsonl_log.ts";
@@ -373,19 +373,5 @@ export class JsonlSessionStore implements SessionStore {
       throw error;
     });
     return this.#dirs;
-  }
-}
-
-function checkHeader(header: SessionHeader): void {
-  if (!isValidSessionId(header?.id)) throw new InvalidSessionIdError(String(header?.id));
-  if (
-    header.version !== 1 || typeof header.cwd !== "string" ||
-    !isStringArray(header.additionalDirectories) ||
-    !Number.isFinite(Date.parse(header.createdAt))
-  ) {
-    throw new TypeError(
-      `Cannot create session "${header.id}": the header needs version 1, cwd, ` +
-        "additionalDirectories and an ISO 8601 createdAt",
-    );
   }
 }
