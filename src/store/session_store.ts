@@ -188,7 +188,9 @@ export interface SessionLease {
  *   - once an `append` with `sync` resolves, its events, and every event appended to the session
  *     before it, survive a crash of the process and of the machine (power loss);
  *   - without `sync`, once `append` has returned (not only resolved) its events survive a crash
- *     of this process (`SIGKILL`), but maybe not of the machine;
+ *     of this process (`SIGKILL`), but maybe not of the machine; this holds for a session this
+ *     store object created or loaded under its lease with no other call on it pending (the
+ *     session layer's case); otherwise only once the promise resolves;
  *   - once `create` resolves, the session survives a crash of the process and the machine.
  * - **Failed appends.** A rejected `append` may have stored a prefix of its events (never any
  *   event out of order): the session stays readable, and later appends continue after what was
