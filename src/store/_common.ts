@@ -3,6 +3,8 @@
  *
  * @module
  */
+import type { SessionHeader } from "./session_store.ts";
+import { InvalidSessionIdError } from "./store_errors.ts";
 
 /** What session ids may look like: UUIDs and similar; never a path separator or a dot. */
 const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
@@ -59,4 +61,36 @@ export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   if (a.byteLength !== b.byteLength) return false;
   for (let i = 0; i < a.byteLength; i++) if (a[i] !== b[i]) return false;
   return true;
+}
+
+/** The header's creation time in canonical form (the epoch when it is not a time at all). */
+export function creationTime(header: SessionHeader): string {
+  return canonicalTime(header.createdAt, new Date(0).toISOString());
+}
+
+/** `value` if canonical, else its canonical form, else `fallback`'s. */
+export function canonicalTime(value: string, fallback: string): string {
+  if (isCanonicalTime(value)) return value;
+  const ms = Date.parse(value);
+  return new Date(Number.isFinite(ms) ? ms : Date.parse(fallback)).toISOString();
+}
+
+/**
+ * Checks a header before it is stored.
+ *
+ * @throws {InvalidSessionIdError} A bad id
+ * @throws {TypeError} Another bad field
+ */
+export function checkHeader(header: SessionHeader): void {
+  if (!isValidSessionId(header?.id)) throw new InvalidSessionIdError(String(header?.id));
+  if (
+    header.version !== 1 || typeof header.cwd !== "string" ||
+    !isStringArray(header.additionalDirectories) ||
+    !Number.isFinite(Date.parse(header.createdAt))
+  ) {
+    throw new TypeError(
+      `Cannot create session "${header.id}": the header needs version 1, cwd, ` +
+        "additionalDirectories and an ISO 8601 createdAt",
+    );
+  }
 }

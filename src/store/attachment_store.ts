@@ -8,7 +8,7 @@
 import type { Host } from "../host/host.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
 import { isNotFound, SHA256_HEX, sha256Hex } from "./_common.ts";
-import type { AttachmentStore } from "./session_store.ts";
+import type { AttachmentStore, StoreCallOptions } from "./session_store.ts";
 
 /** Options for {@link FileAttachmentStore}. */
 export interface FileAttachmentStoreOptions {
@@ -56,9 +56,11 @@ export class FileAttachmentStore implements AttachmentStore {
    * @param bytes The content
    * @param mimeType Its media type; the caller records it with the reference (the address is
    *   the content alone, so the same bytes under two types are stored once)
+   * @param options An abort signal, honoured before the write
    * @returns The lowercase hex sha256 of `bytes`, the attachment's address
    */
-  async put(bytes: Uint8Array, mimeType: string): Promise<string> {
+  async put(bytes: Uint8Array, mimeType: string, options?: StoreCallOptions): Promise<string> {
+    options?.signal?.throwIfAborted();
     if (typeof mimeType !== "string" || !/^[\w.+-]+\/[\w.+-]+$/.test(mimeType)) {
       throw new TypeError(`Cannot store attachment: bad media type ${JSON.stringify(mimeType)}`);
     }
@@ -86,10 +88,12 @@ export class FileAttachmentStore implements AttachmentStore {
    * Reads an attachment and checks its hash.
    *
    * @param sha256 The address from {@link put}
+   * @param options An abort signal, honoured before the read
    * @returns The bytes, or `undefined` when the address is malformed, the file is missing, or its
    *   content no longer matches the hash (logged as a warning)
    */
-  async get(sha256: string): Promise<Uint8Array | undefined> {
+  async get(sha256: string, options?: StoreCallOptions): Promise<Uint8Array | undefined> {
+    options?.signal?.throwIfAborted();
     if (!SHA256_HEX.test(sha256)) return undefined;
     const path = this.pathOf(sha256);
     let bytes: Uint8Array;
@@ -104,6 +108,16 @@ export class FileAttachmentStore implements AttachmentStore {
       return undefined;
     }
     return bytes;
+  }
+
+  /**
+   * Removes attachments no session references any more, one after the other; missing or
+   * malformed addresses are fine.
+   *
+   * @param sha256s Addresses from {@link put}
+   */
+  async release(sha256s: readonly string[]): Promise<void> {
+    for (const sha256 of sha256s) await this.delete(sha256);
   }
 
   /**

@@ -1,5 +1,6 @@
 /**
- * The session store contract: an append-only event log per session plus an index for listing.
+ * The session store contract: an append-only event log per session plus a listing, stated in
+ * terms of order and durability; and the attachment store contract.
  *
  * @module
  */
@@ -127,14 +128,30 @@ export interface SessionSummary {
   readonly updatedAt: string;
 }
 
+/** Options of the store calls that may take a while: an abort signal. */
+export interface StoreCallOptions {
+  /**
+   * Aborts the call: a call whose signal is already aborted rejects with `signal.reason` before
+   * doing anything; one aborted while it runs rejects with the reason at its next step boundary,
+   * leaving the store consistent (a step already started completes: see each method).
+   */
+  readonly signal?: AbortSignal;
+}
+
 /** Options for {@link SessionStore.list}. */
-export interface ListOptions {
+export interface ListOptions extends StoreCallOptions {
   /** Absolute canonical cwd to match exactly. */
   readonly cwd?: string;
   /** Opaque cursor from a previous page. */
   readonly cursor?: string;
   /** Most sessions per page. */
   readonly limit: number;
+}
+
+/** Options for {@link SessionStore.append}. */
+export interface AppendOptions {
+  /** A commit point: the promise resolves only once the events are durable (see the contract). */
+  readonly sync: boolean;
 }
 
 /** A page of sessions, newest creation first (ties by id). */
@@ -145,50 +162,164 @@ export interface SessionPage {
   readonly nextCursor?: string;
 }
 
-/** Exclusive ownership of a session by this process; released on close. */
+/** Exclusive ownership of a session; see {@link SessionStore.acquire}. */
 export interface SessionLease {
-  /** Gives up ownership of the session. */
+  /** Gives up ownership of the session (idempotent), after the owner's appends are written. */
   release(): Promise<void>;
 }
 
-/** Where sessions live. */
+/**
+ * Where sessions live: per session, a header and an append-only sequence of events; across
+ * sessions, a listing.
+ *
+ * ## Contract
+ *
+ * Every store meets these, whatever it keeps its data in (files, a database, memory); the suite
+ * in `tests/store/session_store_contract.ts` checks them.
+ *
+ * - **Asynchronous, honest failures.** Every method reports failure only through its returned
+ *   promise; none throws synchronously.
+ * - **Order.** The events appended for one session are read back (`load`) in the call order of
+ *   the `append`s, numbered `seq` 1, 2, … without gaps, each with the `time` of its append. An
+ *   `append`'s events are in place for a `load` called after `append` returned, even before its
+ *   promise settles; `list` reflects them once the promise resolved.
+ * - **Durability** (a store that keeps data beyond the process; `MemorySessionStore` keeps
+ *   nothing beyond it and ignores `sync`, but meets every other clause):
+ *   - once an `append` with `sync` resolves, its events, and every event appended to the session
+ *     before it, survive a crash of the process and of the machine (power loss);
+ *   - without `sync`, once `append` has returned (not only resolved) its events survive a crash
+ *     of this process (`SIGKILL`), but maybe not of the machine; this holds for a session this
+ *     store object created or loaded under its lease with no other call on it pending (the
+ *     session layer's case); otherwise only once the promise resolves;
+ *   - once `create` resolves, the session survives a crash of the process and the machine.
+ * - **Failed appends.** A rejected `append` may have stored a prefix of its events (never any
+ *   event out of order): the session stays readable, and later appends continue after what was
+ *   stored.
+ * - **Ownership.** Only the holder of a session's lease (`acquire`) appends to it; a store may
+ *   serve several processes (JSONL) or one (memory), and a lease excludes every other holder it
+ *   can see: another process, or another `acquire` on the same store.
+ * - **Listing.** See {@link list}: an order fixed at creation, and cursors that stay exact while
+ *   sessions are updated, created and deleted between pages.
+ * - **Attachments.** A session's `user` events reference images by sha256 in an
+ *   {@link AttachmentStore}. `delete` hands the attachment store the references that no other
+ *   stored session holds any more ({@link AttachmentStore.release}).
+ * - **Cancellation.** The calls that take a {@link StoreCallOptions.signal} honour it before they
+ *   start and between their steps, and reject with `signal.reason`.
+ */
 export interface SessionStore {
-  /** Writes a new log with its header (durably). */
-  create(header: SessionHeader): Promise<void>;
   /**
-   * Appends events to a session's log in order. The events are handed to the operating system
-   * before this returns (so a crash of this process cannot lose them, and order follows call
-   * order); the promise resolves once they are on disk when `sync` is set (a commit point), at
-   * once otherwise. Rejects (or throws) when the log cannot be written.
+   * Stores a new session with its header and no events. Durable when it resolves.
+   *
+   * @param header The session's header; `createdAt` fixes its place in {@link list}
+   * @param options An abort signal, honoured until the session is written
+   * @returns Resolves once the session is stored
+   * @throws {SessionExistsError} The id is already stored (rejects)
+   * @throws {InvalidSessionIdError} An id a store cannot keep (rejects)
    */
-  append(
-    id: string,
-    events: readonly StoredEvent[],
-    options: { readonly sync: boolean },
-  ): Promise<void>;
-  /** Whether a session with this id is stored. */
+  create(header: SessionHeader, options?: StoreCallOptions): Promise<void>;
+  /**
+   * Appends events to a session, in call order (see the contract: order and durability).
+   * Never throws: every failure, such as an unknown session, rejects the returned promise, which
+   * the caller must handle.
+   *
+   * @param id The session (the caller holds its lease)
+   * @param events The events, in order
+   * @param options `sync`: a commit point, durable when the promise resolves
+   * @returns Resolves once the events are stored (with `sync`, durably)
+   * @throws {SessionNotFoundError} The session is not stored (rejects)
+   */
+  append(id: string, events: readonly StoredEvent[], options: AppendOptions): Promise<void>;
+  /**
+   * Whether a session with this id is stored.
+   *
+   * @param id The session
+   * @returns `false` for a malformed id too
+   */
   exists(id: string): Promise<boolean>;
-  /** Reads a session's log; `undefined` when there is none. A torn final line is ignored. */
-  load(id: string): Promise<LoadedSession | undefined>;
+  /**
+   * Reads a session: its header and events in order.
+   *
+   * @param id The session
+   * @param options An abort signal, honoured before the read
+   * @returns The session, or `undefined` when none is stored under this id
+   * @throws {CorruptSessionLogError} Stored data that cannot be read back (rejects)
+   */
+  load(id: string, options?: StoreCallOptions): Promise<LoadedSession | undefined>;
   /**
    * Lists sessions, newest creation first (ties by id), a page at a time. The order never changes
    * while a session lives, so a client paging with the cursors sees every session that existed
    * when it read the first page exactly once (unless deleted before its page is read), however
    * sessions are updated meanwhile; sessions created after the first page are not on later pages.
+   *
+   * @param options Exact `cwd` filter, the previous page's `nextCursor`, page size, signal
+   * @returns The page; `nextCursor` only when more sessions follow
+   * @throws {InvalidCursorError} A cursor this store did not issue (rejects)
+   * @throws {RangeError} A limit that is not a positive integer (rejects)
    */
   list(options: ListOptions): Promise<SessionPage>;
-  /** Removes the log, the index entry and attachments no other session uses. Unknown ids are fine. */
-  delete(id: string): Promise<void>;
-  /** Takes exclusive ownership; rejects with {@link SessionLockedError} when another live process has it. */
-  acquire(id: string): Promise<SessionLease>;
+  /**
+   * Removes a session (taking its lease for the time, or using the caller's: the lease is
+   * released when done), then releases the attachments no other stored session references.
+   * Unknown ids are fine. The signal is honoured until the removal starts.
+   *
+   * @param id The session
+   * @param options An abort signal
+   * @returns Resolves once the session is gone
+   * @throws {SessionLockedError} Another holder has the session's lease (rejects)
+   */
+  delete(id: string, options?: StoreCallOptions): Promise<void>;
+  /**
+   * Takes exclusive ownership of a session, whether or not it is stored yet.
+   *
+   * @param id The session
+   * @param options An abort signal; a lease taken when it fires is given back
+   * @returns The lease
+   * @throws {SessionLockedError} Another live holder has it, or this store already (rejects)
+   */
+  acquire(id: string, options?: StoreCallOptions): Promise<SessionLease>;
 }
 
-/** Image bytes addressed by their sha256. */
+/**
+ * Image bytes addressed by their sha256, shared by sessions: the session store tracks which
+ * sessions reference which bytes and tells this store, through {@link release}, when none does
+ * any more.
+ *
+ * ## Contract
+ *
+ * - `put` is idempotent: the same bytes always get the same address, and are stored once. Once
+ *   it resolves, the bytes are durable (for a store that keeps data beyond the process).
+ * - `get` returns exactly the bytes that were put (verified), or `undefined`: never other bytes.
+ * - `release` removes bytes that no session references any more. A `put` of the same bytes that
+ *   races a `release` may find them removed afterwards; readers treat a missing attachment as a
+ *   marker, never a failure.
+ * - Every method reports failure only through its returned promise.
+ */
 export interface AttachmentStore {
-  /** Stores bytes once; resolves with their sha256 (hex). */
-  put(bytes: Uint8Array, mimeType: string): Promise<string>;
-  /** The bytes, verified against the hash; `undefined` when missing or corrupt. */
-  get(sha256: string): Promise<Uint8Array | undefined>;
+  /**
+   * Stores bytes once.
+   *
+   * @param bytes The content
+   * @param mimeType Its media type (the caller records it with the reference)
+   * @param options An abort signal, honoured before the write
+   * @returns Their lowercase hex sha256, the address
+   */
+  put(bytes: Uint8Array, mimeType: string, options?: StoreCallOptions): Promise<string>;
+  /**
+   * Reads bytes back.
+   *
+   * @param sha256 An address from {@link put}
+   * @param options An abort signal, honoured before the read
+   * @returns The bytes, verified against the hash; `undefined` when missing or corrupt
+   */
+  get(sha256: string, options?: StoreCallOptions): Promise<Uint8Array | undefined>;
+  /**
+   * Removes attachments that no stored session references any more (called by the session
+   * store's `delete`). Unknown or malformed addresses are fine.
+   *
+   * @param sha256s The addresses
+   * @returns Resolves once they are gone
+   */
+  release(sha256s: readonly string[]): Promise<void>;
 }
 
 /** The session is open in another process (or already open here). */

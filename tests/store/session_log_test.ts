@@ -62,7 +62,7 @@ Deno.test("JsonlSessionStore: ids that could escape the data directory are rejec
   const { store, host } = temp;
   for (const bad of ["../x", "a/b", "a\\b", ".hidden", "", "a".repeat(129), "a b", "..", "x.y"]) {
     await assert.rejects(store.create(header(bad, host)), InvalidSessionIdError, bad);
-    assert.throws(() => store.append(bad, [USER], { sync: false }), InvalidSessionIdError, bad);
+    await assert.rejects(store.append(bad, [USER], { sync: false }), InvalidSessionIdError, bad);
     await assert.rejects(store.acquire(bad), InvalidSessionIdError, bad);
     await store.delete(bad);
   }

@@ -1,0 +1,535 @@
+/**
+ * The index of {@link JsonlSessionStore}: `index.jsonl`, an append-only cache of the logs that
+ * `list` reads incrementally, written under `index.lock`, compacted when bloated and rebuilt from
+ * the logs when missing or corrupt. Also the attachment references that `delete` releases.
+ *
+ * @module
+ */
+import type { Host } from "../host/host.ts";
+import type { Logger } from "../log/logger.ts";
+import {
+  bytesEqual,
+  canonicalTime,
+  creationTime,
+  isNotFound,
+  isValidSessionId,
+  sleep,
+} from "./_common.ts";
+import type { JsonlLogs, LogState } from "./_jsonl_log.ts";
+import { tryLock } from "./_lock_file.ts";
+import {
+  type IndexLine,
+  type IndexUpdate,
+  type ListKey,
+  SessionIndex,
+  toIndexHeader,
+  toIndexLine,
+} from "./_session_index.ts";
+import { type ParsedLog, summarizeLog } from "./_session_log.ts";
+import type { SessionSummary } from "./session_store.ts";
+
+/** How long a writer waits for `index.lock` before giving up. */
+const INDEX_LOCK_TIMEOUT_MS = 10_000;
+/** A live process holds `index.lock` for milliseconds; one held this long is abandoned. */
+const INDEX_LOCK_STALE_MS = 30_000;
+/** How many logs a rebuild reads at once. */
+const REBUILD_CONCURRENCY = 16;
+
+/** What this process knows about `index.jsonl`. */
+interface IndexFile {
+  /** The generation line, newline included. */
+  readonly header: Uint8Array;
+  /** Bytes applied to the in-memory index (whole lines). */
+  offset: number;
+  /** Size at the last look; more than `offset` while a torn or in-flight line is pending. */
+  size: number;
+  /** Modification time at the last look (`NaN` after our own write). */
+  mtimeMs: number;
+  /** Lines in the file, generation line included. */
+  lines: number;
+}
+
+/** `outdated`: written by a version whose lines lack the creation time that orders the list. */
+type IndexState = "ok" | "missing" | "corrupt" | "outdated";
+
+/** Options for {@link JsonlIndex}. */
+export interface JsonlIndexOptions {
+  readonly host: Host;
+  /** The data directory. */
+  readonly dir: string;
+  readonly logger: Logger;
+  /** The session logs, whose unwritten summaries the index carries. */
+  readonly logs: JsonlLogs;
+  /** The least time between two index lines of one session that only move its `updatedAt`. */
+  readonly interval: number;
+  /** Index lines allowed beyond twice the live sessions before the index is rewritten. */
+  readonly slack: number;
+  /** Creates the data directory's subdirectories. */
+  readonly ensureDirs: () => Promise<void>;
+}
+
+/** `index.jsonl` and its in-memory image; its operations run one at a time. */
+export class JsonlIndex {
+  readonly #host: Host;
+  readonly #dir: string;
+  readonly #logger: Logger;
+  readonly #logs: JsonlLogs;
+  readonly #interval: number;
+  readonly #slack: number;
+  readonly #ensureDirs: () => Promise<void>;
+  #index = new SessionIndex();
+  #file: IndexFile | undefined;
+  /** Index operations of this process run one at a time. */
+  #queue: Promise<void> = Promise.resolve();
+
+  /** @param options Where the index is, the logs, tuning */
+  constructor(options: JsonlIndexOptions) {
+    this.#host = options.host;
+    this.#dir = options.dir;
+    this.#logger = options.logger;
+    this.#logs = options.logs;
+    this.#interval = options.interval;
+    this.#slack = options.slack;
+    this.#ensureDirs = options.ensureDirs;
+  }
+
+  get #path(): string {
+    return `${this.#dir}/index.jsonl`;
+  }
+
+  /** Reads the index once, so that a fresh data directory gets one before its first log. */
+  async open(): Promise<void> {
+    if (this.#file === undefined) await this.#task(() => this.#sync(false));
+  }
+
+  /** Lists a session created by this process and writes its first line. */
+  created(id: string, state: LogState): Promise<void> {
+    if (this.#file !== undefined) this.#index.applyAll([updateLine(id, state, [])]);
+    return this.flush(id, true);
+  }
+
+  /**
+   * Updates the in-memory index after a write to a log and writes the line when one is due (a
+   * new title or references, a session not listed yet, or the interval passed).
+   *
+   * @returns Settles once the due line is written (failures are logged)
+   */
+  written(
+    id: string,
+    state: LogState,
+    now: number,
+    changed: boolean,
+    sync: boolean,
+  ): Promise<void> {
+    const listed = this.#file === undefined || this.#index.get(id) !== undefined;
+    state.indexDirty = true;
+    state.revision++;
+    if (this.#file !== undefined) {
+      this.#index.applyAll([updateLine(id, state, [...state.unindexed])]);
+    }
+    const due = changed || !listed || now - state.indexedAtMs >= this.#interval;
+    return due ? this.flush(id, sync) : Promise.resolve();
+  }
+
+  /**
+   * One page in list order, after catching up with the file.
+   *
+   * @param before Checked when the task starts (an abort signal's `throwIfAborted`)
+   */
+  page(
+    cwd: string | undefined,
+    after: ListKey | undefined,
+    limit: number,
+    before: () => void,
+  ): Promise<{ readonly sessions: SessionSummary[]; readonly next?: ListKey }> {
+    return this.#task(async () => {
+      before();
+      await this.#sync(false);
+      return this.#index.page(cwd, after, limit);
+    });
+  }
+
+  /**
+   * Writes the session's current summary (and its unwritten references) as an index line, unless
+   * an earlier flush already did. Failures are logged: the index is a cache of the logs.
+   */
+  flush(id: string, sync: boolean): Promise<void> {
+    return this.#task(async () => {
+      const state = this.#logs.states.get(id);
+      if (state === undefined || !state.indexDirty) return;
+      const references = [...state.unindexed];
+      const now = this.#host.now();
+      const { revision } = state;
+      try {
+        await this.#write([updateLine(id, state, references)], sync);
+        for (const sha of references) state.unindexed.delete(sha);
+        state.indexedAtMs = now;
+        // An append during the write (a title, say) is not in the line: it stays due.
+        if (state.revision === revision) state.indexDirty = false;
+      } catch (error) {
+        this.#logger.warn("cannot update the session index; the next update retries", {
+          id,
+          error,
+        });
+      }
+    });
+  }
+
+  /** After a load under a lease: corrects the index when it lags behind the log (a crash). */
+  reconcile(id: string, state: LogState): Promise<void> {
+    return this.#task(async () => {
+      try {
+        await this.#sync(false);
+        const entry = this.#index.get(id);
+        const stale = entry === undefined || entry.summary.updatedAt < state.updatedAt ||
+          entry.summary.cwd !== state.header.cwd ||
+          entry.guessed || entry.createdAt !== creationTime(state.header) ||
+          (state.title !== undefined && entry.summary.title !== state.title) ||
+          [...state.attachments].some((sha) => !entry.attachments.has(sha));
+        if (!stale) return;
+        const { revision } = state;
+        const references = [...state.attachments];
+        await this.#write([updateLine(id, state, references)], false);
+        for (const sha of references) state.unindexed.delete(sha);
+        state.indexedAtMs = this.#host.now();
+        if (state.revision === revision) state.indexDirty = false;
+      } catch (error) {
+        this.#logger.warn("cannot update the session index", { id, error });
+      }
+    });
+  }
+
+  /**
+   * Removes a session under `index.lock`: its log, then a tombstone, then hands `release` the
+   * attachments no live session references any more (still under the lock, so no other process
+   * adds a reference in between).
+   */
+  remove(id: string, release: (unreferenced: readonly string[]) => Promise<void>): Promise<void> {
+    return this.#task(() => this.#withLock(() => this.#removeLocked(id, release)));
+  }
+
+  async #removeLocked(
+    id: string,
+    release: (unreferenced: readonly string[]) => Promise<void>,
+  ): Promise<void> {
+    await this.#sync(true);
+    const entry = this.#index.get(id);
+    let references: readonly string[];
+    if (entry !== undefined) {
+      references = [...entry.attachments];
+    } else {
+      // Not indexed (a crash right after create): the log itself says what it references.
+      let parsed: ParsedLog | undefined;
+      try {
+        parsed = await this.#logs.read(id, true);
+      } catch {
+        parsed = undefined;
+      }
+      if (parsed === undefined && await this.#host.stat(this.#logs.path(id)) === undefined) return;
+      references = parsed ? [...summarizeLog(parsed.header, parsed.records).attachments] : [];
+    }
+    await this.#host.remove(this.#logs.path(id));
+    if (entry !== undefined) await this.#appendLocked([{ id, deleted: true }], true);
+    const unreferenced = references.filter((sha) => !this.#index.isReferenced(sha));
+    if (unreferenced.length > 0) await release(unreferenced);
+    await this.#compactIfBloated();
+  }
+
+  /** Runs `task` after every earlier index operation of this store. */
+  #task<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(task);
+    this.#queue = run.then(() => {}, () => {});
+    return run;
+  }
+
+  /** Appends lines under `index.lock`, after catching up; rewrites the file when it is bloated. */
+  #write(lines: readonly IndexLine[], sync: boolean): Promise<void> {
+    return this.#withLock(async () => {
+      await this.#sync(true);
+      await this.#appendLocked(lines, sync);
+      await this.#compactIfBloated();
+    });
+  }
+
+  /** Appends lines to an index that is up to date in memory (under the lock). */
+  async #appendLocked(lines: readonly IndexLine[], sync: boolean): Promise<void> {
+    const file = this.#file as IndexFile;
+    const bytes = new TextEncoder().encode(
+      lines.map((line) => JSON.stringify(line) + "\n").join(""),
+    );
+    await this.#host.appendFile(this.#path, bytes, { sync, create: false });
+    file.offset += bytes.byteLength;
+    file.size = file.offset;
+    file.mtimeMs = NaN;
+    file.lines += lines.length;
+    this.#index.applyAll(lines);
+  }
+
+  /** Rewrites the index once it has more than twice as many lines as live sessions, plus slack. */
+  async #compactIfBloated(): Promise<void> {
+    const file = this.#file as IndexFile;
+    if (file.lines - 1 > 2 * this.#index.size + this.#slack) await this.#rewrite();
+  }
+
+  /** Brings the in-memory index up to date; rebuilds the file (under the lock) when needed. */
+  async #sync(locked: boolean): Promise<void> {
+    const state = await this.#read(locked);
+    if (state === "ok") return;
+    if (!locked) return await this.#withLock(() => this.#sync(true));
+    await this.#rebuild(state);
+  }
+
+  async #read(locked: boolean): Promise<IndexState> {
+    const path = this.#path;
+    const info = await this.#host.stat(path);
+    if (info === undefined) return "missing";
+    const file = this.#file;
+    if (file !== undefined) {
+      if (info.size === file.size && info.mtimeMs === file.mtimeMs) return this.#trimTail(locked);
+      if (info.size >= file.offset) {
+        // The tail first, then the generation line: if the generation still matches, the tail
+        // came from the same file (a rewrite only ever replaces it by a new generation).
+        const tail = await readRange(this.#host, path, file.offset, info.size);
+        const head = tail && await readRange(this.#host, path, 0, file.header.byteLength);
+        if (tail !== undefined && head !== undefined && bytesEqual(head, file.header)) {
+          const parsed = parseIndexLines(tail);
+          if (parsed === undefined) return "corrupt";
+          this.#index.applyAll(parsed.lines);
+          file.offset += parsed.consumed;
+          file.lines += parsed.lines.length;
+          file.size = info.size;
+          file.mtimeMs = info.mtimeMs;
+          return this.#trimTail(locked);
+        }
+      }
+    }
+    // First use, or another process rewrote the file: read all of it.
+    let bytes: Uint8Array;
+    try {
+      bytes = await this.#host.readFile(path);
+    } catch (error) {
+      if (isNotFound(error)) return "missing";
+      throw error;
+    }
+    const headerEnd = bytes.indexOf(0x0a) + 1;
+    if (headerEnd === 0) return "corrupt";
+    let header: unknown;
+    try {
+      header = toIndexHeader(JSON.parse(new TextDecoder().decode(bytes.subarray(0, headerEnd))));
+    } catch {
+      return "corrupt";
+    }
+    if (header === undefined) return "corrupt";
+    const parsed = parseIndexLines(bytes.subarray(headerEnd));
+    if (parsed === undefined) return "corrupt";
+    this.#index = new SessionIndex();
+    this.#index.applyAll(parsed.lines);
+    this.#reapplyDirty();
+    if (this.#index.guessed > 0) {
+      // Left unread, so that the rebuild under the lock reads it whole again first.
+      this.#file = undefined;
+      return "outdated";
+    }
+    this.#file = {
+      header: bytes.slice(0, headerEnd),
+      offset: headerEnd + parsed.consumed,
+      size: bytes.byteLength,
+      // The stat before the read describes these bytes only if the size still matches.
+      mtimeMs: info.size === bytes.byteLength ? info.mtimeMs : NaN,
+      lines: 1 + parsed.lines.length,
+    };
+    return this.#trimTail(locked);
+  }
+
+  /**
+   * Under the lock nobody else is writing, so bytes after the last whole line are the torn
+   * write of a writer that crashed: cut them before appending after them.
+   */
+  async #trimTail(locked: boolean): Promise<IndexState> {
+    const file = this.#file as IndexFile;
+    if (!locked || file.size <= file.offset) return "ok";
+    await this.#host.truncate(this.#path, file.offset, { sync: true });
+    this.#logger.warn("removed the torn tail of the session index", {
+      path: this.#path,
+      bytes: file.size - file.offset,
+    });
+    file.size = file.offset;
+    file.mtimeMs = NaN;
+    return "ok";
+  }
+
+  /** Puts this process's not yet written updates back after the index was re-read. */
+  #reapplyDirty(): void {
+    for (const [id, state] of this.#logs.states) {
+      if (state.indexDirty) this.#index.applyAll([updateLine(id, state, [...state.attachments])]);
+    }
+  }
+
+  /** Rewrites `index.jsonl` with one line per live session (under the lock). */
+  async #rewrite(): Promise<void> {
+    const lines: IndexUpdate[] = [];
+    for (const { summary, createdAt, guessed, attachments } of this.#index.entries()) {
+      lines.push({
+        ...summary,
+        ...(guessed ? {} : { createdAt }),
+        ...(attachments.size === 0 ? {} : { attachments: [...attachments] }),
+      });
+    }
+    const header = JSON.stringify({ acpHarnessIndex: 1, generation: crypto.randomUUID() }) + "\n";
+    const encoder = new TextEncoder();
+    const bytes = encoder.encode(
+      header + lines.map((line) => JSON.stringify(line) + "\n").join(""),
+    );
+    await this.#host.writeFileAtomic(this.#path, bytes);
+    this.#file = {
+      header: encoder.encode(header),
+      offset: bytes.byteLength,
+      size: bytes.byteLength,
+      mtimeMs: NaN,
+      lines: 1 + lines.length,
+    };
+  }
+
+  /** Rebuilds the index from the session logs (under the lock). */
+  async #rebuild(reason: "missing" | "corrupt" | "outdated"): Promise<void> {
+    const lines = await this.#linesFromLogs();
+    this.#index = new SessionIndex();
+    this.#index.applyAll(lines);
+    this.#reapplyDirty();
+    await this.#rewrite();
+    if (reason === "outdated") {
+      this.#logger.info("added creation times to the session index from the session logs", {
+        path: this.#path,
+        sessions: lines.length,
+      });
+    } else if (reason === "corrupt" || lines.length > 0) {
+      this.#logger.warn(`the session index was ${reason}; rebuilt it from the session logs`, {
+        path: this.#path,
+        sessions: lines.length,
+      });
+    }
+  }
+
+  /** One index line per readable session log. */
+  async #linesFromLogs(): Promise<IndexUpdate[]> {
+    let ids: string[] = [];
+    try {
+      ids = (await this.#host.readDir(this.#logs.dir))
+        .filter((entry) => entry.isFile && entry.name.endsWith(".jsonl"))
+        .map((entry) => entry.name.slice(0, -".jsonl".length))
+        .filter(isValidSessionId);
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+    const lines: IndexUpdate[] = [];
+    for (let start = 0; start < ids.length; start += REBUILD_CONCURRENCY) {
+      const batch = ids.slice(start, start + REBUILD_CONCURRENCY);
+      const parsed = await Promise.all(batch.map(async (id) => {
+        try {
+          return await this.#logs.read(id, true);
+        } catch (error) {
+          this.#logger.warn("cannot index an unreadable session log", {
+            path: this.#logs.path(id),
+            error,
+          });
+          return undefined;
+        }
+      }));
+      for (const log of parsed) {
+        if (log === undefined) continue;
+        const { header } = log;
+        const summary = summarizeLog(header, log.records);
+        lines.push({
+          id: header.id,
+          cwd: header.cwd,
+          additionalDirectories: header.additionalDirectories,
+          ...(summary.title === undefined ? {} : { title: summary.title }),
+          createdAt: creationTime(header),
+          updatedAt: canonicalTime(summary.updatedAt, header.createdAt),
+          ...(summary.attachments.size === 0 ? {} : { attachments: [...summary.attachments] }),
+        });
+      }
+    }
+    return lines;
+  }
+
+  /** Runs `task` holding `index.lock`, waiting for another holder up to a timeout. */
+  async #withLock<T>(task: () => Promise<T>): Promise<T> {
+    await this.#ensureDirs();
+    const path = `${this.#dir}/index.lock`;
+    let waited = 0;
+    for (let delay = 1;; delay = Math.min(delay * 2, 25)) {
+      const attempt = await tryLock(this.#host, path, { staleAfterMs: INDEX_LOCK_STALE_MS });
+      if (attempt.acquired) {
+        try {
+          return await task();
+        } finally {
+          await attempt.lock.release();
+        }
+      }
+      if (waited > INDEX_LOCK_TIMEOUT_MS) {
+        throw new Error(
+          `Cannot update the session index: "${path}" stays locked by pid ${
+            attempt.holder?.pid ?? "unknown"
+          }`,
+        );
+      }
+      await sleep(delay);
+      waited += delay;
+    }
+  }
+}
+
+/** The index line of a session's current summary, adding `attachments` as references. */
+export function updateLine(
+  id: string,
+  state: LogState,
+  attachments: readonly string[],
+): IndexUpdate {
+  return {
+    id,
+    cwd: state.header.cwd,
+    additionalDirectories: state.header.additionalDirectories,
+    ...(state.title === undefined ? {} : { title: state.title }),
+    createdAt: creationTime(state.header),
+    updatedAt: state.updatedAt,
+    ...(attachments.length === 0 ? {} : { attachments }),
+  };
+}
+
+/** Whole lines of `bytes` as index lines; `undefined` when one is bad. */
+function parseIndexLines(
+  bytes: Uint8Array,
+): { readonly lines: IndexLine[]; readonly consumed: number } | undefined {
+  const consumed = bytes.lastIndexOf(0x0a) + 1;
+  const lines: IndexLine[] = [];
+  if (consumed === 0) return { lines, consumed };
+  const text = new TextDecoder().decode(bytes.subarray(0, consumed));
+  for (let start = 0; start < text.length;) {
+    const end = text.indexOf("\n", start);
+    let line: IndexLine | undefined;
+    try {
+      line = toIndexLine(JSON.parse(text.slice(start, end)));
+    } catch {
+      return undefined;
+    }
+    if (line === undefined) return undefined;
+    lines.push(line);
+    start = end + 1;
+  }
+  return { lines, consumed };
+}
+
+async function readRange(
+  host: Host,
+  path: string,
+  start: number,
+  end: number,
+): Promise<Uint8Array | undefined> {
+  try {
+    return await host.readFileRange(path, start, end);
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}

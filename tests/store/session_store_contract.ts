@@ -1,0 +1,293 @@
+/**
+ * The contract every {@link SessionStore} meets (with its {@link AttachmentStore}), as one suite
+ * a store's test file runs: `storeContract("MyStore", makeStore)`.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import {
+  type AttachmentStore,
+  InvalidCursorError,
+  type SessionHeader,
+  SessionLockedError,
+  type SessionStore,
+  type StoredEvent,
+} from "../../src/store/session_store.ts";
+import {
+  InvalidSessionIdError,
+  SessionExistsError,
+  SessionNotFoundError,
+} from "../../src/store/store_errors.ts";
+
+/** A store under test, on fresh data; disposing it removes whatever it made. */
+export interface StoreUnderTest extends AsyncDisposable {
+  readonly store: SessionStore;
+  /** The attachment store the session store releases attachments to. */
+  readonly attachments: AttachmentStore;
+  /** Moves the store's clock forward (the time of appended records). */
+  tick(ms: number): void;
+  /**
+   * Another store on the same data, as another process would open it; absent for a store that
+   * serves one process only.
+   */
+  readonly reopen?: () => SessionStore;
+}
+
+const T0 = Date.UTC(2025, 0, 1);
+const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 7, 7]);
+const GIF = new Uint8Array([0x47, 0x49, 0x46, 0x38, 9, 9]);
+
+function id(n: number): string {
+  return `00000000-0000-4000-8000-${n.toString().padStart(12, "0")}`;
+}
+
+function header(n: number, createdMs = n, cwd = "/work/project"): SessionHeader {
+  return {
+    version: 1,
+    id: id(n),
+    cwd,
+    additionalDirectories: ["/work/shared"],
+    createdAt: new Date(T0 + createdMs).toISOString(),
+  };
+}
+
+function title(text: string): StoredEvent {
+  return { type: "title", title: text };
+}
+
+function image(sha256: string): StoredEvent {
+  return {
+    type: "user",
+    messageId: crypto.randomUUID(),
+    content: [{ type: "text", text: "look" }, { type: "image", mimeType: "image/png", sha256 }],
+  };
+}
+
+function aborted(): { signal: AbortSignal; reason: Error } {
+  const controller = new AbortController();
+  const reason = new Error("stop");
+  controller.abort(reason);
+  return { signal: controller.signal, reason };
+}
+
+/** Lists every page of `limit` sessions, running `between` after each page. */
+async function listAll(
+  store: SessionStore,
+  limit: number,
+  between: (page: number) => Promise<void> = () => Promise.resolve(),
+  cwd?: string,
+): Promise<string[]> {
+  const seen: string[] = [];
+  let cursor: string | undefined;
+  for (let page = 0;; page++) {
+    const result = await store.list({
+      limit,
+      ...(cursor ? { cursor } : {}),
+      ...(cwd ? { cwd } : {}),
+    });
+    assert.ok(result.sessions.length <= limit);
+    seen.push(...result.sessions.map((session) => session.id));
+    if (result.nextCursor === undefined) return seen;
+    cursor = result.nextCursor;
+    await between(page);
+  }
+}
+
+/**
+ * Registers the contract's tests for a store.
+ *
+ * @param name Prefixes the test names
+ * @param make Makes a store on fresh data
+ */
+export function storeContract(name: string, make: () => Promise<StoreUnderTest>): void {
+  const test = (what: string, fn: (subject: StoreUnderTest) => Promise<void>): void => {
+    Deno.test(`${name} (contract): ${what}`, async () => {
+      await using subject = await make();
+      await fn(subject);
+    });
+  };
+
+  test("events are loaded in call order, numbered from 1, timed by their append", async (t) => {
+    const { store } = t;
+    await store.create(header(1));
+    t.tick(5);
+    const first = store.append(id(1), [{ type: "turn_start" }, title("one")], { sync: false });
+    t.tick(5);
+    const second = store.append(id(1), [title("two")], { sync: true });
+    const third = store.append(id(1), [{ type: "turn_end", stopReason: "end_turn" }], {
+      sync: false,
+    });
+    // Called after the appends returned, before they settled: their events are in place.
+    const early = await store.load(id(1));
+    await Promise.all([first, second, third]);
+    const loaded = await store.load(id(1));
+    assert.deepEqual(early, loaded);
+    assert.deepEqual(loaded?.header, header(1));
+    assert.deepEqual(loaded?.records.map((record) => [record.seq, record.type]), [
+      [1, "turn_start"],
+      [2, "title"],
+      [3, "title"],
+      [4, "turn_end"],
+    ]);
+    const times = loaded?.records.map((record) => Date.parse(record.time) - T0);
+    assert.equal(times?.[0], times?.[1], "one append, one time");
+    assert.ok((times?.[2] ?? 0) > (times?.[1] ?? 0));
+    assert.deepEqual(await store.load(id(2)), undefined);
+    assert.equal(await store.exists(id(1)), true);
+    assert.equal(await store.exists(id(2)), false);
+    assert.equal(await store.exists("../x"), false);
+  });
+
+  test("append never throws: every failure rejects its promise", async (t) => {
+    const { store } = t;
+    const calls: Promise<void>[] = [];
+    assert.doesNotThrow(() => {
+      calls.push(store.append(id(9), [title("x")], { sync: true }));
+      calls.push(store.append("../x", [title("x")], { sync: false }));
+    });
+    const [unknown, bad] = await Promise.allSettled(calls);
+    assert.ok(unknown?.status === "rejected" && unknown.reason instanceof SessionNotFoundError);
+    assert.ok(bad?.status === "rejected" && bad.reason instanceof InvalidSessionIdError);
+    await store.create(header(1));
+    await assert.rejects(store.create(header(1)), SessionExistsError);
+    await assert.rejects(store.create({ ...header(2), id: "a/b" }), InvalidSessionIdError);
+    await store.append(id(1), [], { sync: true });
+    assert.deepEqual((await store.load(id(1)))?.records, []);
+  });
+
+  test("a synced append is read back by the same data opened afresh", async (t) => {
+    const { store } = t;
+    await store.create(header(1));
+    const pending = store.append(id(1), [title("kept")], { sync: false });
+    if (t.reopen) {
+      // Returned, not yet awaited: already out of this store's hands (a process crash keeps it).
+      assert.equal((await t.reopen().load(id(1)))?.records.length, 1);
+    }
+    await pending;
+    await store.append(id(1), [title("synced")], { sync: true });
+    const again = t.reopen ? t.reopen() : store;
+    assert.deepEqual((await again.load(id(1)))?.records.map((r) => r.seq), [1, 2]);
+  });
+
+  test("list: newest creation first, ties by id, paging exact while sessions change", async (t) => {
+    const { store } = t;
+    // Creation times 0, 10, 10, 10, 20, …: ties ordered by id.
+    const created = [0, 10, 10, 10, 20, 30, 30, 40, 50, 60];
+    for (const [n, ms] of created.entries()) await store.create(header(n, ms));
+    const expected = created.map((ms, n) => ({ ms, id: id(n) }))
+      .sort((a, b) => b.ms - a.ms || (a.id < b.id ? -1 : 1))
+      .map((entry) => entry.id);
+    assert.deepEqual(await listAll(store, 100), expected);
+    for (const limit of [1, 3, 4, 10]) assert.deepEqual(await listAll(store, limit), expected);
+
+    // Between pages: every session is updated (the newest and the oldest retitled), one deleted,
+    // one created newer than all: each session that existed is seen once, the deleted one is
+    // skipped if not yet seen, the new one is not on later pages.
+    const seen = await listAll(store, 3, async (page) => {
+      t.tick(1_000);
+      for (const n of created.keys()) {
+        await store.append(id(n), [title(`page ${page}`)], { sync: false }).catch(() => {});
+      }
+      if (page === 0) {
+        await store.delete(id(0));
+        await store.create(header(99, 1_000));
+      }
+    });
+    assert.deepEqual(seen, expected.filter((entry) => entry !== id(0)));
+    const { sessions } = await store.list({ limit: 1 });
+    assert.equal(sessions[0]?.id, id(99), "a fresh list starts with the new session");
+    const updated = (await store.list({ limit: 100 })).sessions.find((s) => s.id === id(5));
+    assert.equal(updated?.title, "page 1", "two pages followed the first");
+    assert.equal(updated?.cwd, "/work/project");
+    assert.deepEqual(updated?.additionalDirectories, ["/work/shared"]);
+    assert.ok(Date.parse(updated?.updatedAt ?? "") > T0 + 30);
+  });
+
+  test("list: a cwd filter matches exactly; bad cursors and limits reject", async (t) => {
+    const { store } = t;
+    for (let n = 0; n < 6; n++) await store.create(header(n, n, n % 2 ? "/odd" : "/even"));
+    assert.deepEqual(await listAll(store, 2, undefined, "/odd"), [id(5), id(3), id(1)]);
+    assert.deepEqual(await listAll(store, 2, undefined, "/even"), [id(4), id(2), id(0)]);
+    assert.deepEqual((await store.list({ limit: 5, cwd: "/od" })).sessions, []);
+    const first = await store.list({ limit: 2 });
+    assert.ok(first.nextCursor);
+    for (const cursor of ["", "nope", `${first.nextCursor}x`, btoa("{}")]) {
+      await assert.rejects(store.list({ limit: 2, cursor }), InvalidCursorError, cursor);
+    }
+    await assert.rejects(store.list({ limit: 0 }), RangeError);
+    await assert.rejects(store.list({ limit: 1.5 }), RangeError);
+  });
+
+  test("delete: the session goes, unknown ids are fine, unreferenced attachments are released", async (t) => {
+    const { store, attachments } = t;
+    const shared = await attachments.put(PNG, "image/png");
+    const own = await attachments.put(GIF, "image/gif");
+    assert.deepEqual(await attachments.get(shared), PNG);
+    await store.create(header(1));
+    await store.create(header(2));
+    await store.append(id(1), [image(shared), image(own)], { sync: true });
+    await store.append(id(2), [image(shared)], { sync: true });
+
+    await store.delete(id(1));
+    assert.equal(await store.exists(id(1)), false);
+    assert.equal(await store.load(id(1)), undefined);
+    assert.deepEqual((await store.list({ limit: 10 })).sessions.map((s) => s.id), [id(2)]);
+    assert.equal(await attachments.get(own), undefined, "only session 1 referenced it");
+    assert.deepEqual(await attachments.get(shared), PNG, "session 2 still references it");
+    await assert.rejects(store.append(id(1), [title("x")], { sync: false }), SessionNotFoundError);
+
+    const lease = await store.acquire(id(2));
+    await store.delete(id(2)); // with this store's own lease: released when done
+    assert.equal(await attachments.get(shared), undefined);
+    await lease.release();
+    await store.delete(id(7));
+    await store.delete("../x");
+    await (await store.acquire(id(2))).release();
+  });
+
+  test("leases: exclusive, released once, taken again after release", async (t) => {
+    const { store } = t;
+    const lease = await store.acquire(id(1));
+    await assert.rejects(store.acquire(id(1)), SessionLockedError);
+    await assert.rejects(store.acquire("a b"), InvalidSessionIdError);
+    const other = t.reopen?.();
+    if (other) {
+      await store.create(header(1));
+      await assert.rejects(other.acquire(id(1)), SessionLockedError);
+      await assert.rejects(other.delete(id(1)), SessionLockedError);
+      assert.equal(await other.exists(id(1)), true);
+    }
+    await lease.release();
+    await lease.release();
+    const again = await store.acquire(id(1));
+    await lease.release(); // an old lease does not release the new one
+    await assert.rejects(store.acquire(id(1)), SessionLockedError);
+    await again.release();
+    if (other) await (await other.acquire(id(1))).release();
+  });
+
+  test("an aborted signal rejects with its reason and changes nothing", async (t) => {
+    const { store, attachments } = t;
+    const { signal, reason } = aborted();
+    await assert.rejects(store.create(header(1), { signal }), (e) => e === reason);
+    assert.equal(await store.exists(id(1)), false);
+    await assert.rejects(store.acquire(id(1), { signal }), (e) => e === reason);
+    await (await store.acquire(id(1))).release();
+    await store.create(header(1));
+    await assert.rejects(store.load(id(1), { signal }), (e) => e === reason);
+    await assert.rejects(store.list({ limit: 1, signal }), (e) => e === reason);
+    await assert.rejects(store.delete(id(1), { signal }), (e) => e === reason);
+    assert.equal(await store.exists(id(1)), true);
+    await assert.rejects(attachments.put(PNG, "image/png", { signal }), (e) => e === reason);
+    const sha = await attachments.put(PNG, "image/png");
+    await assert.rejects(attachments.get(sha, { signal }), (e) => e === reason);
+    // A signal that fires while the call waits for the session's earlier operations.
+    const controller = new AbortController();
+    const load = store.load(id(1), { signal: controller.signal });
+    controller.abort(reason);
+    await load.then(
+      (loaded) => assert.ok(loaded, "finished before the abort"),
+      (error) => assert.equal(error, reason),
+    );
+  });
+}
