@@ -1,0 +1,103 @@
+/**
+ * Whether a tool call of a session may run: the policy, the user's answers and remembered grants.
+ *
+ * @module
+ */
+import type { Authorization, AuthorizeRequest } from "../agent/run_turn.ts";
+import type { PermissionMode } from "../config/config.ts";
+import type { Logger } from "../log/logger.ts";
+import { decidePermission, type PermissionAnswer } from "../permission/policy.ts";
+import type { ToolKind, ToolLocation } from "../tools/tool.ts";
+import type { SessionOutput } from "./outbox.ts";
+import { permissionEvent } from "./session_record.ts";
+
+/** A tool call the user is asked about. */
+export interface PermissionQuestion {
+  readonly sessionId: string;
+  readonly toolCallId: string;
+  readonly title: string;
+  readonly kind: ToolKind;
+  readonly rawInput: unknown;
+  readonly locations: readonly ToolLocation[];
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Asks the client for permission (`session/request_permission`). Resolves `cancelled` when the
+ * turn was cancelled or the client answered so; never rejects (failures count as a refusal).
+ */
+export type PermissionAsker = (
+  question: PermissionQuestion,
+) => Promise<PermissionAnswer | "cancelled">;
+
+/** What a {@link PermissionGate} is built from. */
+export interface PermissionGateOptions {
+  readonly sessionId: string;
+  readonly ask: PermissionAsker;
+  /** Remembered "always" answers by tool name; the gate adds to it. */
+  readonly grants: Map<string, "allow_always" | "reject_always">;
+  /** Where answers are recorded. */
+  readonly output: Pick<SessionOutput, "record">;
+  readonly logger: Logger;
+}
+
+/**
+ * Decides tool calls: the policy of the pinned mode first, then the user (whose "always" answers
+ * are remembered for the session). Every decision is logged and every answer recorded.
+ */
+export class PermissionGate {
+  readonly #options: PermissionGateOptions;
+
+  /** @param options The asker, the grants and where answers go */
+  constructor(options: PermissionGateOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Decides whether a tool call may run.
+   *
+   * @param request The tool call
+   * @param mode The permission mode the prompt pinned
+   * @returns Whether it may run, and why not (for the model)
+   */
+  async authorize(request: AuthorizeRequest, mode: PermissionMode): Promise<Authorization> {
+    const { tool } = request;
+    const { sessionId, grants, logger } = this.#options;
+    const decision = decidePermission(mode, tool.name, tool.effect, grants);
+    const facts = { sessionId, toolCallId: request.toolCallId, tool: tool.name, mode };
+    if (decision.action === "allow") {
+      logger.debug("permission: allowed by policy", facts);
+      return { allowed: true };
+    }
+    if (decision.action === "deny") {
+      logger.info("permission: denied by policy", facts);
+      return { allowed: false, reason: decision.reason };
+    }
+    const answer = await this.#options.ask({
+      sessionId,
+      toolCallId: request.toolCallId,
+      title: request.title,
+      kind: tool.kind,
+      rawInput: request.rawInput,
+      locations: request.locations,
+      signal: request.signal,
+    });
+    logger.info("permission: answered", { ...facts, answer });
+    this.#options.output.record([permissionEvent(request.toolCallId, tool.name, answer)], true);
+    if (answer === "allow_always" || answer === "reject_always") grants.set(tool.name, answer);
+    return authorization(answer, tool.name);
+  }
+}
+
+/** What the user's answer means for the tool call. */
+function authorization(answer: PermissionAnswer | "cancelled", tool: string): Authorization {
+  if (answer === "allow_once" || answer === "allow_always") return { allowed: true };
+  return {
+    allowed: false,
+    reason: answer === "cancelled"
+      ? `Permission to run ${tool} was not given: the request was cancelled.`
+      : `The user refused permission to run ${tool}${
+        answer === "reject_always" ? " for the rest of this session" : ""
+      }.`,
+  };
+}

@@ -1,0 +1,256 @@
+/**
+ * One prompt turn of a session, from admission to its recorded end.
+ *
+ * @module
+ */
+import {
+  type RetryPolicy,
+  runTurn,
+  type StopReason,
+  TurnError,
+  type TurnOptions,
+} from "../agent/run_turn.ts";
+import type { Host } from "../host/host.ts";
+import type { ModelCatalog, ModelInfo } from "../llm/catalog.ts";
+import type { LlmContentPart, LlmProvider, ProviderError } from "../llm/provider.ts";
+import type { Logger } from "../log/logger.ts";
+import type { AttachmentStore, StoredContentPart } from "../store/session_store.ts";
+import type { Tool } from "../tools/tool.ts";
+import type { Workspace } from "../tools/workspace.ts";
+import type { Selection } from "./config_options.ts";
+import type { Conversation } from "./conversation.ts";
+import type { Outbox } from "./outbox.ts";
+import type { PermissionGate } from "./permission_gate.ts";
+import { turnEffort } from "./selection.ts";
+import { toStoredContent } from "./session_record.ts";
+import type { SessionTitle } from "./session_title.ts";
+import type { SystemPromptCache } from "./system_prompt_cache.ts";
+import type { TurnEventMapper } from "./turn_event_mapper.ts";
+
+/** What a {@link TurnRunner} is built from. */
+export interface TurnRunnerOptions {
+  readonly sessionId: string;
+  readonly cwd: string;
+  /** Canonical workspace roots, the cwd first. */
+  readonly roots: readonly string[];
+  readonly catalog: Pick<ModelCatalog, "resolve">;
+  readonly tools: readonly Tool[];
+  readonly host: Host;
+  readonly workspace: Workspace;
+  readonly maxSteps: number;
+  readonly stream: boolean;
+  readonly retry?: RetryPolicy;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly attachments: AttachmentStore;
+  readonly outbox: Outbox;
+  readonly conversation: Conversation;
+  readonly title: SessionTitle;
+  readonly systemPrompt: SystemPromptCache;
+  readonly permissions: PermissionGate;
+  readonly events: TurnEventMapper;
+}
+
+/** What one turn has come to, for its end. */
+interface TurnState {
+  readonly pinned: Selection;
+  readonly startedAt: number;
+  /** Whether its events still reach the client (not after it ended). */
+  open: boolean;
+  /** Whether the prompt was admitted (recorded). */
+  started: boolean;
+  /** Whether the session got its title from this prompt. */
+  titled: boolean;
+  stopReason?: StopReason;
+  failure?: unknown;
+  /** Set when the admission record could not be written: the prompt fails with it. */
+  admission?: { readonly error: unknown };
+}
+
+/**
+ * Runs prompt turns: admits the prompt (records it before anything else happens), runs the agent
+ * loop with the pinned selection, and records and logs the turn's end.
+ */
+export class TurnRunner {
+  readonly #options: TurnRunnerOptions;
+
+  /** @param options What the turns use */
+  constructor(options: TurnRunnerOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Runs one turn.
+   *
+   * @param content The validated user message
+   * @param controller The turn's controller (aborted on cancel; aborted here when the admission
+   *   record fails)
+   * @param pinned The selection the prompt runs with
+   * @returns Why the turn ended, once every update of the turn is queued
+   * @throws When the admission cannot be recorded or the model request fails for good
+   */
+  async run(
+    content: readonly LlmContentPart[],
+    controller: AbortController,
+    pinned: Selection,
+  ): Promise<StopReason> {
+    const state: TurnState = {
+      pinned,
+      startedAt: this.#options.now(),
+      open: true,
+      started: false,
+      titled: false,
+    };
+    this.#logStart(content, pinned);
+    try {
+      const { info, provider } = this.#options.catalog.resolve(pinned.model);
+      await this.#admit(content, controller, state);
+      if (controller.signal.aborted) return state.stopReason = this.#cancelled(state);
+      const reason = await runTurn(this.#turnOptions(info, provider, controller.signal, state));
+      return state.stopReason = reason === "cancelled" ? this.#cancelled(state) : reason;
+    } catch (error) {
+      // A cancelled turn is an outcome, even if something below threw on the abort.
+      if (controller.signal.aborted) return state.stopReason = this.#cancelled(state);
+      state.failure = error;
+      throw error;
+    } finally {
+      await this.#finish(state);
+    }
+  }
+
+  /** `cancelled`, unless the abort came from a failed admission record (then that is thrown). */
+  #cancelled(state: TurnState): StopReason {
+    if (state.admission) {
+      state.failure = state.admission.error;
+      throw state.admission.error;
+    }
+    return "cancelled";
+  }
+
+  /** Records the admitted prompt (a strict commit point) and announces the title. */
+  async #admit(
+    content: readonly LlmContentPart[],
+    controller: AbortController,
+    state: TurnState,
+  ): Promise<void> {
+    const { attachments, outbox, conversation, title } = this.#options;
+    const stored: StoredContentPart[] = content.some((part) => part.type === "image")
+      ? await toStoredContent(content, attachments)
+      : content as StoredContentPart[];
+    if (controller.signal.aborted) return;
+    // Throws when the store throws; a rejected append fails the prompt through the abort.
+    outbox.recordNow(
+      [{ type: "turn_start" }, { type: "user", messageId: crypto.randomUUID(), content: stored }],
+      true,
+    ).catch((error: unknown) => {
+      // Too late once the turn has ended (it was logged); the controller may serve the next one.
+      if (!state.open) return;
+      state.admission ??= { error };
+      controller.abort(error);
+    });
+    state.started = true;
+    conversation.messages.push({ role: "user", content });
+    state.titled = title.announce(content);
+  }
+
+  #turnOptions(
+    info: ModelInfo,
+    provider: LlmProvider,
+    signal: AbortSignal,
+    state: TurnState,
+  ): TurnOptions {
+    const options = this.#options;
+    const effort = turnEffort(state.pinned, info);
+    return {
+      sessionId: options.sessionId,
+      provider,
+      model: info.model,
+      ...(effort === undefined ? {} : { reasoningEffort: effort }),
+      ...(info.maxOutputTokens === undefined ? {} : { maxOutputTokens: info.maxOutputTokens }),
+      system: options.systemPrompt.get(info.name),
+      history: options.conversation.messages,
+      tools: options.tools,
+      foreignState: options.conversation.hasForeignState(provider.id),
+      cwd: options.cwd,
+      roots: options.roots,
+      host: options.host,
+      workspace: options.workspace,
+      authorize: (request) => options.permissions.authorize(request, state.pinned.mode),
+      maxSteps: options.maxSteps,
+      ...(options.retry ? { retry: options.retry } : {}),
+      onRetry: (error, attempt, delayMs) =>
+        options.logger.warn("model request failed", {
+          sessionId: options.sessionId,
+          model: info.id,
+          attempt,
+          ...providerErrorFields(error),
+          retryInMs: delayMs,
+        }),
+      stream: options.stream,
+      signal,
+      emit: (event) => state.open ? options.events.apply(event, info) : undefined,
+    };
+  }
+
+  #logStart(content: readonly LlmContentPart[], pinned: Selection): void {
+    const { logger, sessionId } = this.#options;
+    logger.info("prompt started", {
+      sessionId,
+      model: pinned.model,
+      mode: pinned.mode,
+      parts: content.length,
+    });
+    // Built only when the line is written (JSON.stringify calls toJSON).
+    logger.debug("prompt content", {
+      sessionId,
+      content: { toJSON: () => describeContent(content) },
+    });
+  }
+
+  /** Logs the turn's end, records it (a commit point) and closes the turn to its events. */
+  async #finish(state: TurnState): Promise<void> {
+    const { logger, sessionId, outbox } = this.#options;
+    const { stopReason, failure } = state;
+    const ms = this.#options.now() - state.startedAt;
+    if (stopReason === undefined) {
+      const cause = failure instanceof TurnError ? failure.providerError : undefined;
+      logger.warn(cause ? "model request failed" : "prompt failed", {
+        sessionId,
+        model: state.pinned.model,
+        ms,
+        ...(cause ? providerErrorFields(cause) : {
+          error: failure instanceof Error ? failure.message : String(failure),
+        }),
+      });
+    } else logger.info("prompt ended", { sessionId, stopReason, ms });
+    if (state.started) {
+      outbox.record([
+        stopReason === undefined
+          ? { type: "turn_end", stopReason: "error", error: String(failure) }
+          : { type: "turn_end", stopReason },
+      ], true);
+    }
+    // Every update of the turn is already queued on the connection, whose writes go out in
+    // order, so the prompt's answer cannot overtake them; nothing of this turn is sent later.
+    state.open = false;
+    // The session's title is new: once the answer is out, every process lists it (the index
+    // line is written, once per session).
+    if (state.titled) await outbox.commit();
+  }
+}
+
+/** What the logs say of a provider failure (never the request). */
+function providerErrorFields(error: ProviderError): Record<string, unknown> {
+  return {
+    kind: error.kind,
+    ...(error.status === undefined ? {} : { status: error.status }),
+    retryable: error.retryable,
+    error: error.message,
+  };
+}
+
+/** The prompt for the debug log: text abridged, other parts by type. */
+function describeContent(content: readonly LlmContentPart[]): string {
+  const text = content.map((part) => part.type === "text" ? part.text : `[${part.type}]`).join(" ");
+  return text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
+}

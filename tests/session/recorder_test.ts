@@ -1,0 +1,180 @@
+/**
+ * The recorder batches a session's events into its store; the outbox hands records to the store
+ * before any update reaches the client.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { Outbox } from "../../src/session/outbox.ts";
+import { Recorder } from "../../src/session/recorder.ts";
+import { UpdateQueue } from "../../src/session/update_queue.ts";
+import type { StoredEvent } from "../../src/store/session_store.ts";
+import { captureLogger, FakeStore, gate } from "./_fakes.ts";
+
+const title = (text: string): StoredEvent => ({ type: "title", title: text });
+const turnEnd: StoredEvent = { type: "turn_end", stopReason: "end_turn" };
+
+function recorder(store = new FakeStore()) {
+  const { logger, lines } = captureLogger();
+  return { store, lines, recorder: new Recorder({ sessionId: "s1", store, logger }) };
+}
+
+/** Resolves after the microtasks queued so far (and those they queue, a few levels deep). */
+async function microtasks(): Promise<void> {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+}
+
+Deno.test("Recorder.record() batches one microtask's records into one append, in call order", async () => {
+  const { store, recorder: r } = recorder();
+  r.record([title("a")], false);
+  r.record([title("b"), title("c")], false);
+  assert.equal(store.calls.length, 0);
+  await microtasks();
+  assert.deepEqual(store.types(), [["title", "title", "title"]]);
+  assert.deepEqual(store.calls[0]?.events.map((event) => (event as { title: string }).title), [
+    "a",
+    "b",
+    "c",
+  ]);
+  assert.equal(store.calls[0]?.sync, false);
+});
+
+Deno.test("Recorder.record() makes a batch a commit point when any of its records is one", async () => {
+  const { store, recorder: r } = recorder();
+  r.record([title("a")], false);
+  r.record([turnEnd], true);
+  r.record([title("b")], false);
+  await microtasks();
+  assert.deepEqual(store.calls.map((call) => call.sync), [true]);
+  r.record([title("c")], false);
+  await microtasks();
+  assert.deepEqual(store.calls.map((call) => call.sync), [true, false]);
+});
+
+Deno.test("Recorder.record() holds `later` records for the next append", async () => {
+  const { store, recorder: r } = recorder();
+  r.record([title("later")], true, "later");
+  await microtasks();
+  assert.equal(store.calls.length, 0);
+  r.record([title("soon")], false);
+  await microtasks();
+  assert.deepEqual(store.types(), [["title", "title"]]);
+  assert.equal(store.calls[0]?.sync, true);
+});
+
+Deno.test("Recorder.flush() hands held records over at once", () => {
+  const { store, recorder: r } = recorder();
+  r.record([title("later")], false, "later");
+  r.flush();
+  assert.equal(store.calls.length, 1);
+  r.flush();
+  assert.equal(store.calls.length, 1);
+});
+
+Deno.test("Recorder.recordNow() appends at once, after what was held, with its commit flag", async () => {
+  const { store, recorder: r } = recorder();
+  r.record([title("held")], false, "later");
+  r.record([title("soon")], false);
+  await r.recordNow([{ type: "turn_start" }], true);
+  assert.deepEqual(store.types(), [["title", "title", "turn_start"]]);
+  assert.equal(store.calls[0]?.sync, true);
+  await microtasks();
+  assert.equal(store.calls.length, 1, "the scheduled flush finds nothing left");
+});
+
+Deno.test("Recorder.recordNow() throws when the store throws, and logs it", () => {
+  const { store, lines, recorder: r } = recorder();
+  store.behaviour = () => {
+    throw new Error("disk full");
+  };
+  assert.throws(() => r.recordNow([{ type: "turn_start" }], true), /disk full/);
+  assert.ok(
+    lines.some((line) => line.startsWith("acp-harness error: cannot write the session log")),
+  );
+});
+
+Deno.test("Recorder.recordNow() returns the store's rejection, and logs it", async () => {
+  const { store, lines, recorder: r } = recorder();
+  store.behaviour = () => Promise.reject(new Error("disk full"));
+  await assert.rejects(r.recordNow([{ type: "turn_start" }], true), /disk full/);
+  await r.durable();
+  assert.ok(
+    lines.some((line) => line.startsWith("acp-harness error: cannot sync the session log")),
+  );
+});
+
+Deno.test("Recorder: a failed non-strict append is logged, never thrown", async () => {
+  const { store, lines, recorder: r } = recorder();
+  store.behaviour = () => {
+    throw new Error("disk full");
+  };
+  r.record([title("a")], false, "later");
+  r.flush();
+  store.behaviour = () => Promise.reject(new Error("sync failed"));
+  r.record([title("b")], true);
+  await microtasks();
+  await r.durable();
+  assert.ok(lines.some((line) => line.includes("cannot write the session log")));
+  assert.ok(lines.some((line) => line.includes("cannot sync the session log")));
+});
+
+Deno.test("Recorder.durable() waits for every commit point appended so far", async () => {
+  const { store, recorder: r } = recorder();
+  const synced = gate();
+  store.behaviour = (call) => call.sync ? synced.wait : Promise.resolve();
+  r.record([turnEnd], true);
+  r.flush();
+  let durable = false;
+  const waiting = r.durable().then(() => durable = true);
+  await microtasks();
+  assert.equal(durable, false);
+  synced.open();
+  await waiting;
+  assert.equal(durable, true);
+});
+
+Deno.test("Outbox.send() hands every record to the store before the update to the client", async () => {
+  const store = new FakeStore();
+  const { logger } = captureLogger();
+  const order: string[] = [];
+  store.onAppend = (call) => order.push(`append ${call.events.map((e) => e.type).join(",")}`);
+  const updates = new UpdateQueue((update) => {
+    order.push(`send ${update.sessionUpdate}`);
+    return Promise.resolve();
+  }, logger);
+  const outbox = new Outbox(new Recorder({ sessionId: "s1", store, logger }), updates);
+  outbox.record([{ type: "usage", usage: { input: 1, output: 1 }, used: 2 }], false, "later");
+  outbox.record([title("t")], false);
+  outbox.send({ sessionUpdate: "session_info_update", title: "t" });
+  outbox.send({ sessionUpdate: "session_info_update", title: "u" });
+  assert.deepEqual(order, [
+    "append usage,title",
+    "send session_info_update",
+    "send session_info_update",
+  ]);
+  await outbox.drain();
+});
+
+Deno.test("Outbox.drain() waits for the updates, then makes the records durable", async () => {
+  const store = new FakeStore();
+  const { logger } = captureLogger();
+  const written = gate();
+  const synced = gate();
+  store.behaviour = (call) => call.sync ? synced.wait : Promise.resolve();
+  const outbox = new Outbox(
+    new Recorder({ sessionId: "s1", store, logger }),
+    new UpdateQueue(() => written.wait, logger),
+  );
+  outbox.send({ sessionUpdate: "session_info_update", title: "t" });
+  outbox.record([turnEnd], true, "later");
+  let drained = false;
+  const draining = outbox.drain().then(() => drained = true);
+  await microtasks();
+  assert.equal(store.calls.length, 0, "records are handed over once the updates are written");
+  written.open();
+  await microtasks();
+  assert.deepEqual(store.types(), [["turn_end"]]);
+  assert.equal(drained, false);
+  synced.open();
+  await draining;
+});

@@ -1,0 +1,165 @@
+/**
+ * The `Session` facade with fakes around it: a store that records appends, a provider the test
+ * steps, a sink that keeps updates. Covers the turn (admission, end, failures of the admission
+ * record, reported either way a store reports them), the selection and close.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import type { Host } from "../../src/host/host.ts";
+import { ConfigValueError, Session, SessionStateError } from "../../src/session/session.ts";
+import type { AttachmentStore, SessionStore } from "../../src/store/session_store.ts";
+import type { Workspace } from "../../src/tools/workspace.ts";
+import {
+  captureLogger,
+  captureSink,
+  fakeCatalog,
+  FakeStore,
+  GatedProvider,
+  modelInfo,
+} from "./_fakes.ts";
+
+function session(options: { efforts?: boolean } = {}) {
+  const store = new FakeStore();
+  const provider = new GatedProvider();
+  const { logger, lines } = captureLogger();
+  const { sink, updates } = captureSink();
+  const info = modelInfo(
+    options.efforts ? { reasoningEfforts: ["low", "high"], defaultReasoningEffort: "low" } : {},
+  );
+  const order: string[] = [];
+  store.onAppend = (call) => order.push(`append ${call.events.map((e) => e.type).join(",")}`);
+  const s = new Session({
+    id: "s1",
+    cwd: "/work",
+    additionalDirectories: [],
+    selection: { model: info.id, mode: "ask" },
+    catalog: fakeCatalog(provider, info),
+    tools: [],
+    host: {} as Host,
+    workspace: {} as Workspace,
+    ask: () => Promise.resolve("allow_once"),
+    maxSteps: 10,
+    stream: false,
+    sink: (update) => {
+      order.push(`send ${update.sessionUpdate}`);
+      return sink(update);
+    },
+    logger,
+    now: () => 0,
+    store: store as unknown as SessionStore,
+    attachments: {} as AttachmentStore,
+  });
+  return { session: s, store, provider, lines, updates, order };
+}
+
+const text = (value: string) => [{ type: "text" as const, text: value }];
+
+Deno.test("Session.prompt() records the admission at once, and everything before it is sent", async () => {
+  const { session: s, store, provider, order } = session();
+  s.start();
+  const turn = s.prompt(text("Fix the build"), new AbortController().signal);
+  assert.deepEqual(store.types()[0], ["config", "turn_start", "user"]);
+  assert.equal(store.calls[0]?.sync, true);
+  await provider.started.wait;
+  provider.next.open();
+  assert.equal(await turn, "end_turn");
+  await s.close();
+  assert.deepEqual(order, [
+    "append config,turn_start,user",
+    "append title",
+    "send session_info_update",
+    "append assistant",
+    "send agent_message_chunk",
+    "append turn_end",
+  ]);
+});
+
+Deno.test("Session.prompt() fails when the store throws on the admission record", async () => {
+  const { session: s, store, provider, lines } = session();
+  store.behaviour = () => {
+    throw new Error("disk full");
+  };
+  await assert.rejects(s.prompt(text("hello"), new AbortController().signal), /disk full/);
+  assert.equal(store.types().flat().includes("turn_end"), false, "no turn was admitted");
+  assert.ok(lines.some((line) => line.startsWith("acp-harness warn: prompt failed")));
+  store.behaviour = () => Promise.resolve();
+  const next = s.prompt(text("again"), new AbortController().signal);
+  await provider.started.wait;
+  provider.next.open();
+  assert.equal(await next, "end_turn", "the slot is free again");
+  await s.close();
+});
+
+Deno.test("Session.prompt() fails when the store rejects the admission record", async () => {
+  const { session: s, store, provider, lines } = session();
+  let reject = (_error: Error): void => {};
+  store.behaviour = (call) =>
+    call.events.some((event) => event.type === "turn_start")
+      ? new Promise((_resolve, fail) => reject = fail)
+      : Promise.resolve();
+  const turn = s.prompt(text("hello"), new AbortController().signal);
+  await provider.started.wait;
+  reject(new Error("disk full"));
+  await assert.rejects(turn, /disk full/);
+  await s.close();
+  const end = store.calls.flatMap((call) => call.events).find((event) => event.type === "turn_end");
+  assert.deepEqual(end, { type: "turn_end", stopReason: "error", error: "Error: disk full" });
+  assert.ok(lines.some((line) => line.startsWith("acp-harness warn: prompt failed")));
+  assert.ok(
+    lines.some((line) => line.startsWith("acp-harness error: cannot sync the session log")),
+  );
+});
+
+Deno.test("Session.prompt(): a failed record that is not strict is logged, the prompt ends well", async () => {
+  const { session: s, store, provider, lines } = session();
+  store.behaviour = (call) =>
+    call.events.some((event) => event.type === "assistant")
+      ? Promise.reject(new Error("sync failed"))
+      : Promise.resolve();
+  const turn = s.prompt(text("hello"), new AbortController().signal);
+  await provider.started.wait;
+  provider.next.open();
+  assert.equal(await turn, "end_turn");
+  await s.close();
+  assert.ok(
+    lines.some((line) => line.startsWith("acp-harness error: cannot sync the session log")),
+  );
+});
+
+Deno.test("Session.prompt() is cancelled by cancel() and close() waits for it", async () => {
+  const { session: s, store, provider, lines } = session();
+  const turn = s.prompt(text("hello"), new AbortController().signal);
+  assert.throws(() => s.assertCanPrompt(), SessionStateError);
+  await provider.started.wait;
+  s.cancel();
+  assert.equal(await turn, "cancelled");
+  const second = s.prompt(text("again"), new AbortController().signal);
+  const closing = s.close();
+  assert.throws(() => s.setMode("auto"), /closing/);
+  assert.equal(await second, "cancelled");
+  await closing;
+  assert.equal(store.types().flat().filter((type) => type === "turn_end").length, 2);
+  assert.ok(lines.some((line) => /prompt ended .*"stopReason":"cancelled"/.test(line)));
+});
+
+Deno.test("Session.setConfigOption() records the selection, then tells the client", async () => {
+  const { session: s, store, order, updates } = session({ efforts: true });
+  const options = s.setConfigOption("mode", "auto");
+  assert.equal(options.find((option) => option.id === "mode")?.currentValue, "auto");
+  assert.deepEqual(order, [
+    "append config",
+    "send config_option_update",
+    "send current_mode_update",
+  ]);
+  assert.deepEqual(store.calls[0], {
+    events: [{ type: "config", model: "fake/model", mode: "auto" }],
+    sync: true,
+  });
+  s.setConfigOption("reasoning_effort", "high");
+  assert.equal(updates.length, 3, "no mode update when the mode stays");
+  assert.equal(s.modes().currentModeId, "auto");
+  assert.throws(() => s.setConfigOption("colour", "red"), ConfigValueError);
+  assert.throws(() => s.setConfigOption("mode", "yolo"), ConfigValueError);
+  await s.close();
+});
