@@ -17,7 +17,8 @@ import { formatModelTable, modelsJson } from "./models_command.ts";
 import { JsonlSessionStore } from "./store/jsonl_session_store.ts";
 import { normalizePath } from "./tools/posix_path.ts";
 import { isAbsolutePath } from "./util/path.ts";
-import { connectAgentServer } from "./protocol/agent_server.ts";
+import { createAgentServer } from "./protocol/agent_server.ts";
+import { builtinTools } from "./tools/builtin_tools.ts";
 import { ndJsonStream } from "./transport/nd_json_stream.ts";
 import { abortableDelay } from "./util/abortable_delay.ts";
 import { VERSION } from "./version.ts";
@@ -141,7 +142,9 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     (error) =>
       logger.warn("cannot reap processes left by earlier servers", { error: String(error) }),
   );
-  const connection = connectAgentServer(stream, {
+  // Composition: which store, which tools, which host. Every session gets the built-in tools.
+  const tools = builtinTools();
+  const server = createAgentServer({
     config,
     catalog,
     host: platform.host,
@@ -149,7 +152,9 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     version: VERSION,
     store,
     attachments: store.attachments,
+    toolsFor: () => tools,
   });
+  const connection = server.connect(stream);
   drainOnInputEnd = () => {
     logger.info("stdin closed");
     return connection.drain();
@@ -157,7 +162,7 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   logger.info("serving ACP on stdio", { version: VERSION, model: config.model });
   const stopListening = platform.onShutdownSignal(() => {
     logger.info("shutdown signal received");
-    void connection.close();
+    void server.close();
   });
   // Turns get a grace period to settle once the connection is going away; a turn that ignores
   // cancellation must not keep the process alive.
