@@ -102,6 +102,10 @@ Deno.test("createAgentServer() serves many connections; a session belongs to its
   assert.equal(await a.client.prompt(first, "one"), "end_turn");
   // Another connection does not see it.
   await rejectsWith(b.client.prompt(first, "not yours"), -32002);
+  await rejectsWith(
+    b.client.request("session/load", { sessionId: first, cwd: f.cwd, mcpServers: [] }),
+    -32602,
+  );
   // The end of a connection releases its sessions only.
   await a.end();
   await a.closed;
