@@ -2,42 +2,48 @@
  * acp-harness: an automation-first Agent Client Protocol (ACP) agent server.
  *
  * Run it as a program (`deno run -A mod.ts`, `bun mod.ts`, `node dist/cli.js`) to serve ACP on
- * stdio, or embed it: {@link connectAgentServer} serves any pair of JSON-RPC message streams.
+ * stdio, or embed it: {@link createAgentServer} builds a server from a store, a model catalog, a
+ * host and a tool-set factory, and serves any number of JSON-RPC message streams through
+ * `connect(stream)` ({@link ndJsonStream} frames bytes, {@link createMemoryPair} links two
+ * in-memory ends).
  *
  * @example Serving ACP over in-memory streams
  * ```ts
  * import {
- *   connectAgentServer, createMemoryPair, DEFAULT_CONFIG, JsonlSessionStore, ModelCatalog, NodeHost,
+ *   createAgentServer, createMemoryPair, DEFAULT_CONFIG, JsonlSessionStore, ModelCatalog, NodeHost,
  *   nullLogger, VERSION,
  * } from "./mod.ts";
  * const host = new NodeHost();
- * const store = new JsonlSessionStore({ host, dataDir: await Deno.makeTempDir() });
- * const [serverSide, clientSide] = createMemoryPair();
- * const connection = connectAgentServer(serverSide, {
+ * const dataDir = await Deno.makeTempDir();
+ * const store = new JsonlSessionStore({ host, dataDir });
+ * const server = createAgentServer({
  *   config: DEFAULT_CONFIG, catalog: new ModelCatalog(), host, logger: nullLogger, version: VERSION,
  *   store, attachments: store.attachments,
  * });
+ * const [serverSide, clientSide] = createMemoryPair();
+ * const connection = server.connect(serverSide);
  * await clientSide.writable.close();
  * await connection.closed;
+ * await server.close();
+ * await Deno.remove(dataDir, { recursive: true });
  * ```
  *
  * @module
  */
 export {
+  type AgentServer,
   type AgentServerConnection,
   type AgentServerOptions,
   connectAgentServer,
+  createAgentServer,
 } from "./src/protocol/agent_server.ts";
-export { type CliPlatform, runCli } from "./src/cli.ts";
+export type { SessionToolsInfo, ToolSetFactory } from "./src/session/tool_set.ts";
+export type { Cleanup, SessionCleanups } from "./src/session/session_disposer.ts";
 export {
-  type Command,
   type Config,
   ConfigError,
-  configFromEnv,
-  configFromFile,
   DEFAULT_CONFIG,
   mergeConfig,
-  parseArgs,
   PERMISSION_MODES,
   type PermissionMode,
   type ProviderConfig,
@@ -127,7 +133,6 @@ export {
 } from "./src/store/session_store.ts";
 export { createMemoryPair } from "./src/transport/memory.ts";
 export {
-  type BulkWriter,
   DEFAULT_MAX_MESSAGE_BYTES,
   type NdJsonStream,
   ndJsonStream,

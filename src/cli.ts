@@ -17,8 +17,9 @@ import { formatModelTable, modelsJson } from "./models_command.ts";
 import { JsonlSessionStore } from "./store/jsonl_session_store.ts";
 import { normalizePath } from "./tools/posix_path.ts";
 import { isAbsolutePath } from "./util/path.ts";
-import { connectAgentServer } from "./protocol/agent_server.ts";
-import { ndJsonStream } from "./transport/nd_json_stream.ts";
+import { type AgentServerConnection, createAgentServer } from "./protocol/agent_server.ts";
+import { builtinTools } from "./tools/builtin_tools.ts";
+import { type NdJsonStream, ndJsonStream } from "./transport/nd_json_stream.ts";
 import { abortableDelay } from "./util/abortable_delay.ts";
 import { VERSION } from "./version.ts";
 
@@ -81,23 +82,7 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     }
     if (command.kind === "models") {
       catalog = createCatalog(config, platform.host, { script, logger });
-      const discovery = await catalog.discover({ timeoutMs: DISCOVERY_TIMEOUT_MS });
-      const listings = catalog.known();
-      let text: string;
-      if (command.json) {
-        text = `${JSON.stringify(modelsJson(listings, config.model, discovery), null, 2)}\n`;
-      } else {
-        text = formatModelTable(listings, config.model);
-        for (const result of discovery) {
-          if (result.error !== undefined) {
-            platform.writeStderr(
-              `acp-harness: cannot list the ${result.provider} models: ${result.error}\n`,
-            );
-          }
-        }
-      }
-      await out.write(new TextEncoder().encode(text));
-      await out.close();
+      await printModels(platform, out, catalog, { model: config.model, json: command.json });
       return 0;
     }
     if (config.model === "scripted" && !script) {
@@ -120,7 +105,45 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     throw error;
   }
   out.releaseLock();
+  return await serveStdio(platform, config, catalog, logger);
+}
 
+/** Prints the model table (or JSON) of `acp-harness models`, after asking the providers. */
+async function printModels(
+  platform: CliPlatform,
+  out: WritableStreamDefaultWriter<Uint8Array>,
+  catalog: ModelCatalog,
+  options: { readonly model: string; readonly json: boolean },
+): Promise<void> {
+  const discovery = await catalog.discover({ timeoutMs: DISCOVERY_TIMEOUT_MS });
+  const listings = catalog.known();
+  let text: string;
+  if (options.json) {
+    text = `${JSON.stringify(modelsJson(listings, options.model, discovery), null, 2)}\n`;
+  } else {
+    text = formatModelTable(listings, options.model);
+    for (const result of discovery) {
+      if (result.error !== undefined) {
+        platform.writeStderr(
+          `acp-harness: cannot list the ${result.provider} models: ${result.error}\n`,
+        );
+      }
+    }
+  }
+  await out.write(new TextEncoder().encode(text));
+  await out.close();
+}
+
+/**
+ * Serves ACP on stdio until stdin closes or a shutdown signal arrives: composes the server
+ * (which store, which tools, which host), connects stdio to it, and shuts down.
+ */
+async function serveStdio(
+  platform: CliPlatform,
+  config: Config,
+  catalog: ModelCatalog,
+  logger: Logger,
+): Promise<number> {
   // Providers that list their own models (Ollama) are asked in the background: sessions created
   // before the answer offer the listed models only.
   void catalog.discover({ timeoutMs: DISCOVERY_TIMEOUT_MS });
@@ -141,7 +164,9 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     (error) =>
       logger.warn("cannot reap processes left by earlier servers", { error: String(error) }),
   );
-  const connection = connectAgentServer(stream, {
+  // Every session gets the built-in tools.
+  const tools = builtinTools();
+  const server = createAgentServer({
     config,
     catalog,
     host: platform.host,
@@ -149,7 +174,9 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     version: VERSION,
     store,
     attachments: store.attachments,
+    toolsFor: () => tools,
   });
+  const connection = server.connect(stream);
   drainOnInputEnd = () => {
     logger.info("stdin closed");
     return connection.drain();
@@ -157,14 +184,30 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   logger.info("serving ACP on stdio", { version: VERSION, model: config.model });
   const stopListening = platform.onShutdownSignal(() => {
     logger.info("shutdown signal received");
-    void connection.close();
+    void server.close();
   });
-  // Turns get a grace period to settle once the connection is going away; a turn that ignores
-  // cancellation must not keep the process alive.
+  try {
+    await shutDown(platform.host, connection, stream, logger);
+  } finally {
+    stopListening();
+  }
+  return 0;
+}
+
+/**
+ * Waits for the connection to go away, then gives its turns a grace period to settle (a turn that
+ * ignores cancellation must not keep the process alive), stops every process group started
+ * (SIGTERM, SIGKILL 1 s later) and lets the output drain.
+ */
+async function shutDown(
+  host: Host,
+  connection: AgentServerConnection,
+  stream: NdJsonStream,
+  logger: Logger,
+): Promise<void> {
   const grace = new AbortController();
-  // Every process group started is gone before the process exits (SIGTERM, SIGKILL 1 s later).
   const processesStopped = connection.disconnected.then(() =>
-    platform.host.stopProcesses({ graceMs: SHUTDOWN_KILL_GRACE_MS })
+    host.stopProcesses({ graceMs: SHUTDOWN_KILL_GRACE_MS })
   );
   try {
     const settled = await Promise.race([
@@ -176,10 +219,8 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     await processesStopped;
     await Promise.race([stream.drained(), abortableDelay(SHUTDOWN_GRACE_MS, grace.signal)]);
   } finally {
-    stopListening();
     grace.abort();
   }
-  return 0;
 }
 
 /**

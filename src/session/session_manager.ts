@@ -16,14 +16,17 @@ import type { Tool } from "../tools/tool.ts";
 import type { Workspace } from "../tools/workspace.ts";
 import { initialEffort, type Selection } from "./config_options.ts";
 import { type PermissionAsker, Session, SessionStateError } from "./session.ts";
+import { SessionDisposer } from "./session_disposer.ts";
 import { replayUpdates, restoreSession } from "./session_record.ts";
+import type { ToolSetFactory } from "./tool_set.ts";
 import type { UpdateSink } from "./update_queue.ts";
 
 /** What a {@link SessionManager} needs. */
 export interface SessionManagerOptions {
   readonly config: Config;
   readonly catalog: ModelCatalog;
-  readonly tools: readonly Tool[];
+  /** Makes the tool set of each session. */
+  readonly toolsFor: ToolSetFactory;
   readonly host: Host;
   readonly logger: Logger;
   readonly now: () => number;
@@ -74,7 +77,15 @@ export class SessionNotFoundError extends Error {
 interface OpenSession {
   readonly session: Session;
   readonly lease: SessionLease;
+  /** Releases what the session's tools hold; runs after the session closed. */
+  readonly disposer: SessionDisposer;
   closing?: Promise<void>;
+}
+
+/** A session built but not yet registered, with what it owns. */
+interface Built {
+  readonly session: Session;
+  readonly disposer: SessionDisposer;
 }
 
 /**
@@ -127,9 +138,15 @@ export class SessionManager {
       mode: config.mode,
       ...(effort === undefined ? {} : { effort }),
     };
-    const session = this.#build(id, params, selection);
-    session.start();
-    return await this.#register(session, lease);
+    let built: Built;
+    try {
+      built = await this.#build(id, params, selection);
+    } catch (error) {
+      await lease.release();
+      throw error;
+    }
+    built.session.start();
+    return await this.#register(built, lease);
   }
 
   /**
@@ -155,7 +172,7 @@ export class SessionManager {
   async #open(id: string, params: OpenSessionOptions): Promise<Session> {
     let lease: SessionLease | undefined;
     try {
-      const { store, attachments, logger, catalog, config } = this.#options;
+      const { store, attachments, logger } = this.#options;
       try {
         lease = await store.acquire(id);
       } catch (error) {
@@ -173,21 +190,8 @@ export class SessionManager {
         );
       }
       const restored = await restoreSession(loaded, attachments, logger);
-      let selection: Selection = restored.selection ?? { model: config.model, mode: config.mode };
-      const fellBack = !catalog.info(selection.model);
-      if (fellBack) {
-        logger.warn("the session's model is no longer available; using the default", {
-          sessionId: id,
-          model: selection.model,
-        });
-        const effort = initialEffort(catalog.info(config.model));
-        selection = {
-          model: config.model,
-          mode: selection.mode as PermissionMode,
-          ...(effort === undefined ? {} : { effort }),
-        };
-      }
-      const session = this.#build(
+      const { selection, fellBack } = this.#restoredSelection(id, restored.selection);
+      const built = await this.#build(
         id,
         {
           cwd: header.cwd,
@@ -197,22 +201,50 @@ export class SessionManager {
         selection,
         restored,
       );
-      if (params.replay) {
-        const updates: SessionUpdate[] = await replayUpdates(
-          [...loaded.records, ...restored.repair],
-          attachments,
-          logger,
-          id,
-        );
-        await session.replay(updates);
+      try {
+        if (params.replay) {
+          const updates: SessionUpdate[] = await replayUpdates(
+            [...loaded.records, ...restored.repair],
+            attachments,
+            logger,
+            id,
+          );
+          await built.session.replay(updates);
+        }
+      } catch (error) {
+        await built.disposer.dispose();
+        throw error;
       }
-      session.start(fellBack);
+      built.session.start(fellBack);
       const held = lease;
       lease = undefined;
-      return await this.#register(session, held);
+      return await this.#register(built, held);
     } finally {
       await lease?.release();
     }
+  }
+
+  /** The stored selection, or the defaults when there is none; a model gone falls back too. */
+  #restoredSelection(
+    id: string,
+    stored: Selection | undefined,
+  ): { selection: Selection; fellBack: boolean } {
+    const { catalog, config, logger } = this.#options;
+    const selection: Selection = stored ?? { model: config.model, mode: config.mode };
+    if (catalog.info(selection.model)) return { selection, fellBack: false };
+    logger.warn("the session's model is no longer available; using the default", {
+      sessionId: id,
+      model: selection.model,
+    });
+    const effort = initialEffort(catalog.info(config.model));
+    return {
+      selection: {
+        model: config.model,
+        mode: selection.mode as PermissionMode,
+        ...(effort === undefined ? {} : { effort }),
+      },
+      fellBack: true,
+    };
   }
 
   /**
@@ -245,6 +277,7 @@ export class SessionManager {
       try {
         await open.session.close();
       } finally {
+        await open.disposer.dispose();
         await open.lease.release();
         this.#sessions.delete(id);
       }
@@ -286,25 +319,54 @@ export class SessionManager {
     if (this.#closing) throw new SessionStateError("the server is shutting down");
   }
 
-  async #register(session: Session, lease: SessionLease): Promise<Session> {
+  async #register({ session, disposer }: Built, lease: SessionLease): Promise<Session> {
     if (this.#closing) {
       // Shutdown began while the session was being created or opened: do not leak it.
-      await session.close();
-      await lease.release();
+      try {
+        await session.close();
+      } finally {
+        await disposer.dispose();
+        await lease.release();
+      }
       throw new SessionStateError("the server is shutting down");
     }
-    this.#sessions.set(session.id, { session, lease });
+    this.#sessions.set(session.id, { session, lease, disposer });
     return session;
   }
 
-  #build(
+  /** Makes the session's tool set and disposer, then the session. */
+  async #build(
     id: string,
     params: CreateSessionOptions,
     selection: Selection,
     restored?: Awaited<ReturnType<typeof restoreSession>>,
+  ): Promise<Built> {
+    const { logger, toolsFor } = this.#options;
+    const disposer = new SessionDisposer((error) =>
+      logger.warn("session clean-up failed", { sessionId: id, error })
+    );
+    try {
+      const tools = await toolsFor({
+        sessionId: id,
+        cwd: params.cwd,
+        additionalDirectories: params.additionalDirectories,
+        disposer,
+      });
+      return { session: this.#session(id, params, selection, tools, restored), disposer };
+    } catch (error) {
+      await disposer.dispose();
+      throw error;
+    }
+  }
+
+  #session(
+    id: string,
+    params: CreateSessionOptions,
+    selection: Selection,
+    tools: readonly Tool[],
+    restored?: Awaited<ReturnType<typeof restoreSession>>,
   ): Session {
-    const { catalog, tools, host, logger, now, sinkFor, workspaceFor, ask, retry, config } =
-      this.#options;
+    const { catalog, host, logger, now, sinkFor, workspaceFor, ask, retry, config } = this.#options;
     return new Session({
       id,
       cwd: params.cwd,

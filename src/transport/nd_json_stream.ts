@@ -25,20 +25,19 @@ export interface NdJsonStreamOptions {
   readonly onInputEnd?: () => Promise<void>;
 }
 
-/** A transport that can take many outbound messages at once, past its writable's queue. */
-export interface BulkWriter {
+/** A framed stream pair that can say when its output is written. */
+export interface NdJsonStream extends Stream {
   /**
    * Writes messages in order, coalesced into few writes; resolves once they are written.
    * They may go out ahead of messages still queued in the writable.
    */
   writeMany(messages: readonly AnyMessage[]): Promise<void>;
-}
-
-/** A framed stream pair that can say when its output is written. */
-export interface NdJsonStream extends Stream, BulkWriter {
   /** Resolves once every message written so far has reached the output. */
   drained(): Promise<void>;
 }
+
+/** A transport that can take many outbound messages at once, past its writable's queue. */
+export type BulkWriter = Pick<NdJsonStream, "writeMany">;
 
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;

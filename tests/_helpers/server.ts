@@ -69,7 +69,7 @@ export function startServer(options: StartOptions = {}): MemoryServer {
     store,
     attachments: store.attachments,
     retry: options.retry ?? { attempts: 3, baseDelayMs: 5, maxDelayMs: 50 },
-    ...(options.tools ? { tools: options.tools } : {}),
+    ...(options.tools ? { toolsFor: () => options.tools! } : {}),
   });
   const client = memoryClient(clientSide);
   return {

@@ -1,0 +1,32 @@
+import {
+  type InitializeRequest,
+  type InitializeResponse,
+  PROTOCOL_VERSION,
+} from "@agentclientprotocol/sdk";
+import { agentCapabilities } from "../capabilities.ts";
+import type { ConnectionContext } from "../connection.ts";
+
+/**
+ * `initialize`: remembers the client's capabilities and says what the server offers.
+ *
+ * @param connection The connection
+ * @param params The request
+ * @returns The answer
+ */
+export function initialize(
+  connection: ConnectionContext,
+  params: InitializeRequest,
+): InitializeResponse {
+  connection.clientCapabilities = params.clientCapabilities ?? {};
+  connection.logger.debug("initialize", {
+    client: params.clientInfo?.name,
+    protocolVersion: params.protocolVersion,
+    clientCapabilities: connection.clientCapabilities,
+  });
+  return {
+    protocolVersion: PROTOCOL_VERSION,
+    agentInfo: { name: "acp-harness", title: "acp-harness", version: connection.server.version },
+    agentCapabilities: agentCapabilities(connection.promptCapabilities),
+    authMethods: [],
+  };
+}

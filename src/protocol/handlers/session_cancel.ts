@@ -1,0 +1,14 @@
+import type { CancelNotification } from "@agentclientprotocol/sdk";
+import type { ConnectionContext } from "../connection.ts";
+
+/**
+ * `session/cancel`: cancels the session's turn, if any. (The connection's message order carries
+ * out a cancel at its place among the session's messages first; this catches any that reach the
+ * handler.)
+ *
+ * @param connection The connection
+ * @param params The notification
+ */
+export function cancel(connection: ConnectionContext, params: CancelNotification): void {
+  connection.sessions.get(params.sessionId)?.cancel();
+}

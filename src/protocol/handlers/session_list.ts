@@ -1,0 +1,40 @@
+import type { ListSessionsRequest, ListSessionsResponse } from "@agentclientprotocol/sdk";
+import type { ConnectionContext } from "../connection.ts";
+import { mappingErrors } from "../request_errors.ts";
+import { canonicalFilter } from "../workspace_roots.ts";
+
+/**
+ * `session/list`: a page of the stored sessions, newest first, optionally of one `cwd`.
+ *
+ * @param connection The connection
+ * @param params The request
+ * @returns The page
+ */
+export async function listSessions(
+  connection: ConnectionContext,
+  params: ListSessionsRequest,
+): Promise<ListSessionsResponse> {
+  const { server, sessions } = connection;
+  const cwd = params.cwd === undefined || params.cwd === null
+    ? undefined
+    : await canonicalFilter(server.host, params.cwd);
+  const page = await mappingErrors(() =>
+    sessions.list({
+      ...(cwd === undefined ? {} : { cwd }),
+      ...(params.cursor === undefined || params.cursor === null ? {} : { cursor: params.cursor }),
+      limit: server.config.sessionListPageSize,
+    })
+  );
+  return {
+    sessions: page.sessions.map((summary) => ({
+      sessionId: summary.id,
+      cwd: summary.cwd,
+      ...(summary.additionalDirectories.length > 0
+        ? { additionalDirectories: [...summary.additionalDirectories] }
+        : {}),
+      ...(summary.title === undefined ? {} : { title: summary.title }),
+      updatedAt: summary.updatedAt,
+    })),
+    ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
+  };
+}

@@ -1,0 +1,69 @@
+import type {
+  LoadSessionRequest,
+  LoadSessionResponse,
+  ResumeSessionRequest,
+  ResumeSessionResponse,
+  SessionConfigOption,
+  SessionModeState,
+} from "@agentclientprotocol/sdk";
+import { RequestError } from "@agentclientprotocol/sdk";
+import { refuseMcpServers } from "../capabilities.ts";
+import type { ConnectionContext } from "../connection.ts";
+import { readInstructions } from "../instructions.ts";
+import { mappingErrors } from "../request_errors.ts";
+import { checkPath, workspaceRoots } from "../workspace_roots.ts";
+
+/**
+ * `session/load`: reopens a stored session and replays its conversation as updates first.
+ *
+ * @param connection The connection
+ * @param params The request
+ * @returns The session's config options and modes
+ */
+export function loadSession(
+  connection: ConnectionContext,
+  params: LoadSessionRequest,
+): Promise<LoadSessionResponse> {
+  return reopen(connection, params, true);
+}
+
+/**
+ * `session/resume`: reopens a stored session without replaying it.
+ *
+ * @param connection The connection
+ * @param params The request
+ * @returns The session's config options and modes
+ */
+export function resumeSession(
+  connection: ConnectionContext,
+  params: ResumeSessionRequest,
+): Promise<ResumeSessionResponse> {
+  return reopen(connection, params, false);
+}
+
+async function reopen(
+  connection: ConnectionContext,
+  params: LoadSessionRequest | ResumeSessionRequest,
+  replay: boolean,
+): Promise<{ configOptions: SessionConfigOption[]; modes: SessionModeState }> {
+  refuseMcpServers(params.mcpServers);
+  checkPath(params.cwd, "cwd");
+  const { sessions, logger, server } = connection;
+  if (!(await sessions.exists(params.sessionId))) {
+    throw RequestError.sessionNotFound(params.sessionId);
+  }
+  const roots = await workspaceRoots(server.host, params);
+  const session = await mappingErrors(async () => {
+    const instructions = await readInstructions(server.host, roots.cwd, logger);
+    return await sessions.open(params.sessionId, {
+      cwd: roots.cwd,
+      ...(params.additionalDirectories
+        ? { additionalDirectories: roots.additionalDirectories }
+        : {}),
+      ...(instructions ? { instructions } : {}),
+      replay,
+    });
+  });
+  logger.info(replay ? "session loaded" : "session resumed", { sessionId: session.id });
+  return { configOptions: session.configOptions(), modes: session.modes() };
+}

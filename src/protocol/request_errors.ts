@@ -1,0 +1,65 @@
+import { RequestError } from "@agentclientprotocol/sdk";
+import { TurnError } from "../agent/run_turn.ts";
+import { ConfigValueError, SessionStateError } from "../session/session.ts";
+import { SessionNotFoundError } from "../session/session_manager.ts";
+import { InvalidCursorError, SessionLockedError } from "../store/session_store.ts";
+import { PromptContentError } from "./prompt_content.ts";
+
+/**
+ * An "invalid params" error (-32602) whose message names the field.
+ *
+ * @param message `<field>: <problem>`
+ * @returns The error to throw
+ */
+export function invalid(message: string): RequestError {
+  return RequestError.invalidParams(undefined, message);
+}
+
+/**
+ * Maps an error of the layers below to the JSON-RPC error the client sees: a bad request is
+ * -32602, an unknown session -32002, a failed turn -32603 with the provider's error kind in
+ * `data`. Anything else is returned as it is (the SDK answers it with -32603).
+ *
+ * @param error What a handler caught
+ * @returns The error to throw
+ */
+export function toRequestError(error: unknown): unknown {
+  if (error instanceof RequestError) return error;
+  if (error instanceof SessionNotFoundError) return RequestError.sessionNotFound(error.sessionId);
+  if (error instanceof InvalidCursorError) return invalid(`cursor: ${error.message}`);
+  if (error instanceof SessionLockedError) return invalid(error.message);
+  if (
+    error instanceof SessionStateError || error instanceof PromptContentError ||
+    error instanceof ConfigValueError
+  ) {
+    return invalid(error.message);
+  }
+  if (error instanceof TurnError) {
+    const cause = error.providerError;
+    return RequestError.internalError(
+      cause
+        ? {
+          kind: cause.kind,
+          retryable: cause.retryable,
+          ...(cause.status === undefined ? {} : { status: cause.status }),
+        }
+        : undefined,
+      error.message,
+    );
+  }
+  return error;
+}
+
+/**
+ * Runs `action`, mapping what it throws with {@link toRequestError}.
+ *
+ * @param action The work of a handler
+ * @returns What `action` returns
+ */
+export async function mappingErrors<T>(action: () => Promise<T>): Promise<T> {
+  try {
+    return await action();
+  } catch (error) {
+    throw toRequestError(error);
+  }
+}

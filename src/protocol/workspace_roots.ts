@@ -1,0 +1,99 @@
+import type { Host } from "../host/host.ts";
+import { normalizePath } from "../tools/posix_path.ts";
+import { isAbsolutePath } from "../util/path.ts";
+import { invalid } from "./request_errors.ts";
+
+/** Longest path accepted as a workspace root (Linux's PATH_MAX). */
+const MAX_PATH_LENGTH = 4096;
+
+/** A session's workspace roots, canonical. */
+export interface WorkspaceRoots {
+  readonly cwd: string;
+  readonly additionalDirectories: string[];
+}
+
+/**
+ * Checks a client-supplied path before it reaches the file system.
+ *
+ * @param path The path as sent
+ * @param field The field it came in, for the message
+ * @throws {RequestError} -32602 naming the field
+ */
+export function checkPath(path: string, field: string): void {
+  if (path.includes("\0")) throw invalid(`${field}: must not contain a NUL character`);
+  if (path.length > MAX_PATH_LENGTH) {
+    throw invalid(
+      `${field}: must be at most ${MAX_PATH_LENGTH} characters long, got ${path.length}`,
+    );
+  }
+  if (!isAbsolutePath(path)) {
+    throw invalid(`${field}: must be an absolute path, got ${JSON.stringify(path)}`);
+  }
+}
+
+/**
+ * Checks and canonicalizes a session's `cwd` and `additionalDirectories`: each must be an
+ * existing directory given by an absolute path.
+ *
+ * @param host Reads the file system
+ * @param params The request's roots
+ * @returns The canonical roots
+ * @throws {RequestError} -32602 naming the offending field
+ */
+export async function workspaceRoots(
+  host: Host,
+  params: { cwd: string; additionalDirectories?: string[] | null | undefined },
+): Promise<WorkspaceRoots> {
+  const cwd = await workspaceDirectory(host, params.cwd, "cwd");
+  const additionalDirectories: string[] = [];
+  for (const [index, dir] of (params.additionalDirectories ?? []).entries()) {
+    additionalDirectories.push(
+      await workspaceDirectory(host, dir, `additionalDirectories[${index}]`),
+    );
+  }
+  return { cwd, additionalDirectories };
+}
+
+/**
+ * The canonical form of a `cwd` filter: its real path, or for a directory that no longer exists,
+ * the path normalized lexically.
+ *
+ * @param host Reads the file system
+ * @param cwd The filter as sent
+ * @returns The path to match
+ * @throws {RequestError} -32602 for a path that is not absolute
+ */
+export async function canonicalFilter(host: Host, cwd: string): Promise<string> {
+  checkPath(cwd, "cwd");
+  return await host.realpath(cwd).catch(() => normalizePath(cwd));
+}
+
+async function workspaceDirectory(host: Host, path: string, field: string): Promise<string> {
+  checkPath(path, field);
+  let info: Awaited<ReturnType<Host["stat"]>>;
+  try {
+    info = await host.stat(path);
+  } catch (error) {
+    throw invalid(`${field}: cannot be used as a directory: ${describeFsError(error)}`);
+  }
+  if (!info?.isDirectory) {
+    throw invalid(
+      `${field}: must be an existing directory, but ${JSON.stringify(path)} ${
+        info ? "is not a directory" : "does not exist"
+      }`,
+    );
+  }
+  try {
+    return await host.realpath(path);
+  } catch (error) {
+    throw invalid(`${field}: cannot be used as a directory: ${describeFsError(error)}`);
+  }
+}
+
+function describeFsError(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === "ENAMETOOLONG") return "a component of the path is too long";
+  if (code === "EACCES" || code === "EPERM") return "permission denied";
+  if (code === "ELOOP") return "too many symbolic links";
+  return typeof code === "string" ? code : "it cannot be read";
+}

@@ -1,0 +1,25 @@
+import type { Tool } from "../tools/tool.ts";
+import type { SessionCleanups } from "./session_disposer.ts";
+
+/** What a {@link ToolSetFactory} is told about the session it makes tools for. */
+export interface SessionToolsInfo {
+  /** The session id. */
+  readonly sessionId: string;
+  /** The session's working directory (canonical). */
+  readonly cwd: string;
+  /** The session's other workspace roots (canonical). */
+  readonly additionalDirectories: readonly string[];
+  /**
+   * Where to register the clean-up of what the tools hold (processes, network connections): it
+   * runs when the session is closed or deleted, when its connection ends and at shutdown.
+   */
+  readonly disposer: SessionCleanups;
+}
+
+/**
+ * Makes the tool set of one session, when it is created, loaded or resumed. When two tools of a
+ * set share a name, the model's calls go to the first.
+ */
+export type ToolSetFactory = (
+  info: SessionToolsInfo,
+) => readonly Tool[] | Promise<readonly Tool[]>;

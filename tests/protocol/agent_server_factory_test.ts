@@ -1,0 +1,176 @@
+/**
+ * One server, many connections: sessions belong to the connection that opened them, each
+ * session's tool set comes from the tool-set factory and its disposer runs however it ends, and
+ * every line a connection logs names it.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { mkdtemp, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  type AgentServer,
+  builtinTools,
+  createAgentServer,
+  createLogger,
+  createMemoryPair,
+  JsonlSessionStore,
+  mergeConfig,
+  ModelCatalog,
+  NodeHost,
+  type SessionToolsInfo,
+  type ToolSetFactory,
+  VERSION,
+} from "../../mod.ts";
+import { type AcpTestClient, memoryClient, RpcError } from "../_helpers/acp_client.ts";
+
+interface Fixture {
+  readonly server: AgentServer;
+  readonly logs: string[];
+  readonly cwd: string;
+  /** Sessions the factory made tools for, in order. */
+  readonly made: SessionToolsInfo[];
+  /** Sessions whose disposer ran, in order. */
+  readonly released: string[];
+  connect(): { client: AcpTestClient; end: () => Promise<void>; closed: Promise<void> };
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+async function fixture(toolsFor?: ToolSetFactory): Promise<Fixture> {
+  const root = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-factory-")));
+  const cwd = join(root, "work");
+  await Deno.mkdir(cwd);
+  const host = new NodeHost({});
+  const logs: string[] = [];
+  const logger = createLogger("debug", (line) => logs.push(line));
+  const store = new JsonlSessionStore({ host, dataDir: join(root, "data"), logger });
+  const made: SessionToolsInfo[] = [];
+  const released: string[] = [];
+  const tools = builtinTools();
+  const server = createAgentServer({
+    config: mergeConfig({}),
+    catalog: new ModelCatalog(),
+    host,
+    logger,
+    version: VERSION,
+    store,
+    attachments: store.attachments,
+    toolsFor: toolsFor ?? ((info) => {
+      made.push(info);
+      info.disposer.defer(() => void released.push(info.sessionId));
+      return tools;
+    }),
+  });
+  return {
+    server,
+    logs,
+    cwd,
+    made,
+    released,
+    connect() {
+      const [serverSide, clientSide] = createMemoryPair();
+      const connection = server.connect(serverSide);
+      const client = memoryClient(clientSide);
+      const end = (client as unknown as { close: () => Promise<void> }).close;
+      return { client, end, closed: connection.closed };
+    },
+    async [Symbol.asyncDispose]() {
+      await server.close();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
+async function rejectsWith(promise: Promise<unknown>, code: number): Promise<void> {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof RpcError, String(error));
+    assert.equal(error.code, code, error.message);
+    return true;
+  });
+}
+
+Deno.test("createAgentServer() serves many connections; a session belongs to its connection", async () => {
+  await using f = await fixture();
+  const a = f.connect();
+  const b = f.connect();
+  assert.equal(f.server.connections, 2);
+  await a.client.initialize();
+  await b.client.initialize();
+  const first = await a.client.newSession(f.cwd);
+  const second = await b.client.newSession(f.cwd);
+  assert.equal(await a.client.prompt(first, "one"), "end_turn");
+  // Another connection does not see it.
+  await rejectsWith(b.client.prompt(first, "not yours"), -32002);
+  await rejectsWith(
+    b.client.request("session/load", { sessionId: first, cwd: f.cwd, mcpServers: [] }),
+    -32602,
+  );
+  // The end of a connection releases its sessions only.
+  await a.end();
+  await a.closed;
+  assert.deepEqual(f.released, [first]);
+  assert.equal(f.server.connections, 1);
+  assert.equal(await b.client.prompt(second, "two"), "end_turn");
+  // A session released by its connection's end can be loaded on another.
+  await b.client.request("session/load", { sessionId: first, cwd: f.cwd, mcpServers: [] });
+  assert.equal(await b.client.prompt(first, "again"), "end_turn");
+});
+
+Deno.test("createAgentServer() runs a session's disposer on close, delete, connection end and server close", async () => {
+  await using f = await fixture();
+  const { client, end, closed } = f.connect();
+  await client.initialize();
+  const closedOne = await client.newSession(f.cwd);
+  const deleted = await client.newSession(f.cwd);
+  const ended = await client.newSession(f.cwd);
+  assert.deepEqual(f.made.map((info) => [info.sessionId, info.cwd]), [
+    [closedOne, f.cwd],
+    [deleted, f.cwd],
+    [ended, f.cwd],
+  ]);
+  await client.request("session/close", { sessionId: closedOne });
+  assert.deepEqual(f.released, [closedOne]);
+  await client.request("session/delete", { sessionId: deleted });
+  assert.deepEqual(f.released, [closedOne, deleted]);
+  await end();
+  await closed;
+  assert.deepEqual(f.released, [closedOne, deleted, ended]);
+
+  const other = f.connect();
+  await other.client.initialize();
+  await other.client.request("session/resume", { sessionId: ended, cwd: f.cwd, mcpServers: [] });
+  assert.equal(f.made.at(-1)?.sessionId, ended);
+  await f.server.close();
+  await other.closed;
+  assert.deepEqual(f.released, [closedOne, deleted, ended, ended]);
+  assert.throws(() => f.connect(), /Cannot connect: the server is closing/);
+});
+
+Deno.test("createAgentServer() releases what a failing tool-set factory registered and fails the request", async () => {
+  const released: string[] = [];
+  await using f = await fixture(({ sessionId, disposer }) => {
+    disposer.defer(() => void released.push(sessionId));
+    throw new Error("Cannot start the tool source: broken");
+  });
+  const { client } = f.connect();
+  await client.initialize();
+  await rejectsWith(client.newSession(f.cwd), -32603);
+  assert.equal(released.length, 1);
+});
+
+Deno.test("createAgentServer() tags every line a connection logs with its connection id", async () => {
+  await using f = await fixture();
+  const a = f.connect();
+  const b = f.connect();
+  await a.client.initialize();
+  await b.client.initialize();
+  await a.client.newSession(f.cwd);
+  await b.client.newSession(f.cwd);
+  const created = f.logs.filter((line) => line.includes("session created"));
+  assert.equal(created.length, 2);
+  assert.match(created[0]!, /"connectionId":"c1"/);
+  assert.match(created[1]!, /"connectionId":"c2"/);
+  const initialize = f.logs.filter((line) => line.includes("debug: initialize"));
+  assert.ok(initialize.every((line) => /"connectionId":"c\d"/.test(line)));
+});
