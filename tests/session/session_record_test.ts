@@ -7,18 +7,12 @@ import {
   storedToolParts,
   toolResultEvent,
 } from "../../src/session/session_record.ts";
-import type {
-  AttachmentStore,
-  LoadedSession,
-  StoredEvent,
-  StoredRecord,
-} from "../../src/store/session_store.ts";
+import { MemoryAttachmentStore } from "../../src/store/memory_attachment_store.ts";
+import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
+import type { LoadedSession, StoredEvent } from "../../src/store/session_store.ts";
 import type { ToolContent } from "../../src/tools/tool.ts";
 
-const NO_ATTACHMENTS: AttachmentStore = {
-  put: () => Promise.reject(new Error("Cannot store attachment: not in this test")),
-  get: () => Promise.resolve(undefined),
-};
+const NO_ATTACHMENTS = new MemoryAttachmentStore();
 
 const PARTS: readonly ToolContent[] = [
   { type: "text", text: "Took it" },
@@ -27,8 +21,8 @@ const PARTS: readonly ToolContent[] = [
 ];
 const TEXT = "Took it\n[image: image/png]\n[resource: page.html file:///tmp/page.html]";
 
-/** A log of one turn with one tool call, ending with the given result. */
-function logWith(result: StoredEvent): LoadedSession {
+/** A log of one turn with one tool call and the given result, through the in-memory store. */
+async function logWith(result: StoredEvent): Promise<LoadedSession> {
   const events: StoredEvent[] = [
     { type: "turn_start" },
     { type: "user", messageId: "m1", content: [{ type: "text", text: "look" }] },
@@ -50,20 +44,19 @@ function logWith(result: StoredEvent): LoadedSession {
     { type: "assistant", text: "A login page." },
     { type: "turn_end", stopReason: "end_turn" },
   ];
-  // Through JSON, as the log file holds it.
-  const records = events.map((event, index): StoredRecord =>
-    JSON.parse(JSON.stringify({ ...event, seq: index + 1, time: "2026-11-30T00:00:00.000Z" }))
-  );
-  return {
-    header: {
-      version: 1,
-      id: "s1",
-      cwd: "/work",
-      additionalDirectories: [],
-      createdAt: "2026-11-30T00:00:00.000Z",
-    },
-    records,
-  };
+  const store = new MemorySessionStore({ attachments: NO_ATTACHMENTS });
+  const id = crypto.randomUUID();
+  await store.create({
+    version: 1,
+    id,
+    cwd: "/work",
+    additionalDirectories: [],
+    createdAt: "2026-11-30T00:00:00.000Z",
+  });
+  await store.append(id, events, { sync: true });
+  const loaded = await store.load(id);
+  assert.ok(loaded);
+  return loaded;
 }
 
 const FINAL_UPDATE: Extract<TurnEvent, { type: "tool-call-update" }> = {
@@ -84,7 +77,7 @@ Deno.test("a tool result's parts survive the log: restored history and load repl
     isError: false,
     parts: PARTS,
   });
-  const log = logWith(event);
+  const log = await logWith(event);
   const restored = await restoreSession(log, NO_ATTACHMENTS, nullLogger);
   assert.deepEqual(restored.repair, []);
   assert.deepEqual(restored.history[2], {
@@ -126,7 +119,7 @@ Deno.test("a tool result recorded as a string (an old log) restores and replays 
     ),
     old,
   );
-  const log = logWith(old);
+  const log = await logWith(old);
   const restored = await restoreSession(log, NO_ATTACHMENTS, nullLogger);
   assert.deepEqual(restored.history[2], {
     role: "tool",
