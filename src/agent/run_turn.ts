@@ -7,6 +7,7 @@ import type {
   ProviderError,
 } from "../llm/provider.ts";
 import type { Tool, ToolLocation, ToolResult } from "../tools/tool.ts";
+import { ToolSet } from "../tools/tool_set.ts";
 import type { Workspace } from "../tools/workspace.ts";
 import { abortableDelay } from "../util/abortable_delay.ts";
 import type { TurnEvent } from "./turn_event.ts";
@@ -65,7 +66,16 @@ export interface TurnOptions {
    * commits (and emits a `history` event for it), so the array is the session's conversation.
    */
   readonly history: LlmMessage[];
-  readonly tools: readonly Tool[];
+  /**
+   * The tools the model may call, looked up by exact name: the session's set, or a plain list
+   * (made into a set of one source for the turn: a later tool with a taken name is left out).
+   */
+  readonly tools: ToolSet | readonly Tool[];
+  /**
+   * Whether the model takes image input; when false, providers send tool-result images as text
+   * placeholders only. @default {true}
+   */
+  readonly imageInput?: boolean;
   /**
    * Whether the history holds provider state from another provider than this turn's (which must
    * not be sent to this one). Sessions know this cheaply; when absent, the history is scanned.
@@ -109,6 +119,9 @@ export class TurnError extends Error {
   }
 }
 
+/** The turn's options with its tools as a set. */
+type Turn = Omit<TurnOptions, "tools"> & { readonly tools: ToolSet };
+
 interface StepResult {
   readonly reason: "stop" | "tool-calls" | "max-tokens" | "refusal" | "aborted";
   readonly calls: readonly LlmToolCall[];
@@ -125,7 +138,12 @@ type Attempt = StepResult | { readonly reason: "error"; readonly error: Provider
  * @param options The turn's inputs
  * @returns Why the turn ended
  */
-export async function runTurn(options: TurnOptions): Promise<StopReason> {
+export async function runTurn(turnOptions: TurnOptions): Promise<StopReason> {
+  const { tools } = turnOptions;
+  const options: Turn = {
+    ...turnOptions,
+    tools: tools instanceof ToolSet ? tools : ToolSet.of(tools),
+  };
   const { signal, history } = options;
   for (let step = 0;; step++) {
     if (signal.aborted) return "cancelled";
@@ -153,7 +171,7 @@ export async function runTurn(options: TurnOptions): Promise<StopReason> {
 }
 
 /** One model step, retried on retryable failures. */
-async function runStep(options: TurnOptions): Promise<StepResult> {
+async function runStep(options: Turn): Promise<StepResult> {
   const retry = options.retry ?? DEFAULT_RETRY;
   for (let attempt = 1;; attempt++) {
     const result = await attemptStep(options, attempt);
@@ -178,7 +196,7 @@ async function runStep(options: TurnOptions): Promise<StepResult> {
 }
 
 /** One model request. Commits the step (history, committed-mode updates) when it succeeds. */
-async function attemptStep(options: TurnOptions, attempt: number): Promise<Attempt> {
+async function attemptStep(options: Turn, attempt: number): Promise<Attempt> {
   const { signal, emit, stream, history } = options;
   const thoughtId = crypto.randomUUID();
   const messageId = crypto.randomUUID();
@@ -192,13 +210,14 @@ async function attemptStep(options: TurnOptions, attempt: number): Promise<Attem
     model: options.model,
     system: options.system,
     messages: options.foreignState === false ? history : forProvider(history, options.provider.id),
-    tools: options.tools.map(({ name, description, inputSchema }) => ({
+    tools: options.tools.list().map(({ name, description, inputSchema }) => ({
       name,
       description,
       inputSchema,
     })),
     ...(options.reasoningEffort === undefined ? {} : { reasoningEffort: options.reasoningEffort }),
     ...(options.maxOutputTokens === undefined ? {} : { maxOutputTokens: options.maxOutputTokens }),
+    ...(options.imageInput === undefined ? {} : { imageInput: options.imageInput }),
   }, { signal, attempt });
   for await (const event of events) {
     switch (event.type) {
@@ -305,7 +324,7 @@ interface PreparedCall {
  * symlinks or relative paths name it. Resolves with the tool messages in call order.
  */
 async function runToolCalls(
-  options: TurnOptions,
+  options: Turn,
   calls: readonly LlmToolCall[],
 ): Promise<LlmMessage[]> {
   const prepared = calls.map((call) => prepare(options, call));
@@ -360,8 +379,8 @@ function mutates(entry: PreparedCall): boolean {
   return entry.tool !== undefined && entry.parsed && entry.tool.effect !== "read";
 }
 
-function prepare(options: TurnOptions, call: LlmToolCall): PreparedCall {
-  const tool = options.tools.find((candidate) => candidate.name === call.name);
+function prepare(options: Turn, call: LlmToolCall): PreparedCall {
+  const tool = options.tools.get(call.name);
   let input: unknown = call.arguments;
   let parsed = true;
   try {
@@ -382,7 +401,7 @@ function prepare(options: TurnOptions, call: LlmToolCall): PreparedCall {
   return { call, tool, input, parsed, title, locations };
 }
 
-async function runToolCall(options: TurnOptions, entry: PreparedCall): Promise<LlmMessage> {
+async function runToolCall(options: Turn, entry: PreparedCall): Promise<LlmMessage> {
   const { emit, signal } = options;
   const { call, tool, input, parsed } = entry;
   let result: ToolResult;
@@ -434,6 +453,7 @@ async function runToolCall(options: TurnOptions, entry: PreparedCall): Promise<L
     toolCallId: call.id,
     status: result.isError ? "failed" : "completed",
     text: result.content,
+    ...(result.parts ? { parts: result.parts } : {}),
     ...(result.display ? { display: result.display } : {}),
     ...(result.locations ? { locations: result.locations } : {}),
   });
@@ -442,6 +462,7 @@ async function runToolCall(options: TurnOptions, entry: PreparedCall): Promise<L
     toolCallId: call.id,
     name: call.name,
     content: result.content,
+    ...(result.parts ? { parts: result.parts } : {}),
     isError: result.isError,
   };
 }

@@ -1,5 +1,5 @@
 import type { LlmMessage, LlmUsage } from "../llm/provider.ts";
-import type { ToolDisplay, ToolKind, ToolLocation } from "../tools/tool.ts";
+import type { ToolContent, ToolDisplay, ToolKind, ToolLocation } from "../tools/tool.ts";
 
 /**
  * The one event vocabulary the agent loop emits. The session turns these into ACP
@@ -25,9 +25,11 @@ export type TurnEvent =
     readonly type: "tool-call-update";
     readonly toolCallId: string;
     readonly status: "in_progress" | "completed" | "failed";
-    /** The result text the model sees. */
+    /** The result text the model sees (the text form of `parts` when they are set). */
     readonly text?: string;
-    /** What the client shows instead of the text. */
+    /** The result as parts, when it carries images or resource links. */
+    readonly parts?: readonly ToolContent[];
+    /** What the client shows instead of the parts or the text. */
     readonly display?: readonly ToolDisplay[];
     readonly locations?: readonly ToolLocation[];
   }

@@ -19,8 +19,10 @@ import {
   type LlmProvider,
   type LlmRequest,
   type LlmStreamOptions,
+  type LlmToolResultPart,
   type LlmUsage,
   ProviderError,
+  toolResultPartText,
 } from "./provider.ts";
 
 /** The `anthropic-version` header sent unless configured otherwise. */
@@ -28,6 +30,14 @@ export const DEFAULT_ANTHROPIC_VERSION = "2023-06-01";
 
 /** `max_tokens` when the request sets no `maxOutputTokens` (the API requires the field). */
 export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;
+
+/** The image types Anthropic takes; other images go as their text placeholder. */
+const ANTHROPIC_IMAGE_TYPES: ReadonlySet<string> = new Set([
+  "image/jpeg",
+  "image/png",
+  "image/gif",
+  "image/webp",
+]);
 
 /**
  * Thinking budgets (`thinking: {type: "enabled", budget_tokens}`) by reasoning effort.
@@ -301,7 +311,9 @@ class AnthropicMessagesDecoder implements LlmStreamDecoder {
  *
  * The system prompt is the top-level `system`. Messages alternate user/assistant: tool results
  * become `tool_result` blocks (with `is_error`) of one user message, merged with any user
- * message that follows; images become base64 sources; empty text blocks are dropped. An
+ * message that follows; images become base64 sources; empty text blocks are dropped. A tool
+ * result with parts is sent as blocks: text and images (JPEG, PNG, GIF, WebP, unless the request
+ * says the model takes no images) as themselves, anything else as its text placeholder. An
  * assistant message whose `providerState` holds content blocks from this provider is sent with
  * exactly those blocks (thinking signatures unchanged), otherwise with its text and `tool_use`
  * blocks. `max_tokens` is `maxOutputTokens`, else 8192 (plus the thinking budget when thinking
@@ -351,14 +363,18 @@ export function buildAnthropicMessagesBody(request: LlmRequest): Record<string, 
       case "assistant":
         push("assistant", assistantBlocks(message));
         break;
-      case "tool":
+      case "tool": {
+        const content = message.parts
+          ? toolResultBlocks(message.parts, request.imageInput !== false)
+          : message.content;
         push("user", [{
           type: "tool_result",
           tool_use_id: message.toolCallId,
-          ...(message.content === "" ? {} : { content: message.content }),
+          ...(content.length === 0 ? {} : { content }),
           is_error: message.isError,
         }]);
         break;
+      }
     }
   }
   const budget = request.reasoningEffort === undefined
@@ -401,6 +417,22 @@ function userBlocks(parts: readonly LlmContentPart[]): Record<string, unknown>[]
       type: "image",
       source: { type: "base64", media_type: part.mimeType, data: part.data },
     }];
+  });
+}
+
+function toolResultBlocks(
+  parts: readonly LlmToolResultPart[],
+  images: boolean,
+): Record<string, unknown>[] {
+  return parts.flatMap((part): Record<string, unknown>[] => {
+    if (part.type === "image" && images && ANTHROPIC_IMAGE_TYPES.has(part.mimeType)) {
+      return [{
+        type: "image",
+        source: { type: "base64", media_type: part.mimeType, data: part.data },
+      }];
+    }
+    const text = toolResultPartText(part);
+    return text === "" ? [] : [{ type: "text", text }];
   });
 }
 

@@ -234,7 +234,10 @@ export interface OpenAiChatBodyOptions {
  * The system prompt comes first. A user message with only text is sent as one string (its parts
  * joined), otherwise as parts with images as `image_url` data URLs. Assistant messages carry
  * `tool_calls` and, when their `providerState` holds reasoning from this provider,
- * `reasoning_content`. Tool results are `role: "tool"` messages.
+ * `reasoning_content`. Tool results are `role: "tool"` messages, which take text only: a result's
+ * images are placeholders there (`[image: image/png]`, resource links are text lines too), and,
+ * unless the request says the model takes no images, the images follow the run of tool messages
+ * in one user message (a text part naming the call, then its images as `image_url` data URLs).
  *
  * @example A body with a tool
  * ```ts
@@ -263,7 +266,19 @@ export function buildOpenAiChatBody(
 ): Record<string, unknown> {
   const messages: Record<string, unknown>[] = [];
   if (request.system) messages.push({ role: "system", content: request.system });
-  for (const message of request.messages) messages.push(toWireMessage(message));
+  // Images of tool results wait for the end of the run of tool messages they belong to.
+  let images: Record<string, unknown>[] = [];
+  for (const message of request.messages) {
+    if (message.role !== "tool" && images.length > 0) {
+      messages.push({ role: "user", content: images });
+      images = [];
+    }
+    messages.push(toWireMessage(message));
+    if (message.role === "tool" && request.imageInput !== false) {
+      images.push(...toolResultImages(message));
+    }
+  }
+  if (images.length > 0) messages.push({ role: "user", content: images });
   const body: Record<string, unknown> = {
     model: request.model,
     messages,
@@ -318,6 +333,23 @@ function userContent(parts: readonly LlmContentPart[]): string | Record<string, 
       ? { type: "text", text: part.text }
       : { type: "image_url", image_url: { url: `data:${part.mimeType};base64,${part.data}` } }
   );
+}
+
+function toolResultImages(
+  message: Extract<LlmMessage, { role: "tool" }>,
+): Record<string, unknown>[] {
+  const images = (message.parts ?? []).filter((part) => part.type === "image");
+  if (images.length === 0) return [];
+  return [
+    {
+      type: "text",
+      text: `The images of the result of tool call ${message.toolCallId} (${message.name}):`,
+    },
+    ...images.map((image) => ({
+      type: "image_url",
+      image_url: { url: `data:${image.mimeType};base64,${image.data}` },
+    })),
+  ];
 }
 
 function reasoningOf(state: unknown): string | undefined {

@@ -13,6 +13,20 @@ export type LlmContentPart =
   | { readonly type: "text"; readonly text: string }
   | { readonly type: "image"; readonly mimeType: string; readonly data: string };
 
+/** A link to a resource a tool result names (an MCP `resource_link`): the model sees it as text. */
+export interface LlmResourceLink {
+  readonly type: "resource_link";
+  /** Where the resource is. */
+  readonly uri: string;
+  /** Its name, for people and the model. */
+  readonly name: string;
+  /** Its media type, when known. */
+  readonly mimeType?: string;
+}
+
+/** One piece of a tool result: text, an image (base64) or a resource link. */
+export type LlmToolResultPart = LlmContentPart | LlmResourceLink;
+
 /** A tool call the model asked for, as it was committed. */
 export interface LlmToolCall {
   /** Provider-assigned call id. */
@@ -40,7 +54,13 @@ export type LlmMessage =
     readonly role: "tool";
     readonly toolCallId: string;
     readonly name: string;
+    /** The result as text; when `parts` is set, their text form (see {@link toolResultText}). */
     readonly content: string;
+    /**
+     * The result as parts, when it carries images or resource links. Providers that take images
+     * in a tool result send these instead of `content`.
+     */
+    readonly parts?: readonly LlmToolResultPart[];
     readonly isError: boolean;
   };
 
@@ -70,6 +90,56 @@ export interface LlmRequest {
   readonly reasoningEffort?: string;
   /** Most output tokens for this request; the provider's default when absent. */
   readonly maxOutputTokens?: number;
+  /**
+   * Whether the model takes image input. When false, images in tool results are sent as their
+   * text placeholders (see {@link toolResultText}) only. @default {true}
+   */
+  readonly imageInput?: boolean;
+}
+
+/**
+ * Tool result parts as one text, for wires that take only text: text parts joined by newlines, an
+ * image as the placeholder `[image: <mimeType>]`, a resource link as the line
+ * `[resource: <name> <uri> (<mimeType>)]` (the media type only when known).
+ *
+ * @example Flattening a result with an image and a link
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { toolResultText } from "./provider.ts";
+ * assert.equal(
+ *   toolResultText([
+ *     { type: "text", text: "Screenshot taken" },
+ *     { type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" },
+ *     { type: "resource_link", uri: "file:///tmp/a.png", name: "a.png" },
+ *   ]),
+ *   "Screenshot taken\n[image: image/png]\n[resource: a.png file:///tmp/a.png]",
+ * );
+ * ```
+ *
+ * @param parts The result's parts
+ * @returns Their text form
+ */
+export function toolResultText(parts: readonly LlmToolResultPart[]): string {
+  return parts.map(toolResultPartText).join("\n");
+}
+
+/**
+ * One tool result part as text (see {@link toolResultText}).
+ *
+ * @param part The part
+ * @returns Its text form
+ */
+export function toolResultPartText(part: LlmToolResultPart): string {
+  switch (part.type) {
+    case "text":
+      return part.text;
+    case "image":
+      return `[image: ${part.mimeType}]`;
+    case "resource_link":
+      return `[resource: ${part.name} ${part.uri}${
+        part.mimeType === undefined ? "" : ` (${part.mimeType})`
+      }]`;
+  }
 }
 
 /** Token usage of one model request. */

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { TurnEvent } from "../agent/turn_event.ts";
 import type { PermissionMode } from "../config/config.ts";
 import type { LlmContentPart, LlmMessage } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
@@ -16,7 +17,7 @@ import type {
   StoredEvent,
   StoredRecord,
 } from "../store/session_store.ts";
-import type { ToolDisplay, ToolKind } from "../tools/tool.ts";
+import type { ToolContent, ToolDisplay, ToolKind } from "../tools/tool.ts";
 import { locationsOf, toolCallContent } from "./updates.ts";
 
 /** A session's state rebuilt from its log. */
@@ -41,6 +42,86 @@ export interface RestoredSession {
 /** The note a tool call gets when the server stopped before it finished. */
 export const INTERRUPTED_TOOL_RESULT =
   "Interrupted: the server stopped before this tool call finished; it may or may not have run.";
+
+/**
+ * A `tool_result` event as this module writes it: with the result's parts when it had any
+ * (images inline, as base64: unlike prompt images they are not attachments). A log written
+ * before parts existed has none, and its string `content` is the whole result.
+ */
+export type StoredToolResult = Extract<StoredEvent, { type: "tool_result" }> & {
+  /** The result as parts (text, images, resource links). */
+  readonly parts?: readonly ToolContent[];
+};
+
+/**
+ * The record of a tool call's final update.
+ *
+ * @example A result with an image
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { toolResultEvent } from "./session_record.ts";
+ * const parts = [{ type: "image" as const, mimeType: "image/png", data: "iVBORw0KGgo=" }];
+ * assert.deepEqual(
+ *   toolResultEvent({
+ *     type: "tool-call-update", toolCallId: "c1", status: "completed",
+ *     text: "[image: image/png]", parts,
+ *   }, "screenshot"),
+ *   {
+ *     type: "tool_result", toolCallId: "c1", name: "screenshot",
+ *     content: "[image: image/png]", isError: false, parts,
+ *   },
+ * );
+ * ```
+ *
+ * @param event The update, with status `completed` or `failed`
+ * @param name The tool's name
+ * @returns The event to append
+ */
+export function toolResultEvent(
+  event: Extract<TurnEvent, { type: "tool-call-update" }>,
+  name: string,
+): StoredToolResult {
+  return {
+    type: "tool_result",
+    toolCallId: event.toolCallId,
+    name,
+    content: event.text ?? "",
+    isError: event.status === "failed",
+    ...(event.parts ? { parts: event.parts } : {}),
+    ...(event.display ? { display: event.display } : {}),
+    ...(event.locations ? { locations: event.locations } : {}),
+  };
+}
+
+/**
+ * The parts of a stored `tool_result` (checked: a part that is not text, an image or a resource
+ * link of the right shape is left out).
+ *
+ * @param record The stored event
+ * @returns The parts, or undefined when the record has none
+ */
+export function storedToolParts(record: StoredEvent): readonly ToolContent[] | undefined {
+  const stored = (record as { readonly parts?: unknown }).parts;
+  if (!Array.isArray(stored)) return undefined;
+  const parts = stored.filter(isToolContent);
+  return parts.length > 0 ? parts : undefined;
+}
+
+function isToolContent(value: unknown): value is ToolContent {
+  if (typeof value !== "object" || value === null) return false;
+  const part = value as Record<string, unknown>;
+  switch (part.type) {
+    case "text":
+      return typeof part.text === "string";
+    case "image":
+      return typeof part.mimeType === "string" && typeof part.data === "string";
+    case "resource_link":
+      return typeof part.uri === "string" && typeof part.name === "string" &&
+        (part.mimeType === undefined || typeof part.mimeType === "string");
+    default:
+      return false;
+  }
+}
 
 /**
  * Stores a prompt's images as attachments and returns the content as logged.
@@ -112,16 +193,19 @@ export async function restoreSession(
         });
         for (const call of record.toolCalls ?? []) pendingCalls.set(call.id, call.name);
         break;
-      case "tool_result":
+      case "tool_result": {
         pendingCalls.delete(record.toolCallId);
+        const parts = storedToolParts(record);
         history.push({
           role: "tool",
           toolCallId: record.toolCallId,
           name: record.name,
           content: record.content,
+          ...(parts ? { parts } : {}),
           isError: record.isError,
         });
         break;
+      }
       case "permission":
         if (record.answer === "allow_always" || record.answer === "reject_always") {
           grants.set(record.tool, record.answer);
@@ -236,6 +320,7 @@ export async function replayUpdates(
       case "tool_result": {
         // A terminal was released when its command ended; replay shows its output as text.
         const display = ((record.display as readonly ToolDisplay[] | undefined) ??
+          storedToolParts(record) ??
           [{ type: "text", text: record.content }]).map((item): ToolDisplay =>
             item.type === "terminal" ? { type: "text", text: record.content } : item
           );

@@ -35,7 +35,7 @@ export function toSessionUpdate(
         ...(event.locations.length > 0 ? { locations: locationsOf(event.locations) } : {}),
       };
     case "tool-call-update": {
-      const display: readonly ToolDisplay[] | undefined = event.display ??
+      const display: readonly ToolDisplay[] | undefined = event.display ?? event.parts ??
         (event.text === undefined ? undefined : [{ type: "text", text: event.text }]);
       return {
         sessionUpdate: "tool_call_update",
@@ -55,11 +55,32 @@ export function locationsOf(
   return locations.map(({ path, line }) => (line === undefined ? { path } : { path, line }));
 }
 
-/** ACP tool call content from what a tool displays. */
+/**
+ * ACP tool call content from what a tool displays: text, images and resource links as `content`
+ * blocks, diffs and terminals as themselves.
+ *
+ * @param display One item a tool displays
+ * @returns The ACP tool call content
+ */
 export function toolCallContent(display: ToolDisplay): ToolCallContent {
   switch (display.type) {
     case "text":
       return { type: "content", content: { type: "text", text: display.text } };
+    case "image":
+      return {
+        type: "content",
+        content: { type: "image", mimeType: display.mimeType, data: display.data },
+      };
+    case "resource_link":
+      return {
+        type: "content",
+        content: {
+          type: "resource_link",
+          uri: display.uri,
+          name: display.name,
+          ...(display.mimeType === undefined ? {} : { mimeType: display.mimeType }),
+        },
+      };
     case "diff":
       return {
         type: "diff",

@@ -46,9 +46,24 @@ export interface ToolLocation {
   readonly line?: number;
 }
 
-/** Rich content a client shows for a tool call. */
-export type ToolDisplay =
+/**
+ * One piece of a tool result: text, an image (base64 `data`) or a link to a resource. Tools that
+ * speak for others (MCP servers) return these; the agent maps them to ACP tool-call content and
+ * to what each model provider takes in a tool result.
+ */
+export type ToolContent =
   | { readonly type: "text"; readonly text: string }
+  | { readonly type: "image"; readonly mimeType: string; readonly data: string }
+  | {
+    readonly type: "resource_link";
+    readonly uri: string;
+    readonly name: string;
+    readonly mimeType?: string;
+  };
+
+/** Rich content a client shows for a tool call: any {@link ToolContent}, a diff or a terminal. */
+export type ToolDisplay =
+  | ToolContent
   /** `oldText` is null for a new file. */
   | {
     readonly type: "diff";
@@ -61,11 +76,20 @@ export type ToolDisplay =
 
 /** What a tool call produced. Failure is a result, never a throw. */
 export interface ToolResult {
-  /** Text the model sees. */
+  /**
+   * Text the model sees; when `parts` is set, their text form (`toolResultText` of
+   * src/llm/provider.ts makes it).
+   */
   readonly content: string;
+  /**
+   * The result as parts, when it carries images or resource links (MCP tools return them): what
+   * the client is shown and what models that take images in a tool result see instead of
+   * `content`. Providers that take only text get `content`.
+   */
+  readonly parts?: readonly ToolContent[];
   /** Whether the call failed. */
   readonly isError: boolean;
-  /** What the client shows; defaults to `content` as text. */
+  /** What the client shows; defaults to `parts`, else `content` as text. */
   readonly display?: readonly ToolDisplay[];
   /** Files the call touched, for clients to follow along. */
   readonly locations?: readonly ToolLocation[];

@@ -18,6 +18,7 @@ import {
   ProviderError,
 } from "../../src/llm/provider.ts";
 import type { Tool, ToolContext, ToolEffect, ToolKind, ToolResult } from "../../src/tools/tool.ts";
+import { ToolSet } from "../../src/tools/tool_set.ts";
 import { abortListened } from "../_helpers/wait.ts";
 
 /** One model step of the fake: fixed events, or a function of the request and signal. */
@@ -1392,4 +1393,67 @@ Deno.test("runTurn() does not wait for a stalled client once the turn is cancell
     },
   });
   assert.equal(await runTurn(options), "cancelled");
+});
+
+Deno.test("runTurn() carries a tool result's images and links to the events, the history and the next request", async () => {
+  const provider = new FakeProvider([
+    [toolCall("c1", "mcp__browser__screenshot", "{}"), finish("tool-calls")],
+    [text("A login page."), finish("stop")],
+  ]);
+  const parts = [
+    { type: "text", text: "Took it" },
+    { type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" },
+    { type: "resource_link", uri: "file:///tmp/page.html", name: "page.html" },
+  ] as const;
+  const content = "Took it\n[image: image/png]\n[resource: page.html file:///tmp/page.html]";
+  const screenshot = fakeTool(
+    () => Promise.resolve({ content, parts, isError: false }),
+    "mcp__browser__screenshot",
+  );
+  const { events, options } = turnOptions(provider, {
+    tools: ToolSet.of([screenshot]),
+    imageInput: false,
+  });
+  assert.equal(await runTurn(options), "end_turn");
+  assert.deepEqual(ofType(events, "tool-call-update").at(-1), {
+    type: "tool-call-update",
+    toolCallId: "c1",
+    status: "completed",
+    text: content,
+    parts,
+  });
+  const toolMessage: LlmMessage = {
+    role: "tool",
+    toolCallId: "c1",
+    name: "mcp__browser__screenshot",
+    content,
+    parts,
+    isError: false,
+  };
+  assert.deepEqual(options.history.at(-2), toolMessage);
+  assert.deepEqual(provider.requests[1]?.messages.at(-1), toolMessage);
+  assert.equal(provider.requests[0]?.imageInput, false);
+});
+
+Deno.test("runTurn() finds tools in a ToolSet by exact name only", async () => {
+  const provider = new FakeProvider([
+    [
+      toolCall("c1", "Read_File", '{"path":"a"}'),
+      toolCall("c2", "read_file", '{"path":"b"}'),
+      finish("tool-calls"),
+    ],
+    [finish("stop")],
+  ]);
+  const tool = fakeTool();
+  const tools = ToolSet.of([tool]);
+  tools.add({ id: "mcp:other", tools: [fakeTool(undefined, "read_file")] });
+  const { events, options } = turnOptions(provider, { tools });
+  assert.equal(await runTurn(options), "end_turn");
+  assert.deepEqual(provider.requests[0]?.tools.map((spec) => spec.name), ["read_file"]);
+  assert.deepEqual(
+    ofType(events, "tool-call-update").filter((event) => event.status !== "in_progress")
+      .map((event) => [event.toolCallId, event.status, event.text]),
+    [["c1", "failed", 'Unknown tool "Read_File"'], ["c2", "completed", "file body"]],
+  );
+  assert.equal(tool.calls.length, 1);
 });

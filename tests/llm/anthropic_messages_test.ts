@@ -616,3 +616,96 @@ Deno.test("AnthropicMessagesProvider ends aborted while a tool call is streaming
   assert.deepEqual(events, [{ type: "finish", reason: "aborted" }]);
   await server.waitForCutOff(1);
 });
+
+/** A tool result with a screenshot, a resource link and text, as an MCP tool returns it. */
+const RICH_RESULT: LlmMessage = {
+  role: "tool",
+  toolCallId: "toolu_1",
+  name: "mcp__browser__screenshot",
+  content: "Took it\n[image: image/png]\n[resource: page.html file:///tmp/page.html (text/html)]",
+  parts: [
+    { type: "text", text: "Took it" },
+    { type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" },
+    {
+      type: "resource_link",
+      uri: "file:///tmp/page.html",
+      name: "page.html",
+      mimeType: "text/html",
+    },
+  ],
+  isError: false,
+};
+
+const RICH_HISTORY: readonly LlmMessage[] = [
+  USER,
+  {
+    role: "assistant",
+    text: "",
+    toolCalls: [{ id: "toolu_1", name: "mcp__browser__screenshot", arguments: "{}" }],
+  },
+  RICH_RESULT,
+];
+
+Deno.test("AnthropicMessagesProvider sends a tool result's image as an image block", async () => {
+  await using server = await startFakeLlmServer();
+  server.enqueue(sse(textStream("A login page.")));
+  await collect(provider(server), request({ messages: RICH_HISTORY }));
+  assert.deepEqual(bodyOf(server).messages, [
+    { role: "user", content: [{ type: "text", text: "hi" }] },
+    {
+      role: "assistant",
+      content: [{ type: "tool_use", id: "toolu_1", name: "mcp__browser__screenshot", input: {} }],
+    },
+    {
+      role: "user",
+      content: [{
+        type: "tool_result",
+        tool_use_id: "toolu_1",
+        content: [
+          { type: "text", text: "Took it" },
+          {
+            type: "image",
+            source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" },
+          },
+          { type: "text", text: "[resource: page.html file:///tmp/page.html (text/html)]" },
+        ],
+        is_error: false,
+      }],
+    },
+  ]);
+});
+
+Deno.test("buildAnthropicMessagesBody() sends placeholders for images the model cannot take", () => {
+  const svg: LlmMessage = {
+    role: "tool",
+    toolCallId: "toolu_1",
+    name: "draw",
+    content: "[image: image/svg+xml]",
+    parts: [{ type: "image", mimeType: "image/svg+xml", data: "PHN2Zy8+" }],
+    isError: false,
+  };
+  const resultOf = (body: Record<string, unknown>): unknown =>
+    (body.messages as { content: unknown[] }[])[2]?.content[0];
+  assert.deepEqual(
+    resultOf(buildAnthropicMessagesBody(request({ messages: [...RICH_HISTORY.slice(0, 2), svg] }))),
+    {
+      type: "tool_result",
+      tool_use_id: "toolu_1",
+      content: [{ type: "text", text: "[image: image/svg+xml]" }],
+      is_error: false,
+    },
+  );
+  const noImages = buildAnthropicMessagesBody(
+    request({ messages: RICH_HISTORY, imageInput: false }),
+  );
+  assert.deepEqual(resultOf(noImages), {
+    type: "tool_result",
+    tool_use_id: "toolu_1",
+    content: [
+      { type: "text", text: "Took it" },
+      { type: "text", text: "[image: image/png]" },
+      { type: "text", text: "[resource: page.html file:///tmp/page.html (text/html)]" },
+    ],
+    is_error: false,
+  });
+});

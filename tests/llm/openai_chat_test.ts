@@ -668,3 +668,86 @@ Deno.test("OpenAiChatProvider works with an injected fetch that ignores the sign
   ]);
   assert.ok(cancelled);
 });
+
+/** A tool result with a screenshot, a resource link and text, as an MCP tool returns it. */
+const RICH_RESULT: LlmMessage = {
+  role: "tool",
+  toolCallId: "call_1",
+  name: "mcp__browser__screenshot",
+  content: "Took it\n[image: image/png]\n[resource: page.html file:///tmp/page.html]",
+  parts: [
+    { type: "text", text: "Took it" },
+    { type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" },
+    { type: "resource_link", uri: "file:///tmp/page.html", name: "page.html" },
+  ],
+  isError: false,
+};
+
+const RICH_HISTORY: readonly LlmMessage[] = [
+  USER,
+  {
+    role: "assistant",
+    text: "",
+    toolCalls: [
+      { id: "call_1", name: "mcp__browser__screenshot", arguments: "{}" },
+      { id: "call_2", name: "read", arguments: "{}" },
+    ],
+  },
+  RICH_RESULT,
+  { role: "tool", toolCallId: "call_2", name: "read", content: "text", isError: false },
+];
+
+const ASSISTANT_WIRE = {
+  role: "assistant",
+  content: null,
+  "tool_calls": [
+    {
+      id: "call_1",
+      type: "function",
+      function: { name: "mcp__browser__screenshot", arguments: "{}" },
+    },
+    { id: "call_2", type: "function", function: { name: "read", arguments: "{}" } },
+  ],
+};
+
+Deno.test("OpenAiChatProvider sends a tool result's text, then its images in a user message", async () => {
+  await using server = await startFakeLlmServer();
+  server.enqueue(sse([chunk({ content: "A login page." }, "stop")]));
+  await collect(provider(server), request({ messages: RICH_HISTORY }));
+  assert.deepEqual(bodyOf(server).messages, [
+    { role: "system", content: "sys" },
+    { role: "user", content: "hi" },
+    ASSISTANT_WIRE,
+    {
+      role: "tool",
+      tool_call_id: "call_1",
+      content: "Took it\n[image: image/png]\n[resource: page.html file:///tmp/page.html]",
+    },
+    // The images wait for the end of the run of tool messages.
+    { role: "tool", tool_call_id: "call_2", content: "text" },
+    {
+      role: "user",
+      content: [
+        {
+          type: "text",
+          text: "The images of the result of tool call call_1 (mcp__browser__screenshot):",
+        },
+        { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } },
+      ],
+    },
+  ]);
+});
+
+Deno.test("buildOpenAiChatBody() puts tool-result images before the next message, and none for text-only models", () => {
+  const next: LlmMessage = { role: "assistant", text: "Seen." };
+  const body = buildOpenAiChatBody(request({ messages: [...RICH_HISTORY.slice(0, 3), next] }));
+  assert.deepEqual(
+    (body.messages as { role: string }[]).map((message) => message.role),
+    ["system", "user", "assistant", "tool", "user", "assistant"],
+  );
+  const textOnly = buildOpenAiChatBody(request({ messages: RICH_HISTORY, imageInput: false }));
+  assert.deepEqual(
+    (textOnly.messages as { role: string }[]).map((message) => message.role),
+    ["system", "user", "assistant", "tool", "tool"],
+  );
+});
