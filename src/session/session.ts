@@ -10,6 +10,7 @@ import type {
 } from "../protocol/acp_types.ts";
 import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import type { Tool } from "../tools/tool.ts";
+import { ToolSet } from "../tools/tool_set.ts";
 import type { Workspace } from "../tools/workspace.ts";
 import type { Selection } from "./config_options.ts";
 import { Conversation } from "./conversation.ts";
@@ -214,7 +215,7 @@ function buildTurnRunner(options: SessionOptions, outbox: Outbox): TurnRunner {
     cwd: options.cwd,
     roots,
     catalog: options.catalog,
-    tools: options.tools,
+    tools: ToolSet.of(options.tools, { logger, logFields: { sessionId } }),
     host: options.host,
     workspace: options.workspace,
     maxSteps: options.maxSteps,

@@ -11,6 +11,7 @@ import type { Conversation } from "./conversation.ts";
 import type { SessionOutput } from "./outbox.ts";
 import { toSessionUpdate } from "./updates.ts";
 import type { UsageMeter } from "./usage_meter.ts";
+import { toolResultEvent } from "./session_record.ts";
 
 /** What a {@link TurnEventMapper} is built from. */
 export interface TurnEventMapperOptions {
@@ -118,14 +119,6 @@ export class TurnEventMapper {
       status: event.status,
       ...(startedAt === undefined ? {} : { ms: now() - startedAt }),
     });
-    output.record([{
-      type: "tool_result",
-      toolCallId: event.toolCallId,
-      name,
-      content: event.text ?? "",
-      isError: event.status === "failed",
-      ...(event.display ? { display: event.display } : {}),
-      ...(event.locations ? { locations: event.locations } : {}),
-    }], true);
+    output.record([toolResultEvent(event, name)], true);
   }
 }

@@ -15,7 +15,7 @@ import type { ModelCatalog, ModelInfo } from "../llm/catalog.ts";
 import type { LlmContentPart, LlmProvider, ProviderError } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
 import type { AttachmentStore, StoredContentPart } from "../store/session_store.ts";
-import type { Tool } from "../tools/tool.ts";
+import type { ToolSet } from "../tools/tool_set.ts";
 import type { Workspace } from "../tools/workspace.ts";
 import type { Selection } from "./config_options.ts";
 import type { Conversation } from "./conversation.ts";
@@ -34,7 +34,8 @@ export interface TurnRunnerOptions {
   /** Canonical workspace roots, the cwd first. */
   readonly roots: readonly string[];
   readonly catalog: Pick<ModelCatalog, "resolve">;
-  readonly tools: readonly Tool[];
+  /** The session's tools, looked up by exact name. */
+  readonly tools: ToolSet;
   readonly host: Host;
   readonly workspace: Workspace;
   readonly maxSteps: number;
@@ -170,6 +171,7 @@ export class TurnRunner {
       system: options.systemPrompt.get(info.name),
       history: options.conversation.messages,
       tools: options.tools,
+      imageInput: info.image,
       foreignState: options.conversation.hasForeignState(provider.id),
       cwd: options.cwd,
       roots: options.roots,
