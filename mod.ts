@@ -10,12 +10,11 @@
  * @example Serving ACP over in-memory streams
  * ```ts
  * import {
- *   createAgentServer, createMemoryPair, DEFAULT_CONFIG, JsonlSessionStore, ModelCatalog, NodeHost,
+ *   createAgentServer, createMemoryPair, DEFAULT_CONFIG, MemorySessionStore, ModelCatalog, NodeHost,
  *   nullLogger, VERSION,
  * } from "./mod.ts";
  * const host = new NodeHost();
- * const dataDir = await Deno.makeTempDir();
- * const store = new JsonlSessionStore({ host, dataDir });
+ * const store = new MemorySessionStore();
  * const server = createAgentServer({
  *   config: DEFAULT_CONFIG, catalog: new ModelCatalog(), host, logger: nullLogger, version: VERSION,
  *   store, attachments: store.attachments,
@@ -25,7 +24,6 @@
  * await clientSide.writable.close();
  * await connection.closed;
  * await server.close();
- * await Deno.remove(dataDir, { recursive: true });
  * ```
  *
  * @module
@@ -56,10 +54,12 @@ export {
   type ProviderSpec,
 } from "./src/llm/presets.ts";
 export { DEFAULT_RETRY, type RetryPolicy, type StopReason } from "./src/agent/run_turn.ts";
+export type { RecordedStopReason } from "./src/util/stop_reason.ts";
 export { builtinTools } from "./src/tools/builtin_tools.ts";
 export { HostWorkspace } from "./src/tools/host_workspace.ts";
 export type {
   Tool,
+  ToolContent,
   ToolContext,
   ToolDisplay,
   ToolEffect,
@@ -101,8 +101,10 @@ export {
   type LlmMessage,
   type LlmProvider,
   type LlmRequest,
+  type LlmResourceLink,
   type LlmStreamOptions,
   type LlmToolCall,
+  type LlmToolResultPart,
   type LlmToolSpec,
   type LlmUsage,
   ProviderError,
@@ -112,11 +114,22 @@ export {
 export { parseScript, type Script, ScriptedProvider, type ScriptStep } from "./src/llm/scripted.ts";
 export { createLogger, type Logger, type LogLevel, nullLogger } from "./src/log/logger.ts";
 export { FileAttachmentStore } from "./src/store/attachment_store.ts";
+export { MemoryAttachmentStore } from "./src/store/memory_attachment_store.ts";
+export {
+  MemorySessionStore,
+  type MemorySessionStoreOptions,
+} from "./src/store/memory_session_store.ts";
+export {
+  InvalidSessionIdError,
+  SessionExistsError,
+  SessionNotFoundError,
+} from "./src/store/store_errors.ts";
 export {
   JsonlSessionStore,
   type JsonlSessionStoreOptions,
 } from "./src/store/jsonl_session_store.ts";
 export {
+  type AppendOptions,
   type AttachmentStore,
   InvalidCursorError,
   type ListOptions,
@@ -127,6 +140,7 @@ export {
   type SessionPage,
   type SessionStore,
   type SessionSummary,
+  type StoreCallOptions,
   type StoredContentPart,
   type StoredEvent,
   type StoredRecord,

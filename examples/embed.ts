@@ -6,7 +6,7 @@
  *
  *   deno run -A examples/embed.ts "your prompt"
  *
- * Sessions are recorded in a temporary directory that is removed at the end.
+ * Sessions are kept in memory (`MemorySessionStore`): nothing touches the disk.
  *
  * @module
  */
@@ -16,7 +16,7 @@ import {
   createAgentServer,
   createMemoryPair,
   DEFAULT_CONFIG,
-  JsonlSessionStore,
+  MemorySessionStore,
   ModelCatalog,
   NodeHost,
   nullLogger,
@@ -25,8 +25,7 @@ import {
 
 const prompt = Deno.args.join(" ") || "Hello from an embedded acp-harness!";
 const host = new NodeHost();
-const dataDir = await Deno.makeTempDir({ prefix: "acp-harness-embed-" });
-const store = new JsonlSessionStore({ host, dataDir });
+const store = new MemorySessionStore();
 const tools = builtinTools();
 const server = createAgentServer({
   config: { ...DEFAULT_CONFIG, model: "echo" },
@@ -71,5 +70,4 @@ try {
 } finally {
   // Drains every connection and closes every session, which runs their disposers.
   await server.close();
-  await Deno.remove(dataDir, { recursive: true });
 }

@@ -12,8 +12,8 @@ import type { Workspace } from "../tools/workspace.ts";
 import { abortableDelay } from "../util/abortable_delay.ts";
 import type { TurnEvent } from "./turn_event.ts";
 
-/** How a turn ended, in ACP terms. */
-export type StopReason = "end_turn" | "max_tokens" | "max_turn_requests" | "refusal" | "cancelled";
+import type { StopReason } from "../util/stop_reason.ts";
+export type { StopReason };
 
 /**
  * Receives the turn's events in order. A returned promise means the client is behind: the loop

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { isRecord, parseJson } from "../util/json.ts";
 import {
   type LlmEventBatch,
   type LlmFinishEvent,
@@ -496,18 +497,6 @@ function indexOf(payload: Record<string, unknown>): number | undefined {
 
 function withoutNulls(record: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== null));
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function isNonEmptyString(value: unknown): value is string {

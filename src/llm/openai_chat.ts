@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { isRecord, parseJson } from "../util/json.ts";
 import {
   type LlmEventBatch,
   type LlmFinishEvent,
@@ -157,7 +158,7 @@ class OpenAiChatDecoder implements LlmStreamDecoder {
       this.#done = true;
       return "end";
     }
-    const chunk = parseChunk(data);
+    const chunk = parseJson(data);
     if (!isRecord(chunk)) {
       const error = new ProviderError(
         `Cannot parse stream chunk: ${data.slice(0, 200)}`,
@@ -413,18 +414,6 @@ function finishOf(reason: string | undefined, hasCalls: boolean, refused: boolea
     default:
       return hasCalls ? "tool-calls" : refused ? "refusal" : "stop";
   }
-}
-
-function parseChunk(data: string): unknown {
-  try {
-    return JSON.parse(data);
-  } catch {
-    return undefined;
-  }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function isNonEmptyString(value: unknown): value is string {

@@ -10,6 +10,5 @@ export type {
   SessionConfigSelectGroup,
   SessionModeState,
   SessionUpdate,
-  StopReason,
   ToolCallContent,
 } from "@agentclientprotocol/sdk";

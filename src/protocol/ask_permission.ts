@@ -1,3 +1,4 @@
+import { isRecord } from "../util/json.ts";
 import {
   type AgentContext,
   methods,
@@ -127,8 +128,4 @@ export function readAnswer(
     };
   }
   return chosen.kind;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

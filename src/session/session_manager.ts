@@ -1,3 +1,4 @@
+import { SessionNotFoundError } from "../util/session_not_found_error.ts";
 import type { RetryPolicy } from "../agent/run_turn.ts";
 import type { Config, PermissionMode } from "../config/config.ts";
 import type { Host } from "../host/host.ts";
@@ -61,18 +62,7 @@ export interface OpenSessionOptions extends Partial<CreateSessionOptions> {
   readonly replay: boolean;
 }
 
-/** No stored session has this id. */
-export class SessionNotFoundError extends Error {
-  /** The id asked for. */
-  readonly sessionId: string;
-
-  /** @param sessionId The id asked for */
-  constructor(sessionId: string) {
-    super(`Unknown session ${sessionId}`);
-    this.name = "SessionNotFoundError";
-    this.sessionId = sessionId;
-  }
-}
+export { SessionNotFoundError };
 
 interface OpenSession {
   readonly session: Session;

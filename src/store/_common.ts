@@ -36,10 +36,8 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** A plain JSON object (not an array, not null). */
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+/** A plain object (not null, not an array). */
+export { isRecord as isObject } from "../util/json.ts";
 
 /** An array of strings. */
 export function isStringArray(value: unknown): value is string[] {

@@ -80,7 +80,11 @@ export class MemorySessionStore implements SessionStore {
   readonly #index = new SessionIndex();
   readonly #leases = new Map<string, MemoryLease>();
 
-  /** @param options The attachment store and the clock */
+  /**
+   * Creates it.
+   *
+   * @param options The attachment store and the clock
+   */
   constructor(options: MemorySessionStoreOptions = {}) {
     this.#attachments = options.attachments ?? new MemoryAttachmentStore();
     this.#now = options.now ?? Date.now;

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { RecordedStopReason } from "../util/stop_reason.ts";
 import type { LlmUsage } from "../llm/provider.ts";
 
 /** The first record of a session log. */
@@ -88,14 +89,7 @@ export type StoredEvent =
   | { readonly type: "title"; readonly title: string }
   | {
     readonly type: "turn_end";
-    readonly stopReason:
-      | "end_turn"
-      | "max_tokens"
-      | "max_turn_requests"
-      | "refusal"
-      | "cancelled"
-      | "interrupted"
-      | "error";
+    readonly stopReason: RecordedStopReason;
     readonly error?: string;
   };
 

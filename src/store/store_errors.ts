@@ -7,25 +7,26 @@
 
 /** A session id that cannot name a file: not 1 to 128 of `A-Z a-z 0-9 _ -`, first alphanumeric. */
 export class InvalidSessionIdError extends TypeError {
-  /** @param id The rejected id */
+  /**
+   * Creates it.
+   *
+   * @param id The rejected id
+   */
   constructor(id: string) {
     super(`Cannot use session id ${JSON.stringify(id.slice(0, 200))}: expected a UUID-like id`);
     this.name = "InvalidSessionIdError";
   }
 }
 
-/** The session has no log (never created, or deleted). */
-export class SessionNotFoundError extends Error {
-  /** @param id The session */
-  constructor(id: string) {
-    super(`Cannot find session "${id}"`);
-    this.name = "SessionNotFoundError";
-  }
-}
+export { SessionNotFoundError } from "../util/session_not_found_error.ts";
 
 /** `SessionStore.create` for an id that already has a log. */
 export class SessionExistsError extends Error {
-  /** @param id The session */
+  /**
+   * Creates it.
+   *
+   * @param id The session
+   */
   constructor(id: string) {
     super(`Cannot create session "${id}": it already exists`);
     this.name = "SessionExistsError";

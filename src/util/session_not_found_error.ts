@@ -21,7 +21,11 @@ export class SessionNotFoundError extends Error {
   /** The id asked for. */
   readonly sessionId: string;
 
-  /** @param sessionId The id asked for */
+  /**
+   * Creates it.
+   *
+   * @param sessionId The id asked for
+   */
   constructor(sessionId: string) {
     super(`Cannot find session "${sessionId}"`);
     this.name = "SessionNotFoundError";
