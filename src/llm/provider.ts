@@ -15,6 +15,7 @@ export type LlmContentPart =
 
 /** A link to a resource a tool result names (an MCP `resource_link`): the model sees it as text. */
 export interface LlmResourceLink {
+  /** Always `resource_link`. */
   readonly type: "resource_link";
   /** Where the resource is. */
   readonly uri: string;
