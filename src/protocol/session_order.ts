@@ -80,115 +80,121 @@ export function orderSessionMessages(
   input: ReadableStream<AnyMessage>,
   options: SessionOrderOptions,
 ): SessionOrder {
-  const lanes = new Map<string, Lane>();
+  const lanes = new Lanes(options);
+  const reader = input.getReader();
+  const readable = new ReadableStream<AnyMessage>({
+    start(controller) {
+      lanes.forward = (message) => controller.enqueue(message);
+    },
+    async pull(controller) {
+      // A pull that enqueues nothing is not repeated, so read on until something goes through
+      // (held messages go through later, from `applied`).
+      const before = lanes.forwarded;
+      while (lanes.forwarded === before) {
+        const { value, done } = await reader.read();
+        if (done) {
+          lanes.forward = () => {};
+          controller.close();
+          return;
+        }
+        lanes.arrive(value);
+      }
+    },
+    async cancel(reason) {
+      lanes.forward = () => {};
+      await reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+  return { readable, applied: (requestId) => lanes.applied(requestId) };
+}
+
+/** The lanes of one connection: which message of which session may go next. */
+class Lanes {
+  /** Passes a message on to the SDK. */
+  forward: (message: AnyMessage) => void = () => {};
+  /** How many messages were passed on (so a pull knows whether it delivered one). */
+  forwarded = 0;
+  readonly #options: SessionOrderOptions;
+  readonly #lanes = new Map<string, Lane>();
   /** Forwarded requests that block their lane, by id key. */
-  const blockers = new Map<string, string>();
+  readonly #blockers = new Map<string, string>();
   /** Requests waiting in a lane, by id key (for `$/cancel_request`). */
-  const held = new Map<string, string>();
-  let controller!: ReadableStreamDefaultController<AnyMessage>;
-  let open = true;
+  readonly #held = new Map<string, string>();
 
-  let forwarded = 0;
-  const forward = (message: AnyMessage): void => {
-    forwarded++;
-    if (open) controller.enqueue(message);
-  };
+  constructor(options: SessionOrderOptions) {
+    this.#options = options;
+  }
 
-  /** Passes on what the lane holds until a request blocks it again. */
-  const release = (sessionId: string, lane: Lane): void => {
-    while (lane.blocker === undefined && lane.queue.length > 0) {
-      const message = lane.queue.shift()!;
-      pass(sessionId, lane, message);
-    }
-    if (lane.blocker === undefined && lane.queue.length === 0) lanes.delete(sessionId);
-  };
-
-  const pass = (sessionId: string, lane: Lane, message: AnyMessage): void => {
-    const request = message as { method?: unknown; id?: unknown };
-    if (request.method === "session/cancel" && request.id === undefined) {
-      options.cancel(sessionId);
-      return;
-    }
-    if (isId(request.id) && request.method !== "$/cancel_request") {
-      const key = idKey(request.id);
-      held.delete(key);
-      lane.blocker = key;
-      blockers.set(key, sessionId);
-    }
-    forward(message);
-  };
-
-  const arrive = (message: AnyMessage): void => {
+  /** Takes a message as it arrives: passes it on now or holds it in its session's lane. */
+  arrive(message: AnyMessage): void {
     const { method, id, params } = message as { method?: unknown; id?: unknown; params?: unknown };
-    if (typeof method !== "string") return forward(message);
-    if (method === "$/cancel_request" && id === undefined) {
-      const target = (params as { requestId?: unknown } | null | undefined)?.requestId;
-      const sessionId = isId(target) ? held.get(idKey(target)) : undefined;
-      const lane = sessionId === undefined ? undefined : lanes.get(sessionId);
-      if (lane) lane.queue.push(message);
-      else forward(message);
-      return;
-    }
+    if (typeof method !== "string") return this.#pass(message);
+    if (method === "$/cancel_request" && id === undefined) return this.#cancelRequest(message);
     const sessionId = (params as { sessionId?: unknown } | null | undefined)?.sessionId;
     const isCancel = method === "session/cancel" && id === undefined;
     if (
       typeof sessionId !== "string" ||
       !(isCancel || (isId(id) && SESSION_REQUESTS.has(method)))
     ) {
-      return forward(message);
+      return this.#pass(message);
     }
-    let lane = lanes.get(sessionId);
+    const lane = this.#lanes.get(sessionId);
     if (lane && (lane.blocker !== undefined || lane.queue.length > 0)) {
       lane.queue.push(message);
-      if (isId(id)) held.set(idKey(id), sessionId);
+      if (isId(id)) this.#held.set(idKey(id), sessionId);
       return;
     }
-    if (!lane) {
-      lane = { blocker: undefined, queue: [] };
-      lanes.set(sessionId, lane);
-    }
-    pass(sessionId, lane, message);
-    if (lane.blocker === undefined) lanes.delete(sessionId);
-  };
+    const fresh: Lane = lane ?? { blocker: undefined, queue: [] };
+    this.#send(sessionId, fresh, message);
+    if (fresh.blocker !== undefined) this.#lanes.set(sessionId, fresh);
+    else this.#lanes.delete(sessionId);
+  }
 
-  const applied = (requestId: unknown): void => {
-    if (blockers.size === 0 || !isId(requestId)) return;
+  /** Releases the lane a request blocked, passing on what waited behind it. */
+  applied(requestId: unknown): void {
+    if (this.#blockers.size === 0 || !isId(requestId)) return;
     const key = idKey(requestId);
-    const sessionId = blockers.get(key);
+    const sessionId = this.#blockers.get(key);
     if (sessionId === undefined) return;
-    blockers.delete(key);
-    const lane = lanes.get(sessionId);
+    this.#blockers.delete(key);
+    const lane = this.#lanes.get(sessionId);
     if (!lane || lane.blocker !== key) return;
     lane.blocker = undefined;
-    release(sessionId, lane);
-  };
+    while (lane.blocker === undefined && lane.queue.length > 0) {
+      this.#send(sessionId, lane, lane.queue.shift() as AnyMessage);
+    }
+    if (lane.blocker === undefined) this.#lanes.delete(sessionId);
+  }
 
-  const reader = input.getReader();
-  const readable = new ReadableStream<AnyMessage>({
-    start(c) {
-      controller = c;
-    },
-    async pull() {
-      // A pull that enqueues nothing is not repeated, so read on until something goes through
-      // (held messages go through later, from `applied`).
-      const before = forwarded;
-      while (forwarded === before) {
-        const { value, done } = await reader.read();
-        if (done) {
-          open = false;
-          controller.close();
-          return;
-        }
-        arrive(value);
-      }
-    },
-    async cancel(reason) {
-      open = false;
-      await reader.cancel(reason);
-    },
-  }, { highWaterMark: 0 });
+  /** A `$/cancel_request` waits behind the request it names when that request is held. */
+  #cancelRequest(message: AnyMessage): void {
+    const target = (message as { params?: { requestId?: unknown } | null }).params?.requestId;
+    const sessionId = isId(target) ? this.#held.get(idKey(target)) : undefined;
+    const lane = sessionId === undefined ? undefined : this.#lanes.get(sessionId);
+    if (lane) lane.queue.push(message);
+    else this.#pass(message);
+  }
 
-  return { readable, applied };
+  /** Carries out or passes on a message of a lane; a request then blocks the lane. */
+  #send(sessionId: string, lane: Lane, message: AnyMessage): void {
+    const request = message as { method?: unknown; id?: unknown };
+    if (request.method === "session/cancel" && request.id === undefined) {
+      this.#options.cancel(sessionId);
+      return;
+    }
+    if (isId(request.id) && request.method !== "$/cancel_request") {
+      const key = idKey(request.id);
+      this.#held.delete(key);
+      lane.blocker = key;
+      this.#blockers.set(key, sessionId);
+    }
+    this.#pass(message);
+  }
+
+  #pass(message: AnyMessage): void {
+    this.forwarded++;
+    this.forward(message);
+  }
 }
 
 function isId(value: unknown): value is Id {

@@ -161,84 +161,116 @@ export async function restoreSession(
   attachments: AttachmentStore,
   logger: Logger,
 ): Promise<RestoredSession> {
-  const history: LlmMessage[] = [];
-  const grants = new Map<string, "allow_always" | "reject_always">();
-  const pendingCalls = new Map<string, string>();
-  let selection: RestoredSession["selection"];
-  let title: string | undefined;
-  let cost = 0;
-  let open = false;
+  const state: RestoreState = {
+    history: [],
+    grants: new Map(),
+    pendingCalls: new Map(),
+    selection: undefined,
+    title: undefined,
+    cost: 0,
+    open: false,
+  };
   for (const record of loaded.records) {
-    switch (record.type) {
-      case "turn_start":
-        open = true;
-        break;
-      case "turn_end":
-        open = false;
-        break;
-      case "user":
-        history.push({
-          role: "user",
-          content: await contentForModel(record.content, attachments, logger, loaded.header.id),
-        });
-        break;
-      case "assistant":
-        history.push({
-          role: "assistant",
-          text: record.text,
-          ...(record.reasoning ? { reasoning: record.reasoning } : {}),
-          ...(record.toolCalls ? { toolCalls: record.toolCalls } : {}),
-          ...(record.providerState === undefined ? {} : { providerState: record.providerState }),
-          ...(record.provider === undefined ? {} : { provider: record.provider }),
-        });
-        for (const call of record.toolCalls ?? []) pendingCalls.set(call.id, call.name);
-        break;
-      case "tool_result": {
-        pendingCalls.delete(record.toolCallId);
-        const parts = storedToolParts(record);
-        history.push({
-          role: "tool",
-          toolCallId: record.toolCallId,
-          name: record.name,
-          content: record.content,
-          ...(parts ? { parts } : {}),
-          isError: record.isError,
-        });
-        break;
-      }
-      case "permission":
-        if (record.answer === "allow_always" || record.answer === "reject_always") {
-          grants.set(record.tool, record.answer);
-        }
-        break;
-      case "config":
-        selection = {
-          model: record.model,
-          mode: record.mode as PermissionMode,
-          ...(record.effort === undefined ? {} : { effort: record.effort }),
-        };
-        break;
-      case "title":
-        title = record.title;
-        break;
-      case "usage":
-        if (record.cost !== undefined) cost = record.cost;
-        break;
-      case "tool_call":
-        break;
-    }
+    if (record.type === "user") {
+      state.history.push({
+        role: "user",
+        content: await contentForModel(record.content, attachments, logger, loaded.header.id),
+      });
+    } else restoreRecord(state, record);
   }
+  const repair = repairOf(state);
+  return {
+    history: state.history,
+    ...(state.selection ? { selection: state.selection } : {}),
+    grants: state.grants,
+    ...(state.title === undefined ? {} : { title: state.title }),
+    cost: state.cost,
+    repair,
+  };
+}
+
+/** What {@link restoreSession} builds up, record by record. */
+interface RestoreState {
+  readonly history: LlmMessage[];
+  readonly grants: Map<string, "allow_always" | "reject_always">;
+  /** Tool calls announced by the model without a result yet, by id. */
+  readonly pendingCalls: Map<string, string>;
+  selection: RestoredSession["selection"];
+  title: string | undefined;
+  cost: number;
+  /** Whether a turn started and has not ended. */
+  open: boolean;
+}
+
+/** Applies one record (other than a user message) to the restored state. */
+function restoreRecord(state: RestoreState, record: StoredRecord): void {
+  switch (record.type) {
+    case "turn_start":
+    case "turn_end":
+      state.open = record.type === "turn_start";
+      break;
+    case "assistant":
+      state.history.push({
+        role: "assistant",
+        text: record.text,
+        ...(record.reasoning ? { reasoning: record.reasoning } : {}),
+        ...(record.toolCalls ? { toolCalls: record.toolCalls } : {}),
+        ...(record.providerState === undefined ? {} : { providerState: record.providerState }),
+        ...(record.provider === undefined ? {} : { provider: record.provider }),
+      });
+      for (const call of record.toolCalls ?? []) state.pendingCalls.set(call.id, call.name);
+      break;
+    case "tool_result": {
+      state.pendingCalls.delete(record.toolCallId);
+      const parts = storedToolParts(record);
+      state.history.push({
+        role: "tool",
+        toolCallId: record.toolCallId,
+        name: record.name,
+        content: record.content,
+        ...(parts ? { parts } : {}),
+        isError: record.isError,
+      });
+      break;
+    }
+    case "permission":
+      if (record.answer === "allow_always" || record.answer === "reject_always") {
+        state.grants.set(record.tool, record.answer);
+      }
+      break;
+    case "config":
+      state.selection = {
+        model: record.model,
+        mode: record.mode as PermissionMode,
+        ...(record.effort === undefined ? {} : { effort: record.effort }),
+      };
+      break;
+    case "title":
+      state.title = record.title;
+      break;
+    case "usage":
+      if (record.cost !== undefined) state.cost = record.cost;
+      break;
+    default:
+      break;
+  }
+}
+
+/**
+ * Closes an interrupted turn: a failed result for every call without one (added to the history
+ * too) and a `turn_end` with `interrupted`.
+ */
+function repairOf(state: RestoreState): StoredEvent[] {
   const repair: StoredEvent[] = [];
-  for (const [toolCallId, name] of pendingCalls) {
-    const result: StoredEvent = {
+  for (const [toolCallId, name] of state.pendingCalls) {
+    repair.push({
       type: "tool_result",
       toolCallId,
       name,
       content: INTERRUPTED_TOOL_RESULT,
       isError: true,
-    };
-    repair.push(result);
-    history.push({
+    });
+    state.history.push({
       role: "tool",
       toolCallId,
       name,
@@ -246,15 +278,8 @@ export async function restoreSession(
       isError: true,
     });
   }
-  if (open || repair.length > 0) repair.push({ type: "turn_end", stopReason: "interrupted" });
-  return {
-    history,
-    ...(selection ? { selection } : {}),
-    grants,
-    ...(title === undefined ? {} : { title }),
-    cost,
-    repair,
-  };
+  if (state.open || repair.length > 0) repair.push({ type: "turn_end", stopReason: "interrupted" });
+  return repair;
 }
 
 /**
@@ -277,83 +302,79 @@ export async function replayUpdates(
   const updates: SessionUpdate[] = [];
   let usage: SessionUpdate | undefined;
   for (const record of records) {
-    switch (record.type) {
-      case "user":
-        for (const part of record.content) {
-          const content = part.type === "text"
-            ? { type: "text" as const, text: part.text }
-            : await imageForClient(part, attachments, logger, sessionId);
-          updates.push({
-            sessionUpdate: "user_message_chunk",
-            messageId: record.messageId,
-            content,
-          });
-        }
-        break;
-      case "assistant":
-        if (record.reasoning) {
-          updates.push({
-            sessionUpdate: "agent_thought_chunk",
-            ...(record.thoughtId ? { messageId: record.thoughtId } : {}),
-            content: { type: "text", text: record.reasoning },
-          });
-        }
-        if (record.text) {
-          updates.push({
-            sessionUpdate: "agent_message_chunk",
-            ...(record.messageId ? { messageId: record.messageId } : {}),
-            content: { type: "text", text: record.text },
-          });
-        }
-        break;
-      case "tool_call":
-        updates.push({
-          sessionUpdate: "tool_call",
-          toolCallId: record.toolCallId,
-          title: record.title,
-          kind: record.kind as ToolKind,
-          status: "pending",
-          rawInput: record.rawInput,
-          ...(record.locations.length > 0 ? { locations: locationsOf(record.locations) } : {}),
-        });
-        break;
-      case "tool_result": {
-        // A terminal was released when its command ended; replay shows its output as text.
-        const display = ((record.display as readonly ToolDisplay[] | undefined) ??
-          storedToolParts(record) ??
-          [{ type: "text", text: record.content }]).map((item): ToolDisplay =>
-            item.type === "terminal" ? { type: "text", text: record.content } : item
-          );
-        updates.push({
-          sessionUpdate: "tool_call_update",
-          toolCallId: record.toolCallId,
-          status: record.isError ? "failed" : "completed",
-          content: display.map(toolCallContent),
-          ...(record.locations ? { locations: locationsOf(record.locations) } : {}),
-        });
-        break;
+    if (record.type === "user") {
+      for (const part of record.content) {
+        const content = part.type === "text"
+          ? { type: "text" as const, text: part.text }
+          : await imageForClient(part, attachments, logger, sessionId);
+        updates.push({ sessionUpdate: "user_message_chunk", messageId: record.messageId, content });
       }
-      case "title":
-        updates.push({ sessionUpdate: "session_info_update", title: record.title });
-        break;
-      case "usage":
-        if (record.size !== undefined) {
-          usage = {
-            sessionUpdate: "usage_update",
-            used: record.used,
-            size: record.size,
-            ...(record.cost === undefined
-              ? {}
-              : { cost: { amount: record.cost, currency: "USD" } }),
-          };
-        }
-        break;
-      default:
-        break;
-    }
+    } else if (record.type === "usage") {
+      // Only the latest usage is replayed, at the end.
+      if (record.size !== undefined) {
+        usage = {
+          sessionUpdate: "usage_update",
+          used: record.used,
+          size: record.size,
+          ...(record.cost === undefined ? {} : { cost: { amount: record.cost, currency: "USD" } }),
+        };
+      }
+    } else updates.push(...replayRecord(record));
   }
   if (usage) updates.push(usage);
   return updates;
+}
+
+/** The updates that show one record again (none for records the client never saw). */
+function replayRecord(record: StoredRecord | StoredEvent): SessionUpdate[] {
+  switch (record.type) {
+    case "assistant":
+      return [
+        ...(record.reasoning
+          ? [{
+            sessionUpdate: "agent_thought_chunk" as const,
+            ...(record.thoughtId ? { messageId: record.thoughtId } : {}),
+            content: { type: "text" as const, text: record.reasoning },
+          }]
+          : []),
+        ...(record.text
+          ? [{
+            sessionUpdate: "agent_message_chunk" as const,
+            ...(record.messageId ? { messageId: record.messageId } : {}),
+            content: { type: "text" as const, text: record.text },
+          }]
+          : []),
+      ];
+    case "tool_call":
+      return [{
+        sessionUpdate: "tool_call",
+        toolCallId: record.toolCallId,
+        title: record.title,
+        kind: record.kind as ToolKind,
+        status: "pending",
+        rawInput: record.rawInput,
+        ...(record.locations.length > 0 ? { locations: locationsOf(record.locations) } : {}),
+      }];
+    case "tool_result": {
+      // A terminal was released when its command ended; replay shows its output as text.
+      const display = ((record.display as readonly ToolDisplay[] | undefined) ??
+        storedToolParts(record) ??
+        [{ type: "text", text: record.content }]).map((item): ToolDisplay =>
+          item.type === "terminal" ? { type: "text", text: record.content } : item
+        );
+      return [{
+        sessionUpdate: "tool_call_update",
+        toolCallId: record.toolCallId,
+        status: record.isError ? "failed" : "completed",
+        content: display.map(toolCallContent),
+        ...(record.locations ? { locations: locationsOf(record.locations) } : {}),
+      }];
+    }
+    case "title":
+      return [{ sessionUpdate: "session_info_update", title: record.title }];
+    default:
+      return [];
+  }
 }
 
 /** The record of a permission answer. */
