@@ -167,7 +167,7 @@ export interface HostProcesses {
     args: readonly string[],
     options: SpawnOptions & { readonly stdin: "piped" },
   ): Promise<PipedHostProcess>;
-  /** {@inheritDoc HostProcesses.spawn} */
+  /** Starts a process in a new process group, stdin `/dev/null` unless piped. */
   spawn(command: string, args: readonly string[], options: SpawnOptions): Promise<HostProcess>;
   /**
    * Makes sure the processes started from now on die with this process, even when it is killed

@@ -144,6 +144,7 @@ export class NodeHost implements Host {
     args: readonly string[],
     options: SpawnOptions & { readonly stdin: "piped" },
   ): Promise<PipedHostProcess>;
+  /** Starts a process in its own process group, stdin `/dev/null` unless piped. */
   spawn(command: string, args: readonly string[], options: SpawnOptions): Promise<HostProcess>;
   spawn(command: string, args: readonly string[], options: SpawnOptions): Promise<HostProcess> {
     return this.#processes.spawn(command, args, options);

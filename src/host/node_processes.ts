@@ -111,6 +111,7 @@ export class NodeProcesses implements HostProcesses {
     args: readonly string[],
     options: SpawnOptions & { readonly stdin: "piped" },
   ): Promise<PipedHostProcess>;
+  /** Starts a process in its own process group, stdin `/dev/null` unless piped. */
   spawn(command: string, args: readonly string[], options: SpawnOptions): Promise<HostProcess>;
   spawn(command: string, args: readonly string[], options: SpawnOptions): Promise<HostProcess> {
     const signal = options.signal;

@@ -16,9 +16,6 @@ import type {
   WorkspaceOptions,
 } from "./workspace.ts";
 
-/** The parts of the host a {@link HostWorkspace} uses. */
-export type WorkspaceHost = HostFiles & HostProcesses;
-
 /**
  * Environment for commands: nothing may wait for a pager or a password prompt (stdin is closed
  * anyway, but git asks the terminal directly).
@@ -46,14 +43,14 @@ const COMMAND_ENV: Readonly<Record<string, string>> = {
  * ```
  */
 export class HostWorkspace implements Workspace, WorkspaceFiles {
-  readonly #host: WorkspaceHost;
+  readonly #host: HostFiles & HostProcesses;
 
   /**
    * Creates a workspace over `host`.
    *
    * @param host The host whose files and processes are used
    */
-  constructor(host: WorkspaceHost) {
+  constructor(host: HostFiles & HostProcesses) {
     this.#host = host;
   }
 
