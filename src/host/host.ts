@@ -1,12 +1,13 @@
 /**
- * Everything the server needs from the operating system, behind one interface so the rest of the
- * code uses only web APIs. Implemented once with `node:` built-ins, which Deno, Node.js and Bun
- * all provide.
+ * Everything the server needs from the operating system, behind small interfaces by concern
+ * (files, durable files, processes, environment, clock) so the rest of the code uses only web
+ * APIs and each part takes only what it needs. Implemented once with `node:` built-ins, which
+ * Deno, Node.js and Bun all provide.
  *
  * @module
  */
 
-/** What {@link Host.stat} reports. */
+/** What {@link HostFiles.stat} reports. */
 export interface FileInfo {
   /** Whether it is a regular file (after following a symlink). */
   readonly isFile: boolean;
@@ -38,7 +39,7 @@ export interface HostOptions {
   readonly signal?: AbortSignal;
 }
 
-/** Options for {@link Host.spawn}. */
+/** Options for {@link HostProcesses.spawn}. */
 export interface SpawnOptions {
   /** Absolute working directory. */
   readonly cwd: string;
@@ -46,12 +47,23 @@ export interface SpawnOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Aborting kills the whole process group (SIGTERM, then SIGKILL after a grace period). */
   readonly signal?: AbortSignal;
+  /**
+   * The child's standard input: `"null"` reads nothing (`/dev/null`); `"piped"` is a pipe the
+   * caller writes through {@link HostProcess.stdin} (e.g. a protocol over stdio, such as MCP).
+   * @default {"null"}
+   */
+  readonly stdin?: "null" | "piped";
 }
 
 /** A running child process (the leader of its own process group). */
 export interface HostProcess {
   /** Process id (also the process group id). */
   readonly pid: number;
+  /**
+   * The process's standard input when it was started with `stdin: "piped"`, else `undefined`.
+   * Closing it ends the child's input; writes reject once the child has closed its end.
+   */
+  readonly stdin: WritableStream<Uint8Array> | undefined;
   /** The process's standard output. */
   readonly stdout: ReadableStream<Uint8Array>;
   /** The process's standard error. */
@@ -62,7 +74,13 @@ export interface HostProcess {
   kill(signal?: "SIGTERM" | "SIGKILL"): void;
 }
 
-/** Options for {@link Host.appendFile}. */
+/** A {@link HostProcess} started with `stdin: "piped"`. */
+export interface PipedHostProcess extends HostProcess {
+  /** The process's standard input; close it to end the child's input. */
+  readonly stdin: WritableStream<Uint8Array>;
+}
+
+/** Options for {@link HostDurableFiles.appendFile}. */
 export interface AppendFileOptions {
   /** Flush the data to disk (`fdatasync`) before resolving. */
   readonly sync: boolean;
@@ -73,7 +91,7 @@ export interface AppendFileOptions {
   readonly create?: boolean;
 }
 
-/** Options for {@link Host.createExclusive} and {@link Host.truncate}. */
+/** Options for {@link HostDurableFiles.createExclusive} and {@link HostDurableFiles.truncate}. */
 export interface SyncOptions {
   /**
    * Flush the data to disk (`fdatasync`) before resolving.
@@ -82,12 +100,14 @@ export interface SyncOptions {
   readonly sync?: boolean;
 }
 
-/** The operating system, as the server sees it. */
-export interface Host {
+/** The file system: whole-file reads, atomic writes, metadata and directories. */
+export interface HostFiles {
   /** Reads a whole file. */
   readFile(path: string, options?: HostOptions): Promise<Uint8Array>;
   /** Reads a whole file as UTF-8. */
   readTextFile(path: string, options?: HostOptions): Promise<string>;
+  /** Bytes `start` (inclusive) to `end` (exclusive, default: the end of the file) of a file. */
+  readFileRange(path: string, start: number, end?: number): Promise<Uint8Array>;
   /** Writes through a temporary file and a rename, so readers never see half a file. */
   writeFileAtomic(path: string, data: Uint8Array | string, options?: HostOptions): Promise<void>;
   /** Information about `path`, or `undefined` when it does not exist. */
@@ -100,31 +120,15 @@ export interface Host {
   mkdir(path: string): Promise<void>;
   /** Removes a file or directory tree; a missing path is fine. */
   remove(path: string): Promise<void>;
-  /**
-   * Starts a process in a new process group, stdin closed.
-   * Rejects when it cannot be started (e.g. the command does not exist).
-   */
-  spawn(command: string, args: readonly string[], options: SpawnOptions): Promise<HostProcess>;
-  /**
-   * Makes sure the processes started from now on die with this process, even when it is killed
-   * with SIGKILL (a supervisor process; on Linux also a record in `dir` that a later call reaps),
-   * and kills what earlier, dead hosts recorded in `dir` left behind.
-   * Resolves with how many leftovers were killed.
-   */
-  superviseProcesses(dir: string): Promise<number>;
-  /**
-   * Ends every process started by {@link spawn} that is still running (SIGTERM, then SIGKILL after
-   * `graceMs`, default 2000), resolves once they are gone, and refuses to start more.
-   */
-  stopProcesses(options?: { readonly graceMs?: number }): Promise<void>;
-  /** The user's home directory. */
-  homeDir(): string;
-  /** The process's working directory. */
-  cwd(): string;
-  /** An environment variable. */
-  env(name: string): string | undefined;
-  /** Milliseconds since the epoch. */
-  now(): number;
+  /** Renames atomically, replacing `to` if it exists. */
+  rename(from: string, to: string): Promise<void>;
+}
+
+/**
+ * The primitives of an append-only log and its lock files: appends that never interleave,
+ * flushes to disk, exclusive creation, truncation of a torn tail.
+ */
+export interface HostDurableFiles {
   /**
    * Appends `data` with a single `write` on a file opened with `O_APPEND`, so concurrent appenders
    * never interleave: the data lands whole, or torn at its end by a crash.
@@ -146,14 +150,47 @@ export interface Host {
   forgetFile(path: string): void;
   /** Creates `path` with `data` only if it does not exist (`O_CREAT|O_EXCL`); `false` if it does. */
   createExclusive(path: string, data: string | Uint8Array, options?: SyncOptions): Promise<boolean>;
-  /** Renames atomically, replacing `to` if it exists. */
-  rename(from: string, to: string): Promise<void>;
   /** Cuts a file to `length` bytes. */
   truncate(path: string, length: number, options?: SyncOptions): Promise<void>;
-  /** Bytes `start` (inclusive) to `end` (exclusive, default: the end of the file) of a file. */
-  readFileRange(path: string, start: number, end?: number): Promise<Uint8Array>;
   /** Flushes a directory's entries (after a create or rename) to disk; best effort, never rejects. */
   syncDir(path: string): Promise<void>;
+}
+
+/** Child processes: starting them, and making sure none outlives the server. */
+export interface HostProcesses {
+  /**
+   * Starts a process in a new process group, stdin `/dev/null` unless `options.stdin` is
+   * `"piped"`. Rejects when it cannot be started (e.g. the command does not exist).
+   */
+  spawn(
+    command: string,
+    args: readonly string[],
+    options: SpawnOptions & { readonly stdin: "piped" },
+  ): Promise<PipedHostProcess>;
+  /** Starts a process in a new process group, stdin `/dev/null` unless piped. */
+  spawn(command: string, args: readonly string[], options: SpawnOptions): Promise<HostProcess>;
+  /**
+   * Makes sure the processes started from now on die with this process, even when it is killed
+   * with SIGKILL (a supervisor process; on Linux also a record in `dir` that a later call reaps),
+   * and kills what earlier, dead hosts recorded in `dir` left behind.
+   * Resolves with how many leftovers were killed.
+   */
+  superviseProcesses(dir: string): Promise<number>;
+  /**
+   * Ends every process started by {@link spawn} that is still running (SIGTERM, then SIGKILL after
+   * `graceMs`, default 2000), resolves once they are gone, and refuses to start more.
+   */
+  stopProcesses(options?: { readonly graceMs?: number }): Promise<void>;
+}
+
+/** The process this runs in and the machine it runs on. */
+export interface HostEnvironment {
+  /** An environment variable. */
+  env(name: string): string | undefined;
+  /** The user's home directory. */
+  homeDir(): string;
+  /** The process's working directory. */
+  cwd(): string;
   /** This process's id. */
   pid(): number;
   /** This machine's host name. */
@@ -161,3 +198,16 @@ export interface Host {
   /** Whether a process with this id runs on this machine; zombies count as dead. */
   isProcessAlive(pid: number): boolean;
 }
+
+/** The wall clock. */
+export interface HostClock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+}
+
+/**
+ * The operating system, as the server sees it: every concern at once. Code that needs only one
+ * should take that part ({@link HostFiles}, {@link HostDurableFiles}, {@link HostProcesses},
+ * {@link HostEnvironment}, {@link HostClock}).
+ */
+export type Host = HostFiles & HostDurableFiles & HostProcesses & HostEnvironment & HostClock;

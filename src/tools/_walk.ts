@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { Host } from "../host/host.ts";
+import type { WorkspaceFiles } from "./workspace.ts";
 import { type Pacer, sortPaced } from "./_pace.ts";
 import { joinPath } from "./posix_path.ts";
 
@@ -47,7 +47,7 @@ export interface WalkStats {
  * (sorting included) or a consumer doing work per entry never blocks it for long.
  */
 export async function* walkFiles(
-  host: Pick<Host, "readDir">,
+  host: Pick<WorkspaceFiles, "readDir">,
   root: string,
   options: WalkOptions,
   stats: WalkStats,

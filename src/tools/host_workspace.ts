@@ -1,12 +1,20 @@
 /**
- * The {@link Workspace} on the host's own file system and processes.
+ * The {@link Workspace} and {@link WorkspaceFiles} on the host's own file system and processes.
  *
  * @module
  */
-import type { Host, HostProcess } from "../host/host.ts";
+import type { HostFiles, HostProcess, HostProcesses } from "../host/host.ts";
 import { completeUtf8Length, decodeTail } from "./_text.ts";
 import { dirnamePath } from "./posix_path.ts";
-import type { CommandResult, RunCommandOptions, Workspace, WorkspaceOptions } from "./workspace.ts";
+import type {
+  CommandResult,
+  DirEntry,
+  FileInfo,
+  RunCommandOptions,
+  Workspace,
+  WorkspaceFiles,
+  WorkspaceOptions,
+} from "./workspace.ts";
 
 /**
  * Environment for commands: nothing may wait for a pager or a password prompt (stdin is closed
@@ -19,9 +27,9 @@ const COMMAND_ENV: Readonly<Record<string, string>> = {
 };
 
 /**
- * File and command access through the {@link Host}: files are read and written directly
- * (atomically, parents created) and commands run as `/bin/sh -c <command>` in their own process
- * group, killed as a group on timeout or abort.
+ * File and command access through the host: files are read and written directly (atomically,
+ * parents created), file-system queries go straight to the host, and commands run as
+ * `/bin/sh -c <command>` in their own process group, killed as a group on timeout or abort.
  *
  * @example Running a command
  * ```ts ignore
@@ -34,16 +42,67 @@ const COMMAND_ENV: Readonly<Record<string, string>> = {
  * // result.output === "hi\n", result.exitCode === 0
  * ```
  */
-export class HostWorkspace implements Workspace {
-  readonly #host: Host;
+export class HostWorkspace implements Workspace, WorkspaceFiles {
+  readonly #host: HostFiles & HostProcesses;
 
   /**
    * Creates a workspace over `host`.
    *
    * @param host The host whose files and processes are used
    */
-  constructor(host: Host) {
+  constructor(host: HostFiles & HostProcesses) {
     this.#host = host;
+  }
+
+  /**
+   * Information about a path, symlinks followed.
+   *
+   * @param path Absolute path
+   * @returns What it is, or `undefined` when it does not exist
+   */
+  stat(path: string): Promise<FileInfo | undefined> {
+    return this.#host.stat(path);
+  }
+
+  /**
+   * The canonical path.
+   *
+   * @param path Absolute path
+   * @returns The path with symlinks resolved; rejects when it does not exist
+   */
+  realpath(path: string): Promise<string> {
+    return this.#host.realpath(path);
+  }
+
+  /**
+   * Lists a directory.
+   *
+   * @param path Absolute path of the directory
+   * @returns Its entries
+   */
+  readDir(path: string): Promise<DirEntry[]> {
+    return this.#host.readDir(path);
+  }
+
+  /**
+   * Creates a directory and its missing parents.
+   *
+   * @param path Absolute path of the directory
+   */
+  mkdir(path: string): Promise<void> {
+    return this.#host.mkdir(path);
+  }
+
+  /**
+   * Reads part of a file.
+   *
+   * @param path Absolute path
+   * @param start First byte
+   * @param end Byte after the last one (default: the end of the file)
+   * @returns The bytes read (fewer when the file is shorter)
+   */
+  readFileRange(path: string, start: number, end?: number): Promise<Uint8Array> {
+    return this.#host.readFileRange(path, start, end);
   }
 
   /**

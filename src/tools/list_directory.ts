@@ -18,7 +18,7 @@ import { quote } from "./_text.ts";
 import { displayPath } from "./paths.ts";
 import { joinPath } from "./posix_path.ts";
 import type { Tool, ToolContext, ToolLocation, ToolResult } from "./tool.ts";
-import type { DirEntry } from "../host/host.ts";
+import type { DirEntry } from "./workspace.ts";
 
 /** Most entries one call lists. */
 export const LIST_DIRECTORY_MAX_ENTRIES = 1000;

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { Host } from "../host/host.ts";
+import type { WorkspaceFiles } from "./workspace.ts";
 import { basenamePath, dirnamePath, isInsidePath, joinPath, relativePath } from "./posix_path.ts";
 
 /** Where a tool path is resolved and what it must stay inside. */
@@ -50,7 +50,7 @@ export type ToolPathResult =
  * @returns The canonical path, or why it is refused
  */
 export async function resolveToolPath(
-  host: Pick<Host, "realpath" | "readDir">,
+  host: Pick<WorkspaceFiles, "realpath" | "readDir">,
   scope: ToolPathScope,
   path: string,
 ): Promise<ToolPathResult> {
@@ -125,7 +125,7 @@ export function displayPath(cwd: string, path: string): string {
 
 /** Whether `name` exists in `dir` (as a symlink or otherwise), or cannot be checked. */
 async function entryKind(
-  host: Pick<Host, "readDir">,
+  host: Pick<WorkspaceFiles, "readDir">,
   dir: string,
   name: string,
 ): Promise<"missing" | "symlink" | "other" | "unchecked"> {

@@ -3,8 +3,7 @@
  *
  * @module
  */
-import type { Host } from "../host/host.ts";
-import type { Workspace } from "./workspace.ts";
+import type { Workspace, WorkspaceFiles } from "./workspace.ts";
 
 /** ACP tool kinds, used by clients to pick icons and by permission policy. */
 export type ToolKind =
@@ -32,8 +31,11 @@ export interface ToolContext {
   readonly roots: readonly string[];
   /** File and process access: through the ACP client when it offers it, else the host. */
   readonly workspace: Workspace;
-  /** The host, for what clients cannot do (directory listings, globbing, searching). */
-  readonly host: Host;
+  /**
+   * The file-system queries clients cannot answer (metadata, listings, symlinks, partial reads),
+   * on the host's file system. Only these: tools reach no other part of the host.
+   */
+  readonly host: WorkspaceFiles;
   /** Aborted when the call is cancelled. */
   readonly signal: AbortSignal;
 }

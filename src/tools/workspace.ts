@@ -1,10 +1,17 @@
 /**
- * File and command access for tools. Two implementations: the host's own file system and
- * processes, and the ACP client's `fs/*` and `terminal/*` methods when it advertises them.
- * Paths given to a workspace are absolute and already confined to the session's roots.
+ * File and command access for tools, the only way tools reach files and processes.
+ * {@link Workspace} reads and writes whole files and runs commands; it has two implementations:
+ * the host's own file system and processes, and the ACP client's `fs/*` and `terminal/*` methods
+ * when it advertises them. {@link WorkspaceFiles} answers what ACP clients cannot (metadata,
+ * listings, symlinks, partial reads), so it is always the host's file system.
+ * Paths given to a workspace are absolute and already confined to the session's roots (except
+ * for the symlink resolution that confinement itself uses).
  *
  * @module
  */
+import type { DirEntry, FileInfo } from "../host/host.ts";
+
+export type { DirEntry, FileInfo };
 
 /** Options shared by workspace operations. */
 export interface WorkspaceOptions {
@@ -49,4 +56,23 @@ export interface Workspace {
    * is killed before this resolves. Rejects only when the command cannot be started.
    */
   runCommand(command: string, options: RunCommandOptions): Promise<CommandResult>;
+}
+
+/**
+ * The file-system queries tools need besides reading and writing whole files: metadata, directory
+ * listings, symlink resolution, directory creation and partial reads. ACP clients offer none of
+ * them, so a session answers them from the host's file system, whatever {@link Workspace} it uses.
+ * The method shapes are those of the host's files, so a host satisfies this interface too.
+ */
+export interface WorkspaceFiles {
+  /** Information about `path` (symlinks followed), or `undefined` when it does not exist. */
+  stat(path: string): Promise<FileInfo | undefined>;
+  /** The canonical path, with symlinks resolved. Rejects when `path` does not exist. */
+  realpath(path: string): Promise<string>;
+  /** Lists a directory's entries (in no particular order). */
+  readDir(path: string): Promise<DirEntry[]>;
+  /** Creates a directory and any missing parents; an existing one is fine. */
+  mkdir(path: string): Promise<void>;
+  /** Bytes `start` (inclusive) to `end` (exclusive, default: the end of the file) of a file. */
+  readFileRange(path: string, start: number, end?: number): Promise<Uint8Array>;
 }

@@ -192,6 +192,90 @@ Deno.test("NodeHost.spawn() abort still settles when a process that left the gro
   }
 });
 
+Deno.test("NodeHost.spawn() keeps stdin closed (/dev/null) by default", async () => {
+  const child = await new NodeHost().spawn("cat", [], { cwd: "/" });
+  assert.equal(child.stdin, undefined);
+  assert.deepEqual(await drain(child), { stdout: "", stderr: "" });
+  assert.deepEqual(await child.exited, { code: 0, signal: null });
+});
+
+Deno.test("NodeHost.spawn() with stdin piped: the child reads each write, and the end on close", async () => {
+  const child = await new NodeHost().spawn("cat", [], { cwd: "/", stdin: "piped" });
+  const writer = child.stdin.getWriter();
+  const encoder = new TextEncoder();
+  const stdout = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const readLine = async (): Promise<string> => {
+    let text = "";
+    while (!text.endsWith("\n")) {
+      const { value, done } = await stdout.read();
+      if (done) break;
+      text += value;
+    }
+    return text;
+  };
+  // Round trips: the pipe stays open between writes (a protocol over stdio).
+  await writer.write(encoder.encode("ping\n"));
+  assert.equal(await readLine(), "ping\n");
+  await writer.write(encoder.encode("pong\n"));
+  assert.equal(await readLine(), "pong\n");
+  // More than any pipe buffer: writes wait for the child to read (backpressure), nothing is lost.
+  const big = new Uint8Array(2_000_000).fill(0x61);
+  const written = (async (): Promise<void> => {
+    await writer.write(big);
+    await writer.close();
+  })();
+  let echoed = 0;
+  for (;;) {
+    const { value, done } = await stdout.read();
+    if (done) break;
+    echoed += value.length;
+  }
+  await Promise.all([written, child.stderr.cancel()]);
+  assert.equal(echoed, big.length);
+  assert.deepEqual(await child.exited, { code: 0, signal: null });
+});
+
+Deno.test("NodeHost.spawn() abort kills a child whose piped stdin is open; later writes reject", async () => {
+  const controller = new AbortController();
+  const child = await new NodeHost().spawn("cat", [], {
+    cwd: "/",
+    stdin: "piped",
+    signal: controller.signal,
+  });
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode("1\n"));
+  const { lines, rest } = await readLines(child.stdout, 1);
+  assert.deepEqual(lines, ["1"]);
+  controller.abort();
+  const [exit] = await Promise.all([child.exited, rest, child.stderr.cancel()]);
+  assert.deepEqual(exit, { code: null, signal: "SIGTERM" });
+  assert.deepEqual(await gone([child.pid], 0), []);
+  await assert.rejects(writer.write(new TextEncoder().encode("late\n")));
+});
+
+Deno.test("NodeHost.spawn() with stdin piped: a write the child stops reading rejects, nothing throws", async () => {
+  // `head` exits after one byte: the rest of the write meets a closed pipe (EPIPE).
+  const child = await new NodeHost().spawn("head", ["-c", "1"], { cwd: "/", stdin: "piped" });
+  const writer = child.stdin.getWriter();
+  const [written, output] = await Promise.allSettled([
+    writer.write(new Uint8Array(2_000_000).fill(0x62)),
+    drain(child),
+  ]);
+  assert.equal(written.status, "rejected");
+  assert.deepEqual(output, { status: "fulfilled", value: { stdout: "b", stderr: "" } });
+  assert.deepEqual(await child.exited, { code: 0, signal: null });
+});
+
+Deno.test("NodeHost.stopProcesses() ends a child whose piped stdin is open", async () => {
+  const host = new NodeHost();
+  const child = await host.spawn("cat", [], { cwd: "/", stdin: "piped" });
+  const output = Promise.all([new Response(child.stdout).text(), child.stderr.cancel()]);
+  await host.stopProcesses({ graceMs: 100 });
+  assert.deepEqual(await child.exited, { code: null, signal: "SIGTERM" });
+  await output;
+  assert.deepEqual(await gone([child.pid], 0), []);
+});
+
 Deno.test("NodeHost.appendFile() appends, creates unless told not to, and syncs", async () => {
   const dir = await Deno.makeTempDir();
   try {

@@ -6,7 +6,13 @@ import { join } from "node:path";
 import process from "node:process";
 import { isAlive, waitGone } from "./_processes.ts";
 import { NodeHost } from "../../src/host/node_host.ts";
-import { bootId, ownerVariable, procStat, reapRecords } from "../../src/host/process_guard.ts";
+import {
+  bootId,
+  groupAlive,
+  ownerVariable,
+  procStat,
+  reapRecords,
+} from "../../src/host/process_guard.ts";
 
 /** Starts `sleep 300` in its own process group with `env` added; returns its pid. */
 function detachedSleep(env: Record<string, string> = {}): number {
@@ -17,6 +23,14 @@ function detachedSleep(env: Record<string, string> = {}): number {
   });
   child.unref();
   return child.pid as number;
+}
+
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, "SIGKILL");
+  } catch {
+    // Gone.
+  }
 }
 
 function killAll(pids: readonly number[]): void {
@@ -88,6 +102,68 @@ Deno.test("NodeHost.stopProcesses() ends every group and marked process, escalat
   } finally {
     await host.stopProcesses({ graceMs: 0 });
     killAll(pids);
+  }
+});
+
+const HOST_URL = new URL("../../src/host/node_host.ts", import.meta.url).href;
+
+/**
+ * A supervised host that starts a child with its stdin piped, talks to it through that pipe
+ * (the child echoes its process group id back), prints the id and waits to be killed.
+ */
+const PIPED_CHILD_HOST = `
+const [hostUrl, dir] = Deno.args;
+const { NodeHost } = await import(hostUrl);
+const host = new NodeHost();
+await host.superviseProcesses(dir);
+const child = await host.spawn("/bin/sh", ["-c", "read line; echo $line; cat; sleep 300"], {
+  cwd: "/", stdin: "piped",
+});
+const writer = child.stdin.getWriter();
+await writer.write(new TextEncoder().encode(child.pid + "\\n"));
+const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+let text = "";
+while (!text.endsWith("\\n")) text += (await reader.read()).value ?? "";
+console.log(text.trim());
+await new Promise(() => {});
+`;
+
+Deno.test("NodeHost.superviseProcesses() covers a child whose stdin is piped when the host is SIGKILLed", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "acp-harness-records-"));
+  const tester = new NodeHost();
+  let group = 0;
+  try {
+    const host = await tester.spawn(
+      Deno.execPath(),
+      ["eval", "--no-config", PIPED_CHILD_HOST, HOST_URL, dir],
+      { cwd: dir },
+    );
+    const stderr = new Response(host.stderr).text();
+    const stdout = host.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    while (!text.endsWith("\n")) {
+      const { value, done } = await stdout.read();
+      if (done) break;
+      text += value;
+    }
+    group = Number(text.trim());
+    if (!(group > 0)) {
+      host.kill("SIGKILL");
+      assert.fail(`the host printed ${JSON.stringify(text)}: ${await stderr}`);
+    }
+    assert.equal(await isAlive(group), true);
+    host.kill("SIGKILL");
+    await Promise.all([host.exited, stdout.cancel(), stderr]);
+    // The host's end of the pipe is gone, so `cat` ended; `sleep 300` only dies if supervised.
+    const deadline = Date.now() + 5_000;
+    while (groupAlive(group) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.equal(groupAlive(group), false, "the whole group is gone");
+  } finally {
+    if (group > 0) killGroup(group);
+    await tester.stopProcesses({ graceMs: 0 });
+    await rm(dir, { recursive: true, force: true });
   }
 });
 

@@ -45,8 +45,8 @@ export async function tempWorkspace(): Promise<TempWorkspace> {
   await Deno.mkdir(outside);
   await Deno.writeTextFile(`${outside}/secret.txt`, "top secret\n");
   const calls: string[] = [];
-  const host = recordingHost(new NodeHost(), calls);
-  const workspace = recordingWorkspace(new HostWorkspace(host), calls);
+  const hostWorkspace = new HostWorkspace(recordingHost(new NodeHost(), calls));
+  const workspace = recordingWorkspace(hostWorkspace, calls);
   return {
     root,
     outside,
@@ -57,7 +57,7 @@ export async function tempWorkspace(): Promise<TempWorkspace> {
         cwd: options.cwd ?? root,
         roots: options.roots ?? [root],
         workspace,
-        host,
+        host: hostWorkspace,
         signal: options.signal ?? new AbortController().signal,
       };
     },
