@@ -71,6 +71,7 @@ export type {
   CommandResult,
   RunCommandOptions,
   Workspace,
+  WorkspaceFiles,
   WorkspaceOptions,
 } from "./src/tools/workspace.ts";
 export type {
@@ -78,8 +79,14 @@ export type {
   DirEntry,
   FileInfo,
   Host,
+  HostClock,
+  HostDurableFiles,
+  HostEnvironment,
+  HostFiles,
   HostOptions,
   HostProcess,
+  HostProcesses,
+  PipedHostProcess,
   SpawnOptions,
   SyncOptions,
 } from "./src/host/host.ts";

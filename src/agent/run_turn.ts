@@ -1,4 +1,3 @@
-import type { Host } from "../host/host.ts";
 import type {
   LlmMessage,
   LlmProvider,
@@ -8,7 +7,7 @@ import type {
 } from "../llm/provider.ts";
 import type { Tool, ToolLocation, ToolResult } from "../tools/tool.ts";
 import { ToolSet } from "../tools/tool_set.ts";
-import type { Workspace } from "../tools/workspace.ts";
+import type { Workspace, WorkspaceFiles } from "../tools/workspace.ts";
 import { abortableDelay } from "../util/abortable_delay.ts";
 import type { TurnEvent } from "./turn_event.ts";
 
@@ -85,7 +84,8 @@ export interface TurnOptions {
   readonly cwd: string;
   /** Canonical workspace roots, the cwd first. */
   readonly roots: readonly string[];
-  readonly host: Host;
+  /** The file-system queries tools need besides the workspace (see {@link ToolContext.files}). */
+  readonly files: WorkspaceFiles;
   readonly workspace: Workspace;
   /** Decides whether a tool call runs; without it every call runs. */
   readonly authorize?: (request: AuthorizeRequest) => Promise<Authorization>;
@@ -440,7 +440,7 @@ async function runToolCall(options: Turn, entry: PreparedCall): Promise<LlmMessa
           cwd: options.cwd,
           roots: options.roots,
           workspace: options.workspace,
-          host: options.host,
+          files: options.files,
           signal,
         });
       } catch (error) {

@@ -216,7 +216,8 @@ function buildTurnRunner(options: SessionOptions, outbox: Outbox): TurnRunner {
     roots,
     catalog: options.catalog,
     tools: ToolSet.of(options.tools, { logger, logFields: { sessionId } }),
-    host: options.host,
+    // Tools get the host's file-system queries only (never processes or the environment).
+    files: options.host,
     workspace: options.workspace,
     maxSteps: options.maxSteps,
     stream: options.stream,

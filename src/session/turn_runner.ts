@@ -10,13 +10,12 @@ import {
   TurnError,
   type TurnOptions,
 } from "../agent/run_turn.ts";
-import type { Host } from "../host/host.ts";
 import type { ModelCatalog, ModelInfo } from "../llm/catalog.ts";
 import type { LlmContentPart, LlmProvider, ProviderError } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
 import type { AttachmentStore, StoredContentPart } from "../store/session_store.ts";
 import type { ToolSet } from "../tools/tool_set.ts";
-import type { Workspace } from "../tools/workspace.ts";
+import type { Workspace, WorkspaceFiles } from "../tools/workspace.ts";
 import type { Selection } from "./config_options.ts";
 import type { Conversation } from "./conversation.ts";
 import type { Outbox } from "./outbox.ts";
@@ -36,7 +35,8 @@ export interface TurnRunnerOptions {
   readonly catalog: Pick<ModelCatalog, "resolve">;
   /** The session's tools, looked up by exact name. */
   readonly tools: ToolSet;
-  readonly host: Host;
+  /** The file-system queries tools make besides the workspace. */
+  readonly files: WorkspaceFiles;
   readonly workspace: Workspace;
   readonly maxSteps: number;
   readonly stream: boolean;
@@ -175,7 +175,7 @@ export class TurnRunner {
       foreignState: options.conversation.hasForeignState(provider.id),
       cwd: options.cwd,
       roots: options.roots,
-      host: options.host,
+      files: options.files,
       workspace: options.workspace,
       authorize: (request) => options.permissions.authorize(request, state.pinned.mode),
       maxSteps: options.maxSteps,

@@ -135,7 +135,7 @@ export async function resolveOrError(
   context: ToolContext,
   path: string,
 ): Promise<{ ok: true; path: string } | { ok: false; result: ToolResult }> {
-  const resolved = await resolveToolPath(context.host, context, path);
+  const resolved = await resolveToolPath(context.files, context, path);
   if (context.signal.aborted) return { ok: false, result: cancelledResult() };
   if (!resolved.ok) return { ok: false, result: errorResult(resolved.reason) };
   return resolved;

@@ -106,7 +106,7 @@ async function editFile(input: unknown, context: ToolContext): Promise<ToolResul
   if (!resolved.ok) return resolved.result;
   const file = resolved.path;
   const shown = displayPath(context.cwd, file);
-  const info = await context.host.stat(file).catch(() => undefined);
+  const info = await context.files.stat(file).catch(() => undefined);
   if (context.signal.aborted) return cancelledResult();
   if (info === undefined) {
     return errorResult(

@@ -103,7 +103,7 @@ async function findFiles(input: unknown, context: ToolContext): Promise<ToolResu
   if (!resolved.ok) return resolved.result;
   const root = resolved.path;
   const shown = displayPath(context.cwd, root);
-  const info = await context.host.stat(root).catch(() => undefined);
+  const info = await context.files.stat(root).catch(() => undefined);
   if (context.signal.aborted) return cancelledResult();
   if (info === undefined) return errorResult(`Cannot search ${quote(shown)}: it does not exist`);
   if (!info.isDirectory) return errorResult(`Cannot search ${quote(shown)}: it is not a directory`);
@@ -111,7 +111,7 @@ async function findFiles(input: unknown, context: ToolContext): Promise<ToolResu
   const stats: WalkStats = { entries: 0, limited: false, unreadable: 0 };
   const matches: string[] = [];
   const pacer = new Pacer(context.signal);
-  const walk = walkFiles(context.host, root, {
+  const walk = walkFiles(context.files, root, {
     signal: context.signal,
     pacer,
     maxEntries: FIND_FILES_MAX_ENTRIES,

@@ -86,7 +86,7 @@ async function listDirectory(input: unknown, context: ToolContext): Promise<Tool
   if (!resolved.ok) return resolved.result;
   const dir = resolved.path;
   const shown = displayPath(context.cwd, dir);
-  const info = await context.host.stat(dir).catch(() => undefined);
+  const info = await context.files.stat(dir).catch(() => undefined);
   if (context.signal.aborted) return cancelledResult();
   if (info === undefined) return errorResult(`Cannot list ${quote(shown)}: it does not exist`);
   if (!info.isDirectory) {
@@ -94,7 +94,7 @@ async function listDirectory(input: unknown, context: ToolContext): Promise<Tool
   }
   let entries: DirEntry[];
   try {
-    entries = await context.host.readDir(dir);
+    entries = await context.files.readDir(dir);
   } catch (error) {
     if (context.signal.aborted) return cancelledResult();
     return errorResult(`Cannot list ${quote(shown)}: ${describeError(error)}`);
@@ -110,7 +110,7 @@ async function listDirectory(input: unknown, context: ToolContext): Promise<Tool
   for (const entry of entries.slice(0, LIST_DIRECTORY_MAX_ENTRIES)) {
     if (entry.isSymlink) {
       // stat follows the link: it tells whether the target is a directory, or missing.
-      const target = await context.host.stat(joinPath(dir, entry.name)).catch(() => undefined);
+      const target = await context.files.stat(joinPath(dir, entry.name)).catch(() => undefined);
       if (context.signal.aborted) return cancelledResult();
       if (target === undefined) lines.push(`${entry.name} (broken symlink)`);
       else lines.push(`${entry.name}${target.isDirectory ? "/" : ""} (symlink)`);

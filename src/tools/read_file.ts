@@ -112,7 +112,7 @@ async function readFile(input: unknown, context: ToolContext): Promise<ToolResul
   if (!resolved.ok) return resolved.result;
   const file = resolved.path;
   const shown = displayPath(context.cwd, file);
-  const info = await context.host.stat(file).catch(() => undefined);
+  const info = await context.files.stat(file).catch(() => undefined);
   if (context.signal.aborted) return cancelledResult();
   if (info?.isDirectory) {
     return errorResult(`Cannot read ${quote(shown)}: it is a directory; use list_directory`);

@@ -110,7 +110,7 @@ async function runCommand(input: unknown, context: ToolContext): Promise<ToolRes
   const resolved = await resolveOrError(context, cwd ?? ".");
   if (!resolved.ok) return resolved.result;
   const dir = resolved.path;
-  const info = await context.host.stat(dir).catch(() => undefined);
+  const info = await context.files.stat(dir).catch(() => undefined);
   if (context.signal.aborted) return cancelledResult();
   if (!info?.isDirectory) {
     const shown = displayPath(context.cwd, dir);

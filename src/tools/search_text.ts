@@ -158,7 +158,7 @@ async function searchText(input: unknown, context: ToolContext): Promise<ToolRes
   if (!resolved.ok) return resolved.result;
   const root = resolved.path;
   const shown = displayPath(context.cwd, root);
-  const info = await context.host.stat(root).catch(() => undefined);
+  const info = await context.files.stat(root).catch(() => undefined);
   if (context.signal.aborted) return cancelledResult();
   if (info === undefined) return errorResult(`Cannot search ${quote(shown)}: it does not exist`);
   const search: Search = {
@@ -181,7 +181,7 @@ async function searchText(input: unknown, context: ToolContext): Promise<ToolRes
   if (!info.isDirectory) {
     if (filter === undefined || filter.matches(basenamePath(root))) await searchFile(search, root);
   } else {
-    const walk = walkFiles(context.host, root, {
+    const walk = walkFiles(context.files, root, {
       signal: context.signal,
       pacer: search.pacer,
       maxEntries: SEARCH_TEXT_MAX_ENTRIES,
@@ -240,7 +240,7 @@ async function searchText(input: unknown, context: ToolContext): Promise<ToolRes
 
 async function searchFile(search: Search, file: string): Promise<void> {
   const { context, pacer } = search;
-  const info = await context.host.stat(file).catch(() => undefined);
+  const info = await context.files.stat(file).catch(() => undefined);
   if (context.signal.aborted) return;
   if (info === undefined || !info.isFile) {
     search.unreadable++;
@@ -257,7 +257,7 @@ async function searchFile(search: Search, file: string): Promise<void> {
   let bytes: Uint8Array;
   try {
     // Bounded even when the file grew since the stat: one byte more tells it is too large.
-    bytes = await context.host.readFileRange(file, 0, SEARCH_TEXT_MAX_FILE_BYTES + 1);
+    bytes = await context.files.readFileRange(file, 0, SEARCH_TEXT_MAX_FILE_BYTES + 1);
   } catch {
     if (!context.signal.aborted) search.unreadable++;
     return;

@@ -35,7 +35,7 @@ export interface ToolContext {
    * The file-system queries clients cannot answer (metadata, listings, symlinks, partial reads),
    * on the host's file system. Only these: tools reach no other part of the host.
    */
-  readonly host: WorkspaceFiles;
+  readonly files: WorkspaceFiles;
   /** Aborted when the call is cancelled. */
   readonly signal: AbortSignal;
 }

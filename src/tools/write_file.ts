@@ -82,7 +82,7 @@ async function writeFile(input: unknown, context: ToolContext): Promise<ToolResu
   if (!resolved.ok) return resolved.result;
   const file = resolved.path;
   const shown = displayPath(context.cwd, file);
-  const info = await context.host.stat(file).catch(() => undefined);
+  const info = await context.files.stat(file).catch(() => undefined);
   if (context.signal.aborted) return cancelledResult();
   if (info?.isDirectory) return errorResult(`Cannot write ${quote(shown)}: it is a directory`);
   let oldText: string | null = null;
@@ -108,7 +108,7 @@ async function writeFile(input: unknown, context: ToolContext): Promise<ToolResu
     };
   }
   try {
-    await context.host.mkdir(dirnamePath(file));
+    await context.files.mkdir(dirnamePath(file));
     if (context.signal.aborted) return cancelledResult();
     await context.workspace.writeTextFile(file, content, { signal: context.signal });
   } catch (error) {

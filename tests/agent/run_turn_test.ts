@@ -126,7 +126,7 @@ function turnOptions(
     tools: [],
     cwd: "/work",
     roots: ["/work"],
-    host: new NodeHost({}),
+    files: new HostWorkspace(new NodeHost({})),
     workspace: new HostWorkspace(new NodeHost({})),
     maxSteps: 10,
     stream: false,

@@ -57,7 +57,7 @@ export async function tempWorkspace(): Promise<TempWorkspace> {
         cwd: options.cwd ?? root,
         roots: options.roots ?? [root],
         workspace,
-        host: hostWorkspace,
+        files: hostWorkspace,
         signal: options.signal ?? new AbortController().signal,
       };
     },

@@ -143,7 +143,7 @@ Deno.test("find_files stops walking when the signal aborts", async () => {
   const controller = new AbortController();
   const base = ws.context({ signal: controller.signal });
   let listed = 0;
-  const host = new Proxy(base.host, {
+  const files = new Proxy(base.files, {
     get(target, property, receiver): unknown {
       const value = Reflect.get(target, property, receiver);
       if (typeof value !== "function") return value;
@@ -154,7 +154,7 @@ Deno.test("find_files stops walking when the signal aborts", async () => {
       };
     },
   });
-  const result = await findFilesTool.execute({ pattern: "**/*.txt" }, { ...base, host });
+  const result = await findFilesTool.execute({ pattern: "**/*.txt" }, { ...base, files });
   assert.equal(result.isError, true);
   assert.match(result.content, /^Cancelled/);
   assert.equal(listed, 3);

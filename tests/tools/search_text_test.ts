@@ -130,7 +130,7 @@ function contextCallingBackAfterRead(
   onRead: () => void,
 ): ToolContext {
   const base = ws.context({ signal });
-  const host = new Proxy(base.host, {
+  const files = new Proxy(base.files, {
     get(target, property, receiver): unknown {
       const value = Reflect.get(target, property, receiver);
       if (typeof value !== "function") return value;
@@ -142,7 +142,7 @@ function contextCallingBackAfterRead(
       };
     },
   });
-  return { ...base, host };
+  return { ...base, files };
 }
 
 // Issue 7, defect 2: `^(a+)+$` over lines of 28 `a` and `!` took a backtracking engine ~13 s,

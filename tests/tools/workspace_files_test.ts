@@ -60,7 +60,7 @@ Deno.test("the built-in tools reach the host's files only through the WorkspaceF
     [runCommandTool, { command: "cat src/a.txt", cwd: "." }],
   ];
   for (const [tool, input] of calls) {
-    const result = await tool.execute(input, { ...ws.context(), host: files });
+    const result = await tool.execute(input, { ...ws.context(), files });
     assert.equal(result.isError, false, `${tool.name}: ${result.content}`);
   }
   assert.equal(await ws.read("new/b.txt"), "new\n");
