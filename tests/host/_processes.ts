@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { pollUntil } from "../_helpers/wait.ts";
 import process from "node:process";
 
 /** Whether a process with this id still exists (`kill -0`); zombies count as gone. */
@@ -22,11 +23,14 @@ export async function isAlive(pid: number): Promise<boolean> {
 
 /** Waits until none of `pids` is alive, up to `ms`; returns the ones still alive. */
 export async function waitGone(pids: readonly number[], ms = 3_000): Promise<number[]> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const left: number[] = [];
-    for (const pid of pids) if (await isAlive(pid)) left.push(pid);
-    if (left.length === 0 || Date.now() > deadline) return left;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  let left: number[] = [...pids];
+  // Processes that are not our children (grandchildren, a re-parented group) announce their end
+  // by no event: poll /proc.
+  await pollUntil(async () => {
+    const alive: number[] = [];
+    for (const pid of left) if (await isAlive(pid)) alive.push(pid);
+    left = alive;
+    return left.length === 0;
+  }, { what: `processes ${pids.join(", ")} gone`, timeoutMs: ms }).catch(() => {});
+  return left;
 }

@@ -1,3 +1,4 @@
+import { pollUntil } from "../_helpers/wait.ts";
 import assert from "node:assert/strict";
 import process from "node:process";
 import { waitGone as gone } from "./_processes.ts";
@@ -177,13 +178,12 @@ Deno.test("NodeHost.spawn() abort still settles when a process that left the gro
   const { lines, rest } = await readLines(child.stdout, 1);
   const escaped = Number(lines[0]);
   try {
-    // Wait until it has left the group: until then the group kill would still reach it.
-    for (let tries = 0; tries < 200; tries++) {
+    // Wait until it has left the group: until then the group kill would still reach it. Only
+    // /proc tells (no event): poll it.
+    await pollUntil(async () => {
       const stat = await Deno.readTextFile(`/proc/${escaped}/stat`);
-      const pgrp = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
-      if (pgrp === escaped) break;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]) === escaped;
+    }, { what: "the process left the group" });
     controller.abort();
     const [exit] = await Promise.all([child.exited, rest, child.stderr.cancel()]);
     assert.equal(exit.code, null);
@@ -397,18 +397,17 @@ Deno.test("NodeHost.pid(), hostname() and isProcessAlive()", async () => {
   try {
     // Whether the child stays a zombie depends on who reaps it (the shell may, before its exec):
     // either way it must count as dead.
+    // Only /proc tells a process's state (no event): poll it.
     let state = "";
-    for (let tries = 0; tries < 200 && state !== "Z" && state !== "gone"; tries++) {
+    await pollUntil(async () => {
       try {
         const stat = await Deno.readTextFile(`/proc/${zombie}/stat`);
         state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
       } catch {
         state = "gone";
       }
-      if (state !== "Z" && state !== "gone") {
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-    }
+      return state === "Z" || state === "gone";
+    }, { what: "the child dead", timeoutMs: 4_000 }).catch(() => {});
     assert.ok(state === "Z" || state === "gone", `state ${state}`);
     if (state === "Z") process.kill(zombie, 0); // still in the process table
     assert.equal(host.isProcessAlive(zombie), false);

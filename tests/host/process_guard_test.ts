@@ -1,3 +1,4 @@
+import { pollUntil } from "../_helpers/wait.ts";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
@@ -155,10 +156,9 @@ Deno.test("NodeHost.superviseProcesses() covers a child whose stdin is piped whe
     host.kill("SIGKILL");
     await Promise.all([host.exited, stdout.cancel(), stderr]);
     // The host's end of the pipe is gone, so `cat` ended; `sleep 300` only dies if supervised.
-    const deadline = Date.now() + 5_000;
-    while (groupAlive(group) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    // The group is not our child: only /proc tells when it is gone.
+    await pollUntil(() => !groupAlive(group), { what: "the whole group gone", timeoutMs: 5_000 })
+      .catch(() => {});
     assert.equal(groupAlive(group), false, "the whole group is gone");
   } finally {
     if (group > 0) killGroup(group);

@@ -1,3 +1,4 @@
+import { pollUntil } from "../_helpers/wait.ts";
 import assert from "node:assert/strict";
 import { NodeHost } from "../../src/host/node_host.ts";
 import { HostWorkspace } from "../../src/tools/host_workspace.ts";
@@ -112,11 +113,11 @@ Deno.test("HostWorkspace.runCommand() abort kills the whole process group", asyn
     `sleep 30 & echo $! > ${ws.root}/pids; sleep 30 & echo $! >> ${ws.root}/pids; wait`,
     options(ws.root, { signal: controller.signal }),
   );
-  for (let tries = 0; tries < 200; tries++) {
-    const text = await ws.read("pids").catch(() => "");
-    if (text.trim().split("\n").length === 2) break;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  // The pids file is written by the command's shell: no event announces it.
+  await pollUntil(
+    async () => (await ws.read("pids").catch(() => "")).trim().split("\n").length === 2,
+    { what: "both background pids written" },
+  );
   const pids = (await ws.read("pids")).trim().split("\n").map(Number);
   controller.abort();
   const result = await running;

@@ -1,3 +1,4 @@
+import { pollUntil } from "../_helpers/wait.ts";
 import assert from "node:assert/strict";
 import { runCommandTool } from "../../src/tools/run_command.ts";
 import type { CommandResult, RunCommandOptions, Workspace } from "../../src/tools/workspace.ts";
@@ -88,11 +89,12 @@ Deno.test("run_command cancellation kills the command and its children", async (
     ws.context({ signal: controller.signal }),
   );
   let pids: number[] = [];
-  for (let tries = 0; tries < 200 && pids.length < 2; tries++) {
-    await new Promise((resolve) => setTimeout(resolve, 10));
+  // The pids file is written by the command's shell: no event announces it.
+  await pollUntil(async () => {
     const text = await ws.read("pids").catch(() => "");
     pids = text.trim().split("\n").filter(Boolean).map(Number);
-  }
+    return pids.length >= 2;
+  }, { what: "both background pids written" });
   assert.equal(pids.length, 2);
   controller.abort();
   const result = await running;
