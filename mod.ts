@@ -35,7 +35,7 @@ export {
   connectAgentServer,
   createAgentServer,
 } from "./src/protocol/agent_server.ts";
-export type { SessionToolsInfo, ToolSetFactory } from "./src/session/tool_set.ts";
+export type { SessionToolsInfo, ToolSetFactory } from "./src/session/tool_set_factory.ts";
 export type { Cleanup, SessionCleanups } from "./src/session/session_disposer.ts";
 export {
   type Config,

@@ -3,7 +3,7 @@ import type { Config } from "../config/config.ts";
 import type { Host } from "../host/host.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
-import type { ToolSetFactory } from "../session/tool_set.ts";
+import type { ToolSetFactory } from "../session/tool_set_factory.ts";
 import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import { builtinTools } from "../tools/builtin_tools.ts";
 import { HostWorkspace } from "../tools/host_workspace.ts";

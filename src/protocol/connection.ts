@@ -6,7 +6,7 @@ import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Session } from "../session/session.ts";
 import { SessionManager } from "../session/session_manager.ts";
-import type { ToolSetFactory } from "../session/tool_set.ts";
+import type { ToolSetFactory } from "../session/tool_set_factory.ts";
 import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import type { Workspace } from "../tools/workspace.ts";
 import type { Stream } from "../transport/acp.ts";

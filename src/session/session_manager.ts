@@ -19,7 +19,7 @@ import { initialEffort, type Selection } from "./config_options.ts";
 import { type PermissionAsker, Session, SessionStateError } from "./session.ts";
 import { SessionDisposer } from "./session_disposer.ts";
 import { replayUpdates, restoreSession } from "./session_record.ts";
-import type { ToolSetFactory } from "./tool_set.ts";
+import type { ToolSetFactory } from "./tool_set_factory.ts";
 import type { UpdateSink } from "./update_queue.ts";
 
 /** What a {@link SessionManager} needs. */

@@ -17,8 +17,9 @@ export interface SessionToolsInfo {
 }
 
 /**
- * Makes the tool set of one session, when it is created, loaded or resumed. When two tools of a
- * set share a name, the model's calls go to the first.
+ * Makes the tools of one session, when it is created, loaded or resumed. The session builds its
+ * `ToolSet` (src/tools/tool_set.ts) from them: names are exact, and when two tools share a name
+ * the first keeps it (the later one is refused with a warning).
  */
 export type ToolSetFactory = (
   info: SessionToolsInfo,
