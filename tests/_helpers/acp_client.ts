@@ -37,6 +37,7 @@ export class AcpTestClient {
   >();
   readonly #sentMethods = new Map<string | number, string>();
   readonly #waiters = new Set<() => void>();
+  readonly #answering = new Set<Promise<void>>();
   #nextId = 0;
 
   constructor(send: (message: unknown) => Promise<void>) {
@@ -61,7 +62,9 @@ export class AcpTestClient {
       this.problems.push(`${JSON.stringify(frame).slice(0, 200)}: ${problem}`);
     }
     if (method !== undefined && id !== undefined) {
-      void this.#answer(id as string | number, method, frame.params);
+      const answering = this.#answer(id as string | number, method, frame.params);
+      this.#answering.add(answering);
+      void answering.finally(() => this.#answering.delete(answering));
     } else if (method === undefined && id !== undefined && id !== null) {
       const pending = this.#pending.get(id);
       this.#pending.delete(id);
@@ -92,6 +95,14 @@ export class AcpTestClient {
         : { code: -32603, message: String(error) };
       await this.#send({ jsonrpc: "2.0", id, error: answer });
     }
+  }
+
+  /**
+   * Resolves once every answer to an agent-to-client request received so far has been sent
+   * (its handler settled and the answer frame handed to the stream).
+   */
+  async answersSent(): Promise<void> {
+    await Promise.all(this.#answering);
   }
 
   /** Sends a request and resolves with its whole response frame. */

@@ -15,11 +15,9 @@ import {
   VERSION,
 } from "../../mod.ts";
 import type { RetryPolicy } from "../../src/agent/run_turn.ts";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { createCatalog } from "../../src/cli.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
+import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
 import type { Tool } from "../../src/tools/tool.ts";
 import { type AcpTestClient, memoryClient } from "./acp_client.ts";
 
@@ -29,8 +27,8 @@ export interface MemoryServer {
   readonly connection: AgentServerConnection;
   /** Log lines written by the server. */
   readonly logs: string[];
-  /** The data directory the server records sessions in. */
-  readonly dataDir: string;
+  /** The data directory the server records sessions in; `undefined` for the in-memory store. */
+  readonly dataDir: string | undefined;
   /** Closes the client side (like stdin EOF) and waits for the server to settle. */
   disconnect(): Promise<void>;
 }
@@ -46,8 +44,13 @@ export interface StartOptions {
   readonly tools?: readonly Tool[];
   /** Retry policy; tests default to fast retries. */
   readonly retry?: RetryPolicy;
-  /** Data directory (a new temporary one by default); share it to restart a server. */
+  /**
+   * The data directory of a JSONL store, which the test makes and removes (share it to restart
+   * a server). Without it, sessions live in an in-memory store and nothing touches the disk.
+   */
   readonly dataDir?: string;
+  /** The server's clock (the host's `now`), in ms since the epoch; the real one by default. */
+  readonly now?: () => number;
 }
 
 /** Starts a server over an in-memory pair. */
@@ -56,10 +59,14 @@ export function startServer(options: StartOptions = {}): MemoryServer {
   const logs: string[] = [];
   const script = options.script === undefined ? undefined : parseScript(options.script);
   const config = mergeConfig(options.config ?? {});
-  const host = new NodeHost(options.env ?? {});
-  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "acp-harness-data-"));
+  const host = options.now
+    ? new ClockedHost(options.env ?? {}, options.now)
+    : new NodeHost(options.env ?? {});
+  const { dataDir } = options;
   const logger = createLogger("debug", (line) => logs.push(line));
-  const store = new JsonlSessionStore({ host, dataDir, logger });
+  const store = dataDir === undefined
+    ? new MemorySessionStore({ now: () => host.now() })
+    : new JsonlSessionStore({ host, dataDir, logger });
   const connection = connectAgentServer(serverSide, {
     config,
     catalog: createCatalog(config, host, { script, logger }),
@@ -82,4 +89,18 @@ export function startServer(options: StartOptions = {}): MemoryServer {
       await connection.closed;
     },
   };
+}
+
+/** A {@link NodeHost} whose clock is the test's. */
+class ClockedHost extends NodeHost {
+  readonly #now: () => number;
+
+  constructor(env: Record<string, string>, now: () => number) {
+    super(env);
+    this.#now = now;
+  }
+
+  override now(): number {
+    return this.#now();
+  }
 }

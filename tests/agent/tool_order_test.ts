@@ -22,24 +22,25 @@ async function runStep(
     script: [{ toolCalls: calls }, { text: "done" }],
     config: { model: "scripted", mode: "auto" },
   });
-  await server.client.initialize();
-  const sessionId = await server.client.newSession(cwd);
-  assert.equal(await server.client.prompt(sessionId, "go"), "end_turn");
-  const results = new Map<string, Update>();
-  for (const { update } of server.client.updates(sessionId)) {
-    if (update.sessionUpdate === "tool_call_update" && update.status !== "in_progress") {
-      results.set(update.toolCallId as string, update);
-    }
-  }
-  return {
-    results,
-    cwd,
-    async cleanup() {
-      await server.disconnect();
-      await rm(cwd, { recursive: true, force: true });
-      await rm(server.dataDir, { recursive: true, force: true });
-    },
+  const cleanup = async (): Promise<void> => {
+    await server.disconnect();
+    await rm(cwd, { recursive: true, force: true });
   };
+  try {
+    await server.client.initialize();
+    const sessionId = await server.client.newSession(cwd);
+    assert.equal(await server.client.prompt(sessionId, "go"), "end_turn");
+    const results = new Map<string, Update>();
+    for (const { update } of server.client.updates(sessionId)) {
+      if (update.sessionUpdate === "tool_call_update" && update.status !== "in_progress") {
+        results.set(update.toolCallId as string, update);
+      }
+    }
+    return { results, cwd, cleanup };
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
 }
 
 Deno.test("a read after a write of the same file in one step sees the write", async () => {

@@ -2,16 +2,18 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { ROOT } from "../_helpers/runtimes.ts";
+import { tempDir } from "../_helpers/temp_dir.ts";
 
 Deno.test("examples/demo.ts drives the server through one exchange and prints it", async () => {
+  // Keep the demo's session out of the real ~/.acp-harness, and remove it afterwards.
+  await using home = await tempDir("acp-harness-demo-");
   const { stdout } = await promisify(execFile)(
     Deno.execPath(),
     ["run", "-A", `${ROOT}examples/demo.ts`, "demo prompt"],
     {
       cwd: ROOT,
       timeout: 30_000,
-      // Keep the demo's session out of the real ~/.acp-harness.
-      env: { ...Deno.env.toObject(), ACP_HARNESS_HOME: await Deno.makeTempDir() },
+      env: { ...Deno.env.toObject(), ACP_HARNESS_HOME: home.path },
     },
   );
   const lines = stdout.split("\n");

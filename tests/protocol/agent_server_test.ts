@@ -1,11 +1,10 @@
 import assert from "node:assert/strict";
-import { mkdtemp, realpath, symlink, writeFile } from "node:fs/promises";
+import { symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RpcError } from "../_helpers/acp_client.ts";
 import { startServer } from "../_helpers/server.ts";
-
-const workspace = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-ws-")));
+import { tempDir } from "../_helpers/temp_dir.ts";
 
 function kinds(updates: Array<{ update: Record<string, unknown> }>): string[] {
   return updates.map(({ update }) => update.sessionUpdate as string);
@@ -53,6 +52,8 @@ Deno.test("initialize answers version 1 with exact capabilities whatever is aske
 });
 
 Deno.test("requests before initialize, unknown methods and schema violations get errors", async () => {
+  await using workspaceDir = await tempDir("acp-harness-ws-");
+  const workspace = workspaceDir.path;
   const { client, disconnect } = startServer();
   await rejects(
     client.request("session/new", { cwd: workspace, mcpServers: [] }),
@@ -80,6 +81,8 @@ Deno.test("requests before initialize, unknown methods and schema violations get
 });
 
 Deno.test("session/new validates cwd, additionalDirectories and mcpServers", async () => {
+  await using workspaceDir = await tempDir("acp-harness-ws-");
+  const workspace = workspaceDir.path;
   const { client, disconnect } = startServer();
   await client.initialize();
   await rejects(client.newSession("relative/dir"), -32602, /cwd: must be an absolute path/);
@@ -149,6 +152,8 @@ Deno.test("session/new validates cwd, additionalDirectories and mcpServers", asy
 });
 
 Deno.test("the echo model answers with one thought and one message containing the prompt", async () => {
+  await using workspaceDir = await tempDir("acp-harness-ws-");
+  const workspace = workspaceDir.path;
   const { client, disconnect } = startServer();
   await client.initialize();
   const sessionId = await client.newSession(workspace);
@@ -171,6 +176,8 @@ Deno.test("the echo model answers with one thought and one message containing th
 });
 
 Deno.test("stream mode relays deltas in order under one messageId", async () => {
+  await using workspaceDir = await tempDir("acp-harness-ws-");
+  const workspace = workspaceDir.path;
   const { client, disconnect } = startServer({
     config: { model: "scripted", stream: true },
     script: [{ thought: ["a", "b"], text: ["one ", "two ", "three"] }],
@@ -191,6 +198,8 @@ Deno.test("stream mode relays deltas in order under one messageId", async () => 
 });
 
 Deno.test("scripted steps map to stop reasons, tool calls and errors", async () => {
+  await using workspaceDir = await tempDir("acp-harness-ws-");
+  const workspace = workspaceDir.path;
   const { client, disconnect } = startServer({
     config: { model: "scripted", maxSteps: 3 },
     script: [
@@ -236,6 +245,8 @@ Deno.test("scripted steps map to stop reasons, tool calls and errors", async () 
 });
 
 Deno.test("prompt content is validated before anything happens", async () => {
+  await using workspaceDir = await tempDir("acp-harness-ws-");
+  const workspace = workspaceDir.path;
   const { client, disconnect } = startServer();
   await client.initialize();
   const sessionId = await client.newSession(workspace);
@@ -280,6 +291,8 @@ Deno.test("prompt content is validated before anything happens", async () => {
 });
 
 Deno.test("a second prompt while one is in flight is rejected; the first is unaffected", async () => {
+  await using workspaceDir = await tempDir("acp-harness-ws-");
+  const workspace = workspaceDir.path;
   const { client, disconnect } = startServer({
     config: { model: "scripted" },
     script: [{ delayMs: 100, text: "slow" }, { text: "next" }],
@@ -299,6 +312,8 @@ Deno.test("a second prompt while one is in flight is rejected; the first is unaf
 });
 
 Deno.test("config options and modes change from the next turn and are announced", async () => {
+  await using workspaceDir = await tempDir("acp-harness-ws-");
+  const workspace = workspaceDir.path;
   const { client, disconnect } = startServer({
     config: { model: "scripted" },
     script: [{ delayMs: 50, text: "scripted answer" }],

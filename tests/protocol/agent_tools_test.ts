@@ -1,13 +1,9 @@
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { RpcError } from "../_helpers/acp_client.ts";
 import { type MemoryServer, type StartOptions, startServer } from "../_helpers/server.ts";
-
-async function workspace(): Promise<string> {
-  return await realpath(await mkdtemp(join(tmpdir(), "acp-harness-tools-")));
-}
+import { TempDirs } from "../_helpers/temp_dir.ts";
 
 type Update = Record<string, unknown>;
 const updatesOf = (server: MemoryServer, sessionId: string): Update[] =>
@@ -43,7 +39,8 @@ const write = (id: string, path: string, content: string) => ({
 });
 
 Deno.test("ask mode: a write asks first, runs once allowed, and shows a diff", async () => {
-  const cwd = await workspace();
+  await using workspaces = new TempDirs("acp-harness-tools-");
+  const cwd = await workspaces.make();
   const { server, sessionId, asked } = await start(cwd, [
     write("w1", "notes.txt", "hello\n"),
     { text: "written" },
@@ -84,7 +81,8 @@ Deno.test("ask mode: a write asks first, runs once allowed, and shows a diff", a
 });
 
 Deno.test("ask mode: a rejected write leaves the file alone and fails the tool call", async () => {
-  const cwd = await workspace();
+  await using workspaces = new TempDirs("acp-harness-tools-");
+  const cwd = await workspaces.make();
   await writeFile(join(cwd, "keep.txt"), "original\n");
   const { server, sessionId } = await start(cwd, [
     write("w1", "keep.txt", "changed\n"),
@@ -99,7 +97,8 @@ Deno.test("ask mode: a rejected write leaves the file alone and fails the tool c
 });
 
 Deno.test("ask mode: always answers are remembered for the tool in that session", async () => {
-  const cwd = await workspace();
+  await using workspaces = new TempDirs("acp-harness-tools-");
+  const cwd = await workspaces.make();
   const { server, sessionId, asked } = await start(cwd, [
     write("w1", "a.txt", "1"),
     write("w2", "b.txt", "2"),
@@ -109,7 +108,7 @@ Deno.test("ask mode: always answers are remembered for the tool in that session"
   assert.equal(asked.length, 1, "the second write did not ask");
   assert.equal(await readFile(join(cwd, "b.txt"), "utf8"), "2");
 
-  const cwd2 = await workspace();
+  const cwd2 = await workspaces.make();
   const rejecting = await start(cwd2, [
     write("w1", "a.txt", "1"),
     write("w2", "b.txt", "2"),
@@ -126,7 +125,8 @@ Deno.test("ask mode: always answers are remembered for the tool in that session"
 });
 
 Deno.test("read-only mode refuses edits and commands without asking; reads run", async () => {
-  const cwd = await workspace();
+  await using workspaces = new TempDirs("acp-harness-tools-");
+  const cwd = await workspaces.make();
   await writeFile(join(cwd, "a.txt"), "alpha\n");
   const { server, sessionId, asked } = await start(cwd, [
     {
@@ -152,7 +152,8 @@ Deno.test("read-only mode refuses edits and commands without asking; reads run",
 });
 
 Deno.test("auto mode runs edits and commands without asking", async () => {
-  const cwd = await workspace();
+  await using workspaces = new TempDirs("acp-harness-tools-");
+  const cwd = await workspaces.make();
   const { server, sessionId, asked } = await start(cwd, [
     { toolCalls: [{ id: "c1", name: "run_command", arguments: { command: "echo hi > out.txt" } }] },
     { text: "done" },
@@ -164,6 +165,7 @@ Deno.test("auto mode runs edits and commands without asking", async () => {
 });
 
 Deno.test("unknown options, client errors and cancelled answers never grant", async () => {
+  await using workspaces = new TempDirs("acp-harness-tools-");
   const answers: Array<[string, (params: unknown) => unknown, RegExp]> = [
     [
       "unknown option",
@@ -176,7 +178,7 @@ Deno.test("unknown options, client errors and cancelled answers never grant", as
     ["cancelled", () => ({ outcome: { outcome: "cancelled" } }), /cancelled/],
   ];
   for (const [label, answer, reason] of answers) {
-    const cwd = await workspace();
+    const cwd = await workspaces.make();
     const { server, sessionId } = await start(cwd, [write("w1", "x.txt", "x"), { text: "ok" }], {
       answer,
     });
@@ -190,7 +192,8 @@ Deno.test("unknown options, client errors and cancelled answers never grant", as
 });
 
 Deno.test("cancelling while a permission request is pending ends the turn cancelled", async () => {
-  const cwd = await workspace();
+  await using workspaces = new TempDirs("acp-harness-tools-");
+  const cwd = await workspaces.make();
   let release: (value: unknown) => void = () => {};
   const { server, sessionId } = await start(cwd, [write("w1", "x.txt", "x"), { text: "never" }], {
     answer: () => new Promise((resolve) => release = resolve),
@@ -202,14 +205,16 @@ Deno.test("cancelling while a permission request is pending ends the turn cancel
   await server.client.notify("session/cancel", { sessionId });
   assert.equal(await prompt, "cancelled");
   release({ outcome: { outcome: "selected", optionId: "allow_once" } });
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await server.client.answersSent();
+  // disconnect() drains the session: a tool the late answer let through would have run.
+  await server.disconnect();
   await assert.rejects(readFile(join(cwd, "x.txt")), "the tool did not run");
   assert.deepEqual(server.client.problems, []);
-  await server.disconnect();
 });
 
 Deno.test("reads, writes and commands go through the client when it offers fs and terminal", async () => {
-  const cwd = await workspace();
+  await using workspaces = new TempDirs("acp-harness-tools-");
+  const cwd = await workspaces.make();
   await writeFile(join(cwd, "disk.txt"), "on disk\n");
   const server = startServer({
     config: { model: "scripted", mode: "auto" },
@@ -279,7 +284,8 @@ Deno.test("reads, writes and commands go through the client when it offers fs an
 });
 
 Deno.test("paths outside the workspace are refused as failed tool results", async () => {
-  const cwd = await workspace();
+  await using workspaces = new TempDirs("acp-harness-tools-");
+  const cwd = await workspaces.make();
   const { server, sessionId } = await start(cwd, [
     {
       toolCalls: [
@@ -300,7 +306,8 @@ Deno.test("paths outside the workspace are refused as failed tool results", asyn
 });
 
 Deno.test("usage_update reports the latest request's tokens, the window and cumulative cost", async () => {
-  const cwd = await workspace();
+  await using workspaces = new TempDirs("acp-harness-tools-");
+  const cwd = await workspaces.make();
   const { server, sessionId } = await start(cwd, [
     { text: "one", usage: { input: 1000, output: 200, cacheRead: 400 } },
     { text: "two", usage: { input: 3000, output: 100 } },
@@ -339,7 +346,8 @@ Deno.test("usage_update reports the latest request's tokens, the window and cumu
 });
 
 Deno.test("reasoning_effort is offered for models with efforts and validated", async () => {
-  const cwd = await workspace();
+  await using workspaces = new TempDirs("acp-harness-tools-");
+  const cwd = await workspaces.make();
   const { server, sessionId } = await start(cwd, [{ text: "a" }], {
     config: {
       models: { scripted: { reasoningEfforts: ["low", "high"], defaultReasoningEffort: "high" } },
@@ -372,7 +380,8 @@ const PNG =
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
 
 Deno.test("images are advertised, validated and passed on when the model accepts them", async () => {
-  const cwd = await workspace();
+  await using workspaces = new TempDirs("acp-harness-tools-");
+  const cwd = await workspaces.make();
   const { server, sessionId } = await start(cwd, [{ text: "a cat" }, { text: "more" }], {
     config: { models: { scripted: { image: true } } },
   });
@@ -421,7 +430,8 @@ Deno.test("images are advertised, validated and passed on when the model accepts
 });
 
 Deno.test("a client's fs error reaches the model and the user with the client's reason", async () => {
-  const cwd = await workspace();
+  await using workspaces = new TempDirs("acp-harness-tools-");
+  const cwd = await workspaces.make();
   const server = startServer({
     config: { model: "scripted", mode: "auto" },
     script: [write("w1", "hello.txt", "hi"), { text: "done" }],
@@ -441,6 +451,4 @@ Deno.test("a client's fs error reaches the model and the user with the client's 
   assert.match(JSON.stringify(last?.content), /Permission denied for fs\/write_text_file/);
   assert.match(JSON.stringify(last?.content), /client error -32603/);
   await server.disconnect();
-  await rm(cwd, { recursive: true, force: true });
-  await rm(server.dataDir, { recursive: true, force: true });
 });

@@ -1,10 +1,6 @@
 import assert from "node:assert/strict";
-import { mkdtemp, realpath } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { startServer } from "../_helpers/server.ts";
-
-const workspace = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-cancel-")));
+import { tempDir } from "../_helpers/temp_dir.ts";
 
 /** Frames for `sessionId` received after the response with `id`. */
 function framesAfterResponse(
@@ -28,8 +24,9 @@ Deno.test("session/cancel mid-turn resolves cancelled and nothing of the turn fo
       { text: "after" },
     ],
   });
+  await using workspace = await tempDir("acp-harness-cancel-");
   await client.initialize();
-  const sessionId = await client.newSession(workspace);
+  const sessionId = await client.newSession(workspace.path);
   const id = client.nextId;
   const prompt = client.prompt(sessionId, "go");
   await client.waitFor(() =>
@@ -37,15 +34,22 @@ Deno.test("session/cancel mid-turn resolves cancelled and nothing of the turn fo
   );
   await client.notify("session/cancel", { sessionId });
   assert.equal(await prompt, "cancelled");
-  await new Promise((resolve) => setTimeout(resolve, 120));
-  assert.deepEqual(framesAfterResponse(client.frames, id, sessionId), []);
+  assert.equal(await client.prompt(sessionId, "again"), "end_turn");
+  // disconnect() drains the session: whatever the cancelled turn still sent has arrived.
+  await disconnect();
+  const followUp = client.updates(sessionId).find(({ update }) =>
+    (update.content as { text?: string } | undefined)?.text === "after"
+  )?.update.messageId;
+  assert.ok(followUp, "the follow-up prompt answered");
+  const late = framesAfterResponse(client.frames, id, sessionId).filter((frame) =>
+    (frame.params as { update: { messageId?: string } }).update.messageId !== followUp
+  );
+  assert.deepEqual(late, []);
   const chunks = client.updates(sessionId).filter(({ update }) =>
-    update.sessionUpdate === "agent_message_chunk"
+    update.sessionUpdate === "agent_message_chunk" && update.messageId !== followUp
   );
   assert.ok(chunks.length >= 1 && chunks.length < 3, `got ${chunks.length} chunks`);
-  assert.equal(await client.prompt(sessionId, "again"), "end_turn");
   assert.deepEqual(client.problems, []);
-  await disconnect();
 });
 
 Deno.test("$/cancel_request on the prompt resolves cancelled, not an error", async () => {
@@ -53,14 +57,15 @@ Deno.test("$/cancel_request on the prompt resolves cancelled, not an error", asy
     config: { model: "scripted" },
     script: [{ delayMs: 5_000, text: "never" }, { text: "ok" }],
   });
+  await using workspace = await tempDir("acp-harness-cancel-");
   await client.initialize();
-  const sessionId = await client.newSession(workspace);
+  const sessionId = await client.newSession(workspace.path);
   const id = client.nextId;
   const prompt = client.requestRaw("session/prompt", {
     sessionId,
     prompt: [{ type: "text", text: "slow" }],
   });
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await client.waitForUpdate(sessionId, "session_info_update");
   await client.notify("$/cancel_request", { requestId: id });
   const response = await prompt;
   assert.deepEqual(response.result, { stopReason: "cancelled" });
@@ -71,11 +76,11 @@ Deno.test("$/cancel_request on the prompt resolves cancelled, not an error", asy
 
 Deno.test("a cancel for an unknown or idle session is harmless to the next prompt", async () => {
   const { client, disconnect } = startServer();
+  await using workspace = await tempDir("acp-harness-cancel-");
   await client.initialize();
-  const sessionId = await client.newSession(workspace);
+  const sessionId = await client.newSession(workspace.path);
   await client.notify("session/cancel", { sessionId: "unknown" });
   await client.notify("session/cancel", { sessionId });
-  await new Promise((resolve) => setTimeout(resolve, 10));
   assert.equal(await client.prompt(sessionId, "hello"), "end_turn");
   assert.deepEqual(client.problems, []);
   await disconnect();
@@ -91,18 +96,24 @@ Deno.test("cancellation races before, during and after the model step (200 itera
     config: { model: "scripted", stream: true },
     script: steps,
   });
+  await using workspace = await tempDir("acp-harness-cancel-");
   await client.initialize();
-  const sessionId = await client.newSession(workspace);
+  const sessionId = await client.newSession(workspace.path);
   const outcomes = new Map<string, number>();
   const responseIds: number[] = [];
+  const thoughts = (): number =>
+    client.updates(sessionId).filter(({ update }) => update.sessionUpdate === "agent_thought_chunk")
+      .length;
   for (let index = 0; index < 200; index++) {
     const id = client.nextId;
+    const thoughtsBefore = thoughts();
     const prompt = client.prompt(sessionId, `race ${index}`);
     const phase = index % 3;
     if (phase === 0) {
       await client.notify("session/cancel", { sessionId });
     } else if (phase === 1) {
-      await new Promise((resolve) => setTimeout(resolve, 1));
+      // Cancel once this prompt's model step is running.
+      await client.waitFor(() => thoughts() > thoughtsBefore);
       await client.notify("session/cancel", { sessionId });
     }
     const stopReason = await prompt;
@@ -115,8 +126,8 @@ Deno.test("cancellation races before, during and after the model step (200 itera
     responseIds.push(id);
   }
   // Every update of a turn comes before its response: message ids never straddle a response,
-  // and nothing at all follows the last one.
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  // and nothing at all follows the last one (disconnect() drains every turn).
+  await disconnect();
   let segment = new Set<string>();
   let previous = new Set<string>();
   for (const frame of client.frames) {
@@ -135,7 +146,6 @@ Deno.test("cancellation races before, during and after the model step (200 itera
   assert.ok((outcomes.get("cancelled") ?? 0) >= 60, JSON.stringify([...outcomes]));
   assert.ok((outcomes.get("end_turn") ?? 0) >= 60, JSON.stringify([...outcomes]));
   assert.deepEqual(client.problems, []);
-  await disconnect();
 });
 
 Deno.test("many sessions run at once; a cancel in one never touches another", async () => {
@@ -144,9 +154,10 @@ Deno.test("many sessions run at once; a cancel in one never touches another", as
     config: { model: "scripted" },
     script: [{ delayMs: 40, text: "done" }],
   });
+  await using workspace = await tempDir("acp-harness-cancel-");
   await client.initialize();
   const ids: string[] = [];
-  for (let index = 0; index < count; index++) ids.push(await client.newSession(workspace));
+  for (let index = 0; index < count; index++) ids.push(await client.newSession(workspace.path));
   const prompts = ids.map((id) => client.prompt(id, `session ${id}`));
   await client.notify("session/cancel", { sessionId: ids[3] });
   const results = await Promise.all(prompts);
@@ -168,10 +179,14 @@ Deno.test("disconnect mid-turn settles every turn and leaves no timer behind", a
     config: { model: "scripted" },
     script: [{ delayMs: 60_000, text: "never" }],
   });
+  await using workspace = await tempDir("acp-harness-cancel-");
   await client.initialize();
-  const sessions = [await client.newSession(workspace), await client.newSession(workspace)];
+  const sessions = [
+    await client.newSession(workspace.path),
+    await client.newSession(workspace.path),
+  ];
   for (const id of sessions) void client.prompt(id, "hang").catch(() => {});
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  for (const id of sessions) await client.waitForUpdate(id, "session_info_update");
   await disconnect();
   await connection.closed;
   // Deno's op and resource sanitizers fail this test if the 60 s delay timer survived.
@@ -182,10 +197,11 @@ Deno.test("close() cancels running turns and answers them before the connection 
     config: { model: "scripted" },
     script: [{ delayMs: 60_000, text: "never" }],
   });
+  await using workspace = await tempDir("acp-harness-cancel-");
   await client.initialize();
-  const sessionId = await client.newSession(workspace);
+  const sessionId = await client.newSession(workspace.path);
   const prompt = client.prompt(sessionId, "hang");
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await client.waitForUpdate(sessionId, "session_info_update");
   await connection.close();
   assert.equal(await prompt, "cancelled");
 });

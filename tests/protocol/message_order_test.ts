@@ -27,7 +27,6 @@ async function withServer(
   } finally {
     await server.disconnect();
     await rm(cwd, { recursive: true, force: true });
-    await rm(server.dataDir, { recursive: true, force: true });
   }
 }
 

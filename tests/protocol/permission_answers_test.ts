@@ -85,7 +85,6 @@ Deno.test("a malformed permission answer never runs the tool, and the turn goes 
   } finally {
     await server.disconnect();
     await rm(cwd, { recursive: true, force: true });
-    await rm(server.dataDir, { recursive: true, force: true });
   }
 });
 
@@ -134,6 +133,5 @@ Deno.test("no answer, or an answer to another id, is a refusal once the timeout 
   } finally {
     await server.disconnect();
     await rm(cwd, { recursive: true, force: true });
-    await rm(server.dataDir, { recursive: true, force: true });
   }
 });

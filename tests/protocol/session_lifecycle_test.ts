@@ -1,15 +1,11 @@
 import assert from "node:assert/strict";
-import { mkdtemp, readdir, realpath, rm, symlink } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir, rm, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { RpcError } from "../_helpers/acp_client.ts";
 import { startFakeLlmServer } from "../_helpers/fake_llm_server.ts";
 import { openAiTurn } from "../_helpers/llm_fixtures.ts";
 import { type MemoryServer, type StartOptions, startServer } from "../_helpers/server.ts";
-
-async function workspace(): Promise<string> {
-  return await realpath(await mkdtemp(join(tmpdir(), "acp-harness-life-")));
-}
+import { tempDir, TempDirs } from "../_helpers/temp_dir.ts";
 
 async function rejects(promise: Promise<unknown>, code: number, pattern: RegExp): Promise<void> {
   await assert.rejects(promise, (error: unknown) => {
@@ -31,16 +27,18 @@ const kinds = (updates: Update[]): string[] =>
   updates.map((update) => update.sessionUpdate as string);
 
 Deno.test("session/list pages newest first with a cursor and filters by cwd", async () => {
-  const cwd = await workspace();
-  const other = await workspace();
-  const server = await started({ config: { sessionListPageSize: 2 } });
+  await using workspaces = new TempDirs("acp-harness-life-");
+  const cwd = await workspaces.make();
+  const other = await workspaces.make();
+  // A clock that steps a second on every reading orders the sessions without waiting.
+  let clock = Date.parse("2026-01-01T00:00:00Z");
+  const server = await started({ config: { sessionListPageSize: 2 }, now: () => clock += 1_000 });
   const { client } = server;
   const ids: string[] = [];
   for (const [index, dir] of [cwd, other, cwd, cwd].entries()) {
     const id = await client.newSession(dir);
     await client.prompt(id, `prompt number ${index}`);
     ids.push(id);
-    await new Promise((resolve) => setTimeout(resolve, 5));
   }
   const first = await client.request<{ sessions: Update[]; nextCursor?: string }>(
     "session/list",
@@ -57,7 +55,7 @@ Deno.test("session/list pages newest first with a cursor and filters by cwd", as
   assert.deepEqual(second.sessions.map((s) => s.sessionId), [ids[1], ids[0]]);
   assert.equal(second.nextCursor, undefined);
   // The filter matches after resolving symlinks.
-  const link = join(await workspace(), "link");
+  const link = join(await workspaces.make(), "link");
   await symlink(cwd, link);
   const filtered = await client.request<{ sessions: Update[] }>("session/list", { cwd: link });
   assert.deepEqual(filtered.sessions.map((s) => s.sessionId), [ids[3], ids[2]]);
@@ -77,8 +75,10 @@ Deno.test("session/list pages newest first with a cursor and filters by cwd", as
 });
 
 Deno.test("session/load replays the conversation; resume restores it silently; both continue it", async () => {
+  await using data = await tempDir("acp-harness-data-");
+  await using workspaces = new TempDirs("acp-harness-life-");
   const llm = await startFakeLlmServer();
-  const cwd = await workspace();
+  const cwd = await workspaces.make();
   const options: StartOptions = {
     config: {
       model: "fake/coder",
@@ -86,6 +86,7 @@ Deno.test("session/load replays the conversation; resume restores it silently; b
       providers: { fake: { api: "openai-chat", baseUrl: `${llm.url}/v1` } },
       models: { "fake/coder": { contextWindow: 10_000 } },
     },
+    dataDir: data.path,
   };
   const first = await started(options);
   const sessionId = await first.client.newSession(cwd);
@@ -107,7 +108,7 @@ Deno.test("session/load replays the conversation; resume restores it silently; b
   await first.disconnect();
 
   // A restarted server on the same data directory.
-  const second = await started({ ...options, dataDir: first.dataDir });
+  const second = await started(options);
   const loaded = await second.client.request<
     { configOptions: Array<{ id: string; currentValue: string }> }
   >(
@@ -162,7 +163,7 @@ Deno.test("session/load replays the conversation; resume restores it silently; b
   await second.disconnect();
 
   // resume: the same restoration without replay.
-  const third = await started({ ...options, dataDir: first.dataDir });
+  const third = await started(options);
   const resumed = await third.client.request<{ modes: { currentModeId: string } }>(
     "session/resume",
     {
@@ -182,8 +183,10 @@ Deno.test("session/load replays the conversation; resume restores it silently; b
 });
 
 Deno.test("load and resume check the id, the cwd and whether the session is active", async () => {
-  const cwd = await workspace();
-  const server = await started();
+  await using workspaces = new TempDirs("acp-harness-life-");
+  const cwd = await workspaces.make();
+  await using data = await tempDir("acp-harness-data-");
+  const server = await started({ dataDir: data.path });
   const { client } = server;
   const sessionId = await client.newSession(cwd);
   await rejects(
@@ -192,7 +195,7 @@ Deno.test("load and resume check the id, the cwd and whether the session is acti
     /already open in this process/,
   );
   await client.request("session/close", { sessionId });
-  const elsewhere = await workspace();
+  const elsewhere = await workspaces.make();
   await rejects(
     client.request("session/resume", { sessionId, cwd: elsewhere }),
     -32602,
@@ -205,7 +208,7 @@ Deno.test("load and resume check the id, the cwd and whether the session is acti
   );
   // A second server (another store instance) cannot open what the first holds.
   await client.request("session/resume", { sessionId, cwd });
-  const other = await started({ dataDir: server.dataDir });
+  const other = await started({ dataDir: data.path });
   await client.request("session/resume", { sessionId, cwd }).catch(() => {});
   await rejects(
     other.client.request("session/resume", { sessionId, cwd }),
@@ -218,7 +221,8 @@ Deno.test("load and resume check the id, the cwd and whether the session is acti
 });
 
 Deno.test("session/close cancels the prompt, waits for it, and leaves the session resumable", async () => {
-  const cwd = await workspace();
+  await using workspaces = new TempDirs("acp-harness-life-");
+  const cwd = await workspaces.make();
   const server = await started({
     config: { model: "scripted" },
     script: [{ delayMs: 60_000, text: "never" }, { text: "later" }],
@@ -226,7 +230,7 @@ Deno.test("session/close cancels the prompt, waits for it, and leaves the sessio
   const { client } = server;
   const sessionId = await client.newSession(cwd);
   const prompt = client.prompt(sessionId, "hang");
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await client.waitForUpdate(sessionId, "session_info_update");
   const closes = [
     client.request("session/close", { sessionId }),
     client.request("session/close", { sessionId }),
@@ -247,10 +251,15 @@ Deno.test("session/close cancels the prompt, waits for it, and leaves the sessio
 });
 
 Deno.test("session/delete removes the log, the index entry and unshared attachments", async () => {
-  const cwd = await workspace();
+  await using workspaces = new TempDirs("acp-harness-life-");
+  const cwd = await workspaces.make();
   const PNG =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
-  const server = await started({ config: { models: { echo: { image: true } } } });
+  await using data = await tempDir("acp-harness-data-");
+  const server = await started({
+    config: { models: { echo: { image: true } } },
+    dataDir: data.path,
+  });
   const { client } = server;
   const sessionId = await client.newSession(cwd);
   await client.request("session/prompt", {
@@ -259,7 +268,7 @@ Deno.test("session/delete removes the log, the index entry and unshared attachme
   });
   const attachments = async () => {
     try {
-      return (await readdir(join(server.dataDir, "attachments"), { recursive: true })).filter((f) =>
+      return (await readdir(join(data.path, "attachments"), { recursive: true })).filter((f) =>
         /[0-9a-f]{64}$/.test(f)
       );
     } catch {
@@ -277,10 +286,15 @@ Deno.test("session/delete removes the log, the index entry and unshared attachme
 });
 
 Deno.test("images replay from attachments; a missing attachment degrades to a marker", async () => {
-  const cwd = await workspace();
+  await using workspaces = new TempDirs("acp-harness-life-");
+  const cwd = await workspaces.make();
   const PNG =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
-  const options: StartOptions = { config: { models: { echo: { image: true } } } };
+  await using data = await tempDir("acp-harness-data-");
+  const options: StartOptions = {
+    config: { models: { echo: { image: true } } },
+    dataDir: data.path,
+  };
   const first = await started(options);
   const sessionId = await first.client.newSession(cwd);
   await first.client.request("session/prompt", {
@@ -291,7 +305,7 @@ Deno.test("images replay from attachments; a missing attachment degrades to a ma
     }],
   });
   await first.disconnect();
-  const second = await started({ ...options, dataDir: first.dataDir });
+  const second = await started(options);
   await second.client.request("session/load", { sessionId, cwd, mcpServers: [] });
   const image = second.client.updates(sessionId)[0]?.update;
   assert.deepEqual(image, {
@@ -300,8 +314,8 @@ Deno.test("images replay from attachments; a missing attachment degrades to a ma
     content: { type: "image", mimeType: "image/png", data: PNG },
   });
   await second.disconnect();
-  await rm(join(first.dataDir, "attachments"), { recursive: true });
-  const third = await started({ ...options, dataDir: first.dataDir });
+  await rm(join(data.path, "attachments"), { recursive: true });
+  const third = await started(options);
   await third.client.request("session/load", { sessionId, cwd, mcpServers: [] });
   const marker = third.client.updates(sessionId)[0]?.update.content as {
     type: string;
@@ -315,7 +329,9 @@ Deno.test("images replay from attachments; a missing attachment degrades to a ma
 });
 
 Deno.test("always answers, the title and the cost survive a restart", async () => {
-  const cwd = await workspace();
+  await using data = await tempDir("acp-harness-data-");
+  await using workspaces = new TempDirs("acp-harness-life-");
+  const cwd = await workspaces.make();
   const script = [
     {
       toolCalls: [{ id: "w1", name: "write_file", arguments: { path: "a.txt", content: "1" } }],
@@ -331,6 +347,7 @@ Deno.test("always answers, the title and the cost survive a restart", async () =
       models: { scripted: { contextWindow: 1000, pricing: { input: 1000, output: 1000 } } },
     },
     script,
+    dataDir: data.path,
   };
   const first = await started(options);
   let asked = 0;
@@ -342,7 +359,7 @@ Deno.test("always answers, the title and the cost survive a restart", async () =
   assert.equal(await first.client.prompt(sessionId, "Write the files"), "end_turn");
   assert.equal(asked, 1);
   await first.disconnect();
-  const second = await started({ ...options, dataDir: first.dataDir });
+  const second = await started(options);
   second.client.handlers.set("session/request_permission", () => {
     asked++;
     return { outcome: { outcome: "selected", optionId: "reject_once" } };
@@ -376,9 +393,11 @@ Deno.test("an unknown id gets -32002 even when the cwd does not exist", async ()
 });
 
 Deno.test("session/delete of a session open elsewhere gets -32602 naming it and removes nothing", async () => {
-  const cwd = await workspace();
-  const first = startServer();
-  const second = startServer({ dataDir: first.dataDir });
+  await using workspaces = new TempDirs("acp-harness-life-");
+  const cwd = await workspaces.make();
+  await using data = await tempDir("acp-harness-data-");
+  const first = startServer({ dataDir: data.path });
+  const second = startServer({ dataDir: data.path });
   try {
     await first.client.initialize();
     await second.client.initialize();
@@ -395,6 +414,5 @@ Deno.test("session/delete of a session open elsewhere gets -32602 naming it and 
   } finally {
     await first.disconnect();
     await second.disconnect();
-    await rm(first.dataDir, { recursive: true, force: true });
   }
 });

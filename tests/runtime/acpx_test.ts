@@ -1,19 +1,39 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, readFile, realpath, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { schemaProblems } from "../_helpers/acp_schema.ts";
+import { removeAcpxSocketDir } from "../_helpers/acpx.ts";
 import { startFakeLlmServer } from "../_helpers/fake_llm_server.ts";
 import { openAiTurn } from "../_helpers/llm_fixtures.ts";
 import { commandLine, ROOT, RUNTIMES } from "../_helpers/runtimes.ts";
+import { tempDir } from "../_helpers/temp_dir.ts";
 
-const base = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-acpx-")));
-const workspace = join(base, "ws");
-await mkdir(join(base, "home"), { recursive: true });
-await mkdir(workspace, { recursive: true });
-const hangScript = join(base, "hang.json");
-await writeFile(hangScript, JSON.stringify([{ delayMs: 60_000, text: "never" }]));
+/** A test's directory: acpx's HOME, the agent's data, the workspace and a script that hangs. */
+interface AcpxDir extends AsyncDisposable {
+  readonly base: string;
+  readonly workspace: string;
+  readonly hangScript: string;
+}
+
+/** Makes a test's {@link AcpxDir}; disposing it removes everything in it. */
+async function acpxDir(): Promise<AcpxDir> {
+  const dir = await tempDir("acp-harness-acpx-");
+  const workspace = join(dir.path, "ws");
+  await mkdir(join(dir.path, "home"), { recursive: true });
+  await mkdir(workspace, { recursive: true });
+  const hangScript = join(dir.path, "hang.json");
+  await writeFile(hangScript, JSON.stringify([{ delayMs: 60_000, text: "never" }]));
+  return {
+    base: dir.path,
+    workspace,
+    hangScript,
+    async [Symbol.asyncDispose]() {
+      await removeAcpxSocketDir(join(dir.path, "home"));
+      await dir[Symbol.asyncDispose]();
+    },
+  };
+}
 
 interface AcpxRun {
   readonly code: number | null;
@@ -27,6 +47,7 @@ interface AcpxRun {
  * first prompt of a session and begun its turn.
  */
 function runAcpx(
+  { base, workspace }: AcpxDir,
   args: readonly string[],
   interrupt = false,
   env: Record<string, string> = {},
@@ -95,7 +116,8 @@ function agentProblems(frames: ReadonlyArray<Record<string, unknown>>): string[]
 
 for (const runtime of RUNTIMES) {
   Deno.test(`acpx exec drives acp-harness on ${runtime.name}`, async () => {
-    const run = await runAcpx([
+    await using dir = await acpxDir();
+    const run = await runAcpx(dir, [
       "--agent",
       commandLine(runtime),
       "--format",
@@ -126,11 +148,12 @@ for (const runtime of RUNTIMES) {
 }
 
 Deno.test("acpx Ctrl-C sends session/cancel; the prompt ends cancelled and acpx exits 0", async () => {
+  await using dir = await acpxDir();
   const [, node] = RUNTIMES;
   assert.ok(node);
-  const run = await runAcpx([
+  const run = await runAcpx(dir, [
     "--agent",
-    commandLine(node, ["--model", "scripted", "--script", hangScript]),
+    commandLine(node, ["--model", "scripted", "--script", dir.hangScript]),
     "--format",
     "json",
     "--approve-all",
@@ -150,11 +173,12 @@ Deno.test("acpx Ctrl-C sends session/cancel; the prompt ends cancelled and acpx 
 
 for (const [flag, answer] of [["--approve-all", "allow"], ["--deny-all", "deny"]] as const) {
   Deno.test(`acpx ${flag}: an edit through acpx's own fs and permission handling`, async () => {
+    await using dir = await acpxDir();
     const server = await startFakeLlmServer();
     try {
-      const file = join(workspace, `${answer}.txt`);
+      const file = join(dir.workspace, `${answer}.txt`);
       await writeFile(file, "before\n");
-      const configFile = join(base, `${answer}.config.json`);
+      const configFile = join(dir.base, `${answer}.config.json`);
       await writeFile(
         configFile,
         JSON.stringify({
@@ -173,7 +197,7 @@ for (const [flag, answer] of [["--approve-all", "allow"], ["--deny-all", "deny"]
       );
       const [, node] = RUNTIMES;
       assert.ok(node);
-      const run = await runAcpx([
+      const run = await runAcpx(dir, [
         "--agent",
         commandLine(node, ["--config", configFile, "--model", "fake/coder"]),
         "--format",

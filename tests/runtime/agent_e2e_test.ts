@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, realpath, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import {
@@ -10,11 +9,13 @@ import {
 } from "../_helpers/fake_llm_server.ts";
 import { anthropicTurn, openAiTurn } from "../_helpers/llm_fixtures.ts";
 import { RUNTIMES } from "../_helpers/runtimes.ts";
+import { tempDir } from "../_helpers/temp_dir.ts";
 import { pollUntil } from "../_helpers/wait.ts";
 
 const [, NODE] = RUNTIMES as [unknown, { command: string; args: readonly string[] }];
 
-interface Started {
+/** A running server; disposing it kills what still runs and removes its directory. */
+interface Started extends AsyncDisposable {
   readonly agent: StdioAgent;
   readonly cwd: string;
   readonly sessionId: string;
@@ -25,9 +26,12 @@ interface Started {
 async function start(
   options: { mode?: string; api?: "openai-chat" | "anthropic-messages"; answer?: string } = {},
 ): Promise<Started> {
+  const dir = await tempDir("acp-harness-e2e-");
   const server = await startFakeLlmServer();
-  const cwd = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-e2e-")));
-  const configFile = join(cwd, "..", `${cwd.split("/").at(-1)}.config.json`);
+  // The workspace, with the config file next to it (out of the model's sight).
+  const cwd = join(dir.path, "ws");
+  await mkdir(cwd);
+  const configFile = join(dir.path, "config.json");
   const api = options.api ?? "openai-chat";
   await writeFile(
     configFile,
@@ -57,9 +61,22 @@ async function start(
   agent.client.handlers.set("session/request_permission", () => ({
     outcome: { outcome: "selected", optionId: options.answer ?? "allow_once" },
   }));
-  await agent.client.initialize();
-  const sessionId = await agent.client.newSession(cwd);
-  return { agent, cwd, sessionId, server };
+  const dispose = async (): Promise<void> => {
+    if (agent.child.exitCode === null && agent.child.signalCode === null) {
+      agent.child.kill("SIGKILL");
+    }
+    await agent.exited;
+    await server.close();
+    await dir[Symbol.asyncDispose]();
+  };
+  try {
+    await agent.client.initialize();
+    const sessionId = await agent.client.newSession(cwd);
+    return { agent, cwd, sessionId, server, [Symbol.asyncDispose]: dispose };
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
 }
 
 async function stop({ agent, server }: Started): Promise<void> {
@@ -77,7 +94,7 @@ function toolStatuses(agent: StdioAgent, sessionId: string): Array<[string, stri
 }
 
 Deno.test("a scripted coding task reads, edits after permission, runs a command and answers", async () => {
-  const run = await start();
+  await using run = await start();
   const { agent, cwd, server } = run;
   await writeFile(join(cwd, "app.txt"), "value = 1\n");
   // AGENTS.md is read when a session starts.
@@ -160,7 +177,7 @@ Deno.test("a scripted coding task reads, edits after permission, runs a command 
 });
 
 Deno.test("a rejected edit leaves the file unchanged and the tool call failed", async () => {
-  const run = await start({ answer: "reject_once" });
+  await using run = await start({ answer: "reject_once" });
   const { agent, cwd, sessionId, server } = run;
   await writeFile(join(cwd, "app.txt"), "value = 1\n");
   server.enqueue(
@@ -180,7 +197,7 @@ Deno.test("a rejected edit leaves the file unchanged and the tool call failed", 
 });
 
 Deno.test("cancel mid-stream closes the provider connection and ends the prompt cancelled", async () => {
-  const run = await start();
+  await using run = await start();
   const { agent, sessionId, server } = run;
   server.enqueue(openAiTurn({ text: ["one ", "two ", "three"], chunkDelayMs: 50, hold: true }));
   const prompt = agent.client.prompt(sessionId, "talk");
@@ -192,7 +209,7 @@ Deno.test("cancel mid-stream closes the provider connection and ends the prompt 
 });
 
 Deno.test("429 with Retry-After is retried, then the turn succeeds", async () => {
-  const run = await start();
+  await using run = await start();
   const { agent, sessionId, server } = run;
   server.enqueue(
     jsonResponse(429, { error: { message: "Rate limit reached" } }, { "retry-after": "0" }),
@@ -205,7 +222,7 @@ Deno.test("429 with Retry-After is retried, then the turn succeeds", async () =>
 });
 
 Deno.test("a request that keeps failing rejects the prompt with -32603 naming provider, model and status", async () => {
-  const run = await start();
+  await using run = await start();
   const { agent, sessionId, server } = run;
   server.enqueue(jsonResponse(401, { error: { message: "Invalid API key" } }));
   const response = await agent.client.requestRaw("session/prompt", {
@@ -222,7 +239,7 @@ Deno.test("a request that keeps failing rejects the prompt with -32603 naming pr
 });
 
 Deno.test("DeepSeek reasoning_content is sent back on the next request", async () => {
-  const run = await start({ mode: "auto" });
+  await using run = await start({ mode: "auto" });
   const { agent, sessionId, server } = run;
   server.enqueue(
     openAiTurn({
@@ -243,7 +260,7 @@ Deno.test("DeepSeek reasoning_content is sent back on the next request", async (
 });
 
 Deno.test("Anthropic thinking blocks go back unchanged, signature included", async () => {
-  const run = await start({ mode: "auto", api: "anthropic-messages" });
+  await using run = await start({ mode: "auto", api: "anthropic-messages" });
   const { agent, sessionId, server } = run;
   server.enqueue(
     anthropicTurn({
@@ -280,7 +297,7 @@ async function alive(pid: number): Promise<boolean> {
 }
 
 Deno.test("a command's child processes are gone after its timeout and after a cancel", async () => {
-  const run = await start({ mode: "auto" });
+  await using run = await start({ mode: "auto" });
   const { agent, cwd, sessionId, server } = run;
   const script = "sleep 30 & echo $! > $PIDFILE; sleep 30";
   server.enqueue(
@@ -326,7 +343,7 @@ Deno.test("a command's child processes are gone after its timeout and after a ca
 
 Deno.test("read-only mode refuses edits without asking; auto mode runs them without asking", async () => {
   for (const mode of ["read-only", "auto"] as const) {
-    const run = await start({ mode });
+    await using run = await start({ mode });
     const { agent, cwd, sessionId, server } = run;
     await writeFile(join(cwd, "app.txt"), "value = 1\n");
     server.enqueue(

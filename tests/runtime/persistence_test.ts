@@ -1,35 +1,54 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import {
-  appendFile,
-  mkdir,
-  mkdtemp,
-  readdir,
-  readFile,
-  realpath,
-  writeFile,
-} from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { appendFile, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
+import { removeAcpxSocketDir } from "../_helpers/acpx.ts";
 import { commandLine, ROOT, RUNTIMES } from "../_helpers/runtimes.ts";
+import { tempDir } from "../_helpers/temp_dir.ts";
 import { pollUntil } from "../_helpers/wait.ts";
 
 const [, NODE] = RUNTIMES as [unknown, { name: "node"; command: string; args: readonly string[] }];
 
-async function setup(): Promise<{ cwd: string; dataDir: string; base: string }> {
-  const base = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-persist-")));
+/** A test's directory; disposing it kills the servers still running and removes it. */
+interface Setup extends AsyncDisposable {
+  readonly cwd: string;
+  readonly dataDir: string;
+  readonly base: string;
+  /** Starts a server process on the bundled Node build, on this data directory. */
+  server(args?: readonly string[]): StdioAgent;
+}
+
+async function setup(): Promise<Setup> {
+  const dir = await tempDir("acp-harness-persist-");
+  const base = dir.path;
   const cwd = join(base, "ws");
   const dataDir = join(base, "data");
   await mkdir(cwd);
-  return { cwd, dataDir, base };
-}
-
-function server(dataDir: string, cwd: string, args: readonly string[] = []): StdioAgent {
-  return spawnAgent(NODE.command, [...NODE.args, "--data-dir", dataDir, ...args], {
+  const started: StdioAgent[] = [];
+  return {
     cwd,
-    env: { ...Deno.env.toObject() },
-  });
+    dataDir,
+    base,
+    server(args = []) {
+      const agent = spawnAgent(NODE.command, [...NODE.args, "--data-dir", dataDir, ...args], {
+        cwd,
+        env: { ...Deno.env.toObject() },
+      });
+      started.push(agent);
+      return agent;
+    },
+    async [Symbol.asyncDispose]() {
+      for (const agent of started) {
+        if (agent.child.exitCode === null && agent.child.signalCode === null) {
+          agent.child.kill("SIGKILL");
+        }
+      }
+      await Promise.all(started.map((agent) => agent.exited));
+      await removeAcpxSocketDir(join(base, "home"));
+      await dir[Symbol.asyncDispose]();
+    },
+  };
 }
 
 async function stop(agent: StdioAgent): Promise<void> {
@@ -40,7 +59,8 @@ async function stop(agent: StdioAgent): Promise<void> {
 type Update = Record<string, unknown>;
 
 Deno.test("a server killed with SIGKILL mid-turn restarts with the committed history", async () => {
-  const { cwd, dataDir, base } = await setup();
+  await using f = await setup();
+  const { cwd, dataDir, base } = f;
   await writeFile(join(cwd, "notes.txt"), "remember me\n");
   const before = join(base, "before.json");
   await writeFile(
@@ -51,7 +71,7 @@ Deno.test("a server killed with SIGKILL mid-turn restarts with the committed his
       { delayMs: 60_000, text: "never committed" },
     ]),
   );
-  const first = server(dataDir, cwd, ["--model", "scripted", "--script", before, "--mode", "auto"]);
+  const first = f.server(["--model", "scripted", "--script", before, "--mode", "auto"]);
   await first.client.initialize();
   const sessionId = await first.client.newSession(cwd);
   assert.equal(await first.client.prompt(sessionId, "Remember the notes"), "end_turn");
@@ -75,7 +95,7 @@ Deno.test("a server killed with SIGKILL mid-turn restarts with the committed his
       { text: "Continuing where we stopped." },
     ]),
   );
-  const second = server(dataDir, cwd, ["--model", "scripted", "--script", after]);
+  const second = f.server(["--model", "scripted", "--script", after]);
   await second.client.initialize();
   const list = await second.client.request<{ sessions: Update[] }>("session/list", { cwd });
   assert.deepEqual(list.sessions.map((s) => [s.sessionId, s.title]), [[
@@ -108,14 +128,15 @@ Deno.test("a server killed with SIGKILL mid-turn restarts with the committed his
 });
 
 Deno.test("a corrupt index is rebuilt from the logs", async () => {
-  const { cwd, dataDir } = await setup();
-  const first = server(dataDir, cwd);
+  await using f = await setup();
+  const { cwd, dataDir } = f;
+  const first = f.server();
   await first.client.initialize();
   const sessionId = await first.client.newSession(cwd);
   await first.client.prompt(sessionId, "Indexed title");
   await stop(first);
   await writeFile(join(dataDir, "index.jsonl"), "this is not an index\n{{{\n");
-  const second = server(dataDir, cwd);
+  const second = f.server();
   await second.client.initialize();
   const list = await second.client.request<{ sessions: Update[] }>("session/list", {});
   assert.deepEqual(list.sessions.map((s) => [s.sessionId, s.title]), [[
@@ -127,9 +148,10 @@ Deno.test("a corrupt index is rebuilt from the logs", async () => {
 });
 
 Deno.test("two server processes share a data directory; a session is open in only one", async () => {
-  const { cwd, dataDir } = await setup();
-  const a = server(dataDir, cwd);
-  const b = server(dataDir, cwd);
+  await using f = await setup();
+  const { cwd, dataDir } = f;
+  const a = f.server();
+  const b = f.server();
   await a.client.initialize();
   await b.client.initialize();
   const fromA = await a.client.newSession(cwd);
@@ -208,7 +230,8 @@ async function agentsGone(dataDir: string): Promise<void> {
 }
 
 Deno.test("acpx persistent sessions resume after the agent process is gone and keep the history", async () => {
-  const { cwd, dataDir, base } = await setup();
+  await using f = await setup();
+  const { cwd, dataDir, base } = f;
   const env = { HOME: join(base, "home"), ACP_HARNESS_HOME: dataDir };
   await mkdir(env.HOME);
   const agent = commandLine(NODE, ["--data-dir", dataDir]);
@@ -233,7 +256,7 @@ Deno.test("acpx persistent sessions resume after the agent process is gone and k
   assert.match(second, /"stopReason":"end_turn"/);
   await agentsGone(dataDir);
   // Our own client sees both prompts in the one session.
-  const check = server(dataDir, cwd);
+  const check = f.server();
   await check.client.initialize();
   const [session] =
     (await check.client.request<{ sessions: Update[] }>("session/list", { cwd })).sessions;

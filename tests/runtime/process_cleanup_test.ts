@@ -13,6 +13,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
+import { pollUntil } from "../_helpers/wait.ts";
 
 const MARK = "ACP_HARNESS_TEST_MARK";
 
@@ -51,14 +52,13 @@ async function marked(mark: string): Promise<number[]> {
   return found;
 }
 
-/** Polls until `check` holds (small delay between polls), at most `ms`; returns whether it did. */
+/**
+ * Polls until `check` holds, at most `ms`; returns whether it did. The processes checked are not
+ * our children (a command's descendants, a supervisor): /proc is all there is to wait on.
+ */
 async function eventually(check: () => Promise<boolean>, ms = 10_000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  return await pollUntil(check, { what: "the processes to change", timeoutMs: ms, intervalMs: 25 })
+    .then(() => true, () => false);
 }
 
 /** Kills whatever carries the marker (so a failing test leaves nothing behind) and the files. */

@@ -1,14 +1,37 @@
 import assert from "node:assert/strict";
-import { mkdtemp, realpath, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
-import { RUNTIMES } from "../_helpers/runtimes.ts";
+import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
+import { tempDir } from "../_helpers/temp_dir.ts";
 
-const workspace = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-stdio-")));
-const scriptFile = join(workspace, "hang.json");
-await writeFile(scriptFile, JSON.stringify([{ delayMs: 60_000, text: "never" }]));
-const baseEnv = { ...Deno.env.toObject(), ACP_HARNESS_HOME: join(workspace, "home") };
+/** A test's workspace (with a script that hangs, and the data home), removed on dispose. */
+interface Workspace extends AsyncDisposable {
+  readonly path: string;
+  readonly scriptFile: string;
+  /** The environment of the servers it starts. */
+  readonly env: Record<string, string>;
+  /** Starts a server on `runtime` in the workspace. */
+  start(runtime: Runtime, args?: readonly string[], env?: Record<string, string>): StdioAgent;
+}
+
+async function workspaceDir(): Promise<Workspace> {
+  const dir = await tempDir("acp-harness-stdio-");
+  const scriptFile = join(dir.path, "hang.json");
+  await writeFile(scriptFile, JSON.stringify([{ delayMs: 60_000, text: "never" }]));
+  const env = { ...Deno.env.toObject(), ACP_HARNESS_HOME: join(dir.path, "home") };
+  return {
+    path: dir.path,
+    scriptFile,
+    env,
+    start: (runtime, args = [], extra = {}) =>
+      spawnAgent(runtime.command, [...runtime.args, ...args], {
+        cwd: dir.path,
+        env: { ...env, ...extra },
+      }),
+    [Symbol.asyncDispose]: () => dir[Symbol.asyncDispose](),
+  };
+}
 
 /** Waits for the process to exit, failing (and killing it) if that takes over `ms`. */
 async function exitWithin(agent: StdioAgent, ms: number): Promise<number | null> {
@@ -28,18 +51,13 @@ async function exitWithin(agent: StdioAgent, ms: number): Promise<number | null>
 }
 
 for (const runtime of RUNTIMES) {
-  const start = (args: readonly string[] = [], env: Record<string, string> = {}): StdioAgent =>
-    spawnAgent(runtime.command, [...runtime.args, ...args], {
-      cwd: workspace,
-      env: { ...baseEnv, ...env },
-    });
-
   Deno.test(`${runtime.name}: serves initialize, session/new and an echo prompt over stdio`, async () => {
-    const agent = start();
+    await using ws = await workspaceDir();
+    const agent = ws.start(runtime);
     const { client } = agent;
     const init = await client.initialize();
     assert.equal((init.agentInfo as { name: string }).name, "acp-harness");
-    const sessionId = await client.newSession(workspace);
+    const sessionId = await client.newSession(ws.path);
     assert.equal(await client.prompt(sessionId, "hello from stdio"), "end_turn");
     const message = client.updates(sessionId).find(({ update }) =>
       update.sessionUpdate === "agent_message_chunk"
@@ -52,7 +70,8 @@ for (const runtime of RUNTIMES) {
   });
 
   Deno.test(`${runtime.name}: answers bad input and keeps serving`, async () => {
-    const agent = start(["--max-message-bytes", "2048"]);
+    await using ws = await workspaceDir();
+    const agent = ws.start(runtime, ["--max-message-bytes", "2048"]);
     const { client } = agent;
     await client.initialize();
     await agent.writeRaw("this is not json\n");
@@ -72,7 +91,7 @@ for (const runtime of RUNTIMES) {
       -32600,
     ]]);
     assert.equal(((await unknown).error as { code: number }).code, -32601);
-    const sessionId = await client.newSession(workspace);
+    const sessionId = await client.newSession(ws.path);
     assert.equal(await client.prompt(sessionId, "still serving"), "end_turn");
     agent.end();
     assert.equal(await exitWithin(agent, 5_000), 0);
@@ -83,10 +102,11 @@ for (const runtime of RUNTIMES) {
 
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     Deno.test(`${runtime.name}: ${signal} mid-turn answers the prompt cancelled and exits 0`, async () => {
-      const agent = start(["--model", "scripted", "--script", scriptFile]);
+      await using ws = await workspaceDir();
+      const agent = ws.start(runtime, ["--model", "scripted", "--script", ws.scriptFile]);
       const { client } = agent;
       await client.initialize();
-      const sessionId = await client.newSession(workspace);
+      const sessionId = await client.newSession(ws.path);
       const prompt = client.prompt(sessionId, "hang");
       await client.waitForUpdate(sessionId, "session_info_update");
       // Deno.kill, not child.kill: Deno's node:child_process reports a child it signalled as killed
@@ -99,10 +119,11 @@ for (const runtime of RUNTIMES) {
   }
 
   Deno.test(`${runtime.name}: stdin EOF mid-turn answers the prompt cancelled and exits 0`, async () => {
-    const agent = start(["--model", "scripted", "--script", scriptFile]);
+    await using ws = await workspaceDir();
+    const agent = ws.start(runtime, ["--model", "scripted", "--script", ws.scriptFile]);
     const { client } = agent;
     await client.initialize();
-    const sessionId = await client.newSession(workspace);
+    const sessionId = await client.newSession(ws.path);
     const prompt = client.prompt(sessionId, "hang");
     await client.waitForUpdate(sessionId, "session_info_update");
     agent.end();
@@ -111,13 +132,14 @@ for (const runtime of RUNTIMES) {
   });
 
   Deno.test(`${runtime.name}: --help and --version print to stdout and exit 0`, async () => {
+    await using ws = await workspaceDir();
     for (
       const [flag, pattern] of [["--help", /^Usage: acp-harness/], [
         "--version",
         /^\d+\.\d+\.\d+\n$/,
       ]] as const
     ) {
-      const agent = start([flag]);
+      const agent = ws.start(runtime, [flag]);
       let stdout = "";
       agent.child.stdout?.removeAllListeners("data");
       agent.child.stdout?.on("data", (text: string) => stdout += text);
@@ -127,7 +149,8 @@ for (const runtime of RUNTIMES) {
   });
 
   Deno.test(`${runtime.name}: an unknown flag is a one-line error plus usage on stderr, exit 2`, async () => {
-    const agent = start(["--bogus"]);
+    await using ws = await workspaceDir();
+    const agent = ws.start(runtime, ["--bogus"]);
     assert.equal(await exitWithin(agent, 5_000), 2);
     const [first, ...rest] = agent.stderr().split("\n");
     assert.equal(first, 'acp-harness: Unknown option "--bogus"');
@@ -137,7 +160,8 @@ for (const runtime of RUNTIMES) {
 }
 
 Deno.test("deno: flags beat environment variables, which beat the config file", async () => {
-  const configFile = join(workspace, "config.json");
+  await using ws = await workspaceDir();
+  const configFile = join(ws.path, "config.json");
   await writeFile(configFile, JSON.stringify({ mode: "auto", logLevel: "debug" }));
   const cases: Array<[string[], Record<string, string>, string]> = [
     [[], { ACP_HARNESS_CONFIG: configFile }, "auto"],
@@ -148,13 +172,13 @@ Deno.test("deno: flags beat environment variables, which beat the config file", 
   assert.ok(deno);
   for (const [args, env, expected] of cases) {
     const agent = spawnAgent(deno.command, [...deno.args, ...args], {
-      cwd: workspace,
-      env: { ...baseEnv, ...env },
+      cwd: ws.path,
+      env: { ...ws.env, ...env },
     });
     await agent.client.initialize();
     const result = await agent.client.request<{ modes: { currentModeId: string } }>(
       "session/new",
-      { cwd: workspace, mcpServers: [] },
+      { cwd: ws.path, mcpServers: [] },
     );
     assert.equal(result.modes.currentModeId, expected, JSON.stringify({ args, env }));
     agent.end();
@@ -163,7 +187,8 @@ Deno.test("deno: flags beat environment variables, which beat the config file", 
 });
 
 Deno.test("deno: bad values in flags, environment and config file exit 2 naming them", async () => {
-  const badFile = join(workspace, "bad.json");
+  await using ws = await workspaceDir();
+  const badFile = join(ws.path, "bad.json");
   await writeFile(badFile, JSON.stringify({ mode: "yolo" }));
   const cases: Array<[string[], Record<string, string>, RegExp]> = [
     [
@@ -176,14 +201,14 @@ Deno.test("deno: bad values in flags, environment and config file exit 2 naming 
     [["--config", badFile], {}, /"mode" must be one of ask, auto, read-only/],
     [["--model", "gpt-none"], {}, /Unknown model "gpt-none"/],
     [["--model", "scripted"], {}, /Model "scripted" needs a script/],
-    [["--script", join(workspace, "missing.json")], {}, /Cannot read ".*missing.json"/],
+    [["--script", join(ws.path, "missing.json")], {}, /Cannot read ".*missing.json"/],
   ];
   const [deno] = RUNTIMES;
   assert.ok(deno);
   for (const [args, env, pattern] of cases) {
     const agent = spawnAgent(deno.command, [...deno.args, ...args], {
-      cwd: workspace,
-      env: { ...baseEnv, ...env },
+      cwd: ws.path,
+      env: { ...ws.env, ...env },
     });
     assert.equal(await exitWithin(agent, 5_000), 2, JSON.stringify(args));
     assert.match(agent.stderr().split("\n")[0] ?? "", pattern);

@@ -7,38 +7,75 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync } from "node:fs";
-import { mkdtemp, realpath } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import {
+  type AnyMessage,
   connectAgentServer,
   createLogger,
   createMemoryPair,
   mergeConfig,
   NodeHost,
   parseScript,
+  type Stream,
   VERSION,
 } from "../../mod.ts";
 import { createCatalog } from "../../src/cli.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
 import type { SessionStore } from "../../src/store/session_store.ts";
 import { memoryClient } from "../_helpers/acp_client.ts";
-
-const workspace = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-review-")));
+import { tempDir } from "../_helpers/temp_dir.ts";
+import { pollUntil, settle } from "../_helpers/wait.ts";
 
 type Hooks = Partial<SessionStore>;
 
-/** A server whose store can be intercepted method by method. */
-function serverWith(
+/**
+ * The server's end of a memory pair, with a tap: `received(method)` resolves once the server
+ * has read a request with that method from the stream.
+ */
+function tapped(stream: Stream): { stream: Stream; received: (method: string) => Promise<void> } {
+  const reader = stream.readable.getReader();
+  const seen: string[] = [];
+  const waiters = new Set<() => void>();
+  const readable = new ReadableStream<AnyMessage>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) return controller.close();
+      controller.enqueue(value);
+      if ("method" in value) seen.push(value.method);
+      for (const wake of waiters) wake();
+    },
+    cancel: (reason) => reader.cancel(reason),
+  }, { highWaterMark: 0 });
+  const received = (method: string): Promise<void> =>
+    new Promise((resolve) => {
+      const check = (): void => {
+        if (!seen.includes(method)) return;
+        waiters.delete(check);
+        resolve();
+      };
+      waiters.add(check);
+      check();
+    });
+  return { stream: { readable, writable: stream.writable }, received };
+}
+
+/**
+ * A server whose store can be intercepted method by method, in a temporary workspace and data
+ * directory that disposing it removes (after disconnecting).
+ */
+async function serverWith(
   hooks: (inner: JsonlSessionStore) => Hooks,
   options: { script?: unknown; config?: Record<string, unknown> } = {},
 ) {
-  const [serverSide, clientSide] = createMemoryPair();
+  const workspaceDir = await tempDir("acp-harness-review-");
+  const data = await tempDir("acp-harness-review-data-");
+  const [serverEnd, clientSide] = createMemoryPair();
+  const { stream: serverSide, received } = tapped(serverEnd);
   const logs: string[] = [];
   const config = mergeConfig(options.config ?? {});
   const host = new NodeHost({});
-  const dataDir = mkdtempSync(join(tmpdir(), "acp-harness-review-data-"));
+  const dataDir = data.path;
   const logger = createLogger("debug", (line) => logs.push(line));
   const inner = new JsonlSessionStore({ host, dataDir, logger });
   const overrides = hooks(inner);
@@ -63,15 +100,23 @@ function serverWith(
     retry: { attempts: 2, baseDelayMs: 5, maxDelayMs: 20 },
   });
   const client = memoryClient(clientSide);
+  const disconnect = async (): Promise<void> => {
+    await (client as unknown as { close: () => Promise<void> }).close().catch(() => {});
+    await connection.closed;
+  };
   return {
     client,
     connection,
     logs,
     dataDir,
+    workspace: workspaceDir.path,
     inner,
-    async disconnect() {
-      await (client as unknown as { close: () => Promise<void> }).close().catch(() => {});
-      await connection.closed;
+    received,
+    disconnect,
+    async [Symbol.asyncDispose]() {
+      await disconnect();
+      await data[Symbol.asyncDispose]();
+      await workspaceDir[Symbol.asyncDispose]();
     },
   };
 }
@@ -82,15 +127,13 @@ function gate(): { wait: Promise<void>; open: () => void } {
   return { wait, open };
 }
 
-const tick = (ms = 20) => new Promise((resolve) => setTimeout(resolve, ms));
-
 // ------------------------------------------------------------------------------------------------
 // 1. Session.prompt: #runPrompt can settle synchronously (no await before its `finally`), which
 //    clears `#turn` BEFORE prompt() assigns it, so the slot stays taken forever.
 
 Deno.test("a prompt whose admission record cannot be written does not wedge the session", async () => {
   let failNext = false;
-  const server = serverWith((inner) => ({
+  await using server = await serverWith((inner) => ({
     append: (id, events, opts) => {
       if (failNext && events.some((event) => event.type === "turn_start")) {
         failNext = false;
@@ -99,7 +142,7 @@ Deno.test("a prompt whose admission record cannot be written does not wedge the 
       return inner.append(id, events, opts);
     },
   }));
-  const { client } = server;
+  const { client, workspace } = server;
   await client.initialize();
   const sessionId = await client.newSession(workspace);
   failNext = true;
@@ -116,8 +159,8 @@ Deno.test("a prompt whose admission record cannot be written does not wedge the 
 });
 
 Deno.test("a prompt cancelled before it starts does not wedge the session", async () => {
-  const server = serverWith(() => ({}));
-  const { client } = server;
+  await using server = await serverWith(() => ({}));
+  const { client, workspace } = server;
   await client.initialize();
   const sessionId = await client.newSession(workspace);
   // prompt + $/cancel_request back to back: the handler may see an already aborted signal.
@@ -147,14 +190,14 @@ Deno.test("a prompt cancelled before it starts does not wedge the session", asyn
 Deno.test("a session created while the connection drains is closed and its lock released", async () => {
   const creating = gate();
   const entered = gate();
-  const server = serverWith((inner) => ({
+  await using server = await serverWith((inner) => ({
     create: async (header) => {
       entered.open();
       await creating.wait;
       return await inner.create(header);
     },
   }));
-  const { client, connection, dataDir } = server;
+  const { client, connection, dataDir, workspace } = server;
   await client.initialize();
   const pending = client.request<{ sessionId: string }>("session/new", {
     cwd: workspace,
@@ -162,7 +205,10 @@ Deno.test("a session created while the connection drains is closed and its lock 
   });
   await entered.wait;
   const drained = connection.drain();
-  await tick();
+  // drain() closes the sessions one macrotask after it begins; let that run first, so the
+  // session/new finishes after the shutdown began (the race under test).
+  await connection.disconnected;
+  await settle();
   creating.open();
   // The late session/new is refused ("the server is shutting down") or, if it got through, its
   // session is closed with the rest; either way no lock is left behind.
@@ -184,7 +230,7 @@ Deno.test("session/delete during session/load does not leave a live session with
   const loading = gate();
   const armed = { on: false };
   const entered = gate();
-  const server = serverWith((inner) => ({
+  await using server = await serverWith((inner) => ({
     load: async (id) => {
       const loaded = await inner.load(id);
       if (armed.on) {
@@ -194,7 +240,7 @@ Deno.test("session/delete during session/load does not leave a live session with
       return loaded;
     },
   }));
-  const { client, dataDir } = server;
+  const { client, dataDir, workspace } = server;
   await client.initialize();
   const sessionId = await client.newSession(workspace);
   assert.equal(await client.prompt(sessionId, "hello"), "end_turn");
@@ -203,7 +249,7 @@ Deno.test("session/delete during session/load does not leave a live session with
   const load = client.requestRaw("session/load", { sessionId, cwd: workspace, mcpServers: [] });
   await entered.wait;
   const deleting = client.requestRaw("session/delete", { sessionId });
-  await tick();
+  await server.received("session/delete");
   loading.open();
   const [loaded, deleted] = await Promise.all([load, deleting]);
   const logExists = existsSync(join(dataDir, "sessions", `${sessionId}.jsonl`));
@@ -227,7 +273,7 @@ Deno.test("session/delete during session/load does not leave a live session with
 Deno.test("a session/list in flight at input end is answered", async () => {
   const listing = gate();
   const entered = gate();
-  const server = serverWith((inner) => ({
+  await using server = await serverWith((inner) => ({
     list: async (options) => {
       entered.open();
       await listing.wait;
@@ -240,10 +286,15 @@ Deno.test("a session/list in flight at input end is answered", async () => {
   void client.requestRaw("session/list", {});
   await entered.wait;
   const drained = connection.drain();
-  setTimeout(() => listing.open(), 50);
+  let drainedYet = false;
+  void drained.then(() => drainedYet = true);
+  await settle();
+  assert.equal(drainedYet, false, "drain() finished while session/list was still unanswered");
+  listing.open();
   await drained;
-  // drain() promises every request in flight has been answered by now.
-  await tick(0);
+  // drain() promises every request in flight has been answered by now: let the answer cross
+  // the memory stream.
+  await settle();
   const answered = client.frames.some((frame) => frame.id === id && !("method" in frame));
   listing.open();
   await server.disconnect();
@@ -259,7 +310,7 @@ Deno.test("session/close during session/load leaves the session closed", async (
   const loading = gate();
   const armed = { on: false };
   const entered = gate();
-  const server = serverWith((inner) => ({
+  await using server = await serverWith((inner) => ({
     load: async (id) => {
       const loaded = await inner.load(id);
       if (armed.on) {
@@ -269,7 +320,7 @@ Deno.test("session/close during session/load leaves the session closed", async (
       return loaded;
     },
   }));
-  const { client, dataDir } = server;
+  const { client, dataDir, workspace } = server;
   await client.initialize();
   const sessionId = await client.newSession(workspace);
   await client.request("session/close", { sessionId });
@@ -277,17 +328,19 @@ Deno.test("session/close during session/load leaves the session closed", async (
   const load = client.requestRaw("session/resume", { sessionId, cwd: workspace });
   await entered.wait;
   const closing = client.requestRaw("session/close", { sessionId });
-  await tick();
+  await server.received("session/close");
   loading.open();
   const [resumed, closed] = await Promise.all([load, closing]);
-  await tick();
-  const locked = existsSync(join(dataDir, "locks", `${sessionId}.lock`));
-  await server.disconnect();
   assert.ok(!("error" in closed));
-  assert.ok(
-    "error" in resumed || !locked,
-    "close was acknowledged, yet the session is open afterwards (its lock is held)",
-  );
+  if (!("error" in resumed)) {
+    // The lock file is state on disk, announced by no event: poll for its removal (bounded).
+    const lock = join(dataDir, "locks", `${sessionId}.lock`);
+    await pollUntil(() => !existsSync(lock), {
+      what: "close was acknowledged, yet the session is open afterwards (its lock is held)",
+      timeoutMs: 2_000,
+    });
+  }
+  await server.disconnect();
 });
 
 // ------------------------------------------------------------------------------------------------
@@ -299,7 +352,8 @@ Deno.test("session/close during session/load leaves the session closed", async (
 Deno.test("appending to a log removed behind the host's back does not silently succeed", async () => {
   const { unlinkSync } = await import("node:fs");
   const host = new NodeHost({});
-  const dataDir = mkdtempSync(join(tmpdir(), "acp-harness-review-fd-"));
+  await using data = await tempDir("acp-harness-review-fd-");
+  const dataDir = data.path;
   const store = new JsonlSessionStore({ host, dataDir });
   const id = crypto.randomUUID();
   const lease = await store.acquire(id);

@@ -53,6 +53,5 @@ Deno.test("a turn logs its prompt, tool calls, permission decisions and end", as
   } finally {
     await server.disconnect();
     await rm(cwd, { recursive: true, force: true });
-    await rm(server.dataDir, { recursive: true, force: true });
   }
 });

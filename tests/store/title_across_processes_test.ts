@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
+import { pollUntil } from "../_helpers/wait.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -39,13 +40,14 @@ Deno.test("a title written by one server process is listed by the others, before
   const titles = async (agent: StdioAgent): Promise<Array<string | undefined>> =>
     (await agent.client.request<Listed>("session/list", {})).sessions.map((s) => s.title);
   // The prompt's answer does not wait for the index line (it is written while the answer goes
-  // out), so another process may list a moment before it lands: poll, bounded.
+  // out), and another process's writes to the shared index announce themselves by no event: so
+  // another process may list a moment before the line lands. Poll, bounded.
   const eventually = async (agent: StdioAgent): Promise<Array<string | undefined>> => {
     let seen = await titles(agent);
-    for (let tries = 0; tries < 100 && seen[0] === undefined; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      seen = await titles(agent);
-    }
+    await pollUntil(async () => (seen = await titles(agent))[0] !== undefined, {
+      what: "the title listed by another process",
+      timeoutMs: 2_000,
+    }).catch(() => {});
     return seen;
   };
   try {

@@ -13,7 +13,7 @@ const STORE_URL = new URL("../../src/store/jsonl_session_store.ts", import.meta.
 const HOST_URL = new URL("../../src/host/node_host.ts", import.meta.url).href;
 const BATCHES = 150;
 
-/** The child: create a session, wait for the go file, append, print the last title. */
+/** The child: create a session, say "ready", wait for "go" on stdin, append, print its timing. */
 const CHILD = `
 const [storeUrl, hostUrl, dir, id, batches] = Deno.args;
 const { JsonlSessionStore } = await import(storeUrl);
@@ -26,7 +26,9 @@ const store = new JsonlSessionStore({
 const lease = await store.acquire(id);
 await store.create({ version: 1, id, cwd: "/work/" + id, additionalDirectories: [], createdAt: new Date().toISOString() });
 console.log("ready");
-while (!(await host.stat(dir + "/go"))) await new Promise((resolve) => setTimeout(resolve, 2));
+const stdin = Deno.stdin.readable.pipeThrough(new TextDecoderStream()).getReader();
+for (let line = ""; !line.includes("\\n");) line += (await stdin.read()).value ?? "\\n";
+stdin.releaseLock();
 const started = Date.now();
 for (let n = 0; n < Number(batches); n++) {
   const events = [{ type: "turn_start" }, { type: "assistant", text: "x".repeat(n * 7 % 300) }];
@@ -42,17 +44,20 @@ console.log("done " + started + " " + ended);
 Deno.test("JsonlSessionStore: two processes append to their sessions and share the index", async () => {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "acp-store-2p-" }));
   const host = new NodeHost();
+  const children: Deno.ChildProcess[] = [];
   try {
     const ids = [sessionId(1), sessionId(2)];
-    const children = await Promise.all(
-      ids.map((id) =>
-        host.spawn(
-          Deno.execPath(),
-          ["eval", "--no-config", CHILD, STORE_URL, HOST_URL, dir, id, String(BATCHES)],
-          { cwd: dir },
-        )
-      ),
-    );
+    for (const id of ids) {
+      children.push(
+        new Deno.Command(Deno.execPath(), {
+          args: ["eval", "--no-config", CHILD, STORE_URL, HOST_URL, dir, id, String(BATCHES)],
+          cwd: dir,
+          stdin: "piped",
+          stdout: "piped",
+          stderr: "piped",
+        }).spawn(),
+      );
+    }
     const outputs = children.map((child) => ({
       stdout: child.stdout.pipeThrough(new TextDecoderStream()).getReader(),
       stderr: new Response(child.stderr).text(),
@@ -61,7 +66,12 @@ Deno.test("JsonlSessionStore: two processes append to their sessions and share t
       const { value } = await output.stdout.read();
       assert.equal(value?.trim(), "ready");
     }
-    await Deno.writeTextFile(`${dir}/go`, "");
+    // Both are ready: start them together.
+    for (const child of children) {
+      const writer = child.stdin.getWriter();
+      await writer.write(new TextEncoder().encode("go\n"));
+      await writer.close();
+    }
     const results = await Promise.all(outputs.map(async (output, index) => {
       let rest = "";
       for (;;) {
@@ -69,8 +79,8 @@ Deno.test("JsonlSessionStore: two processes append to their sessions and share t
         if (done) break;
         rest += value;
       }
-      const exit = await (children[index] as { exited: Promise<{ code: number | null }> }).exited;
-      return { rest, stderr: await output.stderr, code: exit.code };
+      const status = await children[index]!.status;
+      return { rest, stderr: await output.stderr, code: status.code };
     }));
     const spans: number[][] = [];
     for (const result of results) {
@@ -115,6 +125,14 @@ Deno.test("JsonlSessionStore: two processes append to their sessions and share t
       "both leases released",
     );
   } finally {
+    for (const child of children) {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // Already exited.
+      }
+    }
+    await Promise.all(children.map((child) => child.status));
     await Deno.remove(dir, { recursive: true });
   }
 });
