@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { ListOptions } from "./session_store.ts";
 import {
   isCanonicalTime,
   isObject,
@@ -376,4 +377,21 @@ export function decodeCursor(cursor: string): ListKey {
     throw new InvalidCursorError("Cannot use cursor: not a cursor issued by session/list");
   }
   return key;
+}
+
+/**
+ * Checks the options of `SessionStore.list` and decodes the cursor (what every store does first).
+ *
+ * @param options The list options
+ * @returns Where the page starts (`undefined`: at the newest session)
+ * @throws {InvalidCursorError} A cursor no store issued
+ * @throws {RangeError} A limit that is not a positive integer
+ */
+export function listStart(options: ListOptions): ListKey | undefined {
+  options.signal?.throwIfAborted();
+  const { limit } = options;
+  if (!Number.isSafeInteger(limit) || limit < 1) {
+    throw new RangeError(`Cannot list sessions: limit must be a positive integer, got ${limit}`);
+  }
+  return options.cursor === undefined ? undefined : decodeCursor(options.cursor);
 }

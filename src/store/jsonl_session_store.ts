@@ -68,7 +68,7 @@ import { checkHeader, isValidSessionId } from "./_common.ts";
 import { JsonlIndex } from "./_jsonl_index.ts";
 import { JsonlLeases } from "./_jsonl_leases.ts";
 import { JsonlLogs, type LogState } from "./_jsonl_log.ts";
-import { decodeCursor, encodeCursor } from "./_session_index.ts";
+import { encodeCursor, listStart } from "./_session_index.ts";
 import { FileAttachmentStore } from "./attachment_store.ts";
 import type {
   AppendOptions,
@@ -283,11 +283,7 @@ export class JsonlSessionStore implements SessionStore {
    */
   async list(options: ListOptions): Promise<SessionPage> {
     const { limit, cwd, signal } = options;
-    signal?.throwIfAborted();
-    if (!Number.isSafeInteger(limit) || limit < 1) {
-      throw new RangeError(`Cannot list sessions: limit must be a positive integer, got ${limit}`);
-    }
-    const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor);
+    const after = listStart(options);
     const { sessions, next } = await this.#index.page(
       cwd,
       after,

@@ -6,7 +6,7 @@
  * @module
  */
 import { canonicalTime, checkHeader, creationTime, isValidSessionId } from "./_common.ts";
-import { decodeCursor, encodeCursor, type IndexUpdate, SessionIndex } from "./_session_index.ts";
+import { encodeCursor, type IndexUpdate, listStart, SessionIndex } from "./_session_index.ts";
 import { collectFacts } from "./_session_log.ts";
 import { MemoryAttachmentStore } from "./memory_attachment_store.ts";
 import {
@@ -191,12 +191,8 @@ export class MemorySessionStore implements SessionStore {
    * @throws {RangeError} A limit that is not a positive integer
    */
   async list(options: ListOptions): Promise<SessionPage> {
-    const { limit, cwd, signal } = options;
-    signal?.throwIfAborted();
-    if (!Number.isSafeInteger(limit) || limit < 1) {
-      throw new RangeError(`Cannot list sessions: limit must be a positive integer, got ${limit}`);
-    }
-    const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor);
+    const { limit, cwd } = options;
+    const after = listStart(options);
     await Promise.resolve();
     const { sessions, next } = this.#index.page(cwd, after, limit);
     return next === undefined ? { sessions } : { sessions, nextCursor: encodeCursor(next) };
