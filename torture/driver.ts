@@ -451,7 +451,7 @@ export async function tempDir(prefix: string): Promise<string> {
 
 /** Removes a directory tree. */
 export async function removeDir(dir: string): Promise<void> {
-  await rm(dir, { recursive: true, force: true }).catch(() => {});
+  await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }).catch(() => {});
 }
 
 /** Writes a script for the `scripted` model and returns its path. */

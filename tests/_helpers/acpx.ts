@@ -23,5 +23,5 @@ export function acpxSocketDir(home: string): string {
  * @param home The HOME acpx ran with
  */
 export async function removeAcpxSocketDir(home: string): Promise<void> {
-  await rm(acpxSocketDir(home), { recursive: true, force: true });
+  await rm(acpxSocketDir(home), { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
 }

@@ -25,7 +25,7 @@ export async function tempDir(prefix: string): Promise<TempDir> {
   return {
     path,
     async [Symbol.asyncDispose](): Promise<void> {
-      await rm(path, { recursive: true, force: true });
+      await rm(path, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
 }

@@ -24,7 +24,7 @@ async function runStep(
   });
   const cleanup = async (): Promise<void> => {
     await server.disconnect();
-    await rm(cwd, { recursive: true, force: true });
+    await rm(cwd, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   };
   try {
     await server.client.initialize();

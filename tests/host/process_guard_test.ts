@@ -163,7 +163,7 @@ Deno.test("NodeHost.superviseProcesses() covers a child whose stdin is piped whe
   } finally {
     if (group > 0) killGroup(group);
     await tester.stopProcesses({ graceMs: 0 });
-    await rm(dir, { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 });
 
@@ -211,6 +211,6 @@ Deno.test("reapRecords() kills only what a dead host verifiably left", async () 
     assert.deepEqual(await readdir(dir), [`${live}.procs`]);
   } finally {
     killAll(pids);
-    await rm(dir, { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 });

@@ -77,7 +77,7 @@ async function fixture(toolsFor?: ToolSetFactory): Promise<Fixture> {
     },
     async [Symbol.asyncDispose]() {
       await server.close();
-      await rm(root, { recursive: true, force: true });
+      await rm(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
     },
   };
 }

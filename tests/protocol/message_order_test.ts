@@ -26,7 +26,7 @@ async function withServer(
     await body(server, sessionId, cwd);
   } finally {
     await server.disconnect();
-    await rm(cwd, { recursive: true, force: true });
+    await rm(cwd, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 }
 

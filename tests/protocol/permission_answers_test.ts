@@ -84,7 +84,7 @@ Deno.test("a malformed permission answer never runs the tool, and the turn goes 
     assert.ok(server.logs.some((line) => line.includes("malformed permission answer")));
   } finally {
     await server.disconnect();
-    await rm(cwd, { recursive: true, force: true });
+    await rm(cwd, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 });
 
@@ -132,6 +132,6 @@ Deno.test("no answer, or an answer to another id, is a refusal once the timeout 
     );
   } finally {
     await server.disconnect();
-    await rm(cwd, { recursive: true, force: true });
+    await rm(cwd, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 });

@@ -158,7 +158,7 @@ Deno.test("deno: usage errors name the accepted values, the file and the positio
     const accepted = await run(deno, ["models"], { ACP_HARNESS_STREAM: "Yes" });
     assert.equal(accepted.code, 0, accepted.stderr);
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 });
 
@@ -189,6 +189,6 @@ Deno.test("deno: at --log-level debug a turn logs its model request with the ses
     const info = await turn("info");
     assert.doesNotMatch(info.stderr, /confidential/);
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 });

@@ -84,7 +84,7 @@ async function cleanUp(f: Fixture, agents: readonly StdioAgent[]): Promise<void>
       // Gone.
     }
   }
-  await rm(f.base, { recursive: true, force: true });
+  await rm(f.base, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
 }
 
 /** Supervisor processes whose record file is in `dataDir`. */

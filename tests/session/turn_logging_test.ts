@@ -52,6 +52,6 @@ Deno.test("a turn logs its prompt, tool calls, permission decisions and end", as
     assert.equal(aboveDebug.some((line) => line.includes("secret plans")), false);
   } finally {
     await server.disconnect();
-    await rm(cwd, { recursive: true, force: true });
+    await rm(cwd, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 });

@@ -71,6 +71,6 @@ Deno.test("a title written by one server process is listed by the others, before
   } finally {
     for (const agent of started) if (agent.child.exitCode === null) agent.child.kill("SIGKILL");
     await Promise.all(started.map((agent) => agent.exited));
-    await rm(base, { recursive: true, force: true });
+    await rm(base, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 });

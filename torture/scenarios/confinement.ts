@@ -99,7 +99,7 @@ export const confinement: Scenario = {
     const ws = join(context.base, "ws");
     await mkdir(join(outside, "dir"), { recursive: true });
     const seed = async (): Promise<void> => {
-      await rm(outside, { recursive: true, force: true });
+      await rm(outside, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
       await mkdir(join(outside, "dir"), { recursive: true });
       await writeFile(join(outside, "canary.txt"), `CANARY ${secret}\n`);
       await writeFile(join(outside, `secret-${secret}.txt`), "CANARY name\n");
