@@ -31,6 +31,25 @@ export function isNotFound(error: unknown): boolean {
     error instanceof Error && error.name === "NotFound";
 }
 
+/**
+ * Reads a whole file, or `undefined` when it does not exist.
+ *
+ * @param files Reads files
+ * @param path The file
+ * @returns Its bytes, or `undefined`
+ */
+export async function readIfExists(
+  files: { readFile(path: string): Promise<Uint8Array> },
+  path: string,
+): Promise<Uint8Array | undefined> {
+  try {
+    return await files.readFile(path);
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
 /** Resolves after `ms` milliseconds. */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

@@ -7,7 +7,7 @@
  */
 import type { Host } from "../host/host.ts";
 import type { Logger } from "../log/logger.ts";
-import { canonicalTime, isNotFound } from "./_common.ts";
+import { canonicalTime, isNotFound, readIfExists } from "./_common.ts";
 import { collectFacts, type ParsedLog, parseSessionLog, summarizeLog } from "./_session_log.ts";
 import type { SessionHeader, StoredEvent } from "./session_store.ts";
 import { SessionExistsError, SessionNotFoundError } from "./store_errors.ts";
@@ -257,13 +257,8 @@ export class JsonlLogs {
    */
   async read(id: string, quiet = false): Promise<ParsedLog | undefined> {
     const path = this.path(id);
-    let bytes: Uint8Array;
-    try {
-      bytes = await this.#host.readFile(path);
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
+    const bytes = await readIfExists(this.#host, path);
+    if (bytes === undefined) return undefined;
     const parsed = parseSessionLog(bytes, path, id);
     if (quiet) return parsed;
     if (parsed === undefined) {

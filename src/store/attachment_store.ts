@@ -7,7 +7,7 @@
  */
 import type { Host } from "../host/host.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
-import { isNotFound, SHA256_HEX, sha256Hex } from "./_common.ts";
+import { readIfExists, SHA256_HEX, sha256Hex } from "./_common.ts";
 import type { AttachmentStore, StoreCallOptions } from "./session_store.ts";
 
 /** Options for {@link FileAttachmentStore}. */
@@ -96,13 +96,8 @@ export class FileAttachmentStore implements AttachmentStore {
     options?.signal?.throwIfAborted();
     if (!SHA256_HEX.test(sha256)) return undefined;
     const path = this.pathOf(sha256);
-    let bytes: Uint8Array;
-    try {
-      bytes = await this.#host.readFile(path);
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
+    const bytes = await readIfExists(this.#host, path);
+    if (bytes === undefined) return undefined;
     if (await sha256Hex(bytes) !== sha256) {
       this.#logger.warn("attachment is corrupt: its content does not match its sha256", { path });
       return undefined;
