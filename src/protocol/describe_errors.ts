@@ -17,13 +17,16 @@ import type { BulkWriter } from "../transport/nd_json_stream.ts";
  * @param stream The connection's streams
  * @param logger Where error responses are reported
  * @param onAnswer Told the id of every answer (result or error) as it is written
- * @returns The same streams with the outbound side rewritten, and `writeDirect`
+ * @returns The rewritten outbound side, and `writeDirect`
  */
 export function describeErrors(
   stream: Stream,
   logger: Logger,
   onAnswer?: (id: unknown) => void,
-): Stream & { writeDirect(messages: readonly AnyMessage[]): Promise<void> } {
+): {
+  readonly writable: WritableStream<AnyMessage>;
+  writeDirect(messages: readonly AnyMessage[]): Promise<void>;
+} {
   const writer = stream.writable.getWriter();
   const writable = new WritableStream<AnyMessage>({
     write(message) {
@@ -53,7 +56,6 @@ export function describeErrors(
     },
   });
   return {
-    readable: stream.readable,
     writable,
     async writeDirect(messages: readonly AnyMessage[]): Promise<void> {
       const bulk = (stream as Partial<BulkWriter>).writeMany;
