@@ -144,6 +144,7 @@ function serverParts(options: AgentServerOptions): ServerParts {
     toolsFor: options.toolsFor ?? (() => builtin!),
     localWorkspace: new HostWorkspace(options.host),
     retry: options.retry,
+    openSessions: new Set(),
   };
 }
 

@@ -34,6 +34,8 @@ export interface ServerParts {
   /** File and command access on this machine, for clients that do not offer their own. */
   readonly localWorkspace: Workspace;
   readonly retry?: RetryPolicy | undefined;
+  /** The ids of the sessions open on any connection of the server. */
+  readonly openSessions: Set<string>;
 }
 
 /** One connection's state, as the ACP method handlers see it. */
@@ -173,6 +175,7 @@ export class Connection implements ConnectionContext {
       ...(server.retry ? { retry: server.retry } : {}),
       store: server.store,
       attachments: server.attachments,
+      openSessions: server.openSessions,
     });
   }
 }

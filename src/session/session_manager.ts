@@ -44,6 +44,11 @@ export interface SessionManagerOptions {
   /** Asks the client for permission. */
   readonly ask: PermissionAsker;
   readonly retry?: RetryPolicy;
+  /**
+   * The ids of the sessions open on any connection of the server, shared by their managers: a
+   * session open on another connection is not deleted from under it.
+   */
+  readonly openSessions?: Set<string>;
 }
 
 /** Parameters of a new or reopened session, already validated and canonical. */
@@ -270,6 +275,7 @@ export class SessionManager {
         await open.disposer.dispose();
         await open.lease.release();
         this.#sessions.delete(id);
+        this.#options.openSessions?.delete(id);
       }
     })();
     return await open.closing;
@@ -282,6 +288,9 @@ export class SessionManager {
    */
   async delete(id: string): Promise<void> {
     await this.close(id);
+    if (this.#options.openSessions?.has(id)) {
+      throw new SessionLockedError(`session ${id} is open on another connection of this server`);
+    }
     await this.#options.store.delete(id);
   }
 
@@ -321,6 +330,7 @@ export class SessionManager {
       throw new SessionStateError("the server is shutting down");
     }
     this.#sessions.set(session.id, { session, lease, disposer });
+    this.#options.openSessions?.add(session.id);
     return session;
   }
 

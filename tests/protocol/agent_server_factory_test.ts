@@ -174,3 +174,26 @@ Deno.test("createAgentServer() tags every line a connection logs with its connec
   const initialize = f.logs.filter((line) => line.includes("debug: initialize"));
   assert.ok(initialize.every((line) => /"connectionId":"c\d"/.test(line)));
 });
+
+Deno.test("a session open on one connection cannot be deleted from another", async () => {
+  await using f = await fixture();
+  const one = f.connect();
+  const two = f.connect();
+  await one.client.initialize();
+  await two.client.initialize();
+  const sessionId = await one.client.newSession(f.cwd);
+  await assert.rejects(
+    two.client.request("session/delete", { sessionId }),
+    (error: unknown) =>
+      error instanceof RpcError && error.code === -32602 &&
+      /cannot delete: session .* is open on another connection of this server/.test(error.message),
+  );
+  // Still there and usable on its own connection.
+  assert.equal(await one.client.prompt(sessionId, "still mine"), "end_turn");
+  await one.client.request("session/close", { sessionId });
+  assert.deepEqual(await two.client.request("session/delete", { sessionId }), {});
+  const list = await two.client.request<{ sessions: unknown[] }>("session/list", {});
+  assert.deepEqual(list.sessions, []);
+  await one.end();
+  await two.end();
+});
