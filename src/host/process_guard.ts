@@ -154,7 +154,9 @@ export async function findOwned(token: string): Promise<number[]> {
  * The supervisor: `/bin/sh` reading "+<pgid>" and "-<pgid>" lines from the host. When its stdin
  * ends (the host exited or was killed, or closed it) it sends SIGTERM to the groups it holds and,
  * on Linux, to every process whose environment carries the marker ($1); one second later SIGKILL
- * to what is left; then it removes the record file ($2).
+ * to what is left; then it removes the record file ($2). On Linux a group is signalled only while
+ * one of its members carries the marker: a group id whose processes are all gone may already
+ * name someone else's new group (pids are reused).
  */
 const SUPERVISOR_SCRIPT = `t=$1 r=$2 g=' ' k=''
 while IFS= read -r l; do
@@ -164,12 +166,22 @@ while IFS= read -r l; do
   esac
 done
 s() {
-  for n in $g; do kill -s "$1" -- "-$n" 2>/dev/null && k=1; done
+  x=$1 m=''
   if [ -d /proc/self ]; then
-    for f in $(grep -l -s -F "$t=" /proc/[0-9]*/environ); do
-      n=\${f#/proc/}; kill -s "$1" "\${n%/environ}" 2>/dev/null && k=1
-    done
+    for f in $(grep -l -s -F "$t=" /proc/[0-9]*/environ); do n=\${f#/proc/}; m="$m \${n%/environ}"; done
   fi
+  for n in $g; do
+    if [ -d /proc/self ]; then
+      v=''
+      for p in $m; do
+        q=$(cat "/proc/$p/stat" 2>/dev/null) || continue
+        q=\${q##*) }; set -- $q; [ "$3" = "$n" ] && v=1 && break
+      done
+      [ -n "$v" ] || continue
+    fi
+    kill -s "$x" -- "-$n" 2>/dev/null && k=1
+  done
+  for p in $m; do kill -s "$x" "$p" 2>/dev/null && k=1; done
 }
 s TERM
 if [ -n "$k" ]; then sleep ${SUPERVISOR_GRACE_S}; s KILL; fi

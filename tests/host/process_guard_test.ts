@@ -11,6 +11,7 @@ import {
   bootId,
   groupAlive,
   ownerVariable,
+  ProcessSupervisor,
   procStat,
   reapRecords,
 } from "../../src/host/process_guard.ts";
@@ -212,5 +213,24 @@ Deno.test("reapRecords() kills only what a dead host verifiably left", async () 
   } finally {
     killAll(pids);
     await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+  }
+});
+
+Deno.test("ProcessSupervisor signals only groups that still hold one of the host's processes", async () => {
+  const token = crypto.randomUUID().replaceAll("-", "");
+  // A group of the host's (carries its marker) and a group id that now names someone else's group
+  // (the number of a group of ours that ended, reused: no member carries the marker).
+  const ours = detachedSleep({ [ownerVariable(token)]: "1" });
+  const theirs = detachedSleep();
+  const supervisor = new ProcessSupervisor(token, "");
+  try {
+    supervisor.add(ours);
+    supervisor.add(theirs);
+    await supervisor.close();
+    assert.deepEqual(await waitGone([ours]), [], "the host's group is gone");
+    assert.equal(await isAlive(theirs), true, "the other group is left alone");
+  } finally {
+    killGroup(ours);
+    killGroup(theirs);
   }
 });
