@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { schemaProblems } from "../_helpers/acp_schema.ts";
-import { removeAcpxSocketDir } from "../_helpers/acpx.ts";
+import { removeAcpxSocketDir, stopAcpxProcesses } from "../_helpers/acpx.ts";
 import { startFakeLlmServer } from "../_helpers/fake_llm_server.ts";
 import { openAiTurn } from "../_helpers/llm_fixtures.ts";
 import { commandLine, ROOT, RUNTIMES } from "../_helpers/runtimes.ts";
@@ -29,6 +29,7 @@ async function acpxDir(): Promise<AcpxDir> {
     workspace,
     hangScript,
     async [Symbol.asyncDispose]() {
+      await stopAcpxProcesses(join(dir.path, "home"));
       await removeAcpxSocketDir(join(dir.path, "home"));
       await dir[Symbol.asyncDispose]();
     },

@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { appendFile, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
-import { removeAcpxSocketDir } from "../_helpers/acpx.ts";
+import { removeAcpxSocketDir, stopAcpxProcesses } from "../_helpers/acpx.ts";
 import { commandLine, ROOT, RUNTIMES } from "../_helpers/runtimes.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
 import { pollUntil } from "../_helpers/wait.ts";
@@ -45,6 +45,7 @@ async function setup(): Promise<Setup> {
         }
       }
       await Promise.all(started.map((agent) => agent.exited));
+      await stopAcpxProcesses(join(base, "home"));
       await removeAcpxSocketDir(join(base, "home"));
       await dir[Symbol.asyncDispose]();
     },
