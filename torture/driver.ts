@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
+import { pollUntil } from "../tests/_helpers/wait.ts";
 
 /** The repository root. */
 export const ROOT: string = fileURLToPath(new URL("../", import.meta.url));
@@ -56,11 +57,6 @@ export type RequestAnswerer = (
   frame: Frame,
   server: Server,
 ) => { readonly result: unknown } | { readonly raw: string } | undefined;
-
-/** Resolves after `ms` milliseconds. */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 /** The well-formed answer that allows once. */
 export const ALLOW_ONCE = { outcome: { outcome: "selected", optionId: "allow_once" } };
@@ -409,14 +405,15 @@ export async function hunt(
   except: readonly number[] = [],
   ignore?: RegExp,
 ): Promise<MarkedProcess[]> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const left = (await findMarked(marker)).filter(({ pid, command }) =>
+  let left: MarkedProcess[] = [];
+  // Processes that are not our children end by no event we can wait on: only /proc tells.
+  await pollUntil(async () => {
+    left = (await findMarked(marker)).filter(({ pid, command }) =>
       !except.includes(pid) && !(ignore?.test(command) ?? false)
     );
-    if (left.length === 0 || Date.now() >= deadline) return left;
-    await sleep(50);
-  }
+    return left.length === 0;
+  }, { what: `no process carrying ${marker}`, timeoutMs: ms, intervalMs: 50 }).catch(() => {});
+  return left;
 }
 
 /** Waits (bounded) until a process carrying `marker` has `pattern` in its command line. */
@@ -425,12 +422,14 @@ export async function waitForProcess(
   pattern: RegExp,
   ms: number,
 ): Promise<MarkedProcess | undefined> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const found = (await findMarked(marker)).find(({ command }) => pattern.test(command));
-    if (found || Date.now() >= deadline) return found;
-    await sleep(25);
-  }
+  let found: MarkedProcess | undefined;
+  // A grandchild starting is announced by no event: only /proc tells.
+  await pollUntil(async () => {
+    found = (await findMarked(marker)).find(({ command }) => pattern.test(command));
+    return found !== undefined;
+  }, { what: `a process carrying ${marker} running ${pattern}`, timeoutMs: ms, intervalMs: 25 })
+    .catch(() => {});
+  return found;
 }
 
 /** SIGKILLs the given processes (ones our servers started), by pid. */

@@ -23,7 +23,7 @@ export interface SessionOutput {
 /**
  * Keeps the rule between a session's log and its client: an update is handed to the client only
  * after everything recorded before it has been handed to the store, so nothing the client was
- * shown can be missing from the log after a crash of this process.
+ * shown can be missing from the log after a crash of this server (SIGKILL included).
  */
 export class Outbox implements SessionOutput {
   readonly #recorder: Recorder;

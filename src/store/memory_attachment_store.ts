@@ -7,7 +7,7 @@ import { SHA256_HEX, sha256Hex } from "./_common.ts";
 import type { AttachmentStore, StoreCallOptions } from "./session_store.ts";
 
 /**
- * Attachment bytes in memory, by their sha256; nothing survives the process.
+ * Attachment bytes in memory, by their sha256; nothing survives a restart.
  *
  * @example Storing and reading an image
  * ```ts

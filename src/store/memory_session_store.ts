@@ -1,7 +1,7 @@
 /**
  * The {@link SessionStore} in memory, for tests and embedding without a disk: the same contract
  * as the JSONL store (order, listing, cursors, leases, attachment release), except that nothing
- * survives the process.
+ * survives a restart.
  *
  * @module
  */

@@ -9,7 +9,7 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Scenario, ScenarioContext } from "../context.ts";
-import { random, sleep, writeScript } from "../driver.ts";
+import { random, writeScript } from "../driver.ts";
 import { load, missing } from "./kill.ts";
 
 /** See the module doc. */
@@ -61,7 +61,9 @@ export const cancelRaces: Scenario = {
           const k = Math.floor(next() * 8);
           await server.waitFor(() => server.updates(sessionId, before).length >= k, 2_000);
         } else {
-          await sleep(Math.floor(next() * 60));
+          // A random number of round trips to the server: the turn moves on meanwhile, by events.
+          const trips = Math.floor(next() * 6);
+          for (let trip = 0; trip < trips; trip++) await server.call("torture/ping", {}, 2_000);
         }
         await server.write(cancel);
       }
