@@ -3,10 +3,17 @@
  *
  * @module
  */
+import { ROOT } from "./runtimes.ts";
 import { createHash } from "node:crypto";
 import { readdir, readFile, rm } from "node:fs/promises";
 import process from "node:process";
 import { pollUntil } from "./wait.ts";
+
+/**
+ * The acpx executable, from the test clients' own manifest (tests/clients/package.json, installed
+ * by `npm install --prefix tests/clients`), kept out of the root manifest so Deno never resolves it.
+ */
+export const ACPX: string = `${ROOT}tests/clients/node_modules/.bin/acpx`;
 
 /**
  * The directory where acpx keeps the queue sockets of the sessions run with `home` as HOME:

@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { schemaProblems } from "../_helpers/acp_schema.ts";
-import { removeAcpxSocketDir, stopAcpxProcesses } from "../_helpers/acpx.ts";
+import { ACPX, removeAcpxSocketDir, stopAcpxProcesses } from "../_helpers/acpx.ts";
 import { startFakeLlmServer } from "../_helpers/fake_llm_server.ts";
 import { openAiTurn } from "../_helpers/llm_fixtures.ts";
 import { commandLine, ROOT, RUNTIMES } from "../_helpers/runtimes.ts";
@@ -53,7 +53,7 @@ function runAcpx(
   interrupt = false,
   env: Record<string, string> = {},
 ): Promise<AcpxRun> {
-  const child = spawn(`${ROOT}node_modules/.bin/acpx`, args, {
+  const child = spawn(ACPX, args, {
     cwd: workspace,
     env: {
       ...Deno.env.toObject(),

@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { appendFile, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
-import { removeAcpxSocketDir, stopAcpxProcesses } from "../_helpers/acpx.ts";
+import { ACPX, removeAcpxSocketDir, stopAcpxProcesses } from "../_helpers/acpx.ts";
 import { commandLine, ROOT, RUNTIMES } from "../_helpers/runtimes.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
 import { pollUntil } from "../_helpers/wait.ts";
@@ -187,7 +187,7 @@ Deno.test("two server processes share a data directory; a session is open in onl
 
 function acpx(args: readonly string[], env: Record<string, string>, cwd: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(`${ROOT}node_modules/.bin/acpx`, args, {
+    const child = spawn(ACPX, args, {
       cwd,
       env: { ...Deno.env.toObject(), ...env },
       stdio: ["ignore", "pipe", "pipe"],
