@@ -6,7 +6,7 @@ import { schemaProblems } from "../_helpers/acp_schema.ts";
 import { ACPX, removeAcpxSocketDir, stopAcpxProcesses } from "../_helpers/acpx.ts";
 import { startFakeLlmServer } from "../_helpers/fake_llm_server.ts";
 import { openAiTurn } from "../_helpers/llm_fixtures.ts";
-import { commandLine, ROOT, RUNTIMES } from "../_helpers/runtimes.ts";
+import { commandLine, RUNTIMES } from "../_helpers/runtimes.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
 
 /** A test's directory: acpx's HOME, the agent's data, the workspace and a script that hangs. */
