@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { RequestError } from "@agentclientprotocol/sdk";
+import { invalid } from "../protocol/request_errors.ts";
 
 /** Which remote transports are enabled (what mcpCapabilities advertises). */
 export interface McpTransports {
@@ -14,8 +14,8 @@ export interface McpTransports {
   readonly sse: boolean;
 }
 
-/** What every declared server has. */
-interface McpServerBase {
+/** A server the agent starts as a child process and talks to over stdio. */
+export interface McpStdioServer {
   /**
    * The name used in tool names (`mcp__<name>__<tool>`) and logs: the declared one when it
    * matches /^[A-Za-z0-9_-]{1,32}$/, else normalized (see mcpServerName).
@@ -23,10 +23,6 @@ interface McpServerBase {
   readonly name: string;
   /** The name as the client declared it. */
   readonly declaredName: string;
-}
-
-/** A server the agent starts as a child process and talks to over stdio. */
-export interface McpStdioServer extends McpServerBase {
   /** How to reach the server */
   readonly transport: "stdio";
   /** The absolute path of the program */
@@ -38,7 +34,14 @@ export interface McpStdioServer extends McpServerBase {
 }
 
 /** A server reached over Streamable HTTP or the older HTTP+SSE transport. */
-export interface McpRemoteServer extends McpServerBase {
+export interface McpRemoteServer {
+  /**
+   * The name used in tool names (`mcp__<name>__<tool>`) and logs: the declared one when it
+   * matches /^[A-Za-z0-9_-]{1,32}$/, else normalized (see mcpServerName).
+   */
+  readonly name: string;
+  /** The name as the client declared it. */
+  readonly declaredName: string;
   /** How to reach the server */
   readonly transport: "http" | "sse";
   /** The server's `http:` or `https:` URL */
@@ -96,7 +99,7 @@ const QUOTE_LENGTH = 80;
  * @param value The request's `mcpServers`; `undefined` or `null` means none
  * @param transports The remote transports enabled
  * @returns The servers, in their order, frozen
- * @throws {RequestError} -32602 on the first problem found
+ * @throws {RequestError} -32602 (invalid params) on the first problem found
  */
 export function parseMcpServers(
   value: unknown,
@@ -365,7 +368,7 @@ function parseHeaders(value: unknown, where: string): Readonly<Record<string, st
 
 /** Throws the invalid-params error for `where`. */
 function fail(where: string, problem: string): never {
-  throw RequestError.invalidParams(undefined, `${where}: ${problem}`);
+  throw invalid(`${where}: ${problem}`);
 }
 
 /** `value` as a record, or an error. */
