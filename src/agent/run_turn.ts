@@ -456,6 +456,7 @@ async function runToolCall(options: Turn, entry: PreparedCall): Promise<LlmMessa
     ...(result.parts ? { parts: result.parts } : {}),
     ...(result.display ? { display: result.display } : {}),
     ...(result.locations ? { locations: result.locations } : {}),
+    ...(result.rawOutput === undefined ? {} : { rawOutput: result.rawOutput }),
   });
   return {
     role: "tool",

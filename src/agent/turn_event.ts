@@ -32,6 +32,8 @@ export type TurnEvent =
     /** What the client shows instead of the parts or the text. */
     readonly display?: readonly ToolDisplay[];
     readonly locations?: readonly ToolLocation[];
+    /** Machine-readable output for the client (`rawOutput`). */
+    readonly rawOutput?: unknown;
   }
   /** Usage of the latest model request. */
   | { readonly type: "usage"; readonly usage: LlmUsage }

@@ -49,6 +49,10 @@ export interface Config {
   readonly maxSteps: number;
   /** Seconds a permission request waits for the client's answer before refusing. @default {300} */
   readonly permissionTimeout: number;
+  /** Seconds an MCP server has to start and list its tools. @default {30} */
+  readonly mcpStartTimeout: number;
+  /** Seconds one MCP tool call may take. @default {300} */
+  readonly mcpCallTimeout: number;
   /** Largest inbound JSON-RPC message in bytes. @default {33554432} */
   readonly maxMessageBytes: number;
   /** Sessions per `session/list` page. @default {100} */
@@ -178,6 +182,24 @@ export const SETTINGS: SettingsTable = {
     fileKey: "permissionTimeout",
     default: 300,
     help: "Seconds to wait for a permission answer before refusing",
+    type: POSITIVE_INTEGER,
+  },
+  mcpStartTimeout: {
+    flag: "--mcp-start-timeout",
+    placeholder: "<s>",
+    env: "ACP_HARNESS_MCP_START_TIMEOUT",
+    fileKey: "mcpStartTimeout",
+    default: 30,
+    help: "Seconds an MCP server has to start and list its tools",
+    type: POSITIVE_INTEGER,
+  },
+  mcpCallTimeout: {
+    flag: "--mcp-call-timeout",
+    placeholder: "<s>",
+    env: "ACP_HARNESS_MCP_CALL_TIMEOUT",
+    fileKey: "mcpCallTimeout",
+    default: 300,
+    help: "Seconds one MCP tool call may take",
     type: POSITIVE_INTEGER,
   },
   maxMessageBytes: {

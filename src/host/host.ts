@@ -43,8 +43,13 @@ export interface HostOptions {
 export interface SpawnOptions {
   /** Absolute working directory. */
   readonly cwd: string;
-  /** Extra environment variables on top of the host's environment. */
+  /** Extra environment variables on top of the inherited environment. */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * The names of the host's environment variables the child inherits; the others are left out
+   * (MCP servers get only what they need, not the server's API keys). @default {every variable}
+   */
+  readonly inheritEnv?: readonly string[];
   /** Aborting kills the whole process group (SIGTERM, then SIGKILL after a grace period). */
   readonly signal?: AbortSignal;
   /**

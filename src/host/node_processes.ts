@@ -119,9 +119,11 @@ export class NodeProcesses implements HostProcesses {
     if (this.#stopping) {
       return Promise.reject(new Error(`Cannot start "${command}": the host is shutting down`));
     }
-    const env: Record<string, string> = {};
+    // No prototype: a variable named `__proto__` is an ordinary variable.
+    const env: Record<string, string> = Object.create(null);
+    const inherit = options.inheritEnv === undefined ? undefined : new Set(options.inheritEnv);
     for (const [name, value] of Object.entries(this.#env)) {
-      if (value !== undefined) env[name] = value;
+      if (value !== undefined && (inherit === undefined || inherit.has(name))) env[name] = value;
     }
     Object.assign(env, options.env);
     env[ownerVariable(this.#token)] = "1";

@@ -46,7 +46,11 @@ export function decidePermission(
     return {
       action: "deny",
       reason: `The read-only permission mode refused ${tool}: it ${
-        effect === "write" ? "changes files" : "runs commands"
+        effect === "write"
+          ? "changes files"
+          : effect === "execute"
+          ? "runs commands"
+          : "is not marked read-only"
       }. Ask the user to switch the mode to "ask" or "auto" if this is needed.`,
     };
   }

@@ -1,26 +1,26 @@
 import type { AgentCapabilities } from "@agentclientprotocol/sdk";
 import type { PromptCapabilities } from "./prompt_content.ts";
-import { invalid } from "./request_errors.ts";
-
-/** The MCP transports the server can connect a session to: none yet. */
-export const MCP_CAPABILITIES: NonNullable<AgentCapabilities["mcpCapabilities"]> = {
-  http: false,
-  sse: false,
-};
+import {
+  type McpServerSpec,
+  type McpTransports,
+  parseMcpServers,
+} from "../mcp/mcp_declarations.ts";
 
 /**
- * Refuses MCP servers in `session/new`, `session/load` or `session/resume`, since
- * {@link MCP_CAPABILITIES} advertises none. This is where MCP support plugs in.
+ * The MCP transports a session can connect to besides stdio (which every agent supports):
+ * Streamable HTTP and the older SSE transport.
+ */
+export const MCP_CAPABILITIES: McpTransports = { http: true, sse: true };
+
+/**
+ * The MCP servers of a `session/new`, `session/load` or `session/resume`, validated.
  *
  * @param mcpServers The request's `mcpServers`
- * @throws {RequestError} -32602 when the list is not empty
+ * @returns The declarations, normalized
+ * @throws {RequestError} -32602 naming the entry and field of the first invalid one
  */
-export function refuseMcpServers(mcpServers: readonly unknown[] | null | undefined): void {
-  if ((mcpServers ?? []).length > 0) {
-    throw invalid(
-      "mcpServers: MCP servers are not supported yet (mcpCapabilities advertises none); pass []",
-    );
-  }
+export function mcpServersOf(mcpServers: unknown): readonly McpServerSpec[] {
+  return parseMcpServers(mcpServers, MCP_CAPABILITIES);
 }
 
 /**

@@ -53,6 +53,11 @@ export interface ConnectionContext {
   clientCapabilities: ClientCapabilities;
   /** Says that a session request took effect: later messages of its session may go. */
   applied(requestId: unknown): void;
+  /**
+   * Runs `then` once the answer to a request is written (at once when `requestId` is undefined),
+   * so that what it sends follows the answer.
+   */
+  afterAnswer(requestId: unknown, then: () => void): void;
   /** Tracks a request being handled, so the connection's drain waits for its answer. */
   track<Result>(result: Result): Result;
   /**
@@ -81,6 +86,8 @@ export class Connection implements ConnectionContext {
   readonly #order: SessionOrder;
   readonly #acp: AgentConnection;
   readonly #inflight = new Inflight();
+  /** What runs once the answer to a request is written, by request id. */
+  readonly #afterAnswer = new Map<unknown, () => void>();
   #markDisconnected!: () => void;
 
   /**
@@ -103,7 +110,14 @@ export class Connection implements ConnectionContext {
     this.#order = orderSessionMessages(stream.readable, {
       cancel: (sessionId) => this.sessions.get(sessionId)?.cancel(),
     });
-    const described = describeErrors(stream, this.logger, this.#order.applied);
+    const described = describeErrors(stream, this.logger, (id) => {
+      this.#order.applied(id);
+      const then = this.#afterAnswer.get(id);
+      if (then) {
+        this.#afterAnswer.delete(id);
+        then();
+      }
+    });
     // Reading starts after this constructor returns, so no handler runs before `sessions` exists.
     this.#acp = agentApp(this).connect({
       readable: this.#order.readable,
@@ -117,6 +131,11 @@ export class Connection implements ConnectionContext {
 
   applied(requestId: unknown): void {
     this.#order.applied(requestId);
+  }
+
+  afterAnswer(requestId: unknown, then: () => void): void {
+    if (requestId === undefined) then();
+    else this.#afterAnswer.set(requestId, then);
   }
 
   track<Result>(result: Result): Result {

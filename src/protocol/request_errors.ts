@@ -1,5 +1,6 @@
 import { RequestError } from "@agentclientprotocol/sdk";
 import { TurnError } from "../agent/run_turn.ts";
+import { McpStartError } from "../mcp/mcp_errors.ts";
 import { ConfigValueError, SessionStateError } from "../session/session.ts";
 import { SessionNotFoundError } from "../session/session_manager.ts";
 import { InvalidCursorError, SessionLockedError } from "../store/session_store.ts";
@@ -18,7 +19,7 @@ export function invalid(message: string): RequestError {
 /**
  * Maps an error of the layers below to the JSON-RPC error the client sees: a bad request is
  * -32602, an unknown session -32002, a failed turn -32603 with the provider's error kind in
- * `data`. Anything else is returned as it is (the SDK answers it with -32603).
+ * `data`, an MCP server that did not start -32603 with its name in `data.mcpServer`. Anything else is returned as it is (the SDK answers it with -32603).
  *
  * @param error What a handler caught
  * @returns The error to throw
@@ -33,6 +34,9 @@ export function toRequestError(error: unknown): unknown {
     error instanceof ConfigValueError
   ) {
     return invalid(error.message);
+  }
+  if (error instanceof McpStartError) {
+    return RequestError.internalError({ mcpServer: error.server }, error.message);
   }
   if (error instanceof TurnError) {
     const cause = error.providerError;

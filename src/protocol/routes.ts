@@ -21,15 +21,21 @@ export function agentApp(connection: ConnectionContext): AgentApp {
   return agent({ name: "acp-harness" })
     .onRequest(methods.agent.initialize, ({ params }) => initialize(connection, params))
     .onRequest(methods.agent.authenticate, () => ({}))
-    .onRequest(methods.agent.session.new, ({ params }) => track(newSession(connection, params)))
+    .onRequest(
+      methods.agent.session.new,
+      ({ params, requestId }) => track(newSession(connection, params, requestId)),
+    )
     .onRequest(
       methods.agent.session.prompt,
       ({ params, signal, requestId }) => track(prompt(connection, params, { signal, requestId })),
     )
-    .onRequest(methods.agent.session.load, ({ params }) => track(loadSession(connection, params)))
+    .onRequest(
+      methods.agent.session.load,
+      ({ params, requestId }) => track(loadSession(connection, params, requestId)),
+    )
     .onRequest(
       methods.agent.session.resume,
-      ({ params }) => track(resumeSession(connection, params)),
+      ({ params, requestId }) => track(resumeSession(connection, params, requestId)),
     )
     .onRequest(methods.agent.session.list, ({ params }) => track(listSessions(connection, params)))
     .onRequest(

@@ -18,6 +18,7 @@ import { Outbox } from "./outbox.ts";
 import { type PermissionAsker, PermissionGate } from "./permission_gate.ts";
 import { PromptSlot } from "./prompt_slot.ts";
 import { Recorder } from "./recorder.ts";
+import type { SessionCommands } from "./session_commands.ts";
 import { SessionSelection } from "./selection.ts";
 import type { RestoredSession } from "./session_record.ts";
 import { SessionTitle } from "./session_title.ts";
@@ -40,7 +41,10 @@ export interface SessionOptions {
   readonly additionalDirectories: readonly string[];
   readonly selection: Selection;
   readonly catalog: ModelCatalog;
-  readonly tools: readonly Tool[];
+  /** The session's tools: a set that may change (MCP servers' tools), or a fixed list. */
+  readonly tools: ToolSet | readonly Tool[];
+  /** The session's slash commands. */
+  readonly commands?: SessionCommands;
   readonly host: Host;
   readonly workspace: Workspace;
   readonly ask: PermissionAsker;
@@ -121,6 +125,23 @@ export class Session {
   async replay(updates: readonly SessionUpdate[]): Promise<void> {
     if (this.#options.replaySink) return await this.#options.replaySink(updates);
     return await this.#outbox.sendAll(updates);
+  }
+
+  /**
+   * Tells the client the session's slash commands (`available_commands_update`), when it has any.
+   * Call it once the client knows the session (after the `session/new` answer).
+   */
+  announceCommands(): void {
+    const commands = this.#options.commands?.list() ?? [];
+    if (commands.length === 0) return;
+    this.#outbox.send({
+      sessionUpdate: "available_commands_update",
+      availableCommands: commands.map(({ name, description, hint }) => ({
+        name,
+        description,
+        ...(hint === undefined ? {} : { input: { hint } }),
+      })),
+    });
   }
 
   /** The selected model's facts. */
@@ -215,7 +236,10 @@ function buildTurnRunner(options: SessionOptions, outbox: Outbox): TurnRunner {
     cwd: options.cwd,
     roots,
     catalog: options.catalog,
-    tools: ToolSet.of(options.tools, { logger, logFields: { sessionId } }),
+    tools: options.tools instanceof ToolSet
+      ? options.tools
+      : ToolSet.of(options.tools, { logger, logFields: { sessionId } }),
+    ...(options.commands ? { commands: options.commands } : {}),
     // Tools get the host's file-system queries only (never processes or the environment).
     files: options.host,
     workspace: options.workspace,

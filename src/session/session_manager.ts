@@ -13,10 +13,13 @@ import {
   type SessionPage,
   type SessionStore,
 } from "../store/session_store.ts";
+import type { McpServerSpec } from "../mcp/mcp_declarations.ts";
 import type { Tool } from "../tools/tool.ts";
+import { ToolSet } from "../tools/tool_set.ts";
 import type { Workspace } from "../tools/workspace.ts";
 import { initialEffort, type Selection } from "./config_options.ts";
 import { type PermissionAsker, Session, SessionStateError } from "./session.ts";
+import type { SessionCommands } from "./session_commands.ts";
 import { SessionDisposer } from "./session_disposer.ts";
 import { replayUpdates, restoreSession } from "./session_record.ts";
 import type { ToolSetFactory } from "./tool_set_factory.ts";
@@ -57,6 +60,8 @@ export interface CreateSessionOptions {
   readonly additionalDirectories: readonly string[];
   /** Project instructions (the cwd's AGENTS.md). */
   readonly instructions?: string;
+  /** The MCP servers the client gave for the session (validated), connected before it opens. */
+  readonly mcpServers?: readonly McpServerSpec[];
 }
 
 /** Options for {@link SessionManager.open}. */
@@ -83,6 +88,12 @@ interface Built {
   readonly disposer: SessionDisposer;
 }
 
+/** A session's tool set and commands, before the session is made. */
+interface Equipment {
+  readonly tools: ToolSet;
+  readonly commands?: SessionCommands;
+}
+
 /**
  * The sessions of one connection. Each has its own prompt slot, controller and update queue, so
  * work in one never touches another. Sessions are recorded in the store and held with a lease,
@@ -97,6 +108,8 @@ export class SessionManager {
    */
   readonly #opening = new Map<string, Promise<unknown>>();
   #closing: Promise<void> | undefined;
+  /** Aborted at shutdown: MCP servers still starting stop. */
+  readonly #shutdown = new AbortController();
 
   /** @param options Shared dependencies */
   constructor(options: SessionManagerOptions) {
@@ -119,25 +132,26 @@ export class SessionManager {
     this.#assertOpen();
     const { config, catalog, store, now } = this.#options;
     const id = crypto.randomUUID();
-    await store.create({
-      version: 1,
-      id,
-      cwd: params.cwd,
-      additionalDirectories: params.additionalDirectories,
-      createdAt: new Date(now()).toISOString(),
-    });
-    const lease = await store.acquire(id);
     const effort = initialEffort(catalog.info(config.model));
     const selection: Selection = {
       model: config.model,
       mode: config.mode,
       ...(effort === undefined ? {} : { effort }),
     };
-    let built: Built;
+    // Tools first: a session whose MCP servers do not start is never recorded.
+    const built = await this.#build(id, params, selection);
+    let lease: SessionLease;
     try {
-      built = await this.#build(id, params, selection);
+      await store.create({
+        version: 1,
+        id,
+        cwd: params.cwd,
+        additionalDirectories: params.additionalDirectories,
+        createdAt: new Date(now()).toISOString(),
+      });
+      lease = await store.acquire(id);
     } catch (error) {
-      await lease.release();
+      await built.disposer.dispose();
       throw error;
     }
     built.session.start();
@@ -192,6 +206,7 @@ export class SessionManager {
           cwd: header.cwd,
           additionalDirectories: params.additionalDirectories ?? header.additionalDirectories,
           ...(params.instructions ? { instructions: params.instructions } : {}),
+          ...(params.mcpServers ? { mcpServers: params.mcpServers } : {}),
         },
         selection,
         restored,
@@ -307,6 +322,7 @@ export class SessionManager {
   /** Closes every session (cancelling turns, releasing leases). Idempotent. */
   closeAll(): Promise<void> {
     this.#closing ??= (async () => {
+      this.#shutdown.abort(new Error("the server is shutting down"));
       // Opens in flight finish first; a session registered from now on is closed at once.
       await Promise.all(this.#opening.values());
       await Promise.all([...this.#sessions.keys()].map((id) => this.close(id)));
@@ -352,18 +368,47 @@ export class SessionManager {
         additionalDirectories: params.additionalDirectories,
         disposer,
       });
-      return { session: this.#session(id, params, selection, tools, restored), disposer };
+      const equipment = await this.#equip(id, params, tools, disposer);
+      return { session: this.#session(id, params, selection, equipment, restored), disposer };
     } catch (error) {
       await disposer.dispose();
       throw error;
     }
   }
 
+  /** The session's tool set, with its MCP servers connected (their tools in it). */
+  async #equip(
+    id: string,
+    params: CreateSessionOptions,
+    tools: readonly Tool[],
+    disposer: SessionDisposer,
+  ): Promise<Equipment> {
+    const { logger, config, host } = this.#options;
+    const toolSet = ToolSet.of(tools, { logger, logFields: { sessionId: id } });
+    const servers = params.mcpServers ?? [];
+    if (servers.length === 0) return { tools: toolSet };
+    // Loaded only now: sessions without MCP servers never load the MCP client.
+    const { McpHub } = await import("../mcp/mcp_hub.ts");
+    const hub = await McpHub.connect({
+      servers,
+      processes: host,
+      cwd: params.cwd,
+      logger,
+      logFields: { sessionId: id },
+      startTimeoutMs: config.mcpStartTimeout * 1000,
+      callTimeoutMs: config.mcpCallTimeout * 1000,
+      signal: this.#shutdown.signal,
+    });
+    disposer.defer(() => hub.close());
+    hub.attach(toolSet);
+    return { tools: toolSet, commands: hub };
+  }
+
   #session(
     id: string,
     params: CreateSessionOptions,
     selection: Selection,
-    tools: readonly Tool[],
+    equipment: Equipment,
     restored?: Awaited<ReturnType<typeof restoreSession>>,
   ): Session {
     const { catalog, host, logger, now, sinkFor, workspaceFor, ask, retry, config } = this.#options;
@@ -373,7 +418,8 @@ export class SessionManager {
       additionalDirectories: params.additionalDirectories,
       selection,
       catalog,
-      tools,
+      tools: equipment.tools,
+      ...(equipment.commands ? { commands: equipment.commands } : {}),
       host,
       workspace: workspaceFor(id),
       ask,

@@ -51,6 +51,8 @@ export const INTERRUPTED_TOOL_RESULT =
 export type StoredToolResult = Extract<StoredEvent, { type: "tool_result" }> & {
   /** The result as parts (text, images, resource links). */
   readonly parts?: readonly ToolContent[];
+  /** Machine-readable output the client was given (`rawOutput`). */
+  readonly rawOutput?: unknown;
 };
 
 /**
@@ -90,6 +92,7 @@ export function toolResultEvent(
     ...(event.parts ? { parts: event.parts } : {}),
     ...(event.display ? { display: event.display } : {}),
     ...(event.locations ? { locations: event.locations } : {}),
+    ...(event.rawOutput === undefined ? {} : { rawOutput: event.rawOutput }),
   };
 }
 
@@ -368,6 +371,9 @@ function replayRecord(record: StoredRecord | StoredEvent): SessionUpdate[] {
         status: record.isError ? "failed" : "completed",
         content: display.map(toolCallContent),
         ...(record.locations ? { locations: locationsOf(record.locations) } : {}),
+        ...("rawOutput" in record && record.rawOutput !== undefined
+          ? { rawOutput: record.rawOutput }
+          : {}),
       }];
     }
     case "title":

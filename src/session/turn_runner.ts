@@ -20,6 +20,7 @@ import type { Selection } from "./config_options.ts";
 import type { Conversation } from "./conversation.ts";
 import type { Outbox } from "./outbox.ts";
 import type { PermissionGate } from "./permission_gate.ts";
+import { invokedCommand, type SessionCommands } from "./session_commands.ts";
 import { turnEffort } from "./selection.ts";
 import { toStoredContent } from "./session_record.ts";
 import type { SessionTitle } from "./session_title.ts";
@@ -50,6 +51,8 @@ export interface TurnRunnerOptions {
   readonly systemPrompt: SystemPromptCache;
   readonly permissions: PermissionGate;
   readonly events: TurnEventMapper;
+  /** The session's slash commands: a prompt that invokes one becomes what it expands to. */
+  readonly commands?: SessionCommands;
 }
 
 /** What one turn has come to, for its end. */
@@ -105,7 +108,9 @@ export class TurnRunner {
     this.#logStart(content, pinned);
     try {
       const { info, provider } = this.#options.catalog.resolve(pinned.model);
-      await this.#admit(content, controller, state);
+      const expanded = await this.#expand(content, controller.signal);
+      if (controller.signal.aborted) return state.stopReason = "cancelled";
+      await this.#admit(expanded, controller, state);
       if (controller.signal.aborted) return state.stopReason = this.#cancelled(state);
       const reason = await runTurn(this.#turnOptions(info, provider, controller.signal, state));
       return state.stopReason = reason === "cancelled" ? this.#cancelled(state) : reason;
@@ -117,6 +122,19 @@ export class TurnRunner {
     } finally {
       await this.#finish(state);
     }
+  }
+
+  /** The user turn: the prompt, or what the slash command it invokes expands to. */
+  async #expand(
+    content: readonly LlmContentPart[],
+    signal: AbortSignal,
+  ): Promise<readonly LlmContentPart[]> {
+    const { commands, logger, sessionId } = this.#options;
+    if (!commands) return content;
+    const invoked = invokedCommand(content, commands.list());
+    if (!invoked) return content;
+    logger.info("slash command", { sessionId, command: invoked.name });
+    return await commands.expand(invoked.name, invoked.input, signal);
   }
 
   /** `cancelled`, unless the abort came from a failed admission record (then that is thrown). */

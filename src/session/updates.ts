@@ -43,6 +43,7 @@ export function toSessionUpdate(
         status: event.status,
         ...(display ? { content: display.map(toolCallContent) } : {}),
         ...(event.locations ? { locations: locationsOf(event.locations) } : {}),
+        ...(event.rawOutput === undefined ? {} : { rawOutput: event.rawOutput }),
       };
     }
   }
@@ -81,6 +82,18 @@ export function toolCallContent(display: ToolDisplay): ToolCallContent {
           ...(display.mimeType === undefined ? {} : { mimeType: display.mimeType }),
         },
       };
+    case "resource": {
+      const mime = display.mimeType === undefined ? {} : { mimeType: display.mimeType };
+      return {
+        type: "content",
+        content: {
+          type: "resource",
+          resource: display.blob !== undefined
+            ? { uri: display.uri, ...mime, blob: display.blob }
+            : { uri: display.uri, ...mime, text: display.text ?? "" },
+        },
+      };
+    }
     case "diff":
       return {
         type: "diff",

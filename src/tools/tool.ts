@@ -18,8 +18,12 @@ export type ToolKind =
   | "switch_mode"
   | "other";
 
-/** What a tool does to the world, which decides whether permission modes let it run. */
-export type ToolEffect = "read" | "write" | "execute";
+/**
+ * What a tool does to the world, which decides whether permission modes let it run: `read`
+ * only reads; `write` changes files; `execute` runs commands; `external` acts through another
+ * program (an MCP server's tool not marked read-only).
+ */
+export type ToolEffect = "read" | "write" | "execute" | "external";
 
 /** What a tool call is running in. */
 export interface ToolContext {
@@ -63,9 +67,19 @@ export type ToolContent =
     readonly mimeType?: string;
   };
 
-/** Rich content a client shows for a tool call: any {@link ToolContent}, a diff or a terminal. */
+/**
+ * Rich content a client shows for a tool call: any {@link ToolContent}, an embedded resource (its
+ * text, or its bytes as base64 `blob`), a diff or a terminal.
+ */
 export type ToolDisplay =
   | ToolContent
+  | {
+    readonly type: "resource";
+    readonly uri: string;
+    readonly mimeType?: string;
+    readonly text?: string;
+    readonly blob?: string;
+  }
   /** `oldText` is null for a new file. */
   | {
     readonly type: "diff";
@@ -95,6 +109,8 @@ export interface ToolResult {
   readonly display?: readonly ToolDisplay[];
   /** Files the call touched, for clients to follow along. */
   readonly locations?: readonly ToolLocation[];
+  /** Machine-readable output for the client (an MCP tool's structured content). */
+  readonly rawOutput?: unknown;
 }
 
 /** A tool the model can call. */

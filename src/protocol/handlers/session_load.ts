@@ -7,7 +7,7 @@ import type {
   SessionModeState,
 } from "@agentclientprotocol/sdk";
 import { RequestError } from "@agentclientprotocol/sdk";
-import { refuseMcpServers } from "../capabilities.ts";
+import { mcpServersOf } from "../capabilities.ts";
 import type { ConnectionContext } from "../connection.ts";
 import { readInstructions } from "../instructions.ts";
 import { mappingErrors } from "../request_errors.ts";
@@ -18,13 +18,15 @@ import { checkPath, workspaceRoots } from "../workspace_roots.ts";
  *
  * @param connection The connection
  * @param params The request
+ * @param requestId The request's id (the session's commands are announced after its answer)
  * @returns The session's config options and modes
  */
 export function loadSession(
   connection: ConnectionContext,
   params: LoadSessionRequest,
+  requestId?: unknown,
 ): Promise<LoadSessionResponse> {
-  return reopen(connection, params, true);
+  return reopen(connection, params, true, requestId);
 }
 
 /**
@@ -32,21 +34,24 @@ export function loadSession(
  *
  * @param connection The connection
  * @param params The request
+ * @param requestId The request's id (the session's commands are announced after its answer)
  * @returns The session's config options and modes
  */
 export function resumeSession(
   connection: ConnectionContext,
   params: ResumeSessionRequest,
+  requestId?: unknown,
 ): Promise<ResumeSessionResponse> {
-  return reopen(connection, params, false);
+  return reopen(connection, params, false, requestId);
 }
 
 async function reopen(
   connection: ConnectionContext,
   params: LoadSessionRequest | ResumeSessionRequest,
   replay: boolean,
+  requestId: unknown,
 ): Promise<{ configOptions: SessionConfigOption[]; modes: SessionModeState }> {
-  refuseMcpServers(params.mcpServers);
+  const mcpServers = mcpServersOf(params.mcpServers);
   checkPath(params.cwd, "cwd");
   const { sessions, logger, server } = connection;
   if (!(await sessions.exists(params.sessionId))) {
@@ -61,9 +66,11 @@ async function reopen(
         ? { additionalDirectories: roots.additionalDirectories }
         : {}),
       ...(instructions ? { instructions } : {}),
+      ...(mcpServers.length > 0 ? { mcpServers } : {}),
       replay,
     });
   });
+  connection.afterAnswer(requestId, () => session.announceCommands());
   logger.info(replay ? "session loaded" : "session resumed", { sessionId: session.id });
   return { configOptions: session.configOptions(), modes: session.modes() };
 }

@@ -1,23 +1,25 @@
 import type { NewSessionRequest, NewSessionResponse } from "@agentclientprotocol/sdk";
-import { refuseMcpServers } from "../capabilities.ts";
+import { mcpServersOf } from "../capabilities.ts";
 import type { ConnectionContext } from "../connection.ts";
 import { readInstructions } from "../instructions.ts";
 import { mappingErrors } from "../request_errors.ts";
 import { workspaceRoots } from "../workspace_roots.ts";
 
 /**
- * `session/new`: checks the workspace roots, then creates and records a session owned by this
- * connection.
+ * `session/new`: checks the MCP servers and the workspace roots, then creates and records a
+ * session owned by this connection, with its MCP servers connected.
  *
  * @param connection The connection
  * @param params The request
+ * @param requestId The request's id (the session's commands are announced after its answer)
  * @returns The session id, its config options and modes
  */
 export async function newSession(
   connection: ConnectionContext,
   params: NewSessionRequest,
+  requestId?: unknown,
 ): Promise<NewSessionResponse> {
-  refuseMcpServers(params.mcpServers);
+  const mcpServers = mcpServersOf(params.mcpServers);
   const { host } = connection.server;
   const roots = await workspaceRoots(host, params);
   const session = await mappingErrors(async () => {
@@ -25,8 +27,11 @@ export async function newSession(
     return await connection.sessions.create({
       ...roots,
       ...(instructions ? { instructions } : {}),
+      ...(mcpServers.length > 0 ? { mcpServers } : {}),
     });
   });
+  // The client learns the session id from the answer: its commands follow it.
+  connection.afterAnswer(requestId, () => session.announceCommands());
   connection.logger.info("session created", { sessionId: session.id, cwd: roots.cwd });
   return {
     sessionId: session.id,

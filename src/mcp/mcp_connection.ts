@@ -1,0 +1,408 @@
+/**
+ * One MCP server of one session: connecting it over stdio, Streamable HTTP or SSE with the
+ * official MCP client, its tools and prompts, calls with cancellation and a timeout, one
+ * reconnect after it went away, and closing it.
+ *
+ * @module
+ */
+import type {
+  CallToolResult,
+  GetPromptResult,
+  Prompt,
+  Tool as McpTool,
+  Transport,
+} from "@modelcontextprotocol/client";
+import {
+  Client,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+} from "@modelcontextprotocol/client";
+import type { HostProcesses } from "../host/host.ts";
+import type { Logger } from "../log/logger.ts";
+import { VERSION } from "../version.ts";
+import { describeMcpServer, type McpServerSpec } from "./mcp_declarations.ts";
+import { McpStartError } from "./mcp_errors.ts";
+import { HostStdioTransport } from "./stdio_transport.ts";
+
+/** The most pages of `tools/list` or `prompts/list` read from one server. */
+const MAX_LIST_PAGES = 100;
+
+/** What an {@link McpConnection} needs. */
+export interface McpConnectionOptions {
+  readonly spec: McpServerSpec;
+  readonly processes: Pick<HostProcesses, "spawn">;
+  /** The session's working directory: a stdio server's cwd. */
+  readonly cwd: string;
+  readonly logger: Logger;
+  /** Added to every log line, for example `{ sessionId }`. */
+  readonly logFields: Readonly<Record<string, unknown>>;
+  /** Milliseconds a server has to start and list its tools. */
+  readonly startTimeoutMs: number;
+  /** Milliseconds one tool call may take. */
+  readonly callTimeoutMs: number;
+  /** Told when the server's tool list changed (after the new list was read). */
+  readonly onToolsChanged?: () => void;
+}
+
+/** A call that did not get an answer from the server: the text says why, for the model. */
+export class McpCallError extends Error {
+  /** Whether the call was cancelled (the turn was). */
+  readonly cancelled: boolean;
+
+  /**
+   * @param message Why
+   * @param cancelled Whether the call was cancelled
+   */
+  constructor(message: string, cancelled = false) {
+    super(message);
+    this.name = "McpCallError";
+    this.cancelled = cancelled;
+  }
+}
+
+interface Live {
+  readonly client: Client;
+  readonly transport: Transport;
+  /** Set once the connection is gone (the process exited, the stream closed). */
+  gone: string | undefined;
+}
+
+/**
+ * A connected MCP server. {@link McpConnection.open} connects it (or fails naming the server and
+ * the cause); calls go through {@link McpConnection.callTool}; {@link McpConnection.close} ends
+ * it (a stdio server's whole process group, an HTTP server's session with `DELETE`).
+ */
+export class McpConnection {
+  readonly #options: McpConnectionOptions;
+  #live: Live | undefined;
+  #tools: readonly McpTool[] = [];
+  #prompts: readonly Prompt[] = [];
+  #refreshing: Promise<void> | undefined;
+  #reconnecting: Promise<Live> | undefined;
+  #closed = false;
+
+  private constructor(options: McpConnectionOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Connects a server and reads its tools and prompts, within the start timeout.
+   *
+   * @param options The server and its limits
+   * @param signal Aborts the start (the server is stopped)
+   * @returns The connection
+   * @throws {McpStartError} Naming the server and the cause
+   */
+  static async open(options: McpConnectionOptions, signal: AbortSignal): Promise<McpConnection> {
+    const connection = new McpConnection(options);
+    connection.#live = await connection.#connect(signal);
+    return connection;
+  }
+
+  /** The server's name. */
+  get name(): string {
+    return this.#options.spec.name;
+  }
+
+  /** The server's tools, as it listed them last. */
+  get tools(): readonly McpTool[] {
+    return this.#tools;
+  }
+
+  /** The server's prompts, as it listed them at start. */
+  get prompts(): readonly Prompt[] {
+    return this.#prompts;
+  }
+
+  /**
+   * Settles once a tool list refresh the server asked for (`notifications/tools/list_changed`)
+   * has been read; at once when none is under way.
+   */
+  async refreshed(): Promise<void> {
+    while (this.#refreshing) await this.#refreshing;
+  }
+
+  /**
+   * Calls a tool. A server that went away is reconnected once first.
+   *
+   * @param name The tool's name as the server knows it
+   * @param args Its arguments
+   * @param signal Aborting cancels the call (the server is told)
+   * @returns The server's result
+   * @throws {McpCallError} When the server did not answer: cancelled, timed out, gone
+   */
+  async callTool(
+    name: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<CallToolResult> {
+    const live = await this.#ready(signal);
+    try {
+      return await live.client.callTool({ name, arguments: args }, {
+        signal,
+        timeout: this.#options.callTimeoutMs,
+      }) as CallToolResult;
+    } catch (error) {
+      throw this.#callError(error, live, signal, `tools/call ${name}`);
+    }
+  }
+
+  /**
+   * Gets a prompt's messages.
+   *
+   * @param name The prompt's name as the server knows it
+   * @param args Its arguments
+   * @param signal Aborting cancels the request
+   * @returns The prompt
+   * @throws {McpCallError} When the server did not answer
+   */
+  async getPrompt(
+    name: string,
+    args: Record<string, string>,
+    signal: AbortSignal,
+  ): Promise<GetPromptResult> {
+    const live = await this.#ready(signal);
+    try {
+      return await live.client.getPrompt({ name, arguments: args }, {
+        signal,
+        timeout: this.#options.callTimeoutMs,
+      });
+    } catch (error) {
+      throw this.#callError(error, live, signal, `prompts/get ${name}`);
+    }
+  }
+
+  /** Ends the server (idempotent; never rejects). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const live = this.#live;
+    this.#live = undefined;
+    if (live) await this.#end(live);
+  }
+
+  async #ready(signal: AbortSignal): Promise<Live> {
+    if (this.#closed) throw new McpCallError(`the MCP server ${this.name} was closed`);
+    const live = this.#live;
+    if (live && live.gone === undefined) return live;
+    // One reconnect, shared by the calls waiting for it.
+    this.#reconnecting ??= (async () => {
+      const why = live?.gone ?? "it is not connected";
+      this.#options.logger.warn("MCP server reconnecting", { ...this.#fields(), why });
+      if (live) await this.#end(live);
+      try {
+        const fresh = await this.#connect(signal);
+        if (this.#closed) {
+          await this.#end(fresh);
+          throw new McpCallError(`the MCP server ${this.name} was closed`);
+        }
+        this.#live = fresh;
+        return fresh;
+      } catch (error) {
+        if (error instanceof McpCallError) throw error;
+        throw new McpCallError(
+          `the MCP server ${this.name} went away (${why}) and reconnecting failed: ${
+            error instanceof McpStartError ? error.message : describe(error)
+          }`,
+        );
+      }
+    })().finally(() => this.#reconnecting = undefined);
+    return await this.#reconnecting;
+  }
+
+  #callError(error: unknown, live: Live, signal: AbortSignal, what: string): McpCallError {
+    if (signal.aborted) return new McpCallError(`${what} was cancelled`, true);
+    if (error instanceof ProtocolError) {
+      return new McpCallError(`the MCP server ${this.name} refused ${what}: ${error.message}`);
+    }
+    if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
+      return new McpCallError(
+        `the MCP server ${this.name} did not answer ${what} within ${
+          this.#options.callTimeoutMs / 1000
+        } s`,
+      );
+    }
+    // Anything else is the connection failing: the next call reconnects.
+    live.gone ??= this.#goneReason(live) ?? describe(error);
+    return new McpCallError(
+      `the MCP server ${this.name} went away during ${what}: ${live.gone}; the next call reconnects`,
+    );
+  }
+
+  async #connect(outer: AbortSignal): Promise<Live> {
+    const { spec, startTimeoutMs, logger } = this.#options;
+    const started = Date.now();
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new Error(`no answer within ${startTimeoutMs / 1000} s`)),
+      startTimeoutMs,
+    );
+    const onOuterAbort = (): void => controller.abort(outer.reason);
+    outer.addEventListener("abort", onOuterAbort, { once: true });
+    if (outer.aborted) onOuterAbort();
+    const signal = controller.signal;
+    const transport = this.#transport();
+    const client = new Client({ name: "acp-harness", version: VERSION }, { capabilities: {} });
+    const live: Live = { client, transport, gone: undefined };
+    client.onerror = (error) => logger.debug("MCP client error", { ...this.#fields(), error });
+    client.onclose = () => {
+      live.gone ??= this.#goneReason(live) ?? "the connection closed";
+    };
+    client.setNotificationHandler("notifications/tools/list_changed", () => {
+      if (this.#live === live) this.#refresh(live);
+    });
+    try {
+      await abortable(client.connect(transport, { signal }), signal);
+      const tools = await abortable(listAll(client, "tools", signal), signal) as McpTool[];
+      const prompts = client.getServerCapabilities()?.prompts
+        ? await abortable(listAll(client, "prompts", signal), signal) as Prompt[]
+        : [];
+      this.#tools = tools;
+      this.#prompts = prompts;
+      logger.info("MCP server connected", {
+        ...this.#fields(),
+        tools: tools.length,
+        prompts: prompts.length,
+        ms: Date.now() - started,
+      });
+      return live;
+    } catch (error) {
+      await this.#end(live);
+      const cause = signal.aborted && !outer.aborted
+        ? describe(signal.reason)
+        : this.#goneReason(live) ?? describe(error);
+      logger.warn("MCP server did not start", { ...this.#fields(), cause });
+      throw new McpStartError(spec.name, cause);
+    } finally {
+      clearTimeout(timer);
+      outer.removeEventListener("abort", onOuterAbort);
+    }
+  }
+
+  /** Reads the tool list again after `notifications/tools/list_changed`. */
+  #refresh(live: Live): void {
+    const previous = this.#refreshing ?? Promise.resolve();
+    const refreshing = previous.then(async () => {
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), this.#options.startTimeoutMs);
+      try {
+        const tools = await listAll(live.client, "tools", controller.signal) as McpTool[];
+        if (this.#live !== live) return;
+        this.#tools = tools;
+        this.#options.logger.info("MCP server tools changed", {
+          ...this.#fields(),
+          tools: tools.length,
+        });
+        this.#options.onToolsChanged?.();
+      } catch (error) {
+        this.#options.logger.warn("MCP server tool list refresh failed", {
+          ...this.#fields(),
+          error,
+        });
+      } finally {
+        clearTimeout(timer);
+      }
+    });
+    this.#refreshing = refreshing;
+    void refreshing.finally(() => {
+      if (this.#refreshing === refreshing) this.#refreshing = undefined;
+    });
+  }
+
+  #transport(): Transport {
+    const { spec, processes, cwd } = this.#options;
+    if (spec.transport === "stdio") {
+      return new HostStdioTransport({
+        processes,
+        command: spec.command,
+        args: spec.args,
+        env: spec.env,
+        cwd,
+      });
+    }
+    const requestInit: RequestInit = { headers: { ...spec.headers } };
+    const url = new URL(spec.url);
+    return spec.transport === "http"
+      ? new StreamableHTTPClientTransport(url, { requestInit })
+      : new SSEClientTransport(url, { requestInit });
+  }
+
+  /** How a stdio server ended, in words, once it has. */
+  #goneReason(live: Live): string | undefined {
+    if (!(live.transport instanceof HostStdioTransport)) return undefined;
+    const exit = live.transport.exit;
+    if (!exit) return undefined;
+    const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+    const stderr = exit.stderr.trim();
+    return stderr ? `${how}; its stderr ends with: ${stderr.slice(-500)}` : how;
+  }
+
+  async #end(live: Live): Promise<void> {
+    live.gone ??= "closed";
+    try {
+      if (live.transport instanceof StreamableHTTPClientTransport && live.transport.sessionId) {
+        // MCP `DELETE`: the server may drop the session now, not when it times out.
+        await live.transport.terminateSession();
+      }
+    } catch (error) {
+      this.#options.logger.debug("MCP session end failed", { ...this.#fields(), error });
+    }
+    try {
+      await live.client.close();
+    } catch (error) {
+      this.#options.logger.debug("MCP client close failed", { ...this.#fields(), error });
+    }
+    // The client closes the transport; a stdio server's process is awaited here.
+    await live.transport.close().catch(() => {});
+  }
+
+  #fields(): Record<string, unknown> {
+    return { ...this.#options.logFields, mcpServer: describeMcpServer(this.#options.spec) };
+  }
+}
+
+/** Every page of a list. */
+async function listAll(
+  client: Client,
+  what: "tools" | "prompts",
+  signal: AbortSignal,
+): Promise<unknown[]> {
+  const items: unknown[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_LIST_PAGES; page++) {
+    const params = cursor === undefined ? {} : { cursor };
+    const result = what === "tools"
+      ? await client.listTools(params, { signal })
+      : await client.listPrompts(params, { signal });
+    items.push(
+      ...(what === "tools" ? (result as { tools: unknown[] }).tools : (
+        result as { prompts: unknown[] }
+      ).prompts),
+    );
+    cursor = result.nextCursor;
+    if (cursor === undefined) break;
+  }
+  return items;
+}
+
+/** `promise`, or a rejection with the signal's reason as soon as it aborts. */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return typeof code === "string" && !error.message.includes(code)
+      ? `${error.message} (${code})`
+      : error.message;
+  }
+  return String(error);
+}

@@ -1,0 +1,263 @@
+/**
+ * The MCP servers of one session: connected together at its start, their tools in its tool set
+ * (kept current when a server's list changes), their prompts as its slash commands, all closed
+ * when it ends. This module and those it imports are loaded only for sessions with MCP servers.
+ *
+ * @module
+ */
+import type { GetPromptResult, Prompt } from "@modelcontextprotocol/client";
+import type { HostProcesses } from "../host/host.ts";
+import type { LlmContentPart } from "../llm/provider.ts";
+import type { Logger } from "../log/logger.ts";
+import { PromptContentError } from "../protocol/prompt_content_error.ts";
+import type { SessionCommand, SessionCommands } from "../session/session_commands.ts";
+import type { ToolSet } from "../tools/tool_set.ts";
+import { McpCallError, McpConnection } from "./mcp_connection.ts";
+import type { McpServerSpec } from "./mcp_declarations.ts";
+import { mcpTool, sessionToolName } from "./mcp_tool.ts";
+
+/** What {@link McpHub.connect} needs. */
+export interface McpHubOptions {
+  /** The validated declarations, in the client's order. */
+  readonly servers: readonly McpServerSpec[];
+  readonly processes: Pick<HostProcesses, "spawn">;
+  /** The session's working directory (a stdio server's cwd). */
+  readonly cwd: string;
+  readonly logger: Logger;
+  /** Added to every log line, for example `{ sessionId }`. */
+  readonly logFields: Readonly<Record<string, unknown>>;
+  /** Milliseconds each server has to start and list its tools. */
+  readonly startTimeoutMs: number;
+  /** Milliseconds one tool call may take. */
+  readonly callTimeoutMs: number;
+  /** Aborting stops the start (the servers started are closed). */
+  readonly signal: AbortSignal;
+}
+
+/** A prompt offered as a command. */
+interface PromptCommand {
+  readonly command: SessionCommand;
+  readonly server: McpConnection;
+  readonly prompt: Prompt;
+}
+
+/**
+ * A session's connected MCP servers.
+ *
+ * @example Connecting none is connecting nothing
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nullLogger } from "../log/logger.ts";
+ * import { McpHub } from "./mcp_hub.ts";
+ * const hub = await McpHub.connect({
+ *   servers: [],
+ *   processes: { spawn: () => Promise.reject(new Error("not used")) },
+ *   cwd: "/",
+ *   logger: nullLogger,
+ *   logFields: {},
+ *   startTimeoutMs: 1000,
+ *   callTimeoutMs: 1000,
+ *   signal: new AbortController().signal,
+ * });
+ * assert.deepEqual(hub.list(), []);
+ * await hub.close();
+ * ```
+ */
+export class McpHub implements SessionCommands {
+  readonly #servers: readonly McpConnection[];
+  #toolSet: ToolSet | undefined;
+
+  private constructor(servers: readonly McpConnection[]) {
+    this.#servers = servers;
+  }
+
+  /**
+   * Connects every server at once, each within the start timeout. When one fails, the others
+   * are closed and the failure is thrown.
+   *
+   * @param options The servers and their limits
+   * @returns The hub
+   * @throws {McpStartError} For the first server (in the client's order) that did not start
+   */
+  static async connect(options: McpHubOptions): Promise<McpHub> {
+    // The hub exists once every server is connected; a change announced before then is read in
+    // `attach`.
+    const made: { hub?: McpHub } = {};
+    const settled = await Promise.allSettled(options.servers.map((spec) =>
+      McpConnection.open({
+        spec,
+        processes: options.processes,
+        cwd: options.cwd,
+        logger: options.logger,
+        logFields: options.logFields,
+        startTimeoutMs: options.startTimeoutMs,
+        callTimeoutMs: options.callTimeoutMs,
+        onToolsChanged: () => {
+          if (made.hub) made.hub.#sync();
+        },
+      }, options.signal)
+    ));
+    const failure = settled.find((result) => result.status === "rejected");
+    if (failure) {
+      await Promise.all(
+        settled.map((result) => result.status === "fulfilled" ? result.value.close() : undefined),
+      );
+      throw failure.reason;
+    }
+    made.hub = new McpHub(
+      settled.map((result) => (result as PromiseFulfilledResult<McpConnection>).value),
+    );
+    return made.hub;
+  }
+
+  /**
+   * Adds every server's tools to a session's tool set (as source `mcp:<server>`), and keeps them
+   * current when a server's list changes.
+   *
+   * @param toolSet The session's tools
+   */
+  attach(toolSet: ToolSet): void {
+    this.#toolSet = toolSet;
+    this.#sync();
+  }
+
+  /**
+   * The servers' prompts, as commands `mcp__<server>__<prompt>`.
+   *
+   * @returns The commands
+   */
+  list(): readonly SessionCommand[] {
+    return this.#prompts().map(({ command }) => command);
+  }
+
+  /**
+   * The user turn a prompt command makes: its input fills the prompt's arguments (one argument
+   * takes all of it; with several, words fill them in order and the last takes the rest), then
+   * the prompt's messages become the user message.
+   *
+   * @param name The command
+   * @param input What followed it
+   * @param signal Aborted when the prompt is cancelled
+   * @returns The user message
+   * @throws {PromptContentError} When a required argument is missing or the server failed
+   */
+  async expand(
+    name: string,
+    input: string,
+    signal: AbortSignal,
+  ): Promise<readonly LlmContentPart[]> {
+    const found = this.#prompts().find(({ command }) => command.name === name);
+    if (!found) throw new PromptContentError(`prompt: /${name} is not a command`);
+    const { prompt, server } = found;
+    const args = promptArguments(prompt, input);
+    let result: GetPromptResult;
+    try {
+      result = await server.getPrompt(prompt.name, args, signal);
+    } catch (error) {
+      if (error instanceof McpCallError && error.cancelled) throw error;
+      throw new PromptContentError(
+        `prompt: /${name} failed: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+    const parts = promptParts(result);
+    if (parts.length === 0) {
+      throw new PromptContentError(`prompt: /${name} gave no messages`);
+    }
+    return parts;
+  }
+
+  /** Closes every server at once (never rejects). */
+  async close(): Promise<void> {
+    await Promise.all(this.#servers.map((server) => server.close()));
+  }
+
+  /** Puts every server's current tools in the tool set. */
+  #sync(): void {
+    const toolSet = this.#toolSet;
+    if (!toolSet) return;
+    for (const server of this.#servers) {
+      const source = `mcp:${server.name}`;
+      toolSet.remove(source);
+      toolSet.add({ id: source, tools: server.tools.map((tool) => mcpTool(server, tool)) });
+    }
+  }
+
+  #prompts(): PromptCommand[] {
+    return this.#servers.flatMap((server) =>
+      server.prompts.map((prompt) => {
+        const names = (prompt.arguments ?? []).map((argument) =>
+          argument.required ? `<${argument.name}>` : `[${argument.name}]`
+        );
+        const command: SessionCommand = {
+          name: sessionToolName(server.name, prompt.name),
+          description: prompt.description ?? prompt.title ?? `MCP prompt ${prompt.name}`,
+          ...(names.length > 0 ? { hint: names.join(" ") } : {}),
+        };
+        return { command, server, prompt };
+      })
+    );
+  }
+}
+
+/** A prompt's arguments from a command's input. */
+function promptArguments(prompt: Prompt, input: string): Record<string, string> {
+  const declared = prompt.arguments ?? [];
+  const args: Record<string, string> = Object.create(null);
+  let rest = input;
+  declared.forEach((argument, index) => {
+    if (rest === "") return;
+    if (index === declared.length - 1) {
+      args[argument.name] = rest;
+      rest = "";
+      return;
+    }
+    const match = /^(\S+)\s*([\s\S]*)$/.exec(rest);
+    args[argument.name] = match?.[1] ?? rest;
+    rest = match?.[2] ?? "";
+  });
+  const missing = declared.filter((argument) => argument.required && !(argument.name in args));
+  if (missing.length > 0) {
+    throw new PromptContentError(
+      `prompt: the command needs ${missing.map((argument) => argument.name).join(", ")} (${
+        declared.map((argument) => argument.required ? `<${argument.name}>` : `[${argument.name}]`)
+          .join(" ")
+      })`,
+    );
+  }
+  return { ...args };
+}
+
+/** A prompt's messages as one user message: roles named when the prompt has other than user. */
+function promptParts(result: GetPromptResult): LlmContentPart[] {
+  const parts: LlmContentPart[] = [];
+  const labelled = result.messages.some((message) => message.role !== "user");
+  for (const message of result.messages) {
+    const content = message.content;
+    const label = labelled ? `${message.role}: ` : "";
+    switch (content.type) {
+      case "text":
+        parts.push({ type: "text", text: `${label}${content.text}` });
+        break;
+      case "image":
+        if (label) parts.push({ type: "text", text: label.trim() });
+        parts.push({ type: "image", mimeType: content.mimeType, data: content.data });
+        break;
+      case "resource": {
+        const resource = content.resource;
+        parts.push({
+          type: "text",
+          text: "text" in resource && typeof resource.text === "string"
+            ? `${label}[resource: ${resource.uri}]\n${resource.text}`
+            : `${label}[resource: ${resource.uri}]`,
+        });
+        break;
+      }
+      case "resource_link":
+        parts.push({ type: "text", text: `${label}[resource: ${content.name} ${content.uri}]` });
+        break;
+      default:
+        parts.push({ type: "text", text: `${label}[${content.type}]` });
+    }
+  }
+  return parts;
+}

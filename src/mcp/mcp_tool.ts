@@ -1,0 +1,221 @@
+/**
+ * An MCP server's tool as a session tool: its name `mcp__<server>__<tool>`, a schema both model
+ * wires take, a kind and a permission treatment from its annotations, and its results as text,
+ * images, resource links and embedded resources.
+ *
+ * @module
+ */
+import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/client";
+import type {
+  Tool,
+  ToolContent,
+  ToolDisplay,
+  ToolEffect,
+  ToolKind,
+  ToolResult,
+} from "../tools/tool.ts";
+import { toolResultText } from "../llm/provider.ts";
+import { McpCallError } from "./mcp_connection.ts";
+import { modelInputSchema } from "./mcp_schema.ts";
+
+/** What an MCP tool calls through: its server's connection. */
+export interface McpToolCaller {
+  /** The server's name (as in tool names). */
+  readonly name: string;
+  callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
+  /** Settles once a tool list change the server announced has been read. */
+  refreshed(): Promise<void>;
+}
+
+/** The most characters of a result's text the model gets; the rest is cut with a note. */
+export const MAX_RESULT_TEXT = 1024 * 1024;
+
+/** The most characters of a tool description passed to the model. */
+const MAX_DESCRIPTION = 8 * 1024;
+
+/**
+ * The name an MCP server's tool takes in a session: `mcp__<server>__<tool>` with characters
+ * outside `A-Za-z0-9_-` made `_`; a name over 64 characters (what model wires accept) is cut and
+ * ends with a hash of the whole, so two long names stay apart.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { sessionToolName } from "./mcp_tool.ts";
+ * assert.equal(sessionToolName("files", "read.text"), "mcp__files__read_text");
+ * assert.equal(sessionToolName("files", "x".repeat(80)).length, 64);
+ * ```
+ *
+ * @param server The server's (validated) name
+ * @param tool The tool's name as the server gave it
+ * @returns The name in the session's tool set
+ */
+export function sessionToolName(server: string, tool: string): string {
+  const name = `mcp__${server}__${tool.replace(/[^A-Za-z0-9_-]/g, "_")}`;
+  if (name.length <= 64) return name;
+  return `${name.slice(0, 55)}_${fnv1a(name)}`;
+}
+
+/**
+ * The ACP tool kind and permission effect an MCP tool's annotations give: a tool marked
+ * `readOnlyHint` reads (`fetch` when it also reaches the open world); any other tool acts through
+ * the server (`external`: `read-only` mode refuses it, `ask` asks), shown as `delete` when marked
+ * destructive, else `other`. Hints are the server's word, so only `readOnlyHint` loosens policy.
+ *
+ * @param annotations The tool's annotations
+ * @returns Its kind and effect
+ */
+export function classifyMcpTool(
+  annotations: McpTool["annotations"],
+): { kind: ToolKind; effect: ToolEffect } {
+  if (annotations?.readOnlyHint === true) {
+    return { kind: annotations.openWorldHint === true ? "fetch" : "read", effect: "read" };
+  }
+  return { kind: annotations?.destructiveHint === true ? "delete" : "other", effect: "external" };
+}
+
+/**
+ * A session tool that calls an MCP server's tool.
+ *
+ * @param server The server's connection
+ * @param definition The tool as the server listed it
+ * @returns The tool
+ */
+export function mcpTool(server: McpToolCaller, definition: McpTool): Tool {
+  const { kind, effect } = classifyMcpTool(definition.annotations);
+  const shown = definition.annotations?.title ?? definition.title ?? definition.name;
+  const description = definition.description ?? shown;
+  return {
+    name: sessionToolName(server.name, definition.name),
+    description: description.length > MAX_DESCRIPTION
+      ? `${description.slice(0, MAX_DESCRIPTION)}…`
+      : description,
+    inputSchema: modelInputSchema(definition.inputSchema),
+    kind,
+    effect,
+    title: () => `${shown} (MCP ${server.name})`,
+    async execute(input, context): Promise<ToolResult> {
+      if (typeof input !== "object" || input === null || Array.isArray(input)) {
+        return { content: "The arguments must be a JSON object.", isError: true };
+      }
+      let result: unknown;
+      try {
+        result = await server.callTool(
+          definition.name,
+          input as Record<string, unknown>,
+          context.signal,
+        );
+      } catch (error) {
+        const message = error instanceof McpCallError ? error.message : String(error);
+        return { content: `The MCP tool call failed: ${message}`, isError: true };
+      }
+      // A tool list change announced before this answer is seen by the next model step.
+      await server.refreshed();
+      return toolResult(result as CallToolResult);
+    },
+  };
+}
+
+/**
+ * An MCP `tools/call` result as a session tool result: text, images and resource links as parts
+ * (what the model sees, `audio` and binary resources as placeholders), embedded resources shown
+ * to the client as resources and given to the model as their text, structured content given to
+ * the model as JSON when no text block carries it already and to the client as `rawOutput`.
+ * `isError` makes the call fail.
+ *
+ * @param result The server's result
+ * @returns The tool result
+ */
+export function toolResult(result: CallToolResult): ToolResult {
+  const parts: ToolContent[] = [];
+  const display: ToolDisplay[] = [];
+  const blocks = Array.isArray(result.content) ? result.content : [];
+  for (const block of blocks) {
+    switch (block.type) {
+      case "text":
+        parts.push({ type: "text", text: block.text });
+        display.push({ type: "text", text: block.text });
+        break;
+      case "image":
+        parts.push({ type: "image", mimeType: block.mimeType, data: block.data });
+        display.push({ type: "image", mimeType: block.mimeType, data: block.data });
+        break;
+      case "resource_link": {
+        const link = {
+          type: "resource_link" as const,
+          uri: block.uri,
+          name: block.name,
+          ...(block.mimeType === undefined ? {} : { mimeType: block.mimeType }),
+        };
+        parts.push(link);
+        display.push(link);
+        break;
+      }
+      case "resource": {
+        const { resource } = block;
+        const mime = resource.mimeType === undefined ? {} : { mimeType: resource.mimeType };
+        if ("text" in resource && typeof resource.text === "string") {
+          parts.push({ type: "text", text: `[resource: ${resource.uri}]\n${resource.text}` });
+          display.push({ type: "resource", uri: resource.uri, ...mime, text: resource.text });
+        } else if ("blob" in resource && typeof resource.blob === "string") {
+          parts.push(
+            resource.mimeType?.startsWith("image/")
+              ? { type: "image", mimeType: resource.mimeType, data: resource.blob }
+              : {
+                type: "text",
+                text: `[resource: ${resource.uri}${
+                  resource.mimeType ? ` (${resource.mimeType})` : ""
+                }, ${Math.floor(resource.blob.length * 3 / 4)} bytes of binary data]`,
+              },
+          );
+          display.push({ type: "resource", uri: resource.uri, ...mime, blob: resource.blob });
+        }
+        break;
+      }
+      case "audio":
+        parts.push({ type: "text", text: `[audio: ${block.mimeType}]` });
+        display.push({ type: "text", text: `[audio: ${block.mimeType}]` });
+        break;
+    }
+  }
+  const structured = result.structuredContent;
+  if (structured !== undefined && !carriesJson(parts, structured)) {
+    parts.push({ type: "text", text: JSON.stringify(structured) });
+  }
+  if (parts.length === 0) parts.push({ type: "text", text: "(no content)" });
+  const text = toolResultText(parts);
+  const content = text.length > MAX_RESULT_TEXT
+    ? `${text.slice(0, MAX_RESULT_TEXT)}\n[cut: the result had ${text.length} characters]`
+    : text;
+  const rich = parts.some((part) => part.type !== "text");
+  return {
+    content,
+    isError: result.isError === true,
+    ...(rich ? { parts } : {}),
+    ...(display.length > 0 ? { display } : {}),
+    ...(structured === undefined ? {} : { rawOutput: structured }),
+  };
+}
+
+/** Whether a text part already holds `value` as JSON (servers are asked to include it). */
+function carriesJson(parts: readonly ToolContent[], value: unknown): boolean {
+  const wanted = JSON.stringify(value);
+  return parts.some((part) => {
+    if (part.type !== "text") return false;
+    try {
+      return JSON.stringify(JSON.parse(part.text)) === wanted;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** FNV-1a 32-bit of the UTF-16 code units, as 8 hex digits. */
+function fnv1a(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < text.length; index++) {
+    hash ^= text.charCodeAt(index);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0).toString(16).padStart(8, "0");
+}

@@ -1,0 +1,209 @@
+/**
+ * The MCP stdio transport over the host's processes: the server runs in its own process group
+ * (so its whole tree is stopped with it, and the host's supervisor covers it even when this
+ * process is killed), messages are newline-delimited JSON on its stdin and stdout.
+ *
+ * @module
+ */
+import type { JSONRPCMessage, Transport } from "@modelcontextprotocol/client";
+import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/client";
+import type { HostProcesses, PipedHostProcess } from "../host/host.ts";
+
+/**
+ * The host environment variables a stdio MCP server inherits: what programs need to run (a
+ * `PATH` to find `node` or `npx`, a home, a locale), never the server's own secrets such as
+ * model API keys. The declaration's `env` comes on top.
+ */
+export const MCP_INHERITED_ENV: readonly string[] = [
+  "HOME",
+  "LOGNAME",
+  "PATH",
+  "SHELL",
+  "TERM",
+  "USER",
+  "LANG",
+  "LC_ALL",
+  "TMPDIR",
+  "TZ",
+];
+
+/** The most bytes of one message line; a server that writes more without a newline is cut off. */
+export const MAX_LINE_BYTES = 64 * 1024 * 1024;
+
+/** The most bytes of a server's stderr kept, to explain a failed start. */
+const STDERR_TAIL_BYTES = 4096;
+
+/** What {@link HostStdioTransport} starts. */
+export interface StdioTransportOptions {
+  readonly processes: Pick<HostProcesses, "spawn">;
+  /** Absolute path of the executable. */
+  readonly command: string;
+  readonly args: readonly string[];
+  /** Variables on top of {@link MCP_INHERITED_ENV}. */
+  readonly env: Readonly<Record<string, string>>;
+  /** The server's working directory (the session's cwd). */
+  readonly cwd: string;
+  /** Milliseconds between closing the server's stdin and killing its group. @default {2000} */
+  readonly graceMs?: number;
+}
+
+/** Why a server's process ended: its exit code or signal, and the tail of its stderr. */
+export interface ExitInfo {
+  readonly code: number | null;
+  readonly signal: string | null;
+  readonly stderr: string;
+}
+
+/**
+ * An MCP `Transport` over a child process the host started. Closing it ends the server's input,
+ * waits up to the grace period for it to exit, then kills its whole process group.
+ */
+export class HostStdioTransport implements Transport {
+  readonly #options: StdioTransportOptions;
+  #process: PipedHostProcess | undefined;
+  #writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
+  #stderr = "";
+  #exit: ExitInfo | undefined;
+  #closed: Promise<void> | undefined;
+
+  /** Told of every message the server sends. */
+  onmessage?: (message: JSONRPCMessage) => void;
+  /** Told of unreadable output and write failures. */
+  onerror?: (error: Error) => void;
+  /** Told once, when the process has ended or the transport was closed. */
+  onclose?: () => void;
+
+  /** @param options What to start and where */
+  constructor(options: StdioTransportOptions) {
+    this.#options = options;
+  }
+
+  /** The process id, once started. */
+  get pid(): number | undefined {
+    return this.#process?.pid;
+  }
+
+  /** How the process ended, once it has. */
+  get exit(): ExitInfo | undefined {
+    return this.#exit;
+  }
+
+  /** The last few KiB the server wrote on stderr. */
+  get stderrTail(): string {
+    return this.#stderr;
+  }
+
+  /** Starts the process; rejects when it cannot be started. */
+  async start(): Promise<void> {
+    if (this.#process) throw new Error("the transport is already started");
+    const { processes, command, args, env, cwd } = this.#options;
+    const child = await processes.spawn(command, args, {
+      cwd,
+      env,
+      inheritEnv: MCP_INHERITED_ENV,
+      stdin: "piped",
+    });
+    this.#process = child;
+    this.#writer = child.stdin.getWriter();
+    // A write to a server that already exited must not surface as an unhandled rejection.
+    this.#writer.closed.catch(() => {});
+    void this.#readStderr(child.stderr);
+    void this.#readMessages(child.stdout);
+    void child.exited.then(({ code, signal }) => {
+      this.#exit = { code, signal, stderr: this.#stderr };
+      this.onclose?.();
+    });
+  }
+
+  /**
+   * Writes one message.
+   *
+   * @param message The JSON-RPC message
+   */
+  async send(message: JSONRPCMessage): Promise<void> {
+    const writer = this.#writer;
+    if (!writer || this.#exit) throw new Error("the MCP server is not running");
+    await writer.write(new TextEncoder().encode(serializeMessage(message)));
+  }
+
+  /** Ends the server: closes its input, waits for the grace period, then kills its group. */
+  close(): Promise<void> {
+    this.#closed ??= this.#close();
+    return this.#closed;
+  }
+
+  async #close(): Promise<void> {
+    const child = this.#process;
+    if (!child) return;
+    await this.#writer?.close().catch(() => {});
+    if (this.#exit) return;
+    const graceMs = this.#options.graceMs ?? 2000;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const graceOver = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+    });
+    try {
+      await Promise.race([child.exited, graceOver]);
+    } finally {
+      clearTimeout(timer);
+    }
+    // The group goes too: a server's own children (a `npx` wrapper's node) must not outlive it.
+    child.kill("SIGTERM");
+    child.kill("SIGKILL");
+    await child.exited;
+  }
+
+  async #readMessages(stdout: ReadableStream<Uint8Array>): Promise<void> {
+    const decoder = new TextDecoder();
+    let buffered = "";
+    try {
+      for await (const chunk of stdout) {
+        buffered += decoder.decode(chunk, { stream: true });
+        let newline = buffered.indexOf("\n");
+        while (newline >= 0) {
+          this.#deliver(buffered.slice(0, newline));
+          buffered = buffered.slice(newline + 1);
+          newline = buffered.indexOf("\n");
+        }
+        if (buffered.length > MAX_LINE_BYTES) {
+          this.onerror?.(new Error(`the MCP server wrote a line over ${MAX_LINE_BYTES} bytes`));
+          buffered = "";
+          this.#process?.kill("SIGKILL");
+        }
+      }
+    } catch (error) {
+      this.onerror?.(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  #deliver(line: string): void {
+    const text = line.endsWith("\r") ? line.slice(0, -1) : line;
+    if (text.trim() === "") return;
+    let message: JSONRPCMessage;
+    try {
+      message = deserializeMessage(text);
+    } catch {
+      // Servers that print banners on stdout are common; the line is not a message.
+      this.onerror?.(new Error(`the MCP server wrote a line that is not JSON-RPC: ${cut(text)}`));
+      return;
+    }
+    this.onmessage?.(message);
+  }
+
+  async #readStderr(stderr: ReadableStream<Uint8Array>): Promise<void> {
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of stderr) {
+        this.#stderr = (this.#stderr + decoder.decode(chunk, { stream: true })).slice(
+          -STDERR_TAIL_BYTES,
+        );
+      }
+    } catch {
+      // The process ended; what was read is kept.
+    }
+  }
+}
+
+function cut(text: string): string {
+  return JSON.stringify(text.length > 120 ? `${text.slice(0, 120)}…` : text);
+}
