@@ -47,11 +47,12 @@ interface PromptCommand {
  * @example Connecting none is connecting nothing
  * ```ts
  * import assert from "node:assert/strict";
+ * import { NodeHost } from "../host/node_host.ts";
  * import { nullLogger } from "../log/logger.ts";
  * import { McpHub } from "./mcp_hub.ts";
  * const hub = await McpHub.connect({
  *   servers: [],
- *   processes: { spawn: () => Promise.reject(new Error("not used")) },
+ *   processes: new NodeHost({}),
  *   cwd: "/",
  *   logger: nullLogger,
  *   logFields: {},

@@ -3,14 +3,14 @@ import { PERMISSION_MODES, type PermissionMode } from "../../src/config/config.t
 import { decidePermission, type PermissionGrants } from "../../src/permission/policy.ts";
 import type { ToolEffect } from "../../src/tools/tool.ts";
 
-const EFFECTS: readonly ToolEffect[] = ["read", "write", "execute"];
+const EFFECTS: readonly ToolEffect[] = ["read", "write", "execute", "external"];
 const NONE: PermissionGrants = new Map();
 
 Deno.test("decidePermission() covers every mode and effect without grants", () => {
   const expected: Record<PermissionMode, Record<ToolEffect, string>> = {
-    "auto": { read: "allow", write: "allow", execute: "allow" },
-    "ask": { read: "allow", write: "ask", execute: "ask" },
-    "read-only": { read: "allow", write: "deny", execute: "deny" },
+    "auto": { read: "allow", write: "allow", execute: "allow", external: "allow" },
+    "ask": { read: "allow", write: "ask", execute: "ask", external: "ask" },
+    "read-only": { read: "allow", write: "deny", execute: "deny", external: "deny" },
   };
   assert.deepEqual([...PERMISSION_MODES].sort(), Object.keys(expected).sort());
   for (const mode of PERMISSION_MODES) {
@@ -42,6 +42,11 @@ Deno.test("decidePermission() in read-only mode explains the refusal to the mode
   assert.ok(execute.action === "deny");
   assert.match(execute.reason, /run_command/);
   assert.match(execute.reason, /runs commands/);
+
+  const external = decidePermission("read-only", "mcp__files__write", "external", NONE);
+  assert.ok(external.action === "deny");
+  assert.match(external.reason, /mcp__files__write/);
+  assert.match(external.reason, /not marked read-only/);
 });
 
 Deno.test("decidePermission() in ask mode follows a remembered allow_always", () => {
