@@ -47,7 +47,8 @@ type JsonObject = { [key: string]: Json };
  */
 export function modelInputSchema(schema: unknown): Record<string, unknown> {
   if (!isObject(schema)) return { type: "object", properties: {} };
-  const defs: Record<string, Json> = {};
+  // No prototype: a `$ref` named `toString` is an unknown reference, not a function.
+  const defs: Record<string, Json> = Object.create(null);
   for (const key of ["$defs", "definitions"]) {
     const table = schema[key];
     if (isObject(table)) {

@@ -165,7 +165,7 @@ export function toolResult(result: CallToolResult): ToolResult {
                 type: "text",
                 text: `[resource: ${resource.uri}${
                   resource.mimeType ? ` (${resource.mimeType})` : ""
-                }, ${Math.floor(resource.blob.length * 3 / 4)} bytes of binary data]`,
+                }, ${base64Bytes(resource.blob)} bytes of binary data]`,
               },
           );
           display.push({ type: "resource", uri: resource.uri, ...mime, blob: resource.blob });
@@ -208,6 +208,12 @@ function carriesJson(parts: readonly ToolContent[], value: unknown): boolean {
       return false;
     }
   });
+}
+
+/** How many bytes a base64 text holds. */
+function base64Bytes(base64: string): number {
+  const padding = base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0;
+  return Math.max(0, Math.floor(base64.length * 3 / 4) - padding);
 }
 
 /** FNV-1a 32-bit of the UTF-16 code units, as 8 hex digits. */

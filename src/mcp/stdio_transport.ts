@@ -60,11 +60,13 @@ export interface ExitInfo {
  */
 export class HostStdioTransport implements Transport {
   readonly #options: StdioTransportOptions;
-  #process: PipedHostProcess | undefined;
+  #child: PipedHostProcess | undefined;
   #writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
   #stderr = "";
   #exit: ExitInfo | undefined;
   #closed: Promise<void> | undefined;
+  /** The spawn, while and after it runs: closing waits for it, so no process escapes a close. */
+  #starting: Promise<void> | undefined;
 
   /** Told of every message the server sends. */
   onmessage?: (message: JSONRPCMessage) => void;
@@ -80,7 +82,7 @@ export class HostStdioTransport implements Transport {
 
   /** The process id, once started. */
   get pid(): number | undefined {
-    return this.#process?.pid;
+    return this.#child?.pid;
   }
 
   /** How the process ended, once it has. */
@@ -94,8 +96,13 @@ export class HostStdioTransport implements Transport {
   }
 
   /** Starts the process; rejects when it cannot be started. */
-  async start(): Promise<void> {
-    if (this.#process) throw new Error("the transport is already started");
+  start(): Promise<void> {
+    if (this.#starting) return Promise.reject(new Error("the transport is already started"));
+    this.#starting = this.#start();
+    return this.#starting;
+  }
+
+  async #start(): Promise<void> {
     const { processes, command, args, env, cwd } = this.#options;
     const child = await processes.spawn(command, args, {
       cwd,
@@ -103,7 +110,7 @@ export class HostStdioTransport implements Transport {
       inheritEnv: MCP_INHERITED_ENV,
       stdin: "piped",
     });
-    this.#process = child;
+    this.#child = child;
     this.#writer = child.stdin.getWriter();
     // A write to a server that already exited must not surface as an unhandled rejection.
     this.#writer.closed.catch(() => {});
@@ -133,7 +140,9 @@ export class HostStdioTransport implements Transport {
   }
 
   async #close(): Promise<void> {
-    const child = this.#process;
+    // A close during the spawn ends the process the spawn makes.
+    await this.#starting?.catch(() => {});
+    const child = this.#child;
     if (!child) return;
     await this.#writer?.close().catch(() => {});
     if (this.#exit) return;
@@ -168,7 +177,7 @@ export class HostStdioTransport implements Transport {
         if (buffered.length > MAX_LINE_BYTES) {
           this.onerror?.(new Error(`the MCP server wrote a line over ${MAX_LINE_BYTES} bytes`));
           buffered = "";
-          this.#process?.kill("SIGKILL");
+          this.#child?.kill("SIGKILL");
         }
       }
     } catch (error) {

@@ -108,9 +108,13 @@ export class TurnRunner {
     this.#logStart(content, pinned);
     try {
       const { info, provider } = this.#options.catalog.resolve(pinned.model);
-      const expanded = await this.#expand(content, controller.signal);
-      if (controller.signal.aborted) return state.stopReason = "cancelled";
-      await this.#admit(expanded, controller, state);
+      let message = content;
+      const invoked = this.#invoked(content);
+      if (invoked) {
+        message = await invoked.commands.expand(invoked.name, invoked.input, controller.signal);
+        if (controller.signal.aborted) return state.stopReason = this.#cancelled(state);
+      }
+      await this.#admit(message, controller, state);
       if (controller.signal.aborted) return state.stopReason = this.#cancelled(state);
       const reason = await runTurn(this.#turnOptions(info, provider, controller.signal, state));
       return state.stopReason = reason === "cancelled" ? this.#cancelled(state) : reason;
@@ -124,17 +128,18 @@ export class TurnRunner {
     }
   }
 
-  /** The user turn: the prompt, or what the slash command it invokes expands to. */
-  async #expand(
+  /**
+   * The slash command a prompt invokes, if any: the turn's user message is then what it expands
+   * to (checked without waiting, so an ordinary prompt is admitted at once).
+   */
+  #invoked(
     content: readonly LlmContentPart[],
-    signal: AbortSignal,
-  ): Promise<readonly LlmContentPart[]> {
+  ): { commands: SessionCommands; name: string; input: string } | undefined {
     const { commands, logger, sessionId } = this.#options;
-    if (!commands) return content;
-    const invoked = invokedCommand(content, commands.list());
-    if (!invoked) return content;
+    const invoked = commands ? invokedCommand(content, commands.list()) : undefined;
+    if (!commands || !invoked) return undefined;
     logger.info("slash command", { sessionId, command: invoked.name });
-    return await commands.expand(invoked.name, invoked.input, signal);
+    return { commands, ...invoked };
   }
 
   /** `cancelled`, unless the abort came from a failed admission record (then that is thrown). */

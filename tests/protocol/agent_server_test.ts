@@ -33,7 +33,7 @@ Deno.test("initialize answers version 1 with exact capabilities whatever is aske
       agentCapabilities: {
         loadSession: true,
         promptCapabilities: { image: false, audio: false, embeddedContext: true },
-        mcpCapabilities: { http: false, sse: false },
+        mcpCapabilities: { http: true, sse: true },
         sessionCapabilities: {
           additionalDirectories: {},
           list: {},
@@ -128,10 +128,10 @@ Deno.test("session/new validates cwd, additionalDirectories and mcpServers", asy
   );
   await rejects(
     client.newSession(workspace, {
-      mcpServers: [{ name: "x", command: "/bin/true", args: [], env: [] }],
+      mcpServers: [{ name: "x", command: "true", args: [], env: [] }],
     }),
     -32602,
-    /mcpServers: MCP servers are not supported yet/,
+    /mcpServers\[0\]\.command: must be an absolute path/,
   );
   const link = join(workspace, "link");
   await symlink(workspace, link);
