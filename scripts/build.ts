@@ -1,25 +1,29 @@
 /**
- * Bundles the Node.js entry point into one minified ESM file, `dist/cli.js`, runnable with
+ * Bundles the Node.js entry point into minified ESM, `dist/cli.js`, runnable with
  * `node dist/cli.js` on Node.js 20+. One bundle starts much faster than loading the SDK and zod
- * module by module.
+ * module by module. Code loaded on demand (the MCP client, for sessions with MCP servers) goes in
+ * chunks under `dist/chunks/`, so start-up does not parse it.
  *
  * @module
  */
+import { rm } from "node:fs/promises";
 import { build } from "esbuild";
 
+const root = new URL("..", import.meta.url).pathname;
+
+// Chunks of an earlier build would pile up (their names carry content hashes).
+await rm(`${root}dist`, { recursive: true, force: true });
+
 await build({
-  stdin: {
-    contents: 'import { main } from "./src/runtime/node.ts";\nawait main();\n',
-    resolveDir: new URL("..", import.meta.url).pathname,
-    sourcefile: "cli.ts",
-    loader: "ts",
-  },
+  entryPoints: { cli: `${root}scripts/cli_entry.ts` },
   bundle: true,
+  splitting: true,
   minify: true,
   format: "esm",
   platform: "node",
   target: "node20",
-  outfile: new URL("../dist/cli.js", import.meta.url).pathname,
+  outdir: `${root}dist`,
+  chunkNames: "chunks/[name]-[hash]",
   banner: { js: "#!/usr/bin/env node" },
   legalComments: "none",
   logLevel: "warning",
