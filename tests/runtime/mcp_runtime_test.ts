@@ -19,6 +19,7 @@ import {
   fakeStdio,
   killProcessesWithMarker,
   processesWithMarker,
+  startEverythingRemote,
 } from "../_helpers/mcp_servers.ts";
 import { commandLine, type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
@@ -128,6 +129,70 @@ Deno.test("acpx --mcp-config: the scripted model calls mcp__fake__echo on deno, 
       );
       assert.ok(done, "the call completed");
       assert.match(JSON.stringify(done.content), new RegExp(`echo: hi from ${runtime.name}`));
+      assert.deepEqual(run.frames.at(-1)?.result, { stopReason: "end_turn" });
+    } finally {
+      await stopAcpxProcesses(home);
+      await removeAcpxSocketDir(home);
+    }
+  });
+});
+
+Deno.test("acpx --mcp-config: Streamable HTTP and SSE servers' tools run on deno, node and bun", async () => {
+  await using dirs = new TempDirs("acp-harness-mcp-acpx-remote-");
+  // One server of each transport serves the three agents (each gets its own MCP session).
+  await using http = await startEverythingRemote("streamableHttp");
+  await using sse = await startEverythingRemote("sse");
+  await onEveryRuntime(async (runtime) => {
+    const base = await dirs.make();
+    const home = join(base, "home");
+    const workspace = join(base, "ws");
+    await mkdir(home);
+    await mkdir(workspace);
+    const mcpConfig = join(base, "mcp.json");
+    await writeFile(
+      mcpConfig,
+      JSON.stringify({
+        mcpServers: [
+          { type: "http", name: "web", url: http.url, headers: [] },
+          { type: "sse", name: "old", url: sse.url, headers: [] },
+        ],
+      }),
+    );
+    const script = join(base, "script.json");
+    await writeFile(
+      script,
+      JSON.stringify([
+        {
+          toolCalls: [
+            { id: "sum", name: "mcp__web__get-sum", arguments: { a: 2, b: 40 } },
+            { id: "echo", name: "mcp__old__echo", arguments: { message: runtime.name } },
+          ],
+        },
+        { text: "done" },
+      ]),
+    );
+    try {
+      const run = await runAcpx(home, workspace, [
+        "--agent",
+        commandLine(runtime, ["--model", "scripted", "--script", script]),
+        "--mcp-config",
+        mcpConfig,
+        "--format",
+        "json",
+        "--approve-all",
+        "exec",
+        "add and echo",
+      ]);
+      assert.equal(run.code, 0, run.stderr);
+      const completed = (id: string): string =>
+        JSON.stringify(
+          updatesOf(run.frames).find((update) =>
+            update.sessionUpdate === "tool_call_update" && update.toolCallId === id &&
+            update.status === "completed"
+          )?.content,
+        );
+      assert.match(completed("sum"), /The sum of 2 and 40 is 42/);
+      assert.match(completed("echo"), new RegExp(`Echo: ${runtime.name}`));
       assert.deepEqual(run.frames.at(-1)?.result, { stopReason: "end_turn" });
     } finally {
       await stopAcpxProcesses(home);
