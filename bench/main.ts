@@ -14,6 +14,9 @@
  * - durable sessions (`bench/store_bench.ts`): `session/list` first page at 100 and at 10,000
  *   stored sessions, `session/load` of a 10,000-event session against reading and parsing its log
  *   in this process, and appends per second of the session store in this process.
+ * - MCP servers (`bench/mcp.ts`): `session/new` with three stdio MCP servers against a bare
+ *   `@modelcontextprotocol/client` starting them, one MCP tool call inside a turn against the bare
+ *   client's `tools/call`, and whether the MCP client is in the start-up module graph.
  *
  * Ours and the bare agent are interleaved so they share the machine's noise. Results go to
  * `bench/RESULTS.md` and stdout. Run `deno task bench` (builds `dist/` first), or
@@ -45,6 +48,14 @@ import {
   timerDelayMs,
 } from "./store_bench.ts";
 import { SYNC_DELAY_MS } from "../src/store/jsonl_session_store.ts";
+import {
+  mcpBenchCounts,
+  type McpResult,
+  type McpStartupGraph,
+  mcpStartupGraph,
+  measureMcp,
+  renderMcpSection,
+} from "./mcp.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const TMP = `${ROOT}/.bench-tmp`;
@@ -529,6 +540,7 @@ interface RuntimeResult {
   llmTurn?: LlmTurnResult;
   sessionList?: ListResult;
   sessionLoad?: LoadResult;
+  mcp?: McpResult;
   /** Exit-after-EOF times of every process of the runtime, for the max column. */
   exitMs: Pair<number[]>;
   errors: string[];
@@ -985,6 +997,40 @@ async function measureSessionLoadPhase(runtime: Runtime, result: RuntimeResult):
   result.exitMs.ours.push(result.sessionLoad.exitMs);
 }
 
+// ---------------------------------------------------------------------------------------------
+// MCP servers (bench/mcp.ts)
+
+const MCP_PHASE = "MCP";
+
+/** The start-up graphs (read in `main` before the runtimes run), or why they could not be. */
+let mcpGraph: McpStartupGraph | string = "not read";
+
+async function measureMcpPhase(runtime: Runtime, result: RuntimeResult): Promise<void> {
+  if (NODE === undefined) throw new Error("node is not on PATH (it runs the MCP servers)");
+  const start = (script: string): AgentProcess => {
+    const line = agentCommand(runtime, "ours", "echo");
+    return new AgentProcess(`ours/${runtime}`, {
+      ...line,
+      args: [...line.args, "--model", "scripted", "--script", script],
+    });
+  };
+  const node = NODE;
+  const bundles = runtime !== "node" || typeof mcpGraph === "string" ? undefined : {
+    start: (bundle: string | undefined): AgentProcess => {
+      const line = agentCommand(runtime, "ours", "echo");
+      return new AgentProcess(`ours/${runtime}`, { ...line, args: [bundle ?? "dist/cli.js"] });
+    },
+    withoutMcp: mcpGraph.withoutMcp.file,
+  };
+  result.mcp = await measureMcp(
+    start,
+    { root: ROOT, tmp: TMP, node },
+    mcpBenchCounts(settings.quick),
+    bundles,
+  );
+  result.exitMs.ours.push(result.mcp.exitMs);
+}
+
 /** The in-process appends, each mode on a fresh store. */
 interface AppendsOutcome {
   readonly results: readonly AppendResult[];
@@ -1214,8 +1260,19 @@ function renderReport(
   warnings: string[],
   appends: AppendsOutcome,
   fixture: StoreFixture | undefined,
+  mcpGraph: McpStartupGraph | string,
 ): string {
   const verdicts: Verdicts = { passed: 0, failed: 0 };
+  const mcpSection = renderMcpSection(
+    results.map((r) => ({
+      runtime: r.runtime,
+      mcp: r.mcp,
+      startup: r.startup?.initializeMs,
+      failed: r.errors.some((e) => e.startsWith(`${MCP_PHASE}:`)),
+    })),
+    mcpGraph,
+  );
+  for (const pass of mcpSection.verdicts) count(verdicts, pass);
   const startupRows = results.map((r) => {
     const s = r.startup;
     const ratio = ratioOf(s?.initializeMs.ours, s?.initializeMs.bare);
@@ -1599,6 +1656,8 @@ function renderReport(
     "On a disk whose flushes take milliseconds the awaited row falls in proportion, while " +
     "the burst row pays one flush per burst.",
     "",
+    mcpSection.text,
+    "",
     "## Peak RSS of the agent process (VmHWM, MiB, read just before stdin is closed; no target)",
     "",
     table(
@@ -1656,6 +1715,7 @@ async function runRuntime(runtime: Runtime): Promise<RuntimeResult> {
     [LLM_TURN_PHASE, measureLlmTurn],
     ["session/list", measureSessionListPhase],
     ["session/load", measureSessionLoadPhase],
+    [MCP_PHASE, measureMcpPhase],
   ];
   for (const [name, phase] of phases) {
     const started = performance.now();
@@ -1692,6 +1752,9 @@ async function main(): Promise<void> {
     const warnings = await prepare();
     const [node, deno, bun] = await Promise.all([versionOf(NODE), versionOf(DENO), versionOf(BUN)]);
     const clientCeiling = await measureClientCeiling();
+    mcpGraph = await mcpStartupGraph(ROOT, DENO).catch((error: unknown) =>
+      error instanceof Error ? error.message : String(error)
+    );
     const results: RuntimeResult[] = [];
     for (const runtime of settings.runtimes) results.push(await runRuntime(runtime));
     const appends = await measureAllAppends();
@@ -1709,7 +1772,7 @@ async function main(): Promise<void> {
     const fixture = await storeFixture?.catch(() => undefined);
     await Deno.writeTextFile(
       RESULTS_FILE,
-      renderReport(machine, results, warnings, appends, fixture),
+      renderReport(machine, results, warnings, appends, fixture, mcpGraph),
     );
     // Leave the file as the repo's formatter wants it, so `deno fmt --check` stays clean.
     const formatted = await runCommand(DENO, ["fmt", "--quiet", RESULTS_FILE]);

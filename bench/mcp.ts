@@ -1,0 +1,856 @@
+/**
+ * The MCP part of `bench/main.ts`, on the agent spawned over stdio like the other benchmarks:
+ *
+ * - `session/new` with three stdio MCP servers (three instances of
+ *   `tests/_fixtures/fake_mcp_server.mjs` on Node.js) to its response, against a bare client in
+ *   this process (`@modelcontextprotocol/client` with its own `StdioClientTransport`) starting the
+ *   same three servers in parallel and reading their `tools/list`;
+ * - one MCP tool call inside a turn (the scripted model calls `mcp__fake__echo`, then answers),
+ *   against the same turn calling a tool that does not exist, and the bare client's `tools/call`
+ *   of `echo`;
+ * - whether the MCP client is in the start-up module graph (`deno info` of `mod.ts`, and the
+ *   esbuild metafile of `dist/cli.js`); the start-up time itself is the start-up section's.
+ *
+ * `bench/main.ts` owns the processes and the report frame; this module takes the measurements
+ * and renders its section.
+ *
+ * @module
+ */
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { build, stop as stopEsbuild } from "esbuild";
+
+/** The part of a `session/update` these benchmarks look at. */
+export interface McpUpdateParams {
+  readonly sessionId?: string;
+  readonly update?: {
+    readonly sessionUpdate?: string;
+    readonly toolCallId?: string;
+    readonly status?: string;
+  };
+}
+
+/** The part of a running agent (an `AgentProcess` of `bench/main.ts`) these benchmarks use. */
+export interface McpBenchAgent {
+  readonly label: string;
+  /** `performance.now()` of the spawn. */
+  readonly spawnedAt: number;
+  /** Told about every `session/update` notification, when set. */
+  onUpdate: ((params: McpUpdateParams) => void) | undefined;
+  /** Sends a request; resolves with its result and arrival time, rejects on an error reply. */
+  request(
+    method: string,
+    params: unknown,
+    timeoutMs?: number,
+  ): Promise<{ readonly result: unknown; readonly at: number }>;
+  /** Closes stdin; returns when. */
+  closeStdin(): number;
+  /** Waits for the exit (killing the process after a timeout). */
+  waitExit(timeoutMs?: number): Promise<number>;
+}
+
+/** Starts ours (over stdio) with the scripted model replaying `scriptFile`. */
+export type StartMcpAgent = (scriptFile: string) => McpBenchAgent;
+
+/** Starts ours on Node.js from `bundle`, or from `dist/cli.js` when undefined (no arguments). */
+export type StartBundle = (bundle: string | undefined) => McpBenchAgent;
+
+/** Targets of the issue. */
+export const MCP_TARGETS = {
+  /** `session/new` with three servers over the bare client's start + `tools/list`. */
+  sessionNewRatio: 1.2,
+  /** The turn's MCP call overhead ≤ this × the bare `tools/call` … */
+  callRatio: 1.2,
+  /** … plus this many milliseconds. */
+  callSlackMs: 1,
+} as const;
+
+/** How many stdio servers the `session/new` benchmark declares. */
+export const MCP_SERVERS = 3;
+
+/** How much work one runtime's MCP benchmark does. */
+export interface McpBenchCounts {
+  readonly sessionNewWarmups: number;
+  readonly sessionNewRuns: number;
+  readonly callWarmups: number;
+  readonly callRuns: number;
+}
+
+/**
+ * The counts for a full or a `--quick` run.
+ *
+ * @param quick Whether the run is a smoke test
+ * @returns The counts
+ */
+export function mcpBenchCounts(quick: boolean): McpBenchCounts {
+  return quick
+    ? { sessionNewWarmups: 1, sessionNewRuns: 3, callWarmups: 5, callRuns: 20 }
+    : { sessionNewWarmups: 1, sessionNewRuns: 11, callWarmups: 20, callRuns: 100 };
+}
+
+/** Where things are. */
+export interface McpBenchPaths {
+  /** The repository root (the sessions' cwd). */
+  readonly root: string;
+  /** A scratch directory for the script. */
+  readonly tmp: string;
+  /** Node.js, which runs every MCP server. */
+  readonly node: string;
+}
+
+/** Median, min and max of some samples (ms). */
+export interface Stats {
+  readonly median: number;
+  readonly min: number;
+  readonly max: number;
+}
+
+/** One runtime's MCP figures (ms). */
+export interface McpResult {
+  readonly sessionNew: {
+    /** `session/new` with the three servers, steady state (the MCP client already loaded). */
+    readonly ours: Stats;
+    /** The bare client: three servers started in parallel, each `initialize` + `tools/list`. */
+    readonly bare: Stats;
+    /** The first `session/new` with servers in a fresh agent: includes loading the MCP client. */
+    readonly coldMs: number;
+    /** `session/new` without servers in the same process. */
+    readonly noServers: Stats;
+    /** `session/close` of a session with the three servers (untimed in the ratio). */
+    readonly close: Stats;
+    readonly runs: number;
+  };
+  readonly call: {
+    /** The scripted turn whose tool call is `mcp__fake__echo`. */
+    readonly mcpTurn: Stats;
+    /** The same turn calling a tool that does not exist. */
+    readonly noToolTurn: Stats;
+    /** Per round: MCP turn − no-tool turn. */
+    readonly overhead: Stats;
+    /** The bare client's `tools/call` of `echo`. */
+    readonly bare: Stats;
+    readonly runs: number;
+  };
+  /**
+   * Node.js only: spawn → `initialize` of `dist/cli.js` against the same bundle without the
+   * MCP hub and client, alternating.
+   */
+  readonly bundleStartup?: {
+    readonly withMcp: Stats;
+    readonly withoutMcp: Stats;
+    readonly runs: number;
+  };
+  /** MCP server processes of this run still alive after every session was closed. */
+  readonly leftovers: number;
+  /** Exit after stdin EOF. */
+  readonly exitMs: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+function stats(values: readonly number[]): Stats {
+  if (values.length === 0) return { median: Number.NaN, min: Number.NaN, max: Number.NaN };
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  const median = sorted.length % 2 === 1
+    ? sorted[middle] ?? Number.NaN
+    : ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2;
+  return { median, min: sorted[0] ?? Number.NaN, max: sorted.at(-1) ?? Number.NaN };
+}
+
+/** Processes (other than this one) whose command line contains `marker`. */
+async function processesWithMarker(marker: string): Promise<number[]> {
+  const pids: number[] = [];
+  for await (const entry of Deno.readDir("/proc")) {
+    const pid = Number(entry.name);
+    if (!Number.isInteger(pid) || pid === Deno.pid) continue;
+    try {
+      const cmdline = await Deno.readTextFile(`/proc/${pid}/cmdline`);
+      const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+      // A zombie (state Z) has exited; it only waits for its parent to reap it.
+      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+      if (cmdline.includes(marker) && state !== "Z") pids.push(pid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/** Waits up to `timeoutMs` for the marked processes to be gone; returns how many remain. */
+async function leftoversAfter(marker: string, timeoutMs: number): Promise<number> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const pids = await processesWithMarker(marker);
+    if (pids.length === 0 || performance.now() > deadline) return pids.length;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+function sessionIdOf(agent: McpBenchAgent, result: unknown): string {
+  const sessionId = (result as { sessionId?: unknown } | null)?.sessionId;
+  if (typeof sessionId !== "string") throw new Error(`${agent.label}: session/new had no id`);
+  return sessionId;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bare client
+
+/** One bare client connected to a fake server over the SDK's own stdio transport. */
+async function bareConnect(paths: McpBenchPaths, marker: string): Promise<Client> {
+  const transport = new StdioClientTransport({
+    command: paths.node,
+    args: [fakeServer(paths), `--marker=${marker}`],
+    cwd: paths.root,
+    stderr: "ignore",
+  });
+  const client = new Client({ name: "acp-harness-bench", version: "0.0.0" }, { capabilities: {} });
+  await client.connect(transport);
+  const listed = await client.listTools();
+  if (!listed.tools.some((tool) => tool.name === "echo")) {
+    throw new Error("bare MCP client: the fake server listed no echo tool");
+  }
+  return client;
+}
+
+function fakeServer(paths: McpBenchPaths): string {
+  return `${paths.root}/tests/_fixtures/fake_mcp_server.mjs`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scripted turns
+
+type CallKind = "mcp" | "none" | "bare";
+const MCP_TOOL = "mcp__fake__echo";
+const MISSING_TOOL = "no_such_tool";
+const ANSWER = "Done.";
+
+/** The order of the three sides in round `i` (rotated so each goes first as often). */
+function callOrder(i: number): readonly CallKind[] {
+  const kinds: CallKind[] = ["mcp", "none", "bare"];
+  const shift = i % kinds.length;
+  return [...kinds.slice(shift), ...kinds.slice(0, shift)];
+}
+
+/**
+ * The script of the tool-call session: for each round, in {@link callOrder}, a turn of two
+ * steps (one tool call, then the answer) for `mcp` and for `none`.
+ */
+function callScript(rounds: number): unknown[] {
+  const steps: unknown[] = [];
+  for (let i = 0; i < rounds; i++) {
+    for (const kind of callOrder(i)) {
+      if (kind === "bare") continue;
+      steps.push({
+        toolCalls: [{
+          id: `${kind}_${i}`,
+          name: kind === "mcp" ? MCP_TOOL : MISSING_TOOL,
+          arguments: { text: `ping ${i}` },
+        }],
+      });
+      steps.push({ text: ANSWER });
+    }
+  }
+  return steps;
+}
+
+/** One timed turn of ours; throws unless it ended as the script says. */
+async function turn(
+  agent: McpBenchAgent,
+  sessionId: string,
+  kind: "mcp" | "none",
+  round: number,
+): Promise<number> {
+  const callId = `${kind}_${round}`;
+  let status: string | undefined;
+  agent.onUpdate = (params) => {
+    const update = params.update;
+    if (params.sessionId !== sessionId || update?.sessionUpdate !== "tool_call_update") return;
+    if (update.toolCallId === callId && update.status !== undefined) status = update.status;
+  };
+  try {
+    const sentAt = performance.now();
+    const reply = await agent.request("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: `round ${round} (${kind})` }],
+    });
+    const elapsed = reply.at - sentAt;
+    const stopReason = (reply.result as { stopReason?: unknown } | null)?.stopReason;
+    const expected = kind === "mcp" ? "completed" : "failed";
+    if (stopReason !== "end_turn" || status !== expected) {
+      throw new Error(
+        `${agent.label}: ${kind} turn ${round} ended with stopReason ${
+          JSON.stringify(stopReason)
+        } and tool call status ${status ?? "none"} (expected end_turn, ${expected})`,
+      );
+    }
+    return elapsed;
+  } finally {
+    agent.onUpdate = undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The measurement
+
+/**
+ * Runs one runtime's MCP benchmarks on one agent process.
+ *
+ * @param start Starts ours with the scripted model
+ * @param paths Where things are
+ * @param counts How many runs
+ * @param bundles For Node.js: how to start a bundle, and the bundle without MCP
+ * @returns The figures
+ */
+export async function measureMcp(
+  start: StartMcpAgent,
+  paths: McpBenchPaths,
+  counts: McpBenchCounts,
+  bundles?: { readonly start: StartBundle; readonly withoutMcp: string },
+): Promise<McpResult> {
+  const bundleStartup = bundles === undefined
+    ? undefined
+    : await measureBundleStartup(bundles.start, bundles.withoutMcp, counts.sessionNewRuns);
+  const marker = `acp-bench-mcp-${crypto.randomUUID()}`;
+  const rounds = counts.callWarmups + counts.callRuns;
+  const scriptFile = `${paths.tmp}/mcp_script.json`;
+  await Deno.writeTextFile(scriptFile, JSON.stringify(callScript(rounds)));
+  const declare = (name: string): unknown => ({
+    name,
+    command: paths.node,
+    args: [fakeServer(paths), `--marker=${marker}`],
+    env: [],
+  });
+  const three = Array.from({ length: MCP_SERVERS }, (_, i) => declare(`fake${i + 1}`));
+  const agent = start(scriptFile);
+  const bareClients: Client[] = [];
+  try {
+    await agent.request("initialize", {
+      protocolVersion: 1,
+      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      clientInfo: { name: "acp-harness-bench", version: "0.0.0" },
+    });
+
+    // session/new: ours against the bare client, and ours without servers.
+    const newSession = async (mcpServers: unknown[]): Promise<[number, string]> => {
+      const sentAt = performance.now();
+      const reply = await agent.request("session/new", { cwd: paths.root, mcpServers });
+      return [reply.at - sentAt, sessionIdOf(agent, reply.result)];
+    };
+    const closeSession = async (sessionId: string): Promise<number> => {
+      const sentAt = performance.now();
+      const reply = await agent.request("session/close", { sessionId });
+      return reply.at - sentAt;
+    };
+    const [coldMs, coldId] = await newSession(three);
+    await closeSession(coldId);
+    const samples = {
+      ours: [] as number[],
+      bare: [] as number[],
+      none: [] as number[],
+      close: [] as number[],
+    };
+    for (let i = 0; i < counts.sessionNewWarmups + counts.sessionNewRuns; i++) {
+      const measured = i >= counts.sessionNewWarmups;
+      const sides = i % 2 === 0 ? ["ours", "bare"] as const : ["bare", "ours"] as const;
+      for (const side of sides) {
+        if (side === "ours") {
+          const [ms, id] = await newSession(three);
+          const closeMs = await closeSession(id);
+          const [noneMs, noneId] = await newSession([]);
+          await closeSession(noneId);
+          if (measured) {
+            samples.ours.push(ms);
+            samples.close.push(closeMs);
+            samples.none.push(noneMs);
+          }
+        } else {
+          const startedAt = performance.now();
+          const clients = await Promise.all(
+            Array.from({ length: MCP_SERVERS }, () => bareConnect(paths, marker)),
+          );
+          const ms = performance.now() - startedAt;
+          await Promise.all(clients.map((client) => client.close()));
+          if (measured) samples.bare.push(ms);
+        }
+      }
+    }
+
+    // One MCP call in a turn, the same turn without a tool to run, the bare tools/call.
+    const [, sessionId] = await newSession([declare("fake")]);
+    const bare = await bareConnect(paths, marker);
+    bareClients.push(bare);
+    const calls = { mcp: [] as number[], none: [] as number[], bare: [] as number[] };
+    for (let i = 0; i < rounds; i++) {
+      const measured = i >= counts.callWarmups;
+      for (const kind of callOrder(i)) {
+        let ms: number;
+        if (kind === "bare") {
+          const sentAt = performance.now();
+          const result = await bare.callTool({ name: "echo", arguments: { text: `ping ${i}` } });
+          ms = performance.now() - sentAt;
+          const content = (result as { content?: Array<{ text?: string }> }).content;
+          if (content?.[0]?.text !== `echo: ping ${i}`) {
+            throw new Error(`bare MCP client: unexpected echo result ${JSON.stringify(result)}`);
+          }
+        } else {
+          ms = await turn(agent, sessionId, kind, i);
+        }
+        if (measured) calls[kind].push(ms);
+      }
+    }
+    await closeSession(sessionId);
+    await bare.close();
+    bareClients.length = 0;
+    const leftovers = await leftoversAfter(marker, 2_000);
+    const eofAt = agent.closeStdin();
+    const exitMs = (await agent.waitExit()) - eofAt;
+    return {
+      sessionNew: {
+        ours: stats(samples.ours),
+        bare: stats(samples.bare),
+        coldMs,
+        noServers: stats(samples.none),
+        close: stats(samples.close),
+        runs: counts.sessionNewRuns,
+      },
+      call: {
+        mcpTurn: stats(calls.mcp),
+        noToolTurn: stats(calls.none),
+        overhead: stats(calls.mcp.map((ms, i) => ms - (calls.none[i] ?? Number.NaN))),
+        bare: stats(calls.bare),
+        runs: counts.callRuns,
+      },
+      ...(bundleStartup === undefined ? {} : { bundleStartup }),
+      leftovers,
+      exitMs,
+    };
+  } finally {
+    agent.onUpdate = undefined;
+    await Promise.all(bareClients.map((client) => client.close().catch(() => {})));
+    await Deno.remove(scriptFile).catch(() => {});
+  }
+}
+
+/** Spawn → `initialize` of `dist/cli.js` and of `withoutMcp`, alternating after a warm-up. */
+async function measureBundleStartup(
+  start: StartBundle,
+  withoutMcp: string,
+  runs: number,
+): Promise<NonNullable<McpResult["bundleStartup"]>> {
+  const samples = { withMcp: [] as number[], withoutMcp: [] as number[] };
+  for (let i = -1; i < runs; i++) {
+    const sides = i % 2 === 0
+      ? ["withMcp", "withoutMcp"] as const
+      : ["withoutMcp", "withMcp"] as const;
+    for (const side of sides) {
+      const agent = start(side === "withMcp" ? undefined : withoutMcp);
+      const reply = await agent.request("initialize", {
+        protocolVersion: 1,
+        clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+        clientInfo: { name: "acp-harness-bench", version: "0.0.0" },
+      });
+      agent.closeStdin();
+      await agent.waitExit();
+      if (i >= 0) samples[side].push(reply.at - agent.spawnedAt);
+    }
+  }
+  return { withMcp: stats(samples.withMcp), withoutMcp: stats(samples.withoutMcp), runs };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Start-up graph
+
+/** Whether the MCP client is loaded at start-up, from the module graphs. */
+export interface McpStartupGraph {
+  /** Modules `deno run mod.ts` / `bun mod.ts` load at start-up (static closure, see below). */
+  readonly sourceModules: number;
+  /** Of those, modules of `@modelcontextprotocol/*`. */
+  readonly sourceMcpModules: readonly string[];
+  /** The lazy `import()`s through which the MCP client is reached (`importer → target`). */
+  readonly lazyEdges: readonly string[];
+  /** `dist/cli.js` as the build script bundles it (bytes). */
+  readonly bundleBytes: number;
+  /** Bytes of that bundle from `@modelcontextprotocol/*`. */
+  readonly bundleMcpBytes: number;
+  /** Bytes of that bundle from `src/mcp/`. */
+  readonly bundleSrcMcpBytes: number;
+  /** Files of the bundle (1: no code splitting). */
+  readonly bundleFiles: number;
+  /**
+   * The same bundle with `src/mcp/mcp_hub.ts` left out (its `import()` kept as an external
+   * import, never run at start-up), written for the start-up comparison.
+   */
+  readonly withoutMcp: { readonly file: string; readonly bytes: number };
+}
+
+interface DenoInfoDependency {
+  readonly specifier: string;
+  readonly isDynamic?: boolean;
+  readonly code?: { readonly specifier?: string };
+}
+
+interface DenoInfo {
+  readonly roots: readonly string[];
+  readonly modules: ReadonlyArray<
+    { readonly specifier: string; readonly dependencies?: readonly DenoInfoDependency[] }
+  >;
+  readonly redirects: Readonly<Record<string, string>>;
+}
+
+/**
+ * Reads the start-up module graph of `mod.ts` (`deno info --json`) and bundles `dist/cli.js`
+ * again in memory with a metafile.
+ *
+ * The start-up graph of the sources is the closure of `mod.ts` over static imports plus the
+ * `import()`s of `mod.ts` and `src/runtime/main.ts` (the entry and the runtime dispatch, run at
+ * every start); every other `import()` is lazy.
+ *
+ * @param root The repository root
+ * @param deno The Deno executable
+ * @returns What the graphs say
+ */
+export async function mcpStartupGraph(root: string, deno: string): Promise<McpStartupGraph> {
+  const options = {
+    stdin: {
+      contents: 'import { main } from "./src/runtime/node.ts";\nawait main();\n',
+      resolveDir: root,
+      sourcefile: "cli.ts",
+      loader: "ts",
+    },
+    bundle: true,
+    minify: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    legalComments: "none",
+    logLevel: "warning",
+  } as const;
+  const output = await new Deno.Command(deno, {
+    args: ["info", "--json", "mod.ts"],
+    cwd: root,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!output.success) {
+    throw new Error(`deno info failed: ${new TextDecoder().decode(output.stderr).trim()}`);
+  }
+  const info = JSON.parse(new TextDecoder().decode(output.stdout)) as DenoInfo;
+  const modules = new Map(info.modules.map((module) => [module.specifier, module]));
+  const entries = new Set([`file://${root}/mod.ts`, `file://${root}/src/runtime/main.ts`]);
+  const isMcp = (specifier: string): boolean => specifier.includes("/@modelcontextprotocol/");
+  const closure = (roots: readonly string[], followLazy: boolean): Set<string> => {
+    const seen = new Set<string>();
+    const stack = [...roots];
+    while (stack.length > 0) {
+      const raw = stack.pop() as string;
+      const specifier = info.redirects[raw] ?? raw;
+      if (seen.has(specifier)) continue;
+      seen.add(specifier);
+      for (const dependency of modules.get(specifier)?.dependencies ?? []) {
+        const target = dependency.code?.specifier;
+        if (target === undefined) continue;
+        if (dependency.isDynamic && !followLazy && !entries.has(specifier)) continue;
+        stack.push(target);
+      }
+    }
+    return seen;
+  };
+  const startup = closure(info.roots, false);
+  const lazyEdges: string[] = [];
+  for (const specifier of startup) {
+    for (const dependency of modules.get(specifier)?.dependencies ?? []) {
+      const target = dependency.code?.specifier;
+      if (!dependency.isDynamic || entries.has(specifier) || target === undefined) continue;
+      if ([...closure([target], true)].some(isMcp)) {
+        lazyEdges.push(`${specifier.replace(`file://${root}/`, "")} → ${dependency.specifier}`);
+      }
+    }
+  }
+
+  // Both next to dist/cli.js's depth, so paths relative to the bundle resolve alike.
+  const withoutMcpFile = `${root}/.bench-tmp/cli_without_mcp.js`;
+  const [result, variant] = await Promise.all([
+    build({
+      ...options,
+      outfile: `${root}/.bench-tmp/cli_metafile.js`,
+      write: false,
+      metafile: true,
+    }),
+    build({
+      ...options,
+      outfile: withoutMcpFile,
+      metafile: true,
+      plugins: [{
+        name: "without-mcp",
+        setup(plugin): void {
+          plugin.onResolve(
+            { filter: /mcp_hub\.ts$/ },
+            (args) => ({ path: args.path, external: true }),
+          );
+        },
+      }],
+    }),
+  ]).finally(() => stopEsbuild());
+  const outputs = Object.values(result.metafile.outputs);
+  let bundleMcpBytes = 0;
+  let bundleSrcMcpBytes = 0;
+  for (const out of outputs) {
+    for (const [path, input] of Object.entries(out.inputs)) {
+      if (path.includes("node_modules/@modelcontextprotocol/")) {
+        bundleMcpBytes += input.bytesInOutput;
+      }
+      if (path.startsWith("src/mcp/")) bundleSrcMcpBytes += input.bytesInOutput;
+    }
+  }
+  return {
+    sourceModules: startup.size,
+    sourceMcpModules: [...startup].filter(isMcp),
+    lazyEdges,
+    bundleBytes: outputs.reduce((sum, out) => sum + out.bytes, 0),
+    bundleMcpBytes,
+    bundleSrcMcpBytes,
+    bundleFiles: outputs.length,
+    withoutMcp: {
+      file: withoutMcpFile,
+      bytes: Object.values(variant.metafile.outputs).reduce((sum, out) => sum + out.bytes, 0),
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+/** One runtime's row inputs. */
+export interface McpReportRow {
+  readonly runtime: string;
+  readonly mcp: McpResult | undefined;
+  /** The start-up section's spawn → `initialize` medians. */
+  readonly startup: { readonly ours: number; readonly bare: number } | undefined;
+  /** Whether the MCP phase failed (its error is in the report's Errors). */
+  readonly failed: boolean;
+}
+
+function fixed(value: number | undefined, digits: number): string {
+  return value === undefined || Number.isNaN(value) ? "n/a" : value.toFixed(digits);
+}
+
+function ratioText(ratio: number | undefined): string {
+  return ratio === undefined || Number.isNaN(ratio) ? "n/a" : `${ratio.toFixed(2)}×`;
+}
+
+function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const line = (cells: readonly string[]): string => `| ${cells.join(" | ")} |`;
+  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
+}
+
+function kib(bytes: number): string {
+  return `${(bytes / 1024).toFixed(0)} KiB`;
+}
+
+/**
+ * Renders the MCP section of `bench/RESULTS.md`.
+ *
+ * @param rows One per runtime
+ * @param graph The start-up graphs, or an error message
+ * @returns The section's text and its verdicts (true: met, false: missed, undefined: n/a)
+ */
+export function renderMcpSection(
+  rows: readonly McpReportRow[],
+  graph: McpStartupGraph | string,
+): { readonly text: string; readonly verdicts: ReadonlyArray<boolean | undefined> } {
+  const verdicts: Array<boolean | undefined> = [];
+  const verdict = (pass: boolean | undefined, failed: boolean): string => {
+    const value = failed ? false : pass;
+    verdicts.push(value);
+    return failed
+      ? "**FAIL** (see Errors)"
+      : value === undefined
+      ? "n/a"
+      : value
+      ? "pass"
+      : "**FAIL**";
+  };
+  const first = rows.find((row) => row.mcp)?.mcp;
+  const sessionRows = rows.map(({ runtime, mcp, failed }) => {
+    const s = mcp?.sessionNew;
+    const ratio = s === undefined ? undefined : s.ours.median / s.bare.median;
+    const pass = ratio === undefined ? undefined : ratio <= MCP_TARGETS.sessionNewRatio;
+    return [
+      runtime,
+      fixed(s?.ours.median, 1),
+      fixed(s?.bare.median, 1),
+      ratioText(ratio),
+      `≤ ${MCP_TARGETS.sessionNewRatio}×`,
+      verdict(pass, failed),
+      `${fixed(s?.ours.min, 1)} – ${fixed(s?.ours.max, 1)}`,
+      `${fixed(s?.bare.min, 1)} – ${fixed(s?.bare.max, 1)}`,
+      fixed(s?.coldMs, 1),
+      fixed(s?.noServers.median, 2),
+      fixed(s?.close.median, 1),
+    ];
+  });
+  const callRows = rows.map(({ runtime, mcp, failed }) => {
+    const c = mcp?.call;
+    const limit = c === undefined
+      ? undefined
+      : MCP_TARGETS.callRatio * c.bare.median + MCP_TARGETS.callSlackMs;
+    const pass = c === undefined || limit === undefined ? undefined : c.overhead.median <= limit;
+    return [
+      runtime,
+      fixed(c?.mcpTurn.median, 3),
+      fixed(c?.noToolTurn.median, 3),
+      fixed(c?.overhead.median, 3),
+      fixed(c?.bare.median, 3),
+      ratioText(c === undefined ? undefined : c.overhead.median / c.bare.median),
+      `≤ ${MCP_TARGETS.callRatio}× bare + ${MCP_TARGETS.callSlackMs} ms (${fixed(limit, 3)})`,
+      verdict(pass, failed),
+      `${fixed(c?.overhead.min, 3)} – ${fixed(c?.overhead.max, 3)}`,
+      `${fixed(c?.bare.min, 3)} – ${fixed(c?.bare.max, 3)}`,
+    ];
+  });
+  const startupRows = rows.map(({ runtime, startup, mcp }) => [
+    runtime,
+    fixed(startup?.ours, 1),
+    fixed(startup?.bare, 1),
+    ratioText(startup === undefined ? undefined : startup.ours / startup.bare),
+    mcp?.bundleStartup === undefined
+      ? "n/a"
+      : `${fixed(mcp.bundleStartup.withMcp.median, 1)} / ${
+        fixed(mcp.bundleStartup.withoutMcp.median, 1)
+      } (${ratioText(mcp.bundleStartup.withMcp.median / mcp.bundleStartup.withoutMcp.median)})`,
+    typeof graph === "string"
+      ? "n/a"
+      : runtime === "node"
+      ? `one bundle (${graph.bundleFiles} file): ${kib(graph.bundleMcpBytes)} of ` +
+        `${kib(graph.bundleBytes)} from @modelcontextprotocol, ${
+          kib(graph.bundleSrcMcpBytes)
+        } from src/mcp`
+      : graph.sourceMcpModules.length === 0
+      ? `none (${graph.sourceModules} modules)`
+      : `**${graph.sourceMcpModules.length}**: ${graph.sourceMcpModules.join(", ")}`,
+    mcp === undefined ? "n/a" : String(mcp.leftovers),
+    fixed(mcp?.exitMs, 1),
+  ]);
+  const text = [
+    "## MCP servers",
+    "",
+    "Ours is one agent process per runtime, started with `--model scripted --script <file>`; " +
+    "every MCP server is `node tests/_fixtures/fake_mcp_server.mjs` (dependency-free, answers " +
+    "at once). The bare client is `@modelcontextprotocol/client` in this bench process (Deno) " +
+    "with the package's own `StdioClientTransport` from `@modelcontextprotocol/client/stdio`; " +
+    "its figure is the same kind of Deno client for every runtime row.",
+    "",
+    `### \`session/new\` with ${MCP_SERVERS} stdio MCP servers (ms, median of ${
+      first?.sessionNew.runs ?? "n/a"
+    } after warm-ups)`,
+    "",
+    table(
+      [
+        "runtime",
+        "ours",
+        "bare",
+        "ratio",
+        "target",
+        "result",
+        "ours min – max",
+        "bare min – max",
+        "ours first (cold)",
+        "ours without servers",
+        "ours session/close",
+      ],
+      sessionRows,
+    ),
+    "",
+    `Ours: \`session/new\` declaring ${MCP_SERVERS} stdio servers, timed from the request to its ` +
+    "response; the server answers once every server has been spawned (in its own process " +
+    "group, with the allow-listed environment), has answered `initialize`, `tools/list` and " +
+    "(the fake server offers prompts) `prompts/list`, and its tools are in the session's tool " +
+    "set. Each session is then closed with `session/close` (untimed here; its median is the " +
+    "last column: stdin closed, the server's exit awaited). Bare: " +
+    `${MCP_SERVERS} \`Client\`s connected in parallel, each spawning its server, ` +
+    "`initialize` and `tools/list`, timed until all three have their list; then closed " +
+    "(untimed). Ours and bare alternate. The cold column is the first such `session/new` of " +
+    "the process, which also loads the MCP client (`import()` of `src/mcp/mcp_hub.ts`); the " +
+    "steady-state rows come after it. Without servers: `session/new` with `mcpServers: []` in " +
+    "the same process, the part of ours that is not MCP. Most of both sides is the three " +
+    "Node.js processes starting on this machine's cores, so the ratio moves with the load.",
+    "",
+    `### One MCP tool call inside a turn (ms, median of ${
+      first?.call.runs ?? "n/a"
+    } rounds after warm-ups)`,
+    "",
+    table(
+      [
+        "runtime",
+        "turn with MCP call",
+        "same turn, no tool run",
+        "MCP call overhead",
+        "bare tools/call",
+        "overhead / bare",
+        "target",
+        "result",
+        "overhead min – max",
+        "bare min – max",
+      ],
+      callRows,
+    ),
+    "",
+    "One session with one fake server (`fake`), and a script of two-step turns: step 1 calls " +
+    'one tool with `{"text": "ping N"}`, step 2 answers `Done.`. The MCP turn calls ' +
+    `\`${MCP_TOOL}\` (read-only, so allowed without asking): it must end \`end_turn\` with the ` +
+    "call's `tool_call_update` `completed`. The no-tool turn is the same turn calling " +
+    `\`${MISSING_TOOL}\`, which does not exist: the same two model steps, the same ` +
+    "`tool_call` and final `tool_call_update` (`failed`), a tool result in the history, but " +
+    "nothing authorized or run; it must end `failed`. **MCP call overhead** = (turn with the " +
+    "MCP call) − (no-tool turn), taken per round and then the median: what running one MCP " +
+    "tool adds to a turn (permission check, the `in_progress` update, the `tools/call` over " +
+    "stdio to the server process and back, mapping its result). Bare: `client.callTool` of " +
+    "`echo` on a connected bare client, timed to its result. Target: overhead ≤ " +
+    `${MCP_TARGETS.callRatio} × bare + ${MCP_TARGETS.callSlackMs} ms. Each round runs the ` +
+    "three in rotated order; the session's history grows by both turns each round, alike for " +
+    "both.",
+    "",
+    "### Start-up without MCP servers",
+    "",
+    table(
+      [
+        "runtime",
+        "spawn → initialize ours",
+        "bare",
+        "ratio",
+        "dist/cli.js / without MCP",
+        "MCP client in the start-up graph",
+        "MCP servers left after close",
+        "exit after EOF (ms)",
+      ],
+      startupRows,
+    ),
+    "",
+    "The first three columns repeat the start-up section (same processes, no MCP servers " +
+    "declared); its target applies. Sources (Deno, Bun run `mod.ts`): `deno info --json " +
+    "mod.ts`, closure over static imports plus the entry's and the runtime dispatch's " +
+    "`import()`s; the other `import()`s are lazy. " +
+    (typeof graph === "string"
+      ? `The graphs could not be read: ${graph}.`
+      : (graph.lazyEdges.length === 0
+        ? "No lazy import leads to the MCP client. "
+        : `The MCP client is reached only through ${
+          graph.lazyEdges.map((edge) => `\`${edge}\``).join(", ")
+        }. `) +
+        "Node.js runs `dist/cli.js`, one esbuild bundle without code splitting (the same " +
+        "build with a metafile): the client's code is in the file and read with it at start-up, " +
+        "but esbuild turns an `import()` of a bundled module into a lazy initializer, so its " +
+        "module bodies run on the first session with servers (not checked at run time here). " +
+        "What carrying them costs Node.js: the `dist/cli.js / without MCP` column times spawn → " +
+        "`initialize` of that bundle against the same build with `src/mcp/mcp_hub.ts` left " +
+        `out (${kib(graph.withoutMcp.bytes)}), alternating, median of ${
+          rows.find((row) => row.mcp?.bundleStartup)?.mcp?.bundleStartup?.runs ?? "n/a"
+        } after a warm-up. `) +
+    "Left after close: processes of this run's servers (found by a marker in their command " +
+    "line, zombies excluded) still alive up to 2 s after every session and bare client was " +
+    "closed.",
+  ].join("\n");
+  return { text, verdicts };
+}
