@@ -19,6 +19,7 @@
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { build, stop as stopEsbuild } from "esbuild";
+import { cliBuildOptions } from "../scripts/build.ts";
 
 /** The part of a `session/update` these benchmarks look at. */
 export interface McpUpdateParams {
@@ -470,14 +471,16 @@ export interface McpStartupGraph {
   readonly sourceMcpModules: readonly string[];
   /** The lazy `import()`s through which the MCP client is reached (`importer → target`). */
   readonly lazyEdges: readonly string[];
-  /** `dist/cli.js` as the build script bundles it (bytes). */
+  /** What `node dist/cli.js` reads at start-up: `cli.js` and its static chunks (bytes). */
   readonly bundleBytes: number;
-  /** Bytes of that bundle from `@modelcontextprotocol/*`. */
+  /** Bytes of those files from `@modelcontextprotocol/*`. */
   readonly bundleMcpBytes: number;
-  /** Bytes of that bundle from `src/mcp/`. */
+  /** Bytes of those files from `src/mcp/`. */
   readonly bundleSrcMcpBytes: number;
-  /** Files of the bundle (1: no code splitting). */
+  /** How many files `node dist/cli.js` reads at start-up. */
   readonly bundleFiles: number;
+  /** Bytes from `@modelcontextprotocol/*` in chunks loaded only on demand. */
+  readonly lazyMcpBytes: number;
   /**
    * The same bundle with `src/mcp/mcp_hub.ts` left out (its `import()` kept as an external
    * import, never run at start-up), written for the start-up comparison.
@@ -512,21 +515,6 @@ interface DenoInfo {
  * @returns What the graphs say
  */
 export async function mcpStartupGraph(root: string, deno: string): Promise<McpStartupGraph> {
-  const options = {
-    stdin: {
-      contents: 'import { main } from "./src/runtime/node.ts";\nawait main();\n',
-      resolveDir: root,
-      sourcefile: "cli.ts",
-      loader: "ts",
-    },
-    bundle: true,
-    minify: true,
-    format: "esm",
-    platform: "node",
-    target: "node20",
-    legalComments: "none",
-    logLevel: "warning",
-  } as const;
   const output = await new Deno.Command(deno, {
     args: ["info", "--json", "mod.ts"],
     cwd: root,
@@ -569,18 +557,16 @@ export async function mcpStartupGraph(root: string, deno: string): Promise<McpSt
     }
   }
 
-  // Both next to dist/cli.js's depth, so paths relative to the bundle resolve alike.
-  const withoutMcpFile = `${root}/.bench-tmp/cli_without_mcp.js`;
+  // The build script's own options, with a metafile; the variant leaves the MCP hub out.
+  const withoutMcpDir = `${root}/.bench-tmp/cli_without_mcp`;
   const [result, variant] = await Promise.all([
     build({
-      ...options,
-      outfile: `${root}/.bench-tmp/cli_metafile.js`,
+      ...cliBuildOptions(`${root}/`, `${root}/.bench-tmp/cli_metafile`),
       write: false,
       metafile: true,
     }),
     build({
-      ...options,
-      outfile: withoutMcpFile,
+      ...cliBuildOptions(`${root}/`, withoutMcpDir),
       metafile: true,
       plugins: [{
         name: "without-mcp",
@@ -593,27 +579,46 @@ export async function mcpStartupGraph(root: string, deno: string): Promise<McpSt
       }],
     }),
   ]).finally(() => stopEsbuild());
-  const outputs = Object.values(result.metafile.outputs);
-  let bundleMcpBytes = 0;
-  let bundleSrcMcpBytes = 0;
-  for (const out of outputs) {
-    for (const [path, input] of Object.entries(out.inputs)) {
-      if (path.includes("node_modules/@modelcontextprotocol/")) {
-        bundleMcpBytes += input.bytesInOutput;
-      }
-      if (path.startsWith("src/mcp/")) bundleSrcMcpBytes += input.bytesInOutput;
+  const outputs = result.metafile.outputs;
+  // What `node dist/cli.js` reads at start-up: the entry and the chunks it imports statically.
+  const entry = Object.keys(outputs).find((path) => path.endsWith("/cli.js")) as string;
+  const startupFiles = new Set<string>();
+  const pending = [entry];
+  while (pending.length > 0) {
+    const path = pending.pop() as string;
+    if (startupFiles.has(path)) continue;
+    startupFiles.add(path);
+    for (const imported of outputs[path]?.imports ?? []) {
+      if (imported.kind === "import-statement" && !imported.external) pending.push(imported.path);
     }
   }
+  let bundleMcpBytes = 0;
+  let bundleSrcMcpBytes = 0;
+  let lazyMcpBytes = 0;
+  for (const [file, out] of Object.entries(outputs)) {
+    for (const [path, input] of Object.entries(out.inputs)) {
+      if (path.includes("node_modules/@modelcontextprotocol/")) {
+        if (startupFiles.has(file)) bundleMcpBytes += input.bytesInOutput;
+        else lazyMcpBytes += input.bytesInOutput;
+      }
+      if (path.startsWith("src/mcp/") && startupFiles.has(file)) {
+        bundleSrcMcpBytes += input.bytesInOutput;
+      }
+    }
+  }
+  const bytesOf = (files: Iterable<string>): number =>
+    [...files].reduce((sum, file) => sum + (outputs[file]?.bytes ?? 0), 0);
   return {
     sourceModules: startup.size,
     sourceMcpModules: [...startup].filter(isMcp),
     lazyEdges,
-    bundleBytes: outputs.reduce((sum, out) => sum + out.bytes, 0),
+    bundleBytes: bytesOf(startupFiles),
     bundleMcpBytes,
     bundleSrcMcpBytes,
-    bundleFiles: outputs.length,
+    bundleFiles: startupFiles.size,
+    lazyMcpBytes,
     withoutMcp: {
-      file: withoutMcpFile,
+      file: `${withoutMcpDir}/cli.js`,
       bytes: Object.values(variant.metafile.outputs).reduce((sum, out) => sum + out.bytes, 0),
     },
   };
@@ -723,10 +728,11 @@ export function renderMcpSection(
     typeof graph === "string"
       ? "n/a"
       : runtime === "node"
-      ? `one bundle (${graph.bundleFiles} file): ${kib(graph.bundleMcpBytes)} of ` +
-        `${kib(graph.bundleBytes)} from @modelcontextprotocol, ${
-          kib(graph.bundleSrcMcpBytes)
-        } from src/mcp`
+      ? `start-up reads ${graph.bundleFiles} files, ${kib(graph.bundleBytes)}: ${
+        kib(graph.bundleMcpBytes)
+      } from @modelcontextprotocol, ${kib(graph.bundleSrcMcpBytes)} from src/mcp; ${
+        kib(graph.lazyMcpBytes)
+      } of it in on-demand chunks`
       : graph.sourceMcpModules.length === 0
       ? `none (${graph.sourceModules} modules)`
       : `**${graph.sourceMcpModules.length}**: ${graph.sourceMcpModules.join(", ")}`,
@@ -839,12 +845,11 @@ export function renderMcpSection(
         : `The MCP client is reached only through ${
           graph.lazyEdges.map((edge) => `\`${edge}\``).join(", ")
         }. `) +
-        "Node.js runs `dist/cli.js`, one esbuild bundle without code splitting (the same " +
-        "build with a metafile): the client's code is in the file and read with it at start-up, " +
-        "but esbuild turns an `import()` of a bundled module into a lazy initializer, so its " +
-        "module bodies run on the first session with servers (not checked at run time here). " +
-        "What carrying them costs Node.js: the `dist/cli.js / without MCP` column times spawn → " +
-        "`initialize` of that bundle against the same build with `src/mcp/mcp_hub.ts` left " +
+        "Node.js runs `dist/cli.js`, an esbuild bundle with code splitting (the build script's " +
+        "options with a metafile): start-up reads `cli.js` and the chunks it imports " +
+        "statically; the MCP client sits in chunks loaded by the first session with servers. " +
+        "The `dist/cli.js / without MCP` column times spawn → `initialize` of that build " +
+        "against the same build with `src/mcp/mcp_hub.ts` left " +
         `out (${kib(graph.withoutMcp.bytes)}), alternating, median of ${
           rows.find((row) => row.mcp?.bundleStartup)?.mcp?.bundleStartup?.runs ?? "n/a"
         } after a warm-up. `) +
