@@ -260,5 +260,22 @@ function promptParts(result: GetPromptResult): LlmContentPart[] {
         parts.push({ type: "text", text: `${label}[${content.type}]` });
     }
   }
-  return parts;
+  return joinTexts(parts);
+}
+
+/**
+ * Neighbouring text parts as one, a blank line apart: a wire that concatenates a user message's
+ * text parts (OpenAI chat) would otherwise run one message into the next.
+ */
+function joinTexts(parts: readonly LlmContentPart[]): LlmContentPart[] {
+  const joined: LlmContentPart[] = [];
+  for (const part of parts) {
+    const previous = joined.at(-1);
+    if (part.type === "text" && previous?.type === "text") {
+      joined[joined.length - 1] = { type: "text", text: `${previous.text}\n\n${part.text}` };
+    } else {
+      joined.push(part);
+    }
+  }
+  return joined;
 }

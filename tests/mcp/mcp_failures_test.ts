@@ -1,0 +1,195 @@
+import assert from "node:assert/strict";
+import { RpcError } from "../_helpers/acp_client.ts";
+import { processesWithMarker } from "../_helpers/mcp_servers.ts";
+import type { MemoryServer } from "../_helpers/server.ts";
+import { TempDirs } from "../_helpers/temp_dir.ts";
+import { contentText, fakeServer, lastToolUpdate, startMcpServer } from "./mcp_session_helpers.ts";
+
+/** Asserts that `promise` rejects with JSON-RPC `code` and a message matching every pattern. */
+async function rejectsWith(
+  promise: Promise<unknown>,
+  code: number,
+  ...patterns: RegExp[]
+): Promise<RpcError> {
+  let caught: RpcError | undefined;
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof RpcError, String(error));
+    assert.equal(error.code, code, error.message);
+    for (const pattern of patterns) assert.match(error.message, pattern);
+    caught = error;
+    return true;
+  });
+  return caught!;
+}
+
+/** The ids of the sessions `session/list` reports. */
+async function listed(server: MemoryServer): Promise<string[]> {
+  const page = await server.client.request<{ sessions: Array<{ sessionId: string }> }>(
+    "session/list",
+    {},
+  );
+  return page.sessions.map((session) => session.sessionId);
+}
+
+Deno.test("invalid MCP declarations are refused with -32602 before anything starts", async () => {
+  await using dirs = new TempDirs("acp-harness-mcp-");
+  const cwd = await dirs.make();
+  const marker = crypto.randomUUID();
+  await using running = await startMcpServer({ markers: [marker] });
+  const { server } = running;
+  const valid = fakeServer("good", [`--marker=${marker}`]);
+  const cases: Array<[string, unknown[], RegExp]> = [
+    [
+      "relative command",
+      [valid, { ...fakeServer("bad"), command: "node" }],
+      /mcpServers\[1\]\.command/,
+    ],
+    [
+      "env name with =",
+      [valid, { ...fakeServer("bad"), env: [{ name: "A=B", value: "x" }] }],
+      /mcpServers\[1\]\.env\[0\]\.name/,
+    ],
+    [
+      "bad url",
+      [valid, { type: "http", name: "remote", url: "not a url", headers: [] }],
+      /mcpServers\[1\]\.url/,
+    ],
+    [
+      "duplicate names",
+      [valid, fakeServer("good")],
+      /mcpServers\[1\]\.name/,
+    ],
+    [
+      "duplicate headers, case-insensitively",
+      [valid, {
+        type: "http",
+        name: "remote",
+        url: "http://127.0.0.1:9/mcp",
+        headers: [{ name: "X-Token", value: "a" }, { name: "x-token", value: "b" }],
+      }],
+      /mcpServers\[1\]\.headers\[1\]/,
+    ],
+  ];
+  for (const [label, mcpServers, where] of cases) {
+    const error = await rejectsWith(
+      server.client.request("session/new", { cwd, mcpServers }),
+      -32602,
+      where,
+    );
+    assert.ok(!error.message.includes(marker), `${label}: ${error.message}`);
+  }
+  assert.deepEqual(await processesWithMarker(marker), [], "the valid sibling was not started");
+  assert.deepEqual(await listed(server), []);
+  assert.ok(
+    !server.logs.some((line) => /MCP server connected/.test(line)),
+    "no server was connected",
+  );
+  assert.deepEqual(server.client.problems, []);
+});
+
+Deno.test("an MCP server that exits at start fails session/new with its exit code and stderr", async () => {
+  await using dirs = new TempDirs("acp-harness-mcp-");
+  const cwd = await dirs.make();
+  const marker = crypto.randomUUID();
+  await using running = await startMcpServer({ markers: [marker] });
+  const { server } = running;
+  const error = await rejectsWith(
+    server.client.request("session/new", {
+      cwd,
+      mcpServers: [fakeServer("dying", ["--exit-at-start", `--marker=${marker}`])],
+    }),
+    -32603,
+    /MCP server "dying" did not start/,
+    /exited with code 3/,
+    /exiting at start as asked \(--exit-at-start\)/,
+  );
+  assert.deepEqual(error.data, { mcpServer: "dying" });
+  assert.deepEqual(await listed(server), []);
+  // The server's exit was awaited before the answer: nothing is left to poll for.
+  assert.deepEqual(await processesWithMarker(marker), []);
+  assert.deepEqual(server.client.problems, []);
+});
+
+Deno.test("an MCP server that never answers initialize fails after mcpStartTimeout", async () => {
+  await using dirs = new TempDirs("acp-harness-mcp-");
+  const cwd = await dirs.make();
+  const marker = crypto.randomUUID();
+  await using running = await startMcpServer({
+    config: { mcpStartTimeout: 1 },
+    markers: [marker],
+  });
+  const { server } = running;
+  const error = await rejectsWith(
+    server.client.request("session/new", {
+      cwd,
+      mcpServers: [fakeServer("stuck", ["--hang-at-start", `--marker=${marker}`])],
+    }),
+    -32603,
+    /MCP server "stuck" did not start/,
+    /within 1 s/,
+  );
+  assert.deepEqual(error.data, { mcpServer: "stuck" });
+  assert.deepEqual(await listed(server), []);
+  assert.deepEqual(await processesWithMarker(marker), []);
+  assert.deepEqual(server.client.problems, []);
+});
+
+Deno.test("when one MCP server fails to start, the ones that started are stopped", async () => {
+  await using dirs = new TempDirs("acp-harness-mcp-");
+  const cwd = await dirs.make();
+  const good = crypto.randomUUID();
+  const bad = crypto.randomUUID();
+  await using running = await startMcpServer({ markers: [good, bad] });
+  const { server } = running;
+  await rejectsWith(
+    server.client.request("session/new", {
+      cwd,
+      mcpServers: [
+        fakeServer("good", [`--marker=${good}`]),
+        fakeServer("bad", ["--exit-at-start", `--marker=${bad}`]),
+      ],
+    }),
+    -32603,
+    /MCP server "bad" did not start: exited with code 3/,
+  );
+  assert.ok(
+    server.logs.some((line) => /MCP server connected/.test(line) && line.includes(good)),
+    "the good server had started",
+  );
+  assert.deepEqual(await processesWithMarker(good), [], "the good server was stopped");
+  assert.deepEqual(await processesWithMarker(bad), []);
+  assert.deepEqual(await listed(server), []);
+  assert.deepEqual(server.client.problems, []);
+});
+
+Deno.test("an MCP server that dies mid-session fails that call, and the next call reconnects", async () => {
+  await using dirs = new TempDirs("acp-harness-mcp-");
+  const cwd = await dirs.make();
+  const marker = crypto.randomUUID();
+  const echo = (id: string) => ({
+    toolCalls: [{ id, name: "mcp__fake__echo", arguments: { text: id } }],
+  });
+  await using running = await startMcpServer({
+    config: { mode: "auto" },
+    markers: [marker],
+    script: [echo("c1"), echo("c2"), echo("c3"), { text: "done" }],
+  });
+  const { server } = running;
+  const sessionId = await server.client.newSession(cwd, {
+    mcpServers: [fakeServer("fake", ["--die-after-calls=1", `--marker=${marker}`])],
+  });
+  assert.equal(await server.client.prompt(sessionId, "call thrice"), "end_turn");
+  const first = lastToolUpdate(server, sessionId, "c1");
+  assert.equal(first.status, "completed");
+  assert.equal(contentText(first), "echo: c1");
+  const second = lastToolUpdate(server, sessionId, "c2");
+  assert.equal(second.status, "failed");
+  assert.match(contentText(second), /MCP server fake went away/);
+  assert.match(contentText(second), /exited with code 1/);
+  const third = lastToolUpdate(server, sessionId, "c3");
+  assert.equal(third.status, "completed");
+  assert.equal(contentText(third), "echo: c3");
+
+  assert.ok(server.logs.some((line) => /MCP server reconnecting/.test(line)));
+  assert.deepEqual(server.client.problems, []);
+});
