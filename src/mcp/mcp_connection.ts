@@ -30,6 +30,12 @@ import { HostStdioTransport } from "./stdio_transport.ts";
 /** The most pages of `tools/list` or `prompts/list` read from one server. */
 const MAX_LIST_PAGES = 100;
 
+/**
+ * The most tools (and prompts) taken from one server; the rest are left out with a warning
+ * (every tool goes to the model with every request).
+ */
+export const MAX_TOOLS_PER_SERVER = 1000;
+
 /** What an {@link McpConnection} needs. */
 export interface McpConnectionOptions {
   readonly spec: McpServerSpec;
@@ -81,6 +87,8 @@ export class McpConnection {
   #tools: readonly McpTool[] = [];
   #prompts: readonly Prompt[] = [];
   #refreshing: Promise<void> | undefined;
+  /** Whether a refresh waits to start: it covers every change announced until it starts. */
+  #refreshQueued = false;
   #reconnecting: Promise<Live> | undefined;
   #closed = false;
 
@@ -259,8 +267,8 @@ export class McpConnection {
       const prompts = client.getServerCapabilities()?.prompts
         ? await abortable(listAll(client, "prompts", signal), signal) as Prompt[]
         : [];
-      this.#tools = tools;
-      this.#prompts = prompts;
+      this.#tools = this.#bounded(tools, "tools");
+      this.#prompts = this.#bounded(prompts, "prompts");
       logger.info("MCP server connected", {
         ...this.#fields(),
         tools: tools.length,
@@ -283,12 +291,19 @@ export class McpConnection {
 
   /** Reads the tool list again after `notifications/tools/list_changed`. */
   #refresh(live: Live): void {
+    // A flood of notifications costs one read at a time, not one each.
+    if (this.#refreshQueued) return;
+    this.#refreshQueued = true;
     const previous = this.#refreshing ?? Promise.resolve();
     const refreshing = previous.then(async () => {
+      this.#refreshQueued = false;
       const controller = new AbortController();
       const timer = setTimeout(() => controller.abort(), this.#options.startTimeoutMs);
       try {
-        const tools = await listAll(live.client, "tools", controller.signal) as McpTool[];
+        const tools = this.#bounded(
+          await listAll(live.client, "tools", controller.signal) as McpTool[],
+          "tools",
+        );
         if (this.#live !== live) return;
         this.#tools = tools;
         this.#options.logger.info("MCP server tools changed", {
@@ -327,6 +342,17 @@ export class McpConnection {
     return spec.transport === "http"
       ? new StreamableHTTPClientTransport(url, { requestInit })
       : new SSEClientTransport(url, { requestInit });
+  }
+
+  /** The first {@link MAX_TOOLS_PER_SERVER} items of a list, with a warning when it is longer. */
+  #bounded<T>(items: readonly T[], what: string): readonly T[] {
+    if (items.length <= MAX_TOOLS_PER_SERVER) return items;
+    this.#options.logger.warn(`MCP server lists too many ${what}; the rest are left out`, {
+      ...this.#fields(),
+      listed: items.length,
+      kept: MAX_TOOLS_PER_SERVER,
+    });
+    return items.slice(0, MAX_TOOLS_PER_SERVER);
   }
 
   /** How a stdio server ended, in words, once it has. */
