@@ -43,7 +43,10 @@ export interface StdioTransportOptions {
   readonly env: Readonly<Record<string, string>>;
   /** The server's working directory (the session's cwd). */
   readonly cwd: string;
-  /** Milliseconds between closing the server's stdin and killing its group. @default {2000} */
+  /**
+   * Milliseconds a server has to exit once its stdin is closed: after a quarter of it, its group
+   * gets SIGTERM; at its end, SIGKILL. @default {2000}
+   */
   readonly graceMs?: number;
 }
 
@@ -56,7 +59,7 @@ export interface ExitInfo {
 
 /**
  * An MCP `Transport` over a child process the host started. Closing it ends the server's input,
- * waits up to the grace period for it to exit, then kills its whole process group.
+ * then, if it is still running, sends its whole process group SIGTERM and at last SIGKILL.
  */
 export class HostStdioTransport implements Transport {
   readonly #options: StdioTransportOptions;
@@ -144,21 +147,14 @@ export class HostStdioTransport implements Transport {
     await this.#starting?.catch(() => {});
     const child = this.#child;
     if (!child) return;
+    // As MCP's stdio transport says: end its input, then SIGTERM, then SIGKILL. Signals go to
+    // the whole group: a server's own children (a `npx` wrapper's node) must not outlive it.
     await this.#writer?.close().catch(() => {});
-    if (this.#exit) return;
     const graceMs = this.#options.graceMs ?? 2000;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const graceOver = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, graceMs);
-    });
-    try {
-      await Promise.race([child.exited, graceOver]);
-    } finally {
-      clearTimeout(timer);
+    if (!(await exitsWithin(child, graceMs / 4))) {
+      child.kill("SIGTERM");
+      if (!(await exitsWithin(child, graceMs * 3 / 4))) child.kill("SIGKILL");
     }
-    // The group goes too: a server's own children (a `npx` wrapper's node) must not outlive it.
-    child.kill("SIGTERM");
-    child.kill("SIGKILL");
     await child.exited;
   }
 
@@ -210,6 +206,19 @@ export class HostStdioTransport implements Transport {
     } catch {
       // The process ended; what was read is kept.
     }
+  }
+}
+
+/** Whether the process exits within `ms`. */
+async function exitsWithin(child: PipedHostProcess, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([child.exited.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
