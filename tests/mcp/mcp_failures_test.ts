@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import process from "node:process";
 import { RpcError } from "../_helpers/acp_client.ts";
 import { processesWithMarker } from "../_helpers/mcp_servers.ts";
 import type { MemoryServer } from "../_helpers/server.ts";
@@ -191,5 +192,44 @@ Deno.test("an MCP server that dies mid-session fails that call, and the next cal
   assert.equal(contentText(third), "echo: c3");
 
   assert.ok(server.logs.some((line) => /MCP server reconnecting/.test(line)));
+  assert.deepEqual(server.client.problems, []);
+});
+
+Deno.test("an MCP server killed during a call fails it as killed, and the next call reconnects", async () => {
+  await using dirs = new TempDirs("acp-harness-mcp-");
+  const cwd = await dirs.make();
+  const marker = crypto.randomUUID();
+  await using mcp = await startMcpServer({
+    script: [
+      { toolCalls: [{ id: "c1", name: "mcp__fake__slow", arguments: {} }] },
+      { toolCalls: [{ id: "c2", name: "mcp__fake__echo", arguments: { text: "again" } }] },
+      { text: "done" },
+    ],
+    config: { mode: "auto" },
+    markers: [marker],
+  });
+  const { server } = mcp;
+  const sessionId = await server.client.newSession(cwd, {
+    mcpServers: [fakeServer("fake", [`--marker=${marker}`])],
+  });
+  const [pid] = await processesWithMarker(marker);
+  assert.ok(pid !== undefined, "the server runs");
+  const turn = server.client.prompt(sessionId, "call slow");
+  await server.client.waitFor(() =>
+    server.client.updates(sessionId).some(({ update }) =>
+      update.toolCallId === "c1" && update.status === "in_progress"
+    )
+  );
+  process.kill(pid, "SIGKILL");
+  assert.equal(await turn, "end_turn");
+  const killed = lastToolUpdate(server, sessionId, "c1");
+  assert.equal(killed.status, "failed");
+  assert.match(contentText(killed), /MCP server fake went away during tools\/call slow/);
+  assert.match(contentText(killed), /was killed by SIGKILL/);
+  const again = lastToolUpdate(server, sessionId, "c2");
+  assert.equal(again.status, "completed");
+  assert.equal(contentText(again), "echo: again");
+  const [fresh] = await processesWithMarker(marker);
+  assert.ok(fresh !== undefined && fresh !== pid, "a new server process serves the session");
   assert.deepEqual(server.client.problems, []);
 });
