@@ -12,22 +12,13 @@ import {
 } from "../_helpers/mcp_servers.ts";
 import { type MemoryServer, startServer } from "../_helpers/server.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
+import { lastToolUpdate, toolUpdates } from "./mcp_session_helpers.ts";
 
 type Update = Record<string, unknown>;
 type Block = Record<string, unknown>;
 
-/** The updates of tool call `id`, in order. */
-const toolUpdates = (server: MemoryServer, sessionId: string, id: string): Update[] =>
-  server.client.updates(sessionId).map(({ update }) => update).filter((update) =>
-    update.toolCallId === id
-  );
-
 /** The last update of tool call `id`: its outcome once the turn ended. */
-function outcome(server: MemoryServer, sessionId: string, id: string): Update {
-  const last = toolUpdates(server, sessionId, id).at(-1);
-  assert.ok(last, `tool call ${id} was announced`);
-  return last;
-}
+const outcome = lastToolUpdate;
 
 /** The content blocks of tool call `id`'s outcome, out of their `{type: "content"}` wrappers. */
 function blocks(server: MemoryServer, sessionId: string, id: string): Block[] {

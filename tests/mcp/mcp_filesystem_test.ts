@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { filesystemStdio } from "../_helpers/mcp_servers.ts";
 import { type MemoryServer, startServer } from "../_helpers/server.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
+import { lastToolUpdate, toolUpdates } from "./mcp_session_helpers.ts";
 import type { PermissionMode } from "../../src/config/config.ts";
 
 type Update = Record<string, unknown>;
@@ -21,18 +22,8 @@ type Update = Record<string, unknown>;
 const SERVER = "files";
 const tool = (name: string): string => `mcp__${SERVER}__${name}`;
 
-/** The updates of tool call `id`, in order. */
-const toolUpdates = (server: MemoryServer, sessionId: string, id: string): Update[] =>
-  server.client.updates(sessionId).map(({ update }) => update).filter((update) =>
-    update.toolCallId === id
-  );
-
 /** The last update of tool call `id`: its outcome once the turn ended. */
-function outcome(server: MemoryServer, sessionId: string, id: string): Update {
-  const last = toolUpdates(server, sessionId, id).at(-1);
-  assert.ok(last, `tool call ${id} was announced`);
-  return last;
-}
+const outcome = lastToolUpdate;
 
 /** The text blocks of tool call `id`'s outcome, joined. */
 function textOf(server: MemoryServer, sessionId: string, id: string): string {

@@ -68,6 +68,28 @@ function runAcpx(home: string, cwd: string, args: readonly string[]): Promise<Ac
   });
 }
 
+/**
+ * `acpx --mcp-config <file> exec <prompt>` (JSON output, every permission approved) against the
+ * agent on `runtime` with the scripted model.
+ */
+function acpxExec(
+  runtime: Runtime,
+  paths: { home: string; workspace: string; script: string; mcpConfig: string },
+  prompt: string,
+): Promise<AcpxRun> {
+  return runAcpx(paths.home, paths.workspace, [
+    "--agent",
+    commandLine(runtime, ["--model", "scripted", "--script", paths.script]),
+    "--mcp-config",
+    paths.mcpConfig,
+    "--format",
+    "json",
+    "--approve-all",
+    "exec",
+    prompt,
+  ]);
+}
+
 /** The `session/update` params acpx printed. */
 function updatesOf(frames: ReadonlyArray<Record<string, unknown>>): Array<Record<string, unknown>> {
   return frames
@@ -102,17 +124,7 @@ Deno.test("acpx --mcp-config: the scripted model calls mcp__fake__echo on deno, 
       ]),
     );
     try {
-      const run = await runAcpx(home, workspace, [
-        "--agent",
-        commandLine(runtime, ["--model", "scripted", "--script", script]),
-        "--mcp-config",
-        mcpConfig,
-        "--format",
-        "json",
-        "--approve-all",
-        "exec",
-        "echo something",
-      ]);
+      const run = await acpxExec(runtime, { home, workspace, script, mcpConfig }, "echo something");
       assert.equal(run.code, 0, run.stderr);
       const sessionNew = run.frames.find((frame) => frame.method === "session/new");
       const declared = (sessionNew?.params as { mcpServers: Array<{ name: string }> }).mcpServers;
@@ -172,17 +184,7 @@ Deno.test("acpx --mcp-config: Streamable HTTP and SSE servers' tools run on deno
       ]),
     );
     try {
-      const run = await runAcpx(home, workspace, [
-        "--agent",
-        commandLine(runtime, ["--model", "scripted", "--script", script]),
-        "--mcp-config",
-        mcpConfig,
-        "--format",
-        "json",
-        "--approve-all",
-        "exec",
-        "add and echo",
-      ]);
+      const run = await acpxExec(runtime, { home, workspace, script, mcpConfig }, "add and echo");
       assert.equal(run.code, 0, run.stderr);
       const completed = (id: string): string =>
         JSON.stringify(
