@@ -9,6 +9,7 @@ import { cancelRaces } from "./scenarios/cancel.ts";
 import { confinement } from "./scenarios/confinement.ts";
 import { frames } from "./scenarios/frames.ts";
 import { kill } from "./scenarios/kill.ts";
+import { mcp } from "./scenarios/mcp.ts";
 import { ordering } from "./scenarios/ordering.ts";
 import { orphans } from "./scenarios/orphans.ts";
 import { pathological } from "./scenarios/pathological.ts";
@@ -26,6 +27,7 @@ export const SCENARIOS: readonly Scenario[] = [
   kill,
   orphans,
   sharedData,
+  mcp,
 ];
 
 /** Runs one scenario on one runtime; an exception counts as an `other` failure. */
