@@ -8,6 +8,8 @@
 import type {
   CallToolResult,
   GetPromptResult,
+  JsonSchemaValidator,
+  jsonSchemaValidator,
   Prompt,
   Tool as McpTool,
   Transport,
@@ -35,6 +37,20 @@ const MAX_LIST_PAGES = 100;
  * (every tool goes to the model with every request).
  */
 export const MAX_TOOLS_PER_SERVER = 1000;
+
+/** The longest a call's result waits for a tool list change announced before it. */
+const REFRESH_WAIT_MS = 5000;
+
+/**
+ * The client checks `structuredContent` against the tool's `outputSchema` with this: it accepts
+ * anything. That check is the server's contract, not ours, and the library's default (Ajv with
+ * JavaScript regular expressions) lets a server's `pattern` block the event loop for good.
+ */
+const ACCEPT_ANY: jsonSchemaValidator = {
+  getValidator<T>(): JsonSchemaValidator<T> {
+    return (input) => ({ valid: true, data: input as T, errorMessage: undefined });
+  },
+};
 
 /** What an {@link McpConnection} needs. */
 export interface McpConnectionOptions {
@@ -126,11 +142,31 @@ export class McpConnection {
   }
 
   /**
-   * Settles once a tool list refresh the server asked for (`notifications/tools/list_changed`)
-   * has been read; at once when none is under way.
+   * Settles once the tool list refresh under way (after `notifications/tools/list_changed`) has
+   * been read: at once when none is, when `signal` aborts, or after 5 s.
+   *
+   * @param signal The call's signal
    */
-  async refreshed(): Promise<void> {
-    while (this.#refreshing) await this.#refreshing;
+  async refreshed(signal: AbortSignal): Promise<void> {
+    // Only what is under way now: a server that announces a change after every list must not
+    // hold a call forever. Bounded, and given up when the call is cancelled.
+    const refreshing = this.#refreshing;
+    if (!refreshing || signal.aborted) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let onAbort: (() => void) | undefined;
+    try {
+      await Promise.race([
+        refreshing,
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, REFRESH_WAIT_MS);
+          onAbort = resolve;
+          signal.addEventListener("abort", onAbort, { once: true });
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) signal.removeEventListener("abort", onAbort);
+    }
   }
 
   /**
@@ -252,7 +288,10 @@ export class McpConnection {
     if (outer.aborted) onOuterAbort();
     const signal = controller.signal;
     const transport = this.#transport();
-    const client = new Client({ name: "acp-harness", version: VERSION }, { capabilities: {} });
+    const client = new Client({ name: "acp-harness", version: VERSION }, {
+      capabilities: {},
+      jsonSchemaValidator: ACCEPT_ANY,
+    });
     const live: Live = { client, transport, gone: undefined };
     client.onerror = (error) => logger.debug("MCP client error", { ...this.#fields(), error });
     client.onclose = () => {
@@ -277,10 +316,12 @@ export class McpConnection {
       });
       return live;
     } catch (error) {
-      await this.#end(live);
+      // The cause is what went wrong now; ending the server below (it exits 0 once its stdin
+      // closes) would otherwise pass for it.
       const cause = signal.aborted && !outer.aborted
         ? describe(signal.reason)
         : this.#goneReason(live) ?? describe(error);
+      await this.#end(live);
       logger.warn("MCP server did not start", { ...this.#fields(), cause });
       throw new McpStartError(spec.name, cause);
     } finally {

@@ -23,8 +23,8 @@ export interface McpToolCaller {
   /** The server's name (as in tool names). */
   readonly name: string;
   callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
-  /** Settles once a tool list change the server announced has been read. */
-  refreshed(): Promise<void>;
+  /** Settles once a tool list change the server announced has been read (bounded). */
+  refreshed(signal: AbortSignal): Promise<void>;
 }
 
 /** The most characters of a result's text the model gets; the rest is cut with a note. */
@@ -110,7 +110,7 @@ export function mcpTool(server: McpToolCaller, definition: McpTool): Tool {
         return { content: `The MCP tool call failed: ${message}`, isError: true };
       }
       // A tool list change announced before this answer is seen by the next model step.
-      await server.refreshed();
+      await server.refreshed(context.signal);
       return toolResult(result as CallToolResult);
     },
   };
@@ -121,7 +121,9 @@ export function mcpTool(server: McpToolCaller, definition: McpTool): Tool {
  * (what the model sees, `audio` and binary resources as placeholders), embedded resources shown
  * to the client as resources and given to the model as their text, structured content given to
  * the model as JSON when no text block carries it already and to the client as `rawOutput`.
- * `isError` makes the call fail.
+ * `isError` makes the call fail. A result is bounded before it goes anywhere: 1 MiB of text,
+ * 20 MiB of images and embedded bytes (base64) and 1,000 blocks; what is left out is counted in a
+ * closing `[cut: …]` line.
  *
  * @param result The server's result
  * @returns The tool result
@@ -129,14 +131,23 @@ export function mcpTool(server: McpToolCaller, definition: McpTool): Tool {
 export function toolResult(result: CallToolResult): ToolResult {
   const parts: ToolContent[] = [];
   const display: ToolDisplay[] = [];
+  const budget = new ResultBudget();
   const blocks = Array.isArray(result.content) ? result.content : [];
   for (const block of blocks) {
+    if (!budget.block()) continue;
     switch (block.type) {
-      case "text":
-        parts.push({ type: "text", text: block.text });
-        display.push({ type: "text", text: block.text });
+      case "text": {
+        const text = budget.text(block.text);
+        if (text === undefined) break;
+        parts.push({ type: "text", text });
+        display.push({ type: "text", text });
         break;
+      }
       case "image":
+        if (!budget.bytes(block.data)) {
+          parts.push({ type: "text", text: `[image: ${block.mimeType}, left out: too large]` });
+          break;
+        }
         parts.push({ type: "image", mimeType: block.mimeType, data: block.data });
         display.push({ type: "image", mimeType: block.mimeType, data: block.data });
         break;
@@ -151,45 +162,35 @@ export function toolResult(result: CallToolResult): ToolResult {
         display.push(link);
         break;
       }
-      case "resource": {
-        const { resource } = block;
-        const mime = resource.mimeType === undefined ? {} : { mimeType: resource.mimeType };
-        if ("text" in resource && typeof resource.text === "string") {
-          parts.push({ type: "text", text: `[resource: ${resource.uri}]\n${resource.text}` });
-          display.push({ type: "resource", uri: resource.uri, ...mime, text: resource.text });
-        } else if ("blob" in resource && typeof resource.blob === "string") {
-          parts.push(
-            resource.mimeType?.startsWith("image/")
-              ? { type: "image", mimeType: resource.mimeType, data: resource.blob }
-              : {
-                type: "text",
-                text: `[resource: ${resource.uri}${
-                  resource.mimeType ? ` (${resource.mimeType})` : ""
-                }, ${base64Bytes(resource.blob)} bytes of binary data]`,
-              },
-          );
-          display.push({ type: "resource", uri: resource.uri, ...mime, blob: resource.blob });
-        }
+      case "resource":
+        embedded(block.resource, budget, parts, display);
         break;
-      }
       case "audio":
         parts.push({ type: "text", text: `[audio: ${block.mimeType}]` });
         display.push({ type: "text", text: `[audio: ${block.mimeType}]` });
         break;
     }
   }
-  const structured = result.structuredContent;
-  if (structured !== undefined && !carriesJson(parts, structured)) {
-    parts.push({ type: "text", text: JSON.stringify(structured) });
+  let structured = result.structuredContent;
+  if (structured !== undefined) {
+    const json = JSON.stringify(structured);
+    if (json.length > MAX_RESULT_TEXT) {
+      budget.leftOut += json.length;
+      structured = undefined;
+    } else if (!carriesJson(parts, json)) {
+      const text = budget.text(json);
+      if (text !== undefined) parts.push({ type: "text", text });
+    }
+  }
+  const note = budget.note();
+  if (note) {
+    parts.push({ type: "text", text: note });
+    display.push({ type: "text", text: note });
   }
   if (parts.length === 0) parts.push({ type: "text", text: "(no content)" });
-  const text = toolResultText(parts);
-  const content = text.length > MAX_RESULT_TEXT
-    ? `${text.slice(0, MAX_RESULT_TEXT)}\n[cut: the result had ${text.length} characters]`
-    : text;
   const rich = parts.some((part) => part.type !== "text");
   return {
-    content,
+    content: toolResultText(parts),
     isError: result.isError === true,
     ...(rich ? { parts } : {}),
     ...(display.length > 0 ? { display } : {}),
@@ -197,11 +198,101 @@ export function toolResult(result: CallToolResult): ToolResult {
   };
 }
 
-/** Whether a text part already holds `value` as JSON (servers are asked to include it). */
-function carriesJson(parts: readonly ToolContent[], value: unknown): boolean {
-  const wanted = JSON.stringify(value);
+/** An embedded resource: shown as itself, given to the model as its text or an image. */
+function embedded(
+  resource: Extract<CallToolResult["content"][number], { type: "resource" }>["resource"],
+  budget: ResultBudget,
+  parts: ToolContent[],
+  display: ToolDisplay[],
+): void {
+  const mime = resource.mimeType === undefined ? {} : { mimeType: resource.mimeType };
+  if ("text" in resource && typeof resource.text === "string") {
+    const text = budget.text(resource.text);
+    if (text === undefined) return;
+    parts.push({ type: "text", text: `[resource: ${resource.uri}]\n${text}` });
+    display.push({ type: "resource", uri: resource.uri, ...mime, text });
+  } else if ("blob" in resource && typeof resource.blob === "string") {
+    const described = `[resource: ${resource.uri}${
+      resource.mimeType ? ` (${resource.mimeType})` : ""
+    }, ${base64Bytes(resource.blob)} bytes of binary data]`;
+    if (!budget.bytes(resource.blob)) {
+      parts.push({ type: "text", text: `${described.slice(0, -1)}, left out: too large]` });
+      return;
+    }
+    parts.push(
+      resource.mimeType?.startsWith("image/")
+        ? { type: "image", mimeType: resource.mimeType, data: resource.blob }
+        : { type: "text", text: described },
+    );
+    display.push({ type: "resource", uri: resource.uri, ...mime, blob: resource.blob });
+  }
+}
+
+/** The most base64 characters of images and embedded bytes passed on from one result. */
+export const MAX_RESULT_BASE64 = 20 * 1024 * 1024;
+
+/** The most content blocks passed on from one result. */
+export const MAX_RESULT_BLOCKS = 1000;
+
+/** What is left of one result's allowance, and what was left out. */
+class ResultBudget {
+  #text = MAX_RESULT_TEXT;
+  #base64 = MAX_RESULT_BASE64;
+  #blocks = MAX_RESULT_BLOCKS;
+  /** Characters of text left out. */
+  leftOut = 0;
+  #blocksLeftOut = 0;
+  #bytesLeftOut = 0;
+
+  /** Whether one more block may go. */
+  block(): boolean {
+    if (this.#blocks > 0) {
+      this.#blocks--;
+      return true;
+    }
+    this.#blocksLeftOut++;
+    return false;
+  }
+
+  /** The part of `text` that fits (undefined when nothing does). */
+  text(text: string): string | undefined {
+    if (text.length <= this.#text) {
+      this.#text -= text.length;
+      return text;
+    }
+    const kept = this.#text;
+    this.#text = 0;
+    this.leftOut += text.length - kept;
+    return kept > 0 ? text.slice(0, kept) : undefined;
+  }
+
+  /** Whether base64 data of this length fits. */
+  bytes(base64: string): boolean {
+    if (base64.length <= this.#base64) {
+      this.#base64 -= base64.length;
+      return true;
+    }
+    this.#bytesLeftOut += base64Bytes(base64);
+    return false;
+  }
+
+  /** The closing line saying what was left out, when anything was. */
+  note(): string | undefined {
+    const what = [
+      this.leftOut > 0 ? `${this.leftOut} characters of text` : "",
+      this.#bytesLeftOut > 0 ? `${this.#bytesLeftOut} bytes of images or data` : "",
+      this.#blocksLeftOut > 0 ? `${this.#blocksLeftOut} more content blocks` : "",
+    ].filter((item) => item !== "");
+    return what.length > 0
+      ? `[cut: the result was too large; left out ${what.join(", ")}]`
+      : undefined;
+  }
+}
+
+/** Whether a text part already holds this JSON (servers are asked to include it). */
+function carriesJson(parts: readonly ToolContent[], wanted: string): boolean {
   return parts.some((part) => {
-    if (part.type !== "text") return false;
+    if (part.type !== "text" || part.text.length > MAX_RESULT_TEXT) return false;
     try {
       return JSON.stringify(JSON.parse(part.text)) === wanted;
     } catch {

@@ -159,22 +159,39 @@ export class HostStdioTransport implements Transport {
   }
 
   async #readMessages(stdout: ReadableStream<Uint8Array>): Promise<void> {
-    const decoder = new TextDecoder();
-    let buffered = "";
+    // The bytes of the line being read, in the chunks they came in: each chunk is searched once
+    // and the line joined once, so a long line costs time in proportion to its length.
+    let pending: Uint8Array[] = [];
+    let pendingBytes = 0;
+    let overlong = false;
     try {
       for await (const chunk of stdout) {
-        buffered += decoder.decode(chunk, { stream: true });
-        let newline = buffered.indexOf("\n");
+        let start = 0;
+        let newline = chunk.indexOf(NEWLINE, start);
         while (newline >= 0) {
-          this.#deliver(buffered.slice(0, newline));
-          buffered = buffered.slice(newline + 1);
-          newline = buffered.indexOf("\n");
+          if (!overlong) {
+            pending.push(chunk.subarray(start, newline));
+            this.#deliver(decodeLine(pending));
+          }
+          pending = [];
+          pendingBytes = 0;
+          overlong = false;
+          start = newline + 1;
+          newline = chunk.indexOf(NEWLINE, start);
         }
-        if (buffered.length > MAX_LINE_BYTES) {
+        if (start >= chunk.length || overlong) continue;
+        pendingBytes += chunk.length - start;
+        if (pendingBytes > MAX_LINE_BYTES) {
+          // A broken or hostile server: the message is lost, so its call fails, and the server
+          // is stopped (the next call starts it again).
+          overlong = true;
+          pending = [];
           this.onerror?.(new Error(`the MCP server wrote a line over ${MAX_LINE_BYTES} bytes`));
-          buffered = "";
           this.#child?.kill("SIGKILL");
+          continue;
         }
+        // Copied: the stream may reuse the chunk's memory.
+        pending.push(chunk.slice(start));
       }
     } catch (error) {
       this.onerror?.(error instanceof Error ? error : new Error(String(error)));
@@ -220,6 +237,21 @@ async function exitsWithin(child: PipedHostProcess, ms: number): Promise<boolean
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The byte of a line end. */
+const NEWLINE = 0x0a;
+
+/** One line from its chunks, as text. */
+function decodeLine(chunks: readonly Uint8Array[]): string {
+  if (chunks.length === 1) return new TextDecoder().decode(chunks[0]);
+  const bytes = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  return new TextDecoder().decode(bytes);
 }
 
 function cut(text: string): string {

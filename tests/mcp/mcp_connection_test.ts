@@ -75,7 +75,7 @@ Deno.test("McpConnection.open() lists the server's tools and prompts; calls go t
     assert.deepEqual(prompt.messages, [
       { role: "user", content: { type: "text", text: "Say hello to Ada" } },
     ]);
-    await connection.refreshed();
+    await connection.refreshed(new AbortController().signal);
   } finally {
     await connection.close();
   }

@@ -3,6 +3,8 @@ import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/clie
 import { McpCallError } from "../../src/mcp/mcp_connection.ts";
 import {
   classifyMcpTool,
+  MAX_RESULT_BASE64,
+  MAX_RESULT_BLOCKS,
   MAX_RESULT_TEXT,
   mcpTool,
   type McpToolCaller,
@@ -264,17 +266,52 @@ Deno.test("toolResult() says (no content) for an empty or missing content list",
   );
 });
 
-Deno.test("toolResult() cuts oversized text with a note", () => {
+Deno.test("toolResult() cuts oversized text with a note, for the model and the client", () => {
   const big = "x".repeat(MAX_RESULT_TEXT + 10);
   const mapped = toolResult(result({ content: [{ type: "text", text: big }] }));
-  assert.equal(
-    mapped.content,
-    `${"x".repeat(MAX_RESULT_TEXT)}\n[cut: the result had ${MAX_RESULT_TEXT + 10} characters]`,
-  );
+  const note = "[cut: the result was too large; left out 10 characters of text]";
+  assert.equal(mapped.content, `${"x".repeat(MAX_RESULT_TEXT)}\n${note}`);
+  assert.deepEqual(mapped.display, [
+    { type: "text", text: "x".repeat(MAX_RESULT_TEXT) },
+    { type: "text", text: note },
+  ]);
   const exact = toolResult(
     result({ content: [{ type: "text", text: "y".repeat(MAX_RESULT_TEXT) }] }),
   );
   assert.equal(exact.content.length, MAX_RESULT_TEXT);
+  // Later text blocks share the allowance; an embedded resource's text too.
+  const split = toolResult(result({
+    content: [
+      { type: "text", text: "a".repeat(MAX_RESULT_TEXT - 5) },
+      { type: "resource", resource: { uri: "file:///r", text: "b".repeat(20) } },
+      { type: "text", text: "c".repeat(7) },
+    ],
+  }));
+  assert.deepEqual(split.display?.map((item) => item.type), ["text", "resource", "text"]);
+  assert.equal((split.display?.[1] as { text: string }).text, "bbbbb");
+  assert.match(split.content, /left out 22 characters of text\]$/);
+});
+
+Deno.test("toolResult() bounds images and blocks, counting what it left out", () => {
+  const huge = "A".repeat(MAX_RESULT_BASE64 + 4);
+  const images = toolResult(result({
+    content: [
+      { type: "image", mimeType: "image/png", data: PNG },
+      { type: "image", mimeType: "image/png", data: huge },
+    ],
+  }));
+  assert.equal(images.display?.filter((item) => item.type === "image").length, 1);
+  assert.match(images.content, /\[image: image\/png, left out: too large\]/);
+  assert.match(images.content, /left out \d+ bytes of images or data\]$/);
+
+  const many = toolResult(result({
+    content: Array.from({ length: MAX_RESULT_BLOCKS + 3 }, (_, index) => ({
+      type: "text" as const,
+      text: String(index),
+    })),
+  }));
+  assert.equal(many.display?.length, MAX_RESULT_BLOCKS + 1);
+  assert.match(many.content, /left out 3 more content blocks\]$/);
 });
 
 Deno.test("toolResult() keeps the order of mixed blocks", () => {
