@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import process from "node:process";
 import { NodeHost } from "../../src/host/node_host.ts";
 import { nullLogger } from "../../src/log/logger.ts";
@@ -94,6 +95,29 @@ Deno.test("McpConnection.open() fails naming the server when it exits at start",
       return true;
     },
   );
+});
+
+Deno.test("McpConnection.open() reports the handshake's own failure, not the exit that follows", async () => {
+  // The server exits 0 once its stdin is closed after the failure; that is not the cause.
+  const hostile = fileURLToPath(new URL("../_fixtures/hostile_mcp_server.mjs", import.meta.url));
+  for (
+    const [mode, cause] of [
+      ["init-error", /this server refuses to start/],
+      ["bad-version", /1999-01-01/],
+    ] as const
+  ) {
+    const base = options([]);
+    const spec: McpStdioServer = {
+      ...(base.spec as McpStdioServer),
+      args: [hostile, `--mode=${mode}`],
+    };
+    await assert.rejects(McpConnection.open({ ...base, spec }, never), (error: unknown) => {
+      assert.ok(error instanceof McpStartError, String(error));
+      assert.match(error.message, cause, mode);
+      assert.doesNotMatch(error.message, /exited with code/, mode);
+      return true;
+    });
+  }
 });
 
 Deno.test("McpConnection.open() times out a server that never answers initialize", async () => {

@@ -124,6 +124,33 @@ Deno.test("HostStdioTransport reads CRLF lines and messages split across writes"
   }
 });
 
+Deno.test("HostStdioTransport reads a long message across many chunks, with multi-byte text intact", async () => {
+  // 8 MiB of "é" (two bytes each) in one line, written in pieces, so chunk borders fall inside
+  // characters and the line spans hundreds of reads.
+  const transport = transportFor(script(`
+    const text = "é".repeat(4 * 1024 * 1024);
+    const line = JSON.stringify({ jsonrpc: "2.0", method: "big", params: { text } }) + "\\n";
+    const bytes = Buffer.from(line);
+    for (let at = 0; at < bytes.length; at += 65537) process.stdout.write(bytes.subarray(at, at + 65537));
+    process.stdout.write('{"jsonrpc":"2.0","method":"after"}\\n');
+    process.stdin.resume();
+    process.stdin.on("end", () => process.exit(0));
+  `));
+  const seen = new Recorder(transport);
+  await transport.start();
+  try {
+    await seen.until(() => seen.messages.length >= 2);
+    const big = seen.messages[0] as { method: string; params: { text: string } };
+    assert.equal(big.method, "big");
+    assert.equal(big.params.text.length, 4 * 1024 * 1024);
+    assert.ok(/^é+$/.test(big.params.text));
+    assert.deepEqual(seen.messages[1], { jsonrpc: "2.0", method: "after" });
+    assert.deepEqual(seen.errors, []);
+  } finally {
+    await transport.close();
+  }
+});
+
 Deno.test("HostStdioTransport reports a non-JSON banner line and still delivers later messages", async () => {
   const transport = transportFor(script(`
     process.stdout.write("Secure MCP Server running on stdio\\n");
