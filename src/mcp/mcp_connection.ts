@@ -302,10 +302,13 @@ export class McpConnection {
     });
     try {
       await abortable(client.connect(transport, { signal }), signal);
-      const tools = await abortable(listAll(client, "tools", signal), signal) as McpTool[];
-      const prompts = client.getServerCapabilities()?.prompts
-        ? await abortable(listAll(client, "prompts", signal), signal) as Prompt[]
-        : [];
+      // Both lists at once: one round trip, not two.
+      const [tools, prompts] = await Promise.all([
+        abortable(listAll(client, "tools", signal), signal) as Promise<McpTool[]>,
+        client.getServerCapabilities()?.prompts
+          ? abortable(listAll(client, "prompts", signal), signal) as Promise<Prompt[]>
+          : [],
+      ]);
       this.#tools = this.#bounded(tools, "tools");
       this.#prompts = this.#bounded(prompts, "prompts");
       logger.info("MCP server connected", {
