@@ -86,7 +86,7 @@ export interface McpBenchCounts {
 export function mcpBenchCounts(quick: boolean): McpBenchCounts {
   return quick
     ? { sessionNewWarmups: 1, sessionNewRuns: 3, callWarmups: 5, callRuns: 20 }
-    : { sessionNewWarmups: 1, sessionNewRuns: 11, callWarmups: 20, callRuns: 100 };
+    : { sessionNewWarmups: 2, sessionNewRuns: 25, callWarmups: 20, callRuns: 100 };
 }
 
 /** Where things are. */
