@@ -134,7 +134,8 @@ export class McpHub implements SessionCommands {
   /**
    * The user turn a prompt command makes: its input fills the prompt's arguments (one argument
    * takes all of it; with several, words fill them in order and the last takes the rest), then
-   * the prompt's messages become the user message.
+   * the prompt's messages become the user message (followed by the input, for a prompt without
+   * arguments).
    *
    * @param name The command
    * @param input What followed it
@@ -160,7 +161,9 @@ export class McpHub implements SessionCommands {
         `prompt: /${name} failed: ${error instanceof Error ? error.message : String(error)}`,
       );
     }
-    const parts = promptParts(result);
+    // A prompt without arguments has no place for the words after the command: they follow it.
+    const extra = (prompt.arguments ?? []).length === 0 && input !== "" ? input : undefined;
+    const parts = promptParts(result, extra);
     if (parts.length === 0) {
       throw new PromptContentError(`prompt: /${name} gave no messages`);
     }
@@ -228,8 +231,11 @@ function promptArguments(prompt: Prompt, input: string): Record<string, string> 
   return { ...args };
 }
 
-/** A prompt's messages as one user message: roles named when the prompt has other than user. */
-function promptParts(result: GetPromptResult): LlmContentPart[] {
+/**
+ * A prompt's messages as one user message: roles named when the prompt has other than user,
+ * `extra` text last.
+ */
+function promptParts(result: GetPromptResult, extra?: string): LlmContentPart[] {
   const parts: LlmContentPart[] = [];
   const labelled = result.messages.some((message) => message.role !== "user");
   for (const message of result.messages) {
@@ -260,6 +266,7 @@ function promptParts(result: GetPromptResult): LlmContentPart[] {
         parts.push({ type: "text", text: `${label}[${content.type}]` });
     }
   }
+  if (extra !== undefined) parts.push({ type: "text", text: extra });
   return joinTexts(parts);
 }
 

@@ -67,6 +67,7 @@ Deno.test("a prompt command becomes the user turn the model gets, and the one re
   llm.enqueue(
     openAiTurn({ text: ["Hello, Ada!"] }),
     openAiTurn({ text: ["Show me."] }),
+    openAiTurn({ text: ["Looking at the tests."] }),
     openAiTurn({ text: ["That is not a command."] }),
   );
   assert.equal(await first.server.client.prompt(sessionId, "/mcp__fake__greet Ada"), "end_turn");
@@ -76,8 +77,17 @@ Deno.test("a prompt command becomes the user turn the model gets, and the one re
     lastUserText(llm.requests[1]?.body),
     "user: Please review my change.\n\nassistant: Sure: show me the diff.",
   );
+  // A prompt without arguments: the words after the command follow its messages.
+  assert.equal(
+    await first.server.client.prompt(sessionId, "/mcp__fake__review focus on the tests"),
+    "end_turn",
+  );
+  assert.equal(
+    lastUserText(llm.requests[2]?.body),
+    "user: Please review my change.\n\nassistant: Sure: show me the diff.\n\nfocus on the tests",
+  );
   assert.equal(await first.server.client.prompt(sessionId, "/unknown thing"), "end_turn");
-  assert.equal(lastUserText(llm.requests[2]?.body), "/unknown thing");
+  assert.equal(lastUserText(llm.requests[3]?.body), "/unknown thing");
   assert.deepEqual(first.server.client.problems, []);
   await first.disconnect();
 
