@@ -4,9 +4,13 @@
  * module by module. Code loaded on demand (the MCP client, for sessions with MCP servers) goes in
  * chunks under `dist/chunks/`, so start-up does not read it.
  *
+ * With `--package` (npm's `prepack` passes it), it also builds what the npm package exports: the
+ * library API of `mod.ts` as ESM, `dist/mod.js` (its lazy parts in `dist/chunks/` too), and its
+ * type declarations in one file, `dist/mod.d.ts` (see `scripts/build_declarations.ts`).
+ *
  * @module
  */
-import { rm } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
 import { build, type BuildOptions } from "esbuild";
 
 /**
@@ -33,9 +37,44 @@ export function cliBuildOptions(root: string, outdir: string): BuildOptions {
   };
 }
 
+/**
+ * The esbuild options of the library bundle, `mod.js`: the exports of `mod.ts` with every
+ * dependency inside, for Node.js 20+ and Bun. `import.meta.main` is defined as `false`, so
+ * importing the bundle never starts the command line (and the runtime entry points are left out).
+ *
+ * @param root The repository root, with a trailing slash
+ * @param outdir Where `mod.js` and `chunks/` go
+ * @returns The options
+ */
+export function libraryBuildOptions(root: string, outdir: string): BuildOptions {
+  return {
+    entryPoints: { mod: `${root}mod.ts` },
+    bundle: true,
+    splitting: true,
+    minify: true,
+    // Error classes and the like keep their names in stack traces and `constructor.name`.
+    keepNames: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    outdir,
+    chunkNames: "chunks/[name]-[hash]",
+    define: { "import.meta.main": "false" },
+    legalComments: "none",
+    logLevel: "warning",
+  };
+}
+
 if (import.meta.main) {
   const root = new URL("..", import.meta.url).pathname;
+  const forPackage = Deno.args.includes("--package");
   // Chunks of an earlier build would pile up (their names carry content hashes).
   await rm(`${root}dist`, { recursive: true, force: true });
   await build(cliBuildOptions(root, `${root}dist`));
+  if (forPackage) {
+    await build(libraryBuildOptions(root, `${root}dist`));
+    // The TypeScript compiler is loaded only here: the plain build stays quick.
+    const { declarationBundle } = await import("./build_declarations.ts");
+    await writeFile(`${root}dist/mod.d.ts`, declarationBundle(root));
+  }
 }
