@@ -10,8 +10,9 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { cp, symlink, writeFile } from "node:fs/promises";
+import { cp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import process from "node:process";
 import * as library from "../../mod.ts";
 import { VERSION } from "../../src/version.ts";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
@@ -33,8 +34,9 @@ interface Run {
 }
 
 /**
- * Runs a command to its end, killing it after `timeoutMs`. With `holdStdin`, its standard input
- * is a pipe left open (a program that reads it would never end).
+ * Runs a command to its end in its own process group, killing the group after `timeoutMs` (npm
+ * runs the build as a grandchild). With `holdStdin`, its standard input is a pipe left open (a
+ * program that reads it would never end).
  */
 function run(
   command: string,
@@ -45,6 +47,7 @@ function run(
     cwd: options.cwd,
     env: options.env,
     stdio: [options.holdStdin === true ? "pipe" : "ignore", "pipe", "pipe"],
+    detached: true,
   });
   let stdout = "";
   let stderr = "";
@@ -54,7 +57,11 @@ function run(
   child.stderr?.on("data", (text: string) => stderr += text);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
-      child.kill("SIGKILL");
+      try {
+        process.kill(-(child.pid as number), "SIGKILL");
+      } catch {
+        // Gone meanwhile.
+      }
       reject(
         new Error(`${command} ${args.join(" ")} ran over ${options.timeoutMs} ms:\n${stderr}`),
       );
@@ -95,6 +102,11 @@ function commandEnv(cache: string, tmp: string): Record<string, string> {
     npm_config_audit: "false",
     npm_config_fund: "false",
   };
+}
+
+/** The directories `bun x --bun` makes in /tmp. */
+async function bunNodeDirs(): Promise<string[]> {
+  return (await readdir("/tmp")).filter((name) => name.startsWith("bun-node-"));
 }
 
 /** Waits for a server to exit, killing it and failing after `ms`. */
@@ -255,7 +267,17 @@ Deno.test("npm package: packs, installs offline, runs on Node.js and Bun, import
     "bun x acp-harness answers initialize (Node.js by its shebang, and --bun)",
     async () => {
       await initializeThrough(BUN, ["x", "acp-harness"], project, env);
-      await initializeThrough(BUN, ["x", "--bun", "acp-harness"], project, env);
+      // With --bun, Bun puts a `node` link to itself in /tmp/bun-node-<revision> (not under
+      // TMPDIR): remove it if this run made it.
+      const before = new Set(await bunNodeDirs());
+      try {
+        await initializeThrough(BUN, ["x", "--bun", "acp-harness"], project, env);
+      } finally {
+        const made = (await bunNodeDirs()).filter((name) => !before.has(name));
+        await Promise.all(
+          made.map((name) => rm(join("/tmp", name), { recursive: true, force: true })),
+        );
+      }
     },
   );
 
