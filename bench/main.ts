@@ -4,6 +4,8 @@
  * and Bun, side by side in one run, from a small NDJSON JSON-RPC client in this Deno process:
  *
  * - start-up: spawn → `initialize` response (median), and stdin EOF → process exit (median);
+ *   then every way of running ours side by side with the compiled binary (`scripts/compile.ts`,
+ *   built into `.bench-tmp/bin/` here) and the bare agent run and compiled the same ways;
  * - prompt round trip: sequential `session/prompt` calls on one session (p50, p99, prompts/s);
  * - update throughput: one prompt answered by many `agent_message_chunk` notifications;
  * - peak RSS of the child (VmHWM) just before stdin is closed;
@@ -27,6 +29,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import os from "node:os";
 import { build, stop as stopEsbuild } from "esbuild";
+import { compileBinary, type CompiledBinary } from "../scripts/compile.ts";
 import {
   type FakeLlmServer,
   type SseItem,
@@ -60,6 +63,9 @@ import {
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const TMP = `${ROOT}/.bench-tmp`;
 const BARE_BUNDLE = `${TMP}/bare_agent.js`;
+/** The compiled binaries of ours and of the bare agent (`scripts/compile.ts`), built by `prepare`. */
+const OURS_BINARY = `${TMP}/bin/acp-harness`;
+const BARE_BINARY = `${TMP}/bin/bare-agent`;
 const STREAM_SCRIPT = `${TMP}/stream_script.json`;
 const CEILING_FILE = `${TMP}/ceiling.ndjson`;
 /** The config file of the LLM-turn agents (rewritten per runtime: the fake server's port). */
@@ -550,11 +556,19 @@ function orderFor(iteration: number): readonly Kind[] {
   return iteration % 2 === 0 ? ["ours", "bare"] : ["bare", "ours"];
 }
 
-async function measureStartupOnce(
-  runtime: Runtime,
-  kind: Kind,
-): Promise<{ initializeMs: number; sessionNewMs: number; exitMs: number; rssMib?: number }> {
-  const agent = startAgent(runtime, kind, "echo");
+/** One start-up run: spawn → `initialize` → `session/new`, then stdin EOF → exit. */
+interface StartupRun {
+  initializeMs: number;
+  sessionNewMs: number;
+  exitMs: number;
+  rssMib?: number;
+}
+
+function measureStartupOnce(runtime: Runtime, kind: Kind): Promise<StartupRun> {
+  return startupRun(startAgent(runtime, kind, "echo"));
+}
+
+async function startupRun(agent: AgentProcess): Promise<StartupRun> {
   const opened = await openSession(agent);
   const { rssMib, exitMs } = await finish(agent);
   return {
@@ -589,6 +603,102 @@ async function measureStartup(runtime: Runtime, result: RuntimeResult): Promise<
     exitMs: { ours: median(samples.ours.exit), bare: median(samples.bare.exit) },
     rssMib: { ours: rss(samples.ours.rss), bare: rss(samples.bare.rss) },
   };
+}
+
+/** One way of running an agent in the start-up comparison of builds. */
+interface BuildLine {
+  /** How the report names it. */
+  readonly label: string;
+  /** The runtime, or `binary`: ours and bare of the same key are compared. */
+  readonly key: Runtime | "binary";
+  readonly kind: Kind;
+  readonly line: CommandLine;
+  /** The executable's size, for the compiled binaries. */
+  readonly bytes?: number;
+}
+
+/** The start-up of one build: medians and range over the runs. */
+interface BuildStartup extends BuildLine {
+  readonly initializeMs: number;
+  readonly minMs: number;
+  readonly maxMs: number;
+  readonly sessionNewMs: number;
+  readonly exitMs: number;
+  readonly rssMib: number | undefined;
+}
+
+/** The compiled binaries (`prepare` builds them), or why they could not be built. */
+let compiled: { ours: CompiledBinary; bare: CompiledBinary } | string = "not built";
+
+/** Ours run every way (the compiled binary first), then the bare agent the same ways. */
+function buildLines(): BuildLine[] {
+  const lines: BuildLine[] = [];
+  const ours = agentCommand("deno", "ours", "echo").env;
+  if (typeof compiled !== "string") {
+    const { path, bytes } = compiled.ours;
+    lines.push({
+      label: "compiled binary (`scripts/compile.ts`)",
+      key: "binary",
+      kind: "ours",
+      line: { command: path, args: [], env: ours },
+      bytes,
+    });
+  }
+  const each = (kind: Kind, labels: Readonly<Record<Runtime, string>>): void => {
+    for (const runtime of settings.runtimes) {
+      if (runtime === "node" && NODE === undefined) continue;
+      const line = agentCommand(runtime, kind, "echo");
+      lines.push({ label: labels[runtime], key: runtime, kind, line });
+    }
+  };
+  each("ours", { deno: "`deno run -A mod.ts`", node: "`node dist/cli.js`", bun: "`bun mod.ts`" });
+  if (typeof compiled !== "string") {
+    const { path, bytes } = compiled.bare;
+    lines.push({
+      label: "bare: compiled binary",
+      key: "binary",
+      kind: "bare",
+      line: { command: path, args: [], env: {} },
+      bytes,
+    });
+  }
+  each("bare", {
+    deno: "bare: `deno run -A bare_agent.ts`",
+    node: "bare: `node` bundle",
+    bun: "bare: `bun bare_agent.ts`",
+  });
+  return lines;
+}
+
+/**
+ * The start-up of every build side by side: the builds take turns run by run (the order rotating
+ * each run), so they share the machine's noise.
+ */
+async function measureBuildStartup(): Promise<BuildStartup[]> {
+  const lines = buildLines();
+  for (const build of lines) await startupRun(new AgentProcess(build.label, build.line)); // warm-up
+  const runs: StartupRun[][] = lines.map(() => []);
+  for (let i = 0; i < settings.startupRuns; i++) {
+    for (let j = 0; j < lines.length; j++) {
+      const index = (i + j) % lines.length;
+      const build = lines[index] as BuildLine;
+      runs[index]?.push(await startupRun(new AgentProcess(build.label, build.line)));
+    }
+  }
+  return lines.map((build, index) => {
+    const samples = runs[index] ?? [];
+    const init = samples.map((run) => run.initializeMs);
+    const rss = samples.flatMap((run) => run.rssMib === undefined ? [] : [run.rssMib]);
+    return {
+      ...build,
+      initializeMs: median(init),
+      minMs: Math.min(...init),
+      maxMs: Math.max(...init),
+      sessionNewMs: median(samples.map((run) => run.sessionNewMs)),
+      exitMs: median(samples.map((run) => run.exitMs)),
+      rssMib: rss.length === 0 ? undefined : median(rss),
+    };
+  });
 }
 
 async function measureRoundTrip(runtime: Runtime, result: RuntimeResult): Promise<void> {
@@ -1151,6 +1261,15 @@ async function prepare(): Promise<string[]> {
   } finally {
     await stopEsbuild();
   }
+  try {
+    compiled = {
+      ours: await compileBinary({ outfile: OURS_BINARY }),
+      bare: await compileBinary({ outfile: BARE_BINARY, entry: "bench/bare_agent.ts" }),
+    };
+  } catch (error) {
+    compiled = error instanceof Error ? error.message : String(error);
+    warnings.push(`the compiled binaries could not be built: ${compiled.split("\n")[0]}`);
+  }
   const words = Array.from({ length: settings.chunks }, (_, i) => `w${i} `);
   const steps = Array.from({ length: settings.throughputRuns + 1 }, () => ({ text: words }));
   await Deno.writeTextFile(STREAM_SCRIPT, JSON.stringify(steps));
@@ -1254,6 +1373,71 @@ function count(verdicts: Verdicts, pass: boolean | undefined): boolean | undefin
   return pass;
 }
 
+function mib(bytes: number | undefined): string {
+  return bytes === undefined ? "" : `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
+}
+
+/** The start-up comparison of builds: its table and what it shows. */
+function renderBuildSection(builds: readonly BuildStartup[] | string): string {
+  const heading = "## Start-up by build: spawn → `initialize` response (ms, median of " +
+    `${settings.startupRuns} after a warm-up; no target)`;
+  if (typeof builds === "string") return [heading, "", `Not measured: ${builds}`].join("\n");
+  const rows = builds.map((build) => {
+    const bare = builds.find((other) => other.kind === "bare" && other.key === build.key);
+    return [
+      build.label,
+      fixed(build.initializeMs, 1),
+      build.kind === "ours" ? ratioText(ratioOf(build.initializeMs, bare?.initializeMs)) : "",
+      `${fixed(build.minMs, 1)} – ${fixed(build.maxMs, 1)}`,
+      fixed(build.sessionNewMs, 1),
+      fixed(build.exitMs, 1),
+      fixed(build.rssMib, 1),
+      mib(build.bytes),
+    ];
+  });
+  const ours = builds.filter((build) => build.kind === "ours");
+  const fastest = [...ours].sort((a, b) => a.initializeMs - b.initializeMs)[0];
+  const binary = ours.find((build) => build.key === "binary");
+  const buildSeconds = typeof compiled === "string" ? undefined : compiled.ours.ms / 1000;
+  return [
+    heading,
+    "",
+    table(
+      [
+        "build",
+        "initialize",
+        "ratio to bare",
+        "min – max",
+        "session/new",
+        "exit after EOF",
+        "idle RSS (MiB)",
+        "size",
+      ],
+      rows,
+    ),
+    "",
+    "Every way of running ours, and the bare agent run the same ways, in one rotation: each run " +
+    "starts every build once (the order shifting by one each run), so they share the machine's " +
+    "noise; the per-runtime table above measures ours and bare of one runtime at a time. The " +
+    "compiled binaries are built by `scripts/compile.ts` (`bun build --compile --minify " +
+    "--bytecode`: the Bun runtime and the bundled program in one file that needs no " +
+    "`node_modules`) into `.bench-tmp/bin/` before the run" +
+    (buildSeconds === undefined ? "" : `, ours in ${buildSeconds.toFixed(1)} s`) +
+    "; the bare one is `bench/bare_agent.ts` compiled the same way. Ratio to bare: ours over " +
+    "the bare agent run the same way. Session/new: spawn → `session/new` response; exit after " +
+    "EOF: stdin closed → process exit; idle RSS: VmHWM after `session/new`. The size is the " +
+    "executable's (Node.js, Deno and Bun themselves are not counted for the other rows). " +
+    (fastest === undefined
+      ? ""
+      : `Fastest of ours to \`initialize\`: ${fastest.label}, ${
+        fixed(fastest.initializeMs, 1)
+      } ms` +
+        (binary === undefined || binary === fastest
+          ? "."
+          : `; the compiled binary ${fixed(binary.initializeMs, 1)} ms.`)),
+  ].join("\n");
+}
+
 function renderReport(
   machine: Machine,
   results: readonly RuntimeResult[],
@@ -1261,6 +1445,7 @@ function renderReport(
   appends: AppendsOutcome,
   fixture: StoreFixture | undefined,
   mcpGraph: McpStartupGraph | string,
+  builds: readonly BuildStartup[] | string,
 ): string {
   const verdicts: Verdicts = { passed: 0, failed: 0 };
   const mcpSection = renderMcpSection(
@@ -1453,6 +1638,8 @@ function renderReport(
     ),
     "",
     "The max columns cover every process of the runtime, including the round-trip and throughput ones.",
+    "",
+    renderBuildSection(builds),
     "",
     `## Prompt round trip: ${
       settings.prompts.toLocaleString("en-US")
@@ -1736,6 +1923,24 @@ async function runRuntime(runtime: Runtime): Promise<RuntimeResult> {
   return result;
 }
 
+/** Runs {@link measureBuildStartup}; resolves with its rows, or why it failed. */
+async function measureBuildStartupPhase(): Promise<BuildStartup[] | string> {
+  const started = performance.now();
+  console.error("[bench] start-up by build…");
+  try {
+    return await measureBuildStartup();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(`[bench] start-up by build failed: ${message}`);
+    return message;
+  } finally {
+    killAllChildren();
+    console.error(
+      `[bench] start-up by build took ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
+  }
+}
+
 async function main(): Promise<void> {
   const onSignal = (): void => {
     killAllChildren();
@@ -1757,6 +1962,7 @@ async function main(): Promise<void> {
     );
     const results: RuntimeResult[] = [];
     for (const runtime of settings.runtimes) results.push(await runRuntime(runtime));
+    const builds = await measureBuildStartupPhase();
     const appends = await measureAllAppends();
     const machine: Machine = {
       date: new Date().toISOString(),
@@ -1772,7 +1978,7 @@ async function main(): Promise<void> {
     const fixture = await storeFixture?.catch(() => undefined);
     await Deno.writeTextFile(
       RESULTS_FILE,
-      renderReport(machine, results, warnings, appends, fixture, mcpGraph),
+      renderReport(machine, results, warnings, appends, fixture, mcpGraph, builds),
     );
     // Leave the file as the repo's formatter wants it, so `deno fmt --check` stays clean.
     const formatted = await runCommand(DENO, ["fmt", "--quiet", RESULTS_FILE]);
@@ -1782,6 +1988,8 @@ async function main(): Promise<void> {
   } finally {
     killAllChildren();
     await Deno.remove(STORE_DIR, { recursive: true }).catch(() => {});
+    // Two executables of over 100 MiB each: not worth keeping between runs.
+    await Deno.remove(`${TMP}/bin`, { recursive: true }).catch(() => {});
     Deno.removeSignalListener("SIGINT", onSignal);
     Deno.removeSignalListener("SIGTERM", onSignal);
   }
