@@ -68,8 +68,11 @@ export function libraryBuildOptions(root: string, outdir: string): BuildOptions 
 if (import.meta.main) {
   const root = new URL("..", import.meta.url).pathname;
   const forPackage = Deno.args.includes("--package");
-  // Chunks of an earlier build would pile up (their names carry content hashes).
-  await rm(`${root}dist`, { recursive: true, force: true });
+  // Chunks of an earlier build would pile up (their names carry content hashes). The compiled
+  // binary (dist/bin, `deno task compile`) is not this build's and stays.
+  for (const output of ["chunks", "cli.js", "mod.js", "mod.d.ts"]) {
+    await rm(`${root}dist/${output}`, { recursive: true, force: true });
+  }
   await build(cliBuildOptions(root, `${root}dist`));
   if (forPackage) {
     await build(libraryBuildOptions(root, `${root}dist`));
