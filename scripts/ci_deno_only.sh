@@ -41,7 +41,9 @@ export DENO_DIR="$work/deno_dir"
 export NO_COLOR=1
 # The server's data directory (sessions the demo makes), out of the real ~/.acp-harness.
 export ACP_HARNESS_HOME="$work/home"
-only_deno() { PATH="$work/bin" "$@"; }
+# Every step has a time limit (timeout is looked up before the PATH narrows).
+timeout_bin="$(command -v timeout)"
+only_deno() { PATH="$work/bin" "$timeout_bin" 300 "$@"; }
 step() { echo "deno-only: $*" >&2; }
 
 step "deno $(only_deno deno --version | head -n 1 | cut -d' ' -f2) in $work/clone"
