@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Deno-only path (issue 11): in a fresh clone where npm never ran, with nothing but a Deno
 # binary on the PATH (no node, no npm; Deno fetches the npm packages from the registry itself),
-# `deno install` succeeds, `deno run -A mod.ts` answers `initialize`, `deno task demo` passes and
-# `deno publish --dry-run` passes. The clone is removed at the end, also on failure.
+# `deno run -A mod.ts` answers `initialize` (first, so Deno installs the npm packages itself),
+# `deno install` succeeds, `deno task demo` passes and `deno publish --dry-run` passes. The clone is removed at the end, also on failure.
 #
 #   scripts/ci_deno_only.sh path/to/deno
 #
@@ -48,15 +48,7 @@ step() { echo "deno-only: $*" >&2; }
 
 step "deno $(only_deno deno --version | head -n 1 | cut -d' ' -f2) in $work/clone"
 
-step "deno install"
-started=$SECONDS
-only_deno deno install >"$work/install.log" 2>&1 || {
-  cat "$work/install.log" >&2
-  fail "deno install"
-}
-step "deno install took $((SECONDS - started)) s"
-
-step "deno run -A mod.ts answers initialize"
+step "deno run -A mod.ts answers initialize (Deno installs the npm packages itself)"
 request='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
 # stdin closes after the request: the server answers, then exits at end of input.
 answer="$(printf '%s\n' "$request" | only_deno deno run -A mod.ts 2>"$work/serve.log")" || {
@@ -71,6 +63,14 @@ case "$first_line" in
     fail "deno run -A mod.ts did not answer initialize; got: ${first_line:-nothing}"
     ;;
 esac
+
+step "deno install"
+started=$SECONDS
+only_deno deno install >"$work/install.log" 2>&1 || {
+  cat "$work/install.log" >&2
+  fail "deno install"
+}
+step "deno install took $((SECONDS - started)) s"
 
 step "deno task demo"
 only_deno deno task demo >"$work/demo.log" 2>&1 || {
