@@ -77,9 +77,7 @@ export function findDeno(root: string): string {
   const modules = join(root, "node_modules");
   const exe = process.platform === "win32" ? "deno.exe" : "deno";
   const candidates = [
-    ...denoPlatformPackages().flatMap((name) =>
-      packageFileCandidates(modules, "@deno", name, exe)
-    ),
+    ...denoPlatformPackages().flatMap((name) => packageFileCandidates(modules, "@deno", name, exe)),
     join(modules, "deno", exe),
   ];
   return candidates.find(isBinary) ?? join(modules, ".bin", "deno");
