@@ -2,7 +2,8 @@
 # The Deno-only path (issue 11): in a fresh clone where npm never ran, with nothing but a Deno
 # binary on the PATH (no node, no npm; Deno fetches the npm packages from the registry itself),
 # `deno run -A mod.ts` answers `initialize` (first, so Deno installs the npm packages itself),
-# `deno install` succeeds, `deno task demo` passes and `deno publish --dry-run` passes. The clone is removed at the end, also on failure.
+# `deno install` succeeds, `deno task demo` passes and `deno publish --dry-run` passes. The clone
+# is removed at the end, also on failure.
 #
 #   scripts/ci_deno_only.sh path/to/deno
 #
