@@ -1,0 +1,72 @@
+/**
+ * The in-process server of acp-harness, without the command-line program: for embedders that
+ * serve ACP from their own process. {@link createAgentServer} builds a server from a config, a
+ * model catalog, a host, a session store and (optionally) a tool-set factory; `connect(stream)`
+ * serves one JSON-RPC message stream ({@link ndJsonStream} frames bytes, {@link createMemoryPair}
+ * links two in-memory ends).
+ *
+ * The package root (`mod.ts`) exports all of this and more (the model providers, the store and
+ * host interfaces, the scripted model); this entry is the smaller set a server needs.
+ *
+ * @example Serving ACP over in-memory streams
+ * ```ts
+ * import {
+ *   createAgentServer, createMemoryPair, DEFAULT_CONFIG, MemorySessionStore, ModelCatalog, NodeHost,
+ *   nullLogger, VERSION,
+ * } from "./server.ts";
+ * const store = new MemorySessionStore();
+ * const server = createAgentServer({
+ *   config: { ...DEFAULT_CONFIG, model: "echo" }, catalog: new ModelCatalog({ defaultModel: "echo" }),
+ *   host: new NodeHost(), logger: nullLogger, version: VERSION, store, attachments: store.attachments,
+ * });
+ * const [serverSide, clientSide] = createMemoryPair();
+ * const connection = server.connect(serverSide);
+ * await clientSide.writable.close();
+ * await connection.closed;
+ * await server.close();
+ * ```
+ *
+ * @module
+ */
+export {
+  type AgentServer,
+  type AgentServerConnection,
+  type AgentServerOptions,
+  connectAgentServer,
+  createAgentServer,
+} from "./src/protocol/agent_server.ts";
+export type { SessionToolsInfo, ToolSetFactory } from "./src/session/tool_set_factory.ts";
+export type { Cleanup, SessionCleanups } from "./src/session/session_disposer.ts";
+export {
+  type Config,
+  ConfigError,
+  DEFAULT_CONFIG,
+  mergeConfig,
+  PERMISSION_MODES,
+  type PermissionMode,
+  type ProviderConfig,
+} from "./src/config/config.ts";
+export { ModelCatalog, type ModelCatalogOptions } from "./src/llm/catalog.ts";
+export type { Host } from "./src/host/host.ts";
+export { NodeHost } from "./src/host/node_host.ts";
+export { builtinTools } from "./src/tools/builtin_tools.ts";
+export type { Tool } from "./src/tools/tool.ts";
+export { createLogger, type Logger, type LogLevel, nullLogger } from "./src/log/logger.ts";
+export type { AttachmentStore, SessionStore } from "./src/store/session_store.ts";
+export { FileAttachmentStore } from "./src/store/attachment_store.ts";
+export {
+  MemorySessionStore,
+  type MemorySessionStoreOptions,
+} from "./src/store/memory_session_store.ts";
+export {
+  JsonlSessionStore,
+  type JsonlSessionStoreOptions,
+} from "./src/store/jsonl_session_store.ts";
+export { createMemoryPair } from "./src/transport/memory.ts";
+export {
+  type NdJsonStream,
+  ndJsonStream,
+  type NdJsonStreamOptions,
+} from "./src/transport/nd_json_stream.ts";
+export type { Stream } from "./src/transport/acp.ts";
+export { VERSION } from "./src/version.ts";
