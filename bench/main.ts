@@ -30,6 +30,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import os from "node:os";
 import { build, stop as stopEsbuild } from "esbuild";
 import { compileBinary, type CompiledBinary } from "../scripts/compile.ts";
+import { findBun, findDeno } from "../tests/_helpers/runtime_binaries.ts";
 import {
   type FakeLlmServer,
   type SseItem,
@@ -80,8 +81,8 @@ const LLM_HOME = `${TMP}/llm_home`;
 /** The generated data directories of the durable-session benchmarks (removed at the end). */
 const STORE_DIR = `${TMP}/store`;
 const RESULTS_FILE = `${ROOT}/bench/RESULTS.md`;
-const DENO = `${ROOT}/node_modules/.bin/deno`;
-const BUN = `${ROOT}/node_modules/.bin/bun`;
+const DENO = findDeno(ROOT);
+const BUN = findBun(ROOT);
 /**
  * Node.js by absolute path. When `node` is not on PATH, Deno puts a `node` link to itself on the
  * PATH it gives this process (and `node:child_process` runs Deno for a bare `node`), which would

@@ -4,7 +4,8 @@
  * module by module. Code loaded on demand (the MCP client, for sessions with MCP servers) goes in
  * chunks under `dist/chunks/`, so start-up does not read it.
  *
- * With `--package` (npm's `prepack` passes it), it also builds what the npm package exports: the
+ * With `--package`, or under `npm pack` / `npm publish` (npm runs `prepare`, which runs this,
+ * before packing), it also builds what the npm package exports: the
  * library API of `mod.ts` as ESM, `dist/mod.js` (its lazy parts in `dist/chunks/` too), and its
  * type declarations in one file, `dist/mod.d.ts` (see `scripts/build_declarations.ts`).
  *
@@ -67,7 +68,10 @@ export function libraryBuildOptions(root: string, outdir: string): BuildOptions 
 
 if (import.meta.main) {
   const root = new URL("..", import.meta.url).pathname;
-  const forPackage = Deno.args.includes("--package");
+  // `npm pack` and `npm publish` run `prepare` too: what is packed needs the library build.
+  const npmCommand = Deno.env.get("npm_command");
+  const forPackage = Deno.args.includes("--package") || npmCommand === "pack" ||
+    npmCommand === "publish";
   // Chunks of an earlier build would pile up (their names carry content hashes). The compiled
   // binary (dist/bin, `deno task compile`) is not this build's and stays.
   for (const output of ["chunks", "cli.js", "mod.js", "mod.d.ts"]) {

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
+import { findBun, findDeno } from "../tests/_helpers/runtime_binaries.ts";
 import { pollUntil } from "../tests/_helpers/wait.ts";
 
 /** The repository root. */
@@ -29,13 +30,14 @@ export interface RuntimeSpec {
   readonly args: readonly string[];
 }
 
-const bin = (name: string): string => `${ROOT}node_modules/.bin/${name}`;
-
-/** Deno and Bun run the source; Node.js runs the bundle (`deno task build`). */
+/**
+ * Deno and Bun run the source; Node.js runs the bundle (`deno task build`). The real platform
+ * binaries, in whichever layout npm or Deno installed them.
+ */
 export const RUNTIME_SPECS: readonly RuntimeSpec[] = [
-  { name: "deno", command: bin("deno"), args: ["run", "-A", `${ROOT}mod.ts`] },
+  { name: "deno", command: findDeno(ROOT), args: ["run", "-A", `${ROOT}mod.ts`] },
   { name: "node", command: "node", args: [`${ROOT}dist/cli.js`] },
-  { name: "bun", command: bin("bun"), args: [`${ROOT}mod.ts`] },
+  { name: "bun", command: findBun(ROOT), args: [`${ROOT}mod.ts`] },
 ];
 
 /** The environment variable that marks every process a scenario's servers start. */

@@ -1,5 +1,5 @@
 /**
- * The npm package as its users get it: packed with `npm pack` (whose `prepack` runs the build),
+ * The npm package as its users get it: packed with `npm pack` (whose `prepare` runs the build),
  * installed from the tarball into an empty project with no network, then run as `npx`, as the
  * installed bin on Node.js and through `bun x`, and imported as a library on Node.js and Bun.
  *

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
+import { DENO } from "../_helpers/runtimes.ts";
 import { pollUntil } from "../_helpers/wait.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -25,7 +26,7 @@ Deno.test("a title written by one server process is listed by the others, before
   const started: StdioAgent[] = [];
   const server = async (): Promise<StdioAgent> => {
     const agent = spawnAgent(
-      `${ROOT}node_modules/.bin/deno`,
+      DENO,
       ["run", "-A", `${ROOT}mod.ts`, "--data-dir", dataDir],
       { cwd, env: { ...Deno.env.toObject() } },
     );
