@@ -30,6 +30,9 @@ export const MCP_INHERITED_ENV: readonly string[] = [
 /** The most bytes of one message line; a server that writes more without a newline is cut off. */
 export const MAX_LINE_BYTES = 64 * 1024 * 1024;
 
+/** Most milliseconds of message handling before the reader yields to the event loop. */
+const SLICE_MS = 4;
+
 /** The most bytes of a server's stderr kept, to explain a failed start. */
 const STDERR_TAIL_BYTES = 4096;
 
@@ -68,6 +71,10 @@ export class HostStdioTransport implements Transport {
   #stderr = "";
   #exit: ExitInfo | undefined;
   #closed: Promise<void> | undefined;
+  /** When the current slice of message handling began (see {@link SLICE_MS}). */
+  #sliceStart = performance.now();
+  /** Whether a tool list change was passed on in the current slice. */
+  #toolsChangedInSlice = false;
   /** The spawn, while and after it runs: closing waits for it, so no process escapes a close. */
   #starting: Promise<void> | undefined;
 
@@ -172,6 +179,12 @@ export class HostStdioTransport implements Transport {
           if (!overlong) {
             pending.push(chunk.subarray(start, newline));
             this.#deliver(decodeLine(pending));
+            // A flood of messages must not hold the event loop: other sessions go on.
+            if (performance.now() - this.#sliceStart >= SLICE_MS) {
+              await new Promise<void>((resolve) => setTimeout(resolve, 0));
+              this.#sliceStart = performance.now();
+              this.#toolsChangedInSlice = false;
+            }
           }
           pending = [];
           pendingBytes = 0;
@@ -201,6 +214,7 @@ export class HostStdioTransport implements Transport {
   #deliver(line: string): void {
     const text = line.endsWith("\r") ? line.slice(0, -1) : line;
     if (text.trim() === "") return;
+    if (this.#ignorable(text)) return;
     let message: JSONRPCMessage;
     try {
       message = deserializeMessage(text);
@@ -210,6 +224,28 @@ export class HostStdioTransport implements Transport {
       return;
     }
     this.onmessage?.(message);
+  }
+
+  /**
+   * Whether a line is a notification nothing here uses (logs, progress we never asked for) or a
+   * repeat of a tool list change already passed on in this slice: dropped before the client
+   * library's (costly) validation, so a flood of them stays cheap.
+   */
+  #ignorable(text: string): boolean {
+    if (!text.includes('"notifications/')) return false;
+    let method: unknown;
+    try {
+      const parsed = JSON.parse(text) as { method?: unknown; id?: unknown };
+      if (parsed.id !== undefined) return false;
+      method = parsed.method;
+    } catch {
+      return false;
+    }
+    if (method === "notifications/message" || method === "notifications/progress") return true;
+    if (method !== "notifications/tools/list_changed") return false;
+    if (this.#toolsChangedInSlice) return true;
+    this.#toolsChangedInSlice = true;
+    return false;
   }
 
   async #readStderr(stderr: ReadableStream<Uint8Array>): Promise<void> {
