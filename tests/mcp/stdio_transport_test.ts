@@ -151,6 +151,37 @@ Deno.test("HostStdioTransport reads a long message across many chunks, with mult
   }
 });
 
+Deno.test("HostStdioTransport drops log and progress floods and repeated list changes, delivers the rest", async () => {
+  const transport = transportFor(script(`
+    const lines = [];
+    for (let n = 0; n < 10000; n++) {
+      lines.push(JSON.stringify({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: n } }));
+      lines.push(JSON.stringify({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: n } }));
+      lines.push(JSON.stringify({ jsonrpc: "2.0", method: "notifications/tools/list_changed" }));
+    }
+    lines.push('{"jsonrpc":"2.0","method":"last"}');
+    process.stdout.write(lines.join("\\n") + "\\n");
+    process.stdin.resume();
+    process.stdin.on("end", () => process.exit(0));
+  `));
+  const seen = new Recorder(transport);
+  await transport.start();
+  try {
+    await seen.until(() =>
+      seen.messages.some((message) => (message as { method?: string }).method === "last")
+    );
+    const methods = seen.messages.map((message) => (message as { method: string }).method);
+    assert.ok(!methods.includes("notifications/message"), "logs are dropped");
+    assert.ok(!methods.includes("notifications/progress"), "progress is dropped");
+    const changes = methods.filter((method) => method === "notifications/tools/list_changed");
+    // One per slice of handling at most: a handful, not ten thousand.
+    assert.ok(changes.length >= 1 && changes.length < 1000, `${changes.length} list changes`);
+    assert.deepEqual(seen.errors, []);
+  } finally {
+    await transport.close();
+  }
+});
+
 Deno.test("HostStdioTransport reports a non-JSON banner line and still delivers later messages", async () => {
   const transport = transportFor(script(`
     process.stdout.write("Secure MCP Server running on stdio\\n");
