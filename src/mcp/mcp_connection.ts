@@ -341,6 +341,9 @@ export class McpConnection {
     const previous = this.#refreshing ?? Promise.resolve();
     const refreshing = previous.then(async () => {
       this.#refreshQueued = false;
+      // Gone, replaced, or a server that never said it has tools: nothing to read.
+      if (this.#live !== live || live.gone !== undefined) return;
+      if (!live.client.getServerCapabilities()?.tools) return;
       const controller = new AbortController();
       const timer = setTimeout(() => controller.abort(), this.#options.startTimeoutMs);
       try {
