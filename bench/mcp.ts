@@ -20,6 +20,8 @@ import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { build, stop as stopEsbuild } from "esbuild";
 import { cliBuildOptions } from "../scripts/build.ts";
+import { processesWithMarker } from "../tests/_helpers/mcp_servers.ts";
+import { pollUntil } from "../tests/_helpers/wait.ts";
 
 /** The part of a `session/update` these benchmarks look at. */
 export interface McpUpdateParams {
@@ -160,33 +162,14 @@ function stats(values: readonly number[]): Stats {
   return { median, min: sorted[0] ?? Number.NaN, max: sorted.at(-1) ?? Number.NaN };
 }
 
-/** Processes (other than this one) whose command line contains `marker`. */
-async function processesWithMarker(marker: string): Promise<number[]> {
-  const pids: number[] = [];
-  for await (const entry of Deno.readDir("/proc")) {
-    const pid = Number(entry.name);
-    if (!Number.isInteger(pid) || pid === Deno.pid) continue;
-    try {
-      const cmdline = await Deno.readTextFile(`/proc/${pid}/cmdline`);
-      const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
-      // A zombie (state Z) has exited; it only waits for its parent to reap it.
-      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-      if (cmdline.includes(marker) && state !== "Z") pids.push(pid);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
-
 /** Waits up to `timeoutMs` for the marked processes to be gone; returns how many remain. */
 async function leftoversAfter(marker: string, timeoutMs: number): Promise<number> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const pids = await processesWithMarker(marker);
-    if (pids.length === 0 || performance.now() > deadline) return pids.length;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  // Other processes' lives announce themselves by no event here: /proc is polled.
+  await pollUntil(async () => (await processesWithMarker(marker)).length === 0, {
+    what: `the processes marked ${marker} to be gone`,
+    timeoutMs,
+  }).catch(() => {});
+  return (await processesWithMarker(marker)).length;
 }
 
 function sessionIdOf(agent: McpBenchAgent, result: unknown): string {

@@ -36,7 +36,6 @@ export async function main(): Promise<void> {
  */
 export function routeConsoleToStderr(): void {
   // The console is what this guards, not a way to print.
-  // deno-lint-ignore no-console
   const target = console;
   const toStderr = (...args: unknown[]): void => target.error(...args);
   Object.assign(target, { log: toStderr, info: toStderr, debug: toStderr });

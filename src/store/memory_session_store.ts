@@ -53,7 +53,7 @@ interface MemorySession {
 }
 
 /**
- * Sessions in memory, for one process. Records are stored as JSON (so what `load` returns is
+ * Sessions in memory, for one running server. Records are stored as JSON (so what `load` returns is
  * what a log would give back: fresh objects, `undefined` fields dropped), and `append` stores
  * them before it returns. Leases exclude other `acquire`s on this store; `sync` changes nothing.
  *

@@ -279,3 +279,26 @@ export function spawnAgent(
     exited,
   };
 }
+
+/**
+ * Waits for an agent to exit, killing it and failing if that takes over `ms` (a bound on a hung
+ * process, not a wait: it settles as soon as the process exits).
+ *
+ * @param agent The agent
+ * @param ms The bound
+ * @returns Its exit code
+ */
+export async function exitWithin(agent: StdioAgent, ms: number): Promise<number | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      agent.child.kill("SIGKILL");
+      reject(new Error(`the process did not exit within ${ms} ms:\n${agent.stderr()}`));
+    }, ms);
+  });
+  try {
+    return (await Promise.race([agent.exited, timeout])).code;
+  } finally {
+    clearTimeout(timer);
+  }
+}

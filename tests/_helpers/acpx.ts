@@ -1,9 +1,10 @@
 /**
- * What acpx leaves outside its HOME, so tests that run it can remove it.
+ * Running acpx in tests, and what it leaves outside its HOME, so tests that run it can remove it.
  *
  * @module
  */
 import { ROOT } from "./runtimes.ts";
+import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readdir, readFile, rm } from "node:fs/promises";
 import process from "node:process";
@@ -68,4 +69,62 @@ export async function stopAcpxProcesses(home: string): Promise<void> {
     timeoutMs: 3_000,
   }).then(() => true, () => false);
   if (!gone) signal(await find(), "SIGKILL");
+}
+
+/** What one acpx run printed (with `--format json`: the frames of both directions). */
+export interface AcpxRun {
+  readonly code: number | null;
+  readonly frames: Array<Record<string, unknown>>;
+  readonly stderr: string;
+}
+
+/** Options for {@link runAcpx}. */
+export interface RunAcpxOptions {
+  /** Where acpx runs (the session's cwd). */
+  readonly cwd: string;
+  /** The environment on top of this process's (HOME, the agent's data directory, …). */
+  readonly env: Readonly<Record<string, string>>;
+  /** Told of everything acpx prints on stdout so far, with the child (to signal it). */
+  readonly onStdout?: (stdout: string, child: ChildProcess) => void;
+  /** A bound on a hung run (SIGKILL after it), not a wait. @default 30_000 */
+  readonly timeoutMs?: number;
+  /**
+   * When the run is over: `close` (acpx exited and its output ended) or `exit` (acpx exited: a
+   * queue owner it left may hold its output open). @default "close"
+   */
+  readonly until?: "close" | "exit";
+}
+
+/**
+ * Runs acpx to its exit and parses its JSON lines.
+ *
+ * @param args acpx's arguments
+ * @param options Where and how
+ * @returns What it printed
+ */
+export function runAcpx(args: readonly string[], options: RunAcpxOptions): Promise<AcpxRun> {
+  const child = spawn(ACPX, args, {
+    cwd: options.cwd,
+    env: { ...process.env, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8");
+  child.stderr.setEncoding("utf8");
+  child.stdout.on("data", (text: string) => {
+    stdout += text;
+    options.onStdout?.(stdout, child);
+  });
+  child.stderr.on("data", (text: string) => stderr += text);
+  const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 30_000);
+  return new Promise((resolve) => {
+    child.on(options.until ?? "close", (code: number | null) => {
+      clearTimeout(timer);
+      const frames = stdout.split("\n").filter((line) => line.trim() !== "").map((line) =>
+        JSON.parse(line) as Record<string, unknown>
+      );
+      resolve({ code, frames, stderr });
+    });
+  });
 }

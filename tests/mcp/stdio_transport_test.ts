@@ -106,13 +106,15 @@ Deno.test("HostStdioTransport runs an initialize round trip with the fake server
 Deno.test("HostStdioTransport reads CRLF lines and messages split across writes", async () => {
   const transport = transportFor(script(`
     process.stdout.write('{"jsonrpc":"2.0","method":"one"}\\r\\n\\r\\n{"jsonrpc":"2.0",');
-    setTimeout(() => process.stdout.write('"method":"two"}\\r\\n'), 20);
-    process.stdin.resume();
+    // The rest of the second message only once the test has seen the first: two writes apart.
+    process.stdin.once("data", () => process.stdout.write('"method":"two"}\\r\\n'));
     process.stdin.on("end", () => process.exit(0));
   `));
   const seen = new Recorder(transport);
   await transport.start();
   try {
+    await seen.until(() => seen.messages.length >= 1);
+    await transport.send({ jsonrpc: "2.0", method: "go" });
     await seen.until(() => seen.messages.length >= 2);
     assert.deepEqual(seen.messages, [
       { jsonrpc: "2.0", method: "one" },

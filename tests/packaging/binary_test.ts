@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compileBinary } from "../../scripts/compile.ts";
 import { VERSION } from "../../mod.ts";
-import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
+import { exitWithin, spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
 
 const FAKE_MCP_SERVER = fileURLToPath(
@@ -31,22 +31,6 @@ function onPath(name: string): string {
     }
   }
   throw new Error(`${name} is not on PATH`);
-}
-
-/** Waits for the process to exit, failing (and killing it) if that takes over `ms`. */
-async function exitWithin(agent: StdioAgent, ms: number): Promise<number | null> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      agent.child.kill("SIGKILL");
-      reject(new Error(`the binary did not exit within ${ms} ms:\n${agent.stderr()}`));
-    }, ms);
-  });
-  try {
-    return (await Promise.race([agent.exited, timeout])).code;
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** The `tool_call_update`s of one tool call. */

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import process from "node:process";
 import * as library from "../../mod.ts";
 import { VERSION } from "../../src/version.ts";
-import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
+import { exitWithin, spawnAgent } from "../_helpers/acp_client.ts";
 import { ROOT, RUNTIMES } from "../_helpers/runtimes.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
 
@@ -107,22 +107,6 @@ function commandEnv(cache: string, tmp: string): Record<string, string> {
 /** The directories `bun x --bun` makes in /tmp. */
 async function bunNodeDirs(): Promise<string[]> {
   return (await readdir("/tmp")).filter((name) => name.startsWith("bun-node-"));
-}
-
-/** Waits for a server to exit, killing it and failing after `ms`. */
-async function exitWithin(agent: StdioAgent, ms: number): Promise<number | null> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      agent.child.kill("SIGKILL");
-      reject(new Error(`the server did not exit within ${ms} ms:\n${agent.stderr()}`));
-    }, ms);
-  });
-  try {
-    return (await Promise.race([agent.exited, timeout])).code;
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Starts the installed server with `command args`, answers `initialize`, closes stdin. */

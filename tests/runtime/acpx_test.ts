@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { schemaProblems } from "../_helpers/acp_schema.ts";
-import { ACPX, removeAcpxSocketDir, stopAcpxProcesses } from "../_helpers/acpx.ts";
+import { type AcpxRun, removeAcpxSocketDir, runAcpx, stopAcpxProcesses } from "../_helpers/acpx.ts";
 import { startFakeLlmServer } from "../_helpers/fake_llm_server.ts";
 import { openAiTurn } from "../_helpers/llm_fixtures.ts";
 import { commandLine, RUNTIMES } from "../_helpers/runtimes.ts";
@@ -36,56 +35,30 @@ async function acpxDir(): Promise<AcpxDir> {
   };
 }
 
-interface AcpxRun {
-  readonly code: number | null;
-  readonly frames: Array<Record<string, unknown>>;
-  readonly stderr: string;
-}
-
 /**
  * Runs acpx with a temporary HOME; `interrupt` sends SIGINT once the prompt is running: acpx
  * printed the agent's `session_info_update`, which the agent sends when it has admitted the
  * first prompt of a session and begun its turn.
  */
-function runAcpx(
+function runAcpxIn(
   { base, workspace }: AcpxDir,
   args: readonly string[],
   interrupt = false,
   env: Record<string, string> = {},
 ): Promise<AcpxRun> {
-  const child = spawn(ACPX, args, {
-    cwd: workspace,
-    env: {
-      ...Deno.env.toObject(),
-      HOME: join(base, "home"),
-      ACP_HARNESS_HOME: join(base, "data"),
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
   let interrupted = false;
-  child.stdout.setEncoding("utf8");
-  child.stderr.setEncoding("utf8");
-  child.stdout.on("data", (text: string) => {
-    stdout += text;
-    if (interrupt && !interrupted && stdout.includes('"sessionUpdate":"session_info_update"')) {
-      interrupted = true;
-      // acpx forwards Ctrl-C to the running prompt as session/cancel.
-      Deno.kill(child.pid as number, "SIGINT");
-    }
-  });
-  child.stderr.on("data", (text: string) => stderr += text);
-  const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
-  return new Promise((resolve) => {
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      const frames = stdout.split("\n").filter((line) => line.trim() !== "").map((line) =>
-        JSON.parse(line) as Record<string, unknown>
-      );
-      resolve({ code, frames, stderr });
-    });
+  return runAcpx(args, {
+    cwd: workspace,
+    env: { HOME: join(base, "home"), ACP_HARNESS_HOME: join(base, "data"), ...env },
+    timeoutMs: 20_000,
+    until: "exit",
+    onStdout(stdout, child) {
+      if (interrupt && !interrupted && stdout.includes('"sessionUpdate":"session_info_update"')) {
+        interrupted = true;
+        // acpx forwards Ctrl-C to the running prompt as session/cancel.
+        Deno.kill(child.pid as number, "SIGINT");
+      }
+    },
   });
 }
 
@@ -118,7 +91,7 @@ function agentProblems(frames: ReadonlyArray<Record<string, unknown>>): string[]
 for (const runtime of RUNTIMES) {
   Deno.test(`acpx exec drives acp-harness on ${runtime.name}`, async () => {
     await using dir = await acpxDir();
-    const run = await runAcpx(dir, [
+    const run = await runAcpxIn(dir, [
       "--agent",
       commandLine(runtime),
       "--format",
@@ -152,7 +125,7 @@ Deno.test("acpx Ctrl-C sends session/cancel; the prompt ends cancelled and acpx 
   await using dir = await acpxDir();
   const [, node] = RUNTIMES;
   assert.ok(node);
-  const run = await runAcpx(dir, [
+  const run = await runAcpxIn(dir, [
     "--agent",
     commandLine(node, ["--model", "scripted", "--script", dir.hangScript]),
     "--format",
@@ -198,7 +171,7 @@ for (const [flag, answer] of [["--approve-all", "allow"], ["--deny-all", "deny"]
       );
       const [, node] = RUNTIMES;
       assert.ok(node);
-      const run = await runAcpx(dir, [
+      const run = await runAcpxIn(dir, [
         "--agent",
         commandLine(node, ["--config", configFile, "--model", "fake/coder"]),
         "--format",

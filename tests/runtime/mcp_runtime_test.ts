@@ -9,12 +9,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import process from "node:process";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
-import { ACPX, removeAcpxSocketDir, stopAcpxProcesses } from "../_helpers/acpx.ts";
+import { type AcpxRun, removeAcpxSocketDir, runAcpx, stopAcpxProcesses } from "../_helpers/acpx.ts";
 import {
   fakeStdio,
   killProcessesWithMarker,
@@ -36,38 +35,6 @@ async function onEveryRuntime(check: (runtime: Runtime) => Promise<void>): Promi
   assert.deepEqual(failures, [], failures.join("\n\n"));
 }
 
-/** What one acpx run printed. */
-interface AcpxRun {
-  readonly code: number | null;
-  readonly frames: Array<Record<string, unknown>>;
-  readonly stderr: string;
-}
-
-/** Runs acpx in `cwd` with `home` as HOME (and the agent's home below it); bounded at 30 s. */
-function runAcpx(home: string, cwd: string, args: readonly string[]): Promise<AcpxRun> {
-  const child = spawn(ACPX, args, {
-    cwd,
-    env: { ...Deno.env.toObject(), HOME: home, ACP_HARNESS_HOME: join(home, "agent") },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8");
-  child.stderr.setEncoding("utf8");
-  child.stdout.on("data", (text: string) => stdout += text);
-  child.stderr.on("data", (text: string) => stderr += text);
-  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-  return new Promise((resolve) => {
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      const frames = stdout.split("\n").filter((line) => line.trim() !== "").map((line) =>
-        JSON.parse(line) as Record<string, unknown>
-      );
-      resolve({ code, frames, stderr });
-    });
-  });
-}
-
 /**
  * `acpx --mcp-config <file> exec <prompt>` (JSON output, every permission approved) against the
  * agent on `runtime` with the scripted model.
@@ -77,7 +44,7 @@ function acpxExec(
   paths: { home: string; workspace: string; script: string; mcpConfig: string },
   prompt: string,
 ): Promise<AcpxRun> {
-  return runAcpx(paths.home, paths.workspace, [
+  return runAcpx([
     "--agent",
     commandLine(runtime, ["--model", "scripted", "--script", paths.script]),
     "--mcp-config",
@@ -87,7 +54,10 @@ function acpxExec(
     "--approve-all",
     "exec",
     prompt,
-  ]);
+  ], {
+    cwd: paths.workspace,
+    env: { HOME: paths.home, ACP_HARNESS_HOME: join(paths.home, "agent") },
+  });
 }
 
 /** The `session/update` params acpx printed. */

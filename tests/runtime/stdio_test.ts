@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
+import { exitWithin, spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
 
@@ -31,23 +31,6 @@ async function workspaceDir(): Promise<Workspace> {
       }),
     [Symbol.asyncDispose]: () => dir[Symbol.asyncDispose](),
   };
-}
-
-/** Waits for the process to exit, failing (and killing it) if that takes over `ms`. */
-async function exitWithin(agent: StdioAgent, ms: number): Promise<number | null> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      agent.child.kill("SIGKILL");
-      reject(new Error(`the server did not exit within ${ms} ms:\n${agent.stderr()}`));
-    }, ms);
-  });
-  try {
-    const { code } = await Promise.race([agent.exited, timeout]);
-    return code;
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 for (const runtime of RUNTIMES) {
