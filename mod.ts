@@ -28,24 +28,8 @@
  *
  * @module
  */
-export {
-  type AgentServer,
-  type AgentServerConnection,
-  type AgentServerOptions,
-  connectAgentServer,
-  createAgentServer,
-} from "./src/protocol/agent_server.ts";
-export type { SessionToolsInfo, ToolSetFactory } from "./src/session/tool_set_factory.ts";
-export type { Cleanup, SessionCleanups } from "./src/session/session_disposer.ts";
-export {
-  type Config,
-  ConfigError,
-  DEFAULT_CONFIG,
-  mergeConfig,
-  PERMISSION_MODES,
-  type PermissionMode,
-  type ProviderConfig,
-} from "./src/config/config.ts";
+// The embedding API (`./server`), then what else the package root offers.
+export * from "./server.ts";
 export {
   builtinProviders,
   type ModelFacts,
@@ -55,10 +39,8 @@ export {
 } from "./src/llm/presets.ts";
 export { DEFAULT_RETRY, type RetryPolicy, type StopReason } from "./src/agent/run_turn.ts";
 export type { RecordedStopReason } from "./src/util/stop_reason.ts";
-export { builtinTools } from "./src/tools/builtin_tools.ts";
 export { HostWorkspace } from "./src/tools/host_workspace.ts";
 export type {
-  Tool,
   ToolContent,
   ToolContext,
   ToolDisplay,
@@ -78,7 +60,6 @@ export type {
   AppendFileOptions,
   DirEntry,
   FileInfo,
-  Host,
   HostClock,
   HostDurableFiles,
   HostEnvironment,
@@ -90,12 +71,9 @@ export type {
   SpawnOptions,
   SyncOptions,
 } from "./src/host/host.ts";
-export { NodeHost } from "./src/host/node_host.ts";
 export {
   type DiscoverOptions,
   type DiscoveryResult,
-  ModelCatalog,
-  type ModelCatalogOptions,
   type ModelInfo,
   type ModelListing,
   type ResolvedModel,
@@ -119,25 +97,14 @@ export {
   type ProviderErrorOptions,
 } from "./src/llm/provider.ts";
 export { parseScript, type Script, ScriptedProvider, type ScriptStep } from "./src/llm/scripted.ts";
-export { createLogger, type Logger, type LogLevel, nullLogger } from "./src/log/logger.ts";
-export { FileAttachmentStore } from "./src/store/attachment_store.ts";
 export { MemoryAttachmentStore } from "./src/store/memory_attachment_store.ts";
-export {
-  MemorySessionStore,
-  type MemorySessionStoreOptions,
-} from "./src/store/memory_session_store.ts";
 export {
   InvalidSessionIdError,
   SessionExistsError,
   SessionNotFoundError,
 } from "./src/store/store_errors.ts";
 export {
-  JsonlSessionStore,
-  type JsonlSessionStoreOptions,
-} from "./src/store/jsonl_session_store.ts";
-export {
   type AppendOptions,
-  type AttachmentStore,
   InvalidCursorError,
   type ListOptions,
   type LoadedSession,
@@ -145,20 +112,13 @@ export {
   type SessionLease,
   SessionLockedError,
   type SessionPage,
-  type SessionStore,
   type SessionSummary,
   type StoreCallOptions,
   type StoredContentPart,
   type StoredEvent,
   type StoredRecord,
 } from "./src/store/session_store.ts";
-export { createMemoryPair } from "./src/transport/memory.ts";
-export {
-  DEFAULT_MAX_MESSAGE_BYTES,
-  type NdJsonStream,
-  ndJsonStream,
-  type NdJsonStreamOptions,
-} from "./src/transport/nd_json_stream.ts";
+export { DEFAULT_MAX_MESSAGE_BYTES } from "./src/transport/nd_json_stream.ts";
 export type {
   AnyMessage,
   AnyNotification,
@@ -166,9 +126,7 @@ export type {
   AnyResponse,
   ErrorResponse,
   Result,
-  Stream,
 } from "./src/transport/acp.ts";
-export { VERSION } from "./src/version.ts";
 
 if (import.meta.main) {
   const { main } = await import("./src/runtime/main.ts");

@@ -456,8 +456,21 @@ function quote(text: string): string {
   return cut === text ? quoted : `${quoted}… (${text.length} characters)`;
 }
 
-/** The FNV-1a 32-bit hash of `text`'s UTF-8 bytes, as 8 lowercase hex digits. */
-function fnv1a(text: string): string {
+/**
+ * The FNV-1a 32-bit hash of `text`'s UTF-8 bytes, as 8 lowercase hex digits: the suffix that
+ * keeps normalized server names (and cut tool names) apart.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { fnv1a } from "./mcp_declarations.ts";
+ * assert.equal(fnv1a(""), "811c9dc5");
+ * ```
+ *
+ * @param text Any text
+ * @returns 8 hex digits
+ */
+export function fnv1a(text: string): string {
   let hash = 0x811c9dc5;
   for (const byte of new TextEncoder().encode(text)) {
     hash = Math.imul(hash ^ byte, 0x01000193);

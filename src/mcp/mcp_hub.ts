@@ -6,30 +6,18 @@
  * @module
  */
 import type { GetPromptResult, Prompt } from "@modelcontextprotocol/client";
-import type { HostProcesses } from "../host/host.ts";
 import type { LlmContentPart } from "../llm/provider.ts";
-import type { Logger } from "../log/logger.ts";
 import { PromptContentError } from "../protocol/prompt_content_error.ts";
 import type { SessionCommand, SessionCommands } from "../session/session_commands.ts";
 import type { ToolSet } from "../tools/tool_set.ts";
-import { McpCallError, McpConnection } from "./mcp_connection.ts";
+import { McpCallError, McpConnection, type McpConnectionOptions } from "./mcp_connection.ts";
 import type { McpServerSpec } from "./mcp_declarations.ts";
 import { mcpTool, sessionToolName } from "./mcp_tool.ts";
 
 /** What {@link McpHub.connect} needs. */
-export interface McpHubOptions {
+export interface McpHubOptions extends Omit<McpConnectionOptions, "spec" | "onToolsChanged"> {
   /** The validated declarations, in the client's order. */
   readonly servers: readonly McpServerSpec[];
-  readonly processes: Pick<HostProcesses, "spawn">;
-  /** The session's working directory (a stdio server's cwd). */
-  readonly cwd: string;
-  readonly logger: Logger;
-  /** Added to every log line, for example `{ sessionId }`. */
-  readonly logFields: Readonly<Record<string, unknown>>;
-  /** Milliseconds each server has to start and list its tools. */
-  readonly startTimeoutMs: number;
-  /** Milliseconds one tool call may take. */
-  readonly callTimeoutMs: number;
   /** Aborting stops the start (the servers started are closed). */
   readonly signal: AbortSignal;
 }
@@ -84,19 +72,15 @@ export class McpHub implements SessionCommands {
     // The hub exists once every server is connected; a change announced before then is read in
     // `attach`.
     const made: { hub?: McpHub } = {};
-    const settled = await Promise.allSettled(options.servers.map((spec) =>
+    const { servers, signal, ...connection } = options;
+    const settled = await Promise.allSettled(servers.map((spec) =>
       McpConnection.open({
+        ...connection,
         spec,
-        processes: options.processes,
-        cwd: options.cwd,
-        logger: options.logger,
-        logFields: options.logFields,
-        startTimeoutMs: options.startTimeoutMs,
-        callTimeoutMs: options.callTimeoutMs,
         onToolsChanged: () => {
           if (made.hub) made.hub.#sync();
         },
-      }, options.signal)
+      }, signal)
     ));
     const failure = settled.find((result) => result.status === "rejected");
     if (failure) {

@@ -16,6 +16,7 @@ import type {
 } from "../tools/tool.ts";
 import { toolResultText } from "../llm/provider.ts";
 import { McpCallError } from "./mcp_connection.ts";
+import { fnv1a } from "./mcp_declarations.ts";
 import { modelInputSchema } from "./mcp_schema.ts";
 
 /** What an MCP tool calls through: its server's connection. */
@@ -305,14 +306,4 @@ function carriesJson(parts: readonly ToolContent[], wanted: string): boolean {
 function base64Bytes(base64: string): number {
   const padding = base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0;
   return Math.max(0, Math.floor(base64.length * 3 / 4) - padding);
-}
-
-/** FNV-1a 32-bit of the UTF-16 code units, as 8 hex digits. */
-function fnv1a(text: string): string {
-  let hash = 0x811c9dc5;
-  for (let index = 0; index < text.length; index++) {
-    hash ^= text.charCodeAt(index);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return (hash >>> 0).toString(16).padStart(8, "0");
 }
