@@ -22,7 +22,17 @@ import { TempDirs } from "../_helpers/temp_dir.ts";
 const BUN = RUNTIMES.find((runtime) => runtime.name === "bun")?.command ?? "bun";
 const TSC = `${ROOT}node_modules/typescript/bin/tsc`;
 /** What `npm pack` and the package build read, copied into the staging directory. */
-const SOURCES = ["package.json", "deno.json", "mod.ts", "src", "scripts", "README.md", "LICENSE"];
+const SOURCES = [
+  "package.json",
+  "deno.json",
+  "mod.ts",
+  "server.ts",
+  "stdio.ts",
+  "src",
+  "scripts",
+  "README.md",
+  "LICENSE",
+];
 /** The only files the tarball may hold outside `dist/`. */
 const TOP_LEVEL = ["LICENSE", "README.md", "package.json"];
 
