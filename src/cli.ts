@@ -17,7 +17,13 @@ import { formatModelTable, modelsJson } from "./models_command.ts";
 import { JsonlSessionStore } from "./store/jsonl_session_store.ts";
 import { normalizePath } from "./tools/posix_path.ts";
 import { isAbsolutePath } from "./util/path.ts";
-import { type AgentServerConnection, createAgentServer } from "./protocol/agent_server.ts";
+import {
+  type AgentServer,
+  type AgentServerConnection,
+  createAgentServer,
+} from "./protocol/agent_server.ts";
+import type { HttpListener, ServeHttp } from "./transport/http/http_handler.ts";
+import { isLoopback, loopbackHosts } from "./transport/http/http_security.ts";
 import { builtinTools } from "./tools/builtin_tools.ts";
 import { type NdJsonStream, ndJsonStream } from "./transport/nd_json_stream.ts";
 import { abortableDelay } from "./util/abortable_delay.ts";
@@ -39,6 +45,8 @@ export interface CliPlatform {
   onShutdownSignal(handler: () => void): () => void;
   /** Runs `task` soon after pending I/O (`setImmediate`), to coalesce bursts of output. */
   readonly defer?: (task: () => void) => void;
+  /** Binds an HTTP listener (`serve --http`); loaded only when asked for. */
+  readonly serveHttp?: ServeHttp;
 }
 
 /** How long shutdown waits for turns to settle before giving up on them. */
@@ -105,7 +113,17 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     throw error;
   }
   out.releaseLock();
-  return await serveStdio(platform, config, catalog, logger);
+  try {
+    return config.http
+      ? await serveHttp(platform, config, catalog, logger)
+      : await serveStdio(platform, config, catalog, logger);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      platform.writeStderr(`acp-harness: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
 }
 
 /** Prints the model table (or JSON) of `acp-harness models`, after asking the providers. */
@@ -134,26 +152,19 @@ async function printModels(
   await out.close();
 }
 
-/**
- * Serves ACP on stdio until stdin closes or a shutdown signal arrives: composes the server
- * (which store, which tools, which host), connects stdio to it, and shuts down.
- */
-async function serveStdio(
+/** The agent server a config describes, with its store and the process supervisor started. */
+async function composeServer(
   platform: CliPlatform,
   config: Config,
   catalog: ModelCatalog,
   logger: Logger,
-): Promise<number> {
+): Promise<AgentServer> {
   // Providers that list their own models (Ollama) are asked in the background: sessions created
   // before the answer offer the listed models only.
   void catalog.discover({ timeoutMs: DISCOVERY_TIMEOUT_MS });
-  let drainOnInputEnd = (): Promise<void> => Promise.resolve();
-  const stream = ndJsonStream(platform.stdout, platform.stdin, {
-    maxMessageBytes: config.maxMessageBytes,
-    ...(platform.defer ? { defer: platform.defer } : {}),
-    onInvalid: (reason) => logger.warn("bad input", { reason }),
-    onInputEnd: () => drainOnInputEnd(),
-  });
+  const allowedRoots = config.allowedRoots === undefined
+    ? undefined
+    : await canonicalRoots(platform.host, config.allowedRoots);
   const dataDir = dataDirectory(config, platform.host);
   const store = new JsonlSessionStore({ host: platform.host, dataDir, logger });
   // Commands die with this process, even by SIGKILL; reap what a killed predecessor left.
@@ -166,7 +177,7 @@ async function serveStdio(
   );
   // Every session gets the built-in tools.
   const tools = builtinTools();
-  const server = createAgentServer({
+  return createAgentServer({
     config,
     catalog,
     host: platform.host,
@@ -175,7 +186,28 @@ async function serveStdio(
     store,
     attachments: store.attachments,
     toolsFor: () => tools,
+    ...(allowedRoots ? { allowedRoots } : {}),
   });
+}
+
+/**
+ * Serves ACP on stdio until stdin closes or a shutdown signal arrives: composes the server
+ * (which store, which tools, which host), connects stdio to it, and shuts down.
+ */
+async function serveStdio(
+  platform: CliPlatform,
+  config: Config,
+  catalog: ModelCatalog,
+  logger: Logger,
+): Promise<number> {
+  let drainOnInputEnd = (): Promise<void> => Promise.resolve();
+  const stream = ndJsonStream(platform.stdout, platform.stdin, {
+    maxMessageBytes: config.maxMessageBytes,
+    ...(platform.defer ? { defer: platform.defer } : {}),
+    onInvalid: (reason) => logger.warn("bad input", { reason }),
+    onInputEnd: () => drainOnInputEnd(),
+  });
+  const server = await composeServer(platform, config, catalog, logger);
   const connection = server.connect(stream);
   drainOnInputEnd = () => {
     logger.info("stdin closed");
@@ -192,6 +224,125 @@ async function serveStdio(
     stopListening();
   }
   return 0;
+}
+
+/**
+ * Serves ACP over HTTP and WebSocket until SIGINT or SIGTERM: checks the security settings,
+ * binds the runtime's listener (`listening on <url>` goes to stderr), then on the signal stops
+ * accepting, drains every connection (running turns end `cancelled`), and exits.
+ */
+async function serveHttp(
+  platform: CliPlatform,
+  config: Config,
+  catalog: ModelCatalog,
+  logger: Logger,
+): Promise<number> {
+  if (!platform.serveHttp) throw new ConfigError("This runtime cannot serve HTTP");
+  const token = config.token ?? (config.tokenFile
+    ? await readToken(platform.host, config.tokenFile)
+    : undefined);
+  if (!isLoopback(config.host)) {
+    if (token === undefined) {
+      throw new ConfigError(
+        `Refusing to bind ${config.host} without a bearer token: pass --token-file <file> ` +
+          `(or --token, ACP_HARNESS_TOKEN), or bind 127.0.0.1`,
+      );
+    }
+    if (config.allowedRoots === undefined) {
+      throw new ConfigError(
+        `Refusing to bind ${config.host} without --allowed-roots: say which directories ` +
+          `HTTP clients may open sessions in`,
+      );
+    }
+  }
+  const server = await composeServer(platform, config, catalog, logger);
+  const { createHttpTransport } = await import("./transport/http/http_transport.ts");
+  const transport = createHttpTransport({
+    server,
+    logger,
+    security: {
+      token,
+      allowedOrigins: config.allowedOrigins,
+      allowedHosts: loopbackHosts(config.host),
+    },
+    limits: {
+      maxBodyBytes: config.maxMessageBytes,
+      maxConnections: config.maxConnections,
+      maxSessionsPerConnection: config.maxSessionsPerConnection,
+      maxBufferedBytes: config.maxBufferedBytes,
+      stallTimeoutMs: config.stallTimeout * 1000,
+      idleTimeoutMs: config.idleTimeout * 1000,
+    },
+  });
+  let listener: HttpListener;
+  try {
+    listener = await platform.serveHttp(transport, {
+      hostname: config.host,
+      port: config.port,
+      maxMessageBytes: config.maxMessageBytes,
+    });
+  } catch (error) {
+    await transport.close();
+    throw new ConfigError(
+      `Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
+    );
+  }
+  platform.writeStderr(`listening on ${listener.url}\n`);
+  logger.info("serving ACP over HTTP", { version: VERSION, model: config.model });
+  let stopListening = (): void => {};
+  const signalled = new Promise<void>((resolve) => {
+    stopListening = platform.onShutdownSignal(() => resolve());
+  });
+  try {
+    await signalled;
+    logger.info("shutdown signal received");
+    // Stop accepting at once; what is open gets the grace period to finish.
+    const listenerClosed = listener.close(SHUTDOWN_GRACE_MS * 2);
+    const grace = new AbortController();
+    try {
+      const settled = await Promise.race([
+        server.close().then(() => true),
+        abortableDelay(SHUTDOWN_GRACE_MS, grace.signal).then(() => false),
+      ]);
+      if (!settled) logger.warn("turns did not settle in time; exiting anyway");
+      await platform.host.stopProcesses({ graceMs: SHUTDOWN_KILL_GRACE_MS });
+      await transport.close();
+      await listenerClosed;
+    } finally {
+      grace.abort();
+    }
+  } finally {
+    // Listening to the end: a second signal during the drain must not kill the process.
+    stopListening();
+  }
+  return 0;
+}
+
+/** The first line of a token file, without surrounding white space. */
+async function readToken(host: Host, file: string): Promise<string> {
+  let text: string;
+  try {
+    text = await host.readTextFile(file);
+  } catch (error) {
+    throw new ConfigError(`Cannot read the token file "${file}": ${(error as Error).message}`);
+  }
+  const token = (text.split("\n")[0] ?? "").trim();
+  if (token === "") throw new ConfigError(`The token file "${file}" is empty`);
+  return token;
+}
+
+/** The real paths of the allowed roots, each an existing directory. */
+async function canonicalRoots(host: Host, roots: readonly string[]): Promise<string[]> {
+  const canonical: string[] = [];
+  for (const root of roots) {
+    const path = isAbsolutePath(root) ? root : normalizePath(`${host.cwd()}/${root}`);
+    const info = await host.stat(path).catch(() => undefined);
+    if (!info?.isDirectory) {
+      throw new ConfigError(`Allowed root "${root}" is not an existing directory`);
+    }
+    canonical.push(await host.realpath(path));
+  }
+  return canonical;
 }
 
 /**

@@ -16,8 +16,10 @@ import {
   MODELS_SECTION,
   NON_EMPTY_STRING,
   oneOf,
+  PORT,
   POSITIVE_INTEGER,
   PROVIDERS_SECTION,
+  STRING_LIST,
   type ValueType,
 } from "./value_types.ts";
 
@@ -57,6 +59,33 @@ export interface Config {
   readonly maxMessageBytes: number;
   /** Sessions per `session/list` page. @default {100} */
   readonly sessionListPageSize: number;
+  /**
+   * Directories sessions may be opened in (`cwd` and additional directories must lie inside one);
+   * `undefined` allows any. Required for HTTP beyond loopback.
+   */
+  readonly allowedRoots: readonly string[] | undefined;
+  /** Serve ACP over HTTP and WebSocket instead of stdio. @default {false} */
+  readonly http: boolean;
+  /** The address the HTTP server binds. @default {"127.0.0.1"} */
+  readonly host: string;
+  /** The HTTP port; 0 picks a free one. @default {7337} */
+  readonly port: number;
+  /** The bearer token HTTP clients must send; required to bind beyond loopback. */
+  readonly token: string | undefined;
+  /** A file holding the bearer token (its first line). */
+  readonly tokenFile: string | undefined;
+  /** Origins whose browsers may call the HTTP server (`*` for any). @default {[]} */
+  readonly allowedOrigins: readonly string[];
+  /** Most HTTP and WebSocket connections open at once. @default {1000} */
+  readonly maxConnections: number;
+  /** Most sessions one HTTP or WebSocket connection may have open. @default {256} */
+  readonly maxSessionsPerConnection: number;
+  /** Output bytes an HTTP connection holds for a reader that is not reading. @default {16 MiB} */
+  readonly maxBufferedBytes: number;
+  /** Seconds a full buffer may wait for its reader before the connection is closed. @default {60} */
+  readonly stallTimeout: number;
+  /** Seconds an HTTP connection may stay silent with nothing running before it is closed. @default {600} */
+  readonly idleTimeout: number;
   /** Providers from the config file, by id (they override built-in ones of the same id). */
   readonly providers: Readonly<Record<string, ProviderConfig>>;
   /** Model facts from the config file, by full model id. */
@@ -239,6 +268,118 @@ export const SETTINGS: SettingsTable = {
     help: "error, warn, info or debug",
     type: oneOf(LOG_LEVELS),
   },
+  allowedRoots: {
+    flag: "--allowed-roots",
+    placeholder: "<dirs>",
+    env: "ACP_HARNESS_ALLOWED_ROOTS",
+    fileKey: "allowedRoots",
+    default: undefined,
+    shownDefault: "any directory",
+    help: "Comma-separated directories sessions may be opened in (required for HTTP beyond " +
+      "loopback)",
+    type: STRING_LIST,
+  },
+  http: {
+    flag: "--http",
+    placeholder: "<bool>",
+    bare: true,
+    env: "ACP_HARNESS_HTTP",
+    fileKey: "http",
+    default: false,
+    help: "Serve ACP over HTTP and WebSocket instead of stdio (experimental)",
+    type: BOOLEAN,
+  },
+  host: {
+    flag: "--host",
+    placeholder: "<addr>",
+    env: "ACP_HARNESS_HOST",
+    fileKey: "host",
+    default: "127.0.0.1",
+    help: "HTTP: address to bind (beyond loopback it needs a token and --allowed-roots)",
+    type: NON_EMPTY_STRING,
+  },
+  port: {
+    flag: "--port",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_PORT",
+    fileKey: "port",
+    default: 7337,
+    help: "HTTP: port to bind; 0 picks a free one",
+    type: PORT,
+  },
+  token: {
+    flag: "--token",
+    placeholder: "<token>",
+    env: "ACP_HARNESS_TOKEN",
+    default: undefined,
+    help: "HTTP: bearer token clients must send",
+    type: NON_EMPTY_STRING,
+  },
+  tokenFile: {
+    flag: "--token-file",
+    placeholder: "<file>",
+    env: "ACP_HARNESS_TOKEN_FILE",
+    fileKey: "tokenFile",
+    default: undefined,
+    help: "HTTP: file whose first line is the bearer token",
+    type: NON_EMPTY_STRING,
+  },
+  allowedOrigins: {
+    flag: "--allowed-origins",
+    placeholder: "<list>",
+    env: "ACP_HARNESS_ALLOWED_ORIGINS",
+    fileKey: "allowedOrigins",
+    default: [],
+    shownDefault: "none",
+    help: "HTTP: comma-separated browser origins allowed to call (* for any)",
+    type: STRING_LIST,
+  },
+  maxConnections: {
+    flag: "--max-connections",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_MAX_CONNECTIONS",
+    fileKey: "maxConnections",
+    default: 1000,
+    help: "HTTP: most connections open at once",
+    type: POSITIVE_INTEGER,
+  },
+  maxSessionsPerConnection: {
+    flag: "--max-sessions-per-connection",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_MAX_SESSIONS_PER_CONNECTION",
+    fileKey: "maxSessionsPerConnection",
+    default: 256,
+    help: "HTTP: most sessions one connection may have open",
+    type: POSITIVE_INTEGER,
+  },
+  maxBufferedBytes: {
+    flag: "--max-buffered-bytes",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_MAX_BUFFERED_BYTES",
+    fileKey: "maxBufferedBytes",
+    default: 16 * 1024 * 1024,
+    shownDefault: "16 MiB",
+    help: "HTTP: output a connection holds for a client that is not reading",
+    type: POSITIVE_INTEGER,
+  },
+  stallTimeout: {
+    flag: "--stall-timeout",
+    placeholder: "<s>",
+    env: "ACP_HARNESS_STALL_TIMEOUT",
+    fileKey: "stallTimeout",
+    default: 60,
+    help: "HTTP: seconds a full output buffer waits for its reader before the connection closes",
+    type: POSITIVE_INTEGER,
+  },
+  idleTimeout: {
+    flag: "--idle-timeout",
+    placeholder: "<s>",
+    env: "ACP_HARNESS_IDLE_TIMEOUT",
+    fileKey: "idleTimeout",
+    default: 600,
+    help: "HTTP: seconds a connection may stay silent with nothing running before it closes",
+    type: POSITIVE_INTEGER,
+  },
   sessionListPageSize: {
     fileKey: "sessionListPageSize",
     default: 100,
@@ -380,17 +521,19 @@ const OPTIONS: ReadonlyArray<readonly [string, string]> = [
 ];
 
 const COMMANDS: ReadonlyArray<readonly [string, string]> = [
+  ["serve", "Serve ACP (the default): on stdio, or with --http over HTTP and WebSocket"],
   ["models [--json]", "List the models and whether each can be used now, then exit"],
 ];
 
 const COLUMN = 2 + Math.max(...[...OPTIONS, ...COMMANDS].map(([term]) => term.length)) + 2;
 
 /** The usage text printed by `--help` and after a usage error. */
-export const USAGE: string = `Usage: acp-harness [options]
+export const USAGE: string = `Usage: acp-harness [serve] [options]
+       acp-harness serve --http [--host <addr>] [--port <n>] [options]
        acp-harness models [--json] [options]
 
-Without a command, serves the Agent Client Protocol (ACP) on stdin/stdout until stdin closes;
-logs go to stderr.
+Serves the Agent Client Protocol (ACP) on stdin/stdout until stdin closes, or with --http over
+HTTP and WebSocket until SIGINT or SIGTERM; logs go to stderr.
 
 Commands:
 ${twoColumns(COMMANDS, COLUMN)}
@@ -455,8 +598,9 @@ function withPrefix(prefix: string, read: () => void): void {
 export function parseArgs(args: readonly string[]): Command {
   const overrides: Draft = {};
   const models = args[0] === "models";
+  const first = models || args[0] === "serve" ? 1 : 0;
   let json = false;
-  for (let index = models ? 1 : 0; index < args.length; index++) {
+  for (let index = first; index < args.length; index++) {
     const arg = args[index] ?? "";
     if (arg === "-h" || arg === "--help") return { kind: "help" };
     if (arg === "-V" || arg === "--version") return { kind: "version" };

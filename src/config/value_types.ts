@@ -101,6 +101,34 @@ function positiveInteger(number: number): number | undefined {
   return Number.isSafeInteger(number) && number >= 1 ? number : undefined;
 }
 
+/** A TCP port, 0 to 65535 (0 picks a free one); as text, decimal digits only. */
+export const PORT: ValueType<number> = checkedType({
+  text: (text) => /^\d+$/.test(text) ? port(Number(text)) : undefined,
+  json: (json) => typeof json === "number" ? port(json) : undefined,
+  expected: "a port number from 0 to 65535",
+});
+
+function port(number: number): number | undefined {
+  return Number.isInteger(number) && number >= 0 && number <= 65535 ? number : undefined;
+}
+
+/**
+ * A list of non-empty strings: as text, separated by commas (spaces around each item are
+ * dropped); in the config file, a JSON array of strings.
+ */
+export const STRING_LIST: ValueType<readonly string[]> = checkedType({
+  text(text) {
+    const items = text.split(",").map((item) => item.trim());
+    return items.every((item) => item !== "") ? items : undefined;
+  },
+  json: (json) =>
+    Array.isArray(json) && json.every((item) => typeof item === "string" && item !== "")
+      ? json as string[]
+      : undefined,
+  expected: "an array of non-empty strings",
+  textExpected: "a comma-separated list of non-empty items",
+});
+
 /** A boolean; as text, one of {@link BOOLEAN_WORDS} in any case. */
 export const BOOLEAN: ValueType<boolean> = checkedType({
   text(text) {

@@ -8,7 +8,9 @@ import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import { builtinTools } from "../tools/builtin_tools.ts";
 import { HostWorkspace } from "../tools/host_workspace.ts";
 import type { Stream } from "../transport/acp.ts";
-import { Connection, type ServerParts } from "./connection.ts";
+import { Connection, type ConnectionOptions, type ServerParts } from "./connection.ts";
+
+export { type ConnectionOptions, LIMIT_REACHED } from "./connection.ts";
 
 export { MAX_INSTRUCTIONS_BYTES } from "./instructions.ts";
 
@@ -37,6 +39,14 @@ export interface AgentServerOptions {
   readonly store: SessionStore;
   /** Where prompt images are kept. */
   readonly attachments: AttachmentStore;
+  /**
+   * Canonical absolute directories (real paths) sessions may be opened in: a `cwd` or additional
+   * directory outside all of them gets -32602, `session/list` shows only the sessions inside them
+   * and `session/delete` refuses the others.
+   *
+   * @default {any directory}
+   */
+  readonly allowedRoots?: readonly string[];
 }
 
 /** A live ACP connection served by acp-harness. */
@@ -47,6 +57,8 @@ export interface AgentServerConnection {
   readonly closed: Promise<void>;
   /** Resolves as soon as the transport is closed or `close()` is called. */
   readonly disconnected: Promise<void>;
+  /** How many of the client's requests are being handled now (a running prompt is one). */
+  readonly pending: number;
   /**
    * Cancels every turn and waits until every request in flight has been answered (while the
    * transport can still carry the answers). Call it when the input ends.
@@ -63,10 +75,11 @@ export interface AgentServer {
    * pair). The sessions the client opens belong to this connection and end with it.
    *
    * @param stream The connection's message streams
+   * @param options Limits of this connection
    * @returns The connection handle
    * @throws {Error} Once the server is closing
    */
-  connect(stream: Stream): AgentServerConnection;
+  connect(stream: Stream, options?: ConnectionOptions): AgentServerConnection;
   /** How many connections are being served. */
   readonly connections: number;
   /** Stops accepting connections, then drains and closes every connection and its sessions. */
@@ -93,9 +106,9 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   let count = 0;
   let closing: Promise<void> | undefined;
   return {
-    connect(stream: Stream): AgentServerConnection {
+    connect(stream: Stream, connectionOptions?: ConnectionOptions): AgentServerConnection {
       if (closing) throw new Error("Cannot connect: the server is closing");
-      const connection = new Connection(stream, parts, `c${++count}`);
+      const connection = new Connection(stream, parts, `c${++count}`, connectionOptions);
       open.add(connection);
       void connection.closed.then(() => open.delete(connection));
       return handle(connection);
@@ -145,6 +158,7 @@ function serverParts(options: AgentServerOptions): ServerParts {
     localWorkspace: new HostWorkspace(options.host),
     retry: options.retry,
     openSessions: new Set(),
+    allowedRoots: options.allowedRoots,
   };
 }
 
@@ -153,6 +167,9 @@ function handle(connection: Connection): AgentServerConnection {
     id: connection.id,
     closed: connection.closed,
     disconnected: connection.disconnected,
+    get pending(): number {
+      return connection.pending;
+    },
     drain: () => connection.drain(),
     close: () => connection.close(),
   };

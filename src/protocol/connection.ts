@@ -36,7 +36,18 @@ export interface ServerParts {
   readonly retry?: RetryPolicy | undefined;
   /** The ids of the sessions open on any connection of the server. */
   readonly openSessions: Set<string>;
+  /** Canonical directories sessions may be opened in; `undefined` allows any. */
+  readonly allowedRoots?: readonly string[] | undefined;
 }
+
+/** Options of one connection. */
+export interface ConnectionOptions {
+  /** Most sessions the connection may have open (and opening) at once; unbounded by default. */
+  readonly maxSessions?: number | undefined;
+}
+
+/** JSON-RPC error code of a request refused because a connection limit is reached. */
+export const LIMIT_REACHED = -32029;
 
 /** One connection's state, as the ACP method handlers see it. */
 export interface ConnectionContext {
@@ -60,6 +71,12 @@ export interface ConnectionContext {
   afterAnswer(requestId: unknown, then: () => void): void;
   /** Tracks a request being handled, so the connection's drain waits for its answer. */
   track<Result>(result: Result): Result;
+  /**
+   * Runs a session open (`session/new`, `load`, `resume`) within the connection's session limit.
+   *
+   * @throws {RequestError} {@link LIMIT_REACHED} when the connection has its most sessions open
+   */
+  openingSession<T>(open: () => Promise<T>): Promise<T>;
   /**
    * The open session with this id.
    *
@@ -88,6 +105,9 @@ export class Connection implements ConnectionContext {
   readonly #inflight = new Inflight();
   /** What runs once the answer to a request is written, by request id. */
   readonly #afterAnswer = new Map<unknown, () => void>();
+  readonly #maxSessions: number | undefined;
+  /** Session opens under way, counted against the session limit. */
+  #opening = 0;
   #markDisconnected!: () => void;
 
   /**
@@ -96,9 +116,11 @@ export class Connection implements ConnectionContext {
    * @param stream The connection's message streams
    * @param server What the server shares
    * @param id The connection id
+   * @param options Limits of this connection
    */
-  constructor(stream: Stream, server: ServerParts, id: string) {
+  constructor(stream: Stream, server: ServerParts, id: string, options: ConnectionOptions = {}) {
     this.id = id;
+    this.#maxSessions = options.maxSessions;
     this.server = server;
     this.logger = withFields(server.logger, { connectionId: id });
     this.promptCapabilities = {
@@ -140,6 +162,28 @@ export class Connection implements ConnectionContext {
 
   track<Result>(result: Result): Result {
     return this.#inflight.track(result);
+  }
+
+  async openingSession<T>(open: () => Promise<T>): Promise<T> {
+    const max = this.#maxSessions;
+    if (max !== undefined && this.sessions.size + this.#opening >= max) {
+      throw new RequestError(
+        LIMIT_REACHED,
+        `Too many sessions: this connection may have at most ${max} open; close one first`,
+        { limit: "maxSessionsPerConnection", max },
+      );
+    }
+    this.#opening++;
+    try {
+      return await open();
+    } finally {
+      this.#opening--;
+    }
+  }
+
+  /** How many requests are being handled (a running prompt is one). */
+  get pending(): number {
+    return this.#inflight.size;
   }
 
   requireSession(sessionId: string): Session {

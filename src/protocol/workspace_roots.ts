@@ -43,15 +43,39 @@ export function checkPath(path: string, field: string): void {
 export async function workspaceRoots(
   host: Host,
   params: { cwd: string; additionalDirectories?: string[] | null | undefined },
+  allowed?: readonly string[],
 ): Promise<WorkspaceRoots> {
-  const cwd = await workspaceDirectory(host, params.cwd, "cwd");
+  const cwd = await workspaceDirectory(host, params.cwd, "cwd", allowed);
   const additionalDirectories: string[] = [];
   for (const [index, dir] of (params.additionalDirectories ?? []).entries()) {
     additionalDirectories.push(
-      await workspaceDirectory(host, dir, `additionalDirectories[${index}]`),
+      await workspaceDirectory(host, dir, `additionalDirectories[${index}]`, allowed),
     );
   }
   return { cwd, additionalDirectories };
+}
+
+/**
+ * Whether a canonical path lies inside one of the allowed roots (or is one).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { insideRoots } from "./workspace_roots.ts";
+ * assert(insideRoots("/srv/work/a", ["/srv/work"]));
+ * assert(!insideRoots("/srv/workshop", ["/srv/work"]));
+ * assert(insideRoots("/anything", undefined));
+ * ```
+ *
+ * @param path A canonical absolute path
+ * @param allowed Canonical absolute roots; `undefined` allows every path
+ * @returns `true` when the path is allowed
+ */
+export function insideRoots(path: string, allowed: readonly string[] | undefined): boolean {
+  if (allowed === undefined) return true;
+  return allowed.some((root) =>
+    path === root || path.startsWith(root.endsWith("/") ? root : `${root}/`)
+  );
 }
 
 /**
@@ -68,7 +92,12 @@ export async function canonicalFilter(host: Host, cwd: string): Promise<string> 
   return await host.realpath(cwd).catch(() => normalizePath(cwd));
 }
 
-async function workspaceDirectory(host: Host, path: string, field: string): Promise<string> {
+async function workspaceDirectory(
+  host: Host,
+  path: string,
+  field: string,
+  allowed: readonly string[] | undefined,
+): Promise<string> {
   checkPath(path, field);
   let info: Awaited<ReturnType<Host["stat"]>>;
   try {
@@ -83,11 +112,18 @@ async function workspaceDirectory(host: Host, path: string, field: string): Prom
       }`,
     );
   }
+  let real: string;
   try {
-    return await host.realpath(path);
+    real = await host.realpath(path);
   } catch (error) {
     throw invalid(`${field}: cannot be used as a directory: ${describeFsError(error)}`);
   }
+  if (!insideRoots(real, allowed)) {
+    throw invalid(
+      `${field}: ${JSON.stringify(path)} is outside the workspace roots this server allows`,
+    );
+  }
+  return real;
 }
 
 function describeFsError(error: unknown): string {

@@ -7,6 +7,7 @@ import type {
 import { SessionLockedError } from "../../store/session_store.ts";
 import type { ConnectionContext } from "../connection.ts";
 import { invalid, toRequestError } from "../request_errors.ts";
+import { insideRoots } from "../workspace_roots.ts";
 
 /**
  * `session/close`: cancels the session's turn, waits for it to settle, releases what the session
@@ -25,7 +26,8 @@ export async function closeSession(
 }
 
 /**
- * `session/delete`: closes the session if it is open here, then removes it from the store.
+ * `session/delete`: closes the session if it is open here, then removes it from the store. A server
+ * with allowed workspace roots refuses a session outside them.
  *
  * @param connection The connection
  * @param params The request
@@ -35,6 +37,15 @@ export async function deleteSession(
   connection: ConnectionContext,
   params: DeleteSessionRequest,
 ): Promise<DeleteSessionResponse> {
+  const { allowedRoots, store } = connection.server;
+  if (allowedRoots !== undefined) {
+    const cwd = (await store.load(params.sessionId))?.header.cwd;
+    if (cwd !== undefined && !insideRoots(cwd, allowedRoots)) {
+      throw invalid(
+        `sessionId: cannot delete: the session's cwd is outside the workspace roots this server allows`,
+      );
+    }
+  }
   try {
     await connection.sessions.delete(params.sessionId);
   } catch (error) {

@@ -1,10 +1,11 @@
 import type { ListSessionsRequest, ListSessionsResponse } from "@agentclientprotocol/sdk";
 import type { ConnectionContext } from "../connection.ts";
 import { mappingErrors } from "../request_errors.ts";
-import { canonicalFilter } from "../workspace_roots.ts";
+import { canonicalFilter, insideRoots } from "../workspace_roots.ts";
 
 /**
- * `session/list`: a page of the stored sessions, newest first, optionally of one `cwd`.
+ * `session/list`: a page of the stored sessions, newest first, optionally of one `cwd`. A server
+ * with allowed workspace roots lists only the sessions inside them (a page may then hold fewer).
  *
  * @param connection The connection
  * @param params The request
@@ -26,15 +27,16 @@ export async function listSessions(
     })
   );
   return {
-    sessions: page.sessions.map((summary) => ({
-      sessionId: summary.id,
-      cwd: summary.cwd,
-      ...(summary.additionalDirectories.length > 0
-        ? { additionalDirectories: [...summary.additionalDirectories] }
-        : {}),
-      ...(summary.title === undefined ? {} : { title: summary.title }),
-      updatedAt: summary.updatedAt,
-    })),
+    sessions: page.sessions.filter((summary) => insideRoots(summary.cwd, server.allowedRoots))
+      .map((summary) => ({
+        sessionId: summary.id,
+        cwd: summary.cwd,
+        ...(summary.additionalDirectories.length > 0
+          ? { additionalDirectories: [...summary.additionalDirectories] }
+          : {}),
+        ...(summary.title === undefined ? {} : { title: summary.title }),
+        updatedAt: summary.updatedAt,
+      })),
     ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
   };
 }

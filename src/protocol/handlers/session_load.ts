@@ -57,19 +57,21 @@ async function reopen(
   if (!(await sessions.exists(params.sessionId))) {
     throw RequestError.sessionNotFound(params.sessionId);
   }
-  const roots = await workspaceRoots(server.host, params);
-  const session = await mappingErrors(async () => {
-    const instructions = await readInstructions(server.host, roots.cwd, logger);
-    return await sessions.open(params.sessionId, {
-      cwd: roots.cwd,
-      ...(params.additionalDirectories
-        ? { additionalDirectories: roots.additionalDirectories }
-        : {}),
-      ...(instructions ? { instructions } : {}),
-      ...(mcpServers.length > 0 ? { mcpServers } : {}),
-      replay,
-    });
-  });
+  const roots = await workspaceRoots(server.host, params, server.allowedRoots);
+  const session = await connection.openingSession(() =>
+    mappingErrors(async () => {
+      const instructions = await readInstructions(server.host, roots.cwd, logger);
+      return await sessions.open(params.sessionId, {
+        cwd: roots.cwd,
+        ...(params.additionalDirectories
+          ? { additionalDirectories: roots.additionalDirectories }
+          : {}),
+        ...(instructions ? { instructions } : {}),
+        ...(mcpServers.length > 0 ? { mcpServers } : {}),
+        replay,
+      });
+    })
+  );
   connection.afterAnswer(requestId, () => session.announceCommands());
   logger.info(replay ? "session loaded" : "session resumed", { sessionId: session.id });
   return { configOptions: session.configOptions(), modes: session.modes() };

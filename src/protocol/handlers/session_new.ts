@@ -21,15 +21,17 @@ export async function newSession(
 ): Promise<NewSessionResponse> {
   const mcpServers = mcpServersOf(params.mcpServers);
   const { host } = connection.server;
-  const roots = await workspaceRoots(host, params);
-  const session = await mappingErrors(async () => {
-    const instructions = await readInstructions(host, roots.cwd, connection.logger);
-    return await connection.sessions.create({
-      ...roots,
-      ...(instructions ? { instructions } : {}),
-      ...(mcpServers.length > 0 ? { mcpServers } : {}),
-    });
-  });
+  const roots = await workspaceRoots(host, params, connection.server.allowedRoots);
+  const session = await connection.openingSession(() =>
+    mappingErrors(async () => {
+      const instructions = await readInstructions(host, roots.cwd, connection.logger);
+      return await connection.sessions.create({
+        ...roots,
+        ...(instructions ? { instructions } : {}),
+        ...(mcpServers.length > 0 ? { mcpServers } : {}),
+      });
+    })
+  );
   // The client learns the session id from the answer: its commands follow it.
   connection.afterAnswer(requestId, () => session.announceCommands());
   connection.logger.info("session created", { sessionId: session.id, cwd: roots.cwd });

@@ -1,0 +1,285 @@
+/**
+ * ACP over HTTP and WebSocket: a Hono app, runtime-neutral, in front of one agent server.
+ *
+ * - `/acp`: the profile of the ACP RFD "Streamable HTTP & WebSocket Transport", served by the ACP
+ *   SDK's `AcpServer` (POST + `Acp-Connection-Id`/`Acp-Session-Id`, SSE GET streams, DELETE, and
+ *   WebSocket upgrade on the same path).
+ * - `/v1/acp/:id` and `/v1/rpc`: the URL-keyed profile of `acp-http-client` (one URL, one
+ *   connection; a POSTed request answered inline).
+ * - `/health`: for load balancers; no token needed, no data.
+ *
+ * Every other request passes the security checks first (`Host` on loopback, `Origin`, bearer
+ * token), then the body limit. Connections are capped in number, closed when idle, and drained on
+ * shutdown.
+ *
+ * @module
+ */
+import { AcpServer } from "@agentclientprotocol/sdk/experimental/server";
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { cors } from "hono/cors";
+import type { Logger } from "../../log/logger.ts";
+import type { AgentServer, AgentServerConnection } from "../../protocol/agent_server.ts";
+import type { AnyMessage, Stream } from "../acp.ts";
+import type { HttpHandler, RequestInfo, WebSocketUpgrade } from "./http_handler.ts";
+import { checkRequest, type SecurityPolicy } from "./http_security.ts";
+import { UrlKeyedProfile } from "./url_keyed_profile.ts";
+
+/** Limits of the HTTP transport; each is answered with a clear status when reached. */
+export interface HttpLimits {
+  /** Largest request body (and WebSocket message), in bytes: 413 beyond. */
+  readonly maxBodyBytes: number;
+  /** Most connections open at once: 503 for one more. */
+  readonly maxConnections: number;
+  /** Most sessions one connection may have open: a JSON-RPC error for one more. */
+  readonly maxSessionsPerConnection: number;
+  /** Output a connection holds for a reader that is not reading, in bytes. */
+  readonly maxBufferedBytes: number;
+  /** How long a full buffer waits for its reader before the connection is closed, in ms. */
+  readonly stallTimeoutMs: number;
+  /** How long a connection may stay silent with no request being handled, in ms. */
+  readonly idleTimeoutMs: number;
+}
+
+/** What the HTTP transport is built from. */
+export interface HttpTransportOptions {
+  /** The agent server every connection is served by. */
+  readonly server: AgentServer;
+  /** Who may call. */
+  readonly security: SecurityPolicy;
+  /** The limits. */
+  readonly limits: HttpLimits;
+  /** Where connection lines go (never tokens or message content above debug). */
+  readonly logger: Logger;
+  /** The clock, in ms; the real one by default. */
+  readonly now?: () => number;
+}
+
+/** The HTTP transport: a handler for a runtime's listener, and its shutdown. */
+export interface HttpTransport extends HttpHandler {
+  /** How many HTTP and WebSocket connections are open. */
+  readonly connections: number;
+  /**
+   * Stops taking new connections (503, and `/health` answers 503) and ends every stream and
+   * socket. Call it after the agent server has drained its connections.
+   */
+  close(): Promise<void>;
+}
+
+/** Period of the idle-connection sweep, at most. */
+const MAX_SWEEP_MS = 30_000;
+/** Events kept for `Last-Event-ID` replay in the URL-keyed profile. */
+const REPLAY_MESSAGES = 1024;
+/** SSE keep-alive comment period. */
+const KEEP_ALIVE_MS = 15_000;
+/** URL keys of the URL-keyed profile: letters, digits, `.`, `_`, `~`, `-`, at most 128. */
+const URL_KEY = /^[A-Za-z0-9._~-]{1,128}$/;
+
+/** The connection-side limit of our server, as the SDK's `AcpServer` and the profile see it. */
+class ConnectionLimitReached extends Error {
+  readonly status = 503;
+  constructor(max: number) {
+    super(`The server has its most connections open (${max}); try again later`);
+    this.name = "ConnectionLimitReached";
+  }
+}
+
+interface Tracked {
+  readonly handle: AgentServerConnection;
+  lastActivity: number;
+}
+
+/**
+ * Builds the HTTP transport in front of an agent server.
+ *
+ * @example Serving it with Deno
+ * ```ts ignore
+ * const transport = createHttpTransport({ server, security, limits, logger });
+ * Deno.serve({ port: 0 }, (request) => transport.fetch(request, {}));
+ * ```
+ *
+ * @param options The server, the security policy, the limits and the logger
+ * @returns The transport
+ */
+export function createHttpTransport(options: HttpTransportOptions): HttpTransport {
+  const { server, security, limits, logger } = options;
+  const now = options.now ?? (() => Date.now());
+  const open = new Set<Tracked>();
+  let draining = false;
+
+  /** Serves one new connection on our agent server, counted, logged and watched for idleness. */
+  function connect(stream: Stream, transport: string, info: RequestInfo): AgentServerConnection {
+    if (draining) throw new ConnectionLimitReached(0);
+    if (open.size >= limits.maxConnections) {
+      logger.warn("connection refused: limit reached", { max: limits.maxConnections });
+      throw new ConnectionLimitReached(limits.maxConnections);
+    }
+    let tracked: Tracked | undefined;
+    const touched = new TransformStream<AnyMessage, AnyMessage>({
+      transform(message, controller) {
+        if (tracked) tracked.lastActivity = now();
+        controller.enqueue(message);
+      },
+    });
+    void stream.readable.pipeTo(touched.writable).catch(() => {});
+    const handle = server.connect(
+      { readable: touched.readable, writable: stream.writable },
+      { maxSessions: limits.maxSessionsPerConnection },
+    );
+    tracked = { handle, lastActivity: now() };
+    const entry = tracked;
+    open.add(entry);
+    logger.info("connection opened", {
+      connectionId: handle.id,
+      transport,
+      ...(info.remoteAddress ? { remoteAddress: info.remoteAddress } : {}),
+    });
+    void handle.closed.then(() => {
+      open.delete(entry);
+      logger.info("connection closed", { connectionId: handle.id });
+    });
+    return handle;
+  }
+
+  const acp = new AcpServer({
+    agent: { connect: () => Promise.reject(new Error("unreachable: every call names its agent")) },
+    maxBufferedBytes: limits.maxBufferedBytes,
+    maxOutputStallMs: limits.stallTimeoutMs,
+  });
+  const agentFor = (transport: string, info: RequestInfo) => ({
+    connect: (stream: Stream) => connect(stream, transport, info),
+  });
+  const urlKeyed = new UrlKeyedProfile({
+    connect: (stream: Stream) => connect(stream, "http (url-keyed)", {}),
+    logger,
+    maxBufferedBytes: limits.maxBufferedBytes,
+    maxOutputStallMs: limits.stallTimeoutMs,
+    replayMessages: REPLAY_MESSAGES,
+    keepAliveMs: KEEP_ALIVE_MS,
+  });
+
+  // Idle connections: nothing received for the idle time and no request being handled.
+  const sweep = setInterval(() => {
+    const cutoff = now() - limits.idleTimeoutMs;
+    for (const entry of open) {
+      if (entry.lastActivity <= cutoff && entry.handle.pending === 0) {
+        logger.info("closing idle connection", { connectionId: entry.handle.id });
+        entry.lastActivity = Infinity; // closed once
+        void entry.handle.close();
+      }
+    }
+  }, Math.max(100, Math.min(MAX_SWEEP_MS, limits.idleTimeoutMs / 4)));
+
+  const app = new Hono<{ Bindings: { info: RequestInfo } }>();
+  app.get("/health", (c) => c.text(draining ? "draining" : "ok", draining ? 503 : 200));
+  app.use(
+    "*",
+    cors({
+      origin: (origin) => security.allowedOrigins.includes("*") ||
+          security.allowedOrigins.includes(origin)
+        ? origin
+        : null,
+      allowHeaders: [
+        "Authorization",
+        "Content-Type",
+        "Acp-Connection-Id",
+        "Acp-Session-Id",
+        "Last-Event-ID",
+      ],
+      allowMethods: ["GET", "POST", "DELETE", "OPTIONS"],
+      exposeHeaders: ["Acp-Connection-Id"],
+    }),
+  );
+  app.use("*", async (c, next) => {
+    const refusal = await checkRequest(c.req.raw.headers, security);
+    if (refusal) {
+      logger.info("request refused", { status: refusal.status, reason: refusal.title });
+      return problem(refusal.status, refusal.title, refusal.detail);
+    }
+    await next();
+    return undefined;
+  });
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: limits.maxBodyBytes,
+      onError: () =>
+        problem(
+          413,
+          "Payload Too Large",
+          `A message may be at most ${limits.maxBodyBytes} bytes (see --max-message-bytes)`,
+        ),
+    }),
+  );
+  app.all("/acp", async (c) => {
+    const request = c.req.raw;
+    const opening = request.method === "POST" && !request.headers.has("acp-connection-id");
+    if (opening && (draining || open.size >= limits.maxConnections)) return busy(draining);
+    const info = c.env?.info ?? {};
+    const response = await acp.handleRequest(request, { agent: agentFor("http", info) });
+    // The SDK answers a connector that refused (our connection limit, raced) with 500.
+    if (opening && response.status === 500 && (draining || open.size >= limits.maxConnections)) {
+      await response.body?.cancel();
+      return busy(draining);
+    }
+    return response;
+  });
+  const urlKeyedRoute = async (request: Request, key: string): Promise<Response> => {
+    if (!URL_KEY.test(key)) {
+      return problem(400, "Bad connection key", "Use letters, digits, '.', '_', '~' or '-'");
+    }
+    if (!urlKeyed.has(key) && (draining || open.size >= limits.maxConnections)) {
+      return busy(draining);
+    }
+    return await urlKeyed.handle(request, key);
+  };
+  app.all("/v1/rpc", (c) => urlKeyedRoute(c.req.raw, "rpc"));
+  app.all("/v1/acp/:id", (c) => urlKeyedRoute(c.req.raw, `acp.${c.req.param("id")}`));
+  app.notFound(() => problem(404, "Not Found", "ACP is served on /acp and /v1/acp/:id"));
+  app.onError((error) => {
+    logger.error("HTTP handler failed", { error: String(error) });
+    return problem(500, "Internal Server Error", "The request could not be handled");
+  });
+
+  return {
+    get connections(): number {
+      return open.size;
+    },
+    async fetch(request: Request, info: RequestInfo): Promise<Response> {
+      return await app.fetch(request, { info });
+    },
+    async upgrade(request: Request, info: RequestInfo): Promise<Response | WebSocketUpgrade> {
+      const refusal = await checkRequest(request.headers, security);
+      if (refusal) {
+        logger.info("upgrade refused", { status: refusal.status, reason: refusal.title });
+        return problem(refusal.status, refusal.title, refusal.detail);
+      }
+      if (new URL(request.url).pathname !== "/acp") {
+        return problem(404, "Not Found", "WebSocket connections are served on /acp");
+      }
+      if (draining || open.size >= limits.maxConnections) return busy(draining);
+      return acp.prepareWebSocketUpgrade({ agent: agentFor("websocket", info) });
+    },
+    async close(): Promise<void> {
+      draining = true;
+      clearInterval(sweep);
+      await Promise.all([acp.close(), urlKeyed.close()]);
+    },
+  };
+}
+
+/** A refusal as `application/problem+json` (RFC 9457), which `acp-http-client` reads. */
+function problem(status: number, title: string, detail: string): Response {
+  return new Response(JSON.stringify({ type: "about:blank", title, status, detail }), {
+    status,
+    headers: { "Content-Type": "application/problem+json" },
+  });
+}
+
+function busy(draining: boolean): Response {
+  const response = draining
+    ? problem(503, "Shutting down", "The server is draining; connect to another instance")
+    : problem(503, "Too many connections", "The server has its most connections open");
+  response.headers.set("Retry-After", "1");
+  return response;
+}

@@ -1,0 +1,126 @@
+/**
+ * Starts the HTTP transport in-process on 127.0.0.1 (Deno's listener, a real socket) for tests.
+ *
+ * @module
+ */
+import {
+  createAgentServer,
+  createLogger,
+  mergeConfig,
+  NodeHost,
+  parseScript,
+  VERSION,
+} from "../../mod.ts";
+import type { Config } from "../../src/config/config.ts";
+import { createCatalog } from "../../src/cli.ts";
+import type { AgentServer } from "../../src/protocol/agent_server.ts";
+import { serveHttp } from "../../src/runtime/deno_http.ts";
+import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
+import type { HttpListener } from "../../src/transport/http/http_handler.ts";
+import { loopbackHosts } from "../../src/transport/http/http_security.ts";
+import {
+  createHttpTransport,
+  type HttpLimits,
+  type HttpTransport,
+} from "../../src/transport/http/http_transport.ts";
+
+/** A running in-process HTTP server. */
+export interface HttpTestServer extends AsyncDisposable {
+  /** `http://127.0.0.1:<port>`. */
+  readonly url: string;
+  readonly server: AgentServer;
+  readonly transport: HttpTransport;
+  /** Log lines so far. */
+  readonly logs: string[];
+  /** Resolves once a log line matches. */
+  waitForLog(pattern: RegExp): Promise<void>;
+  /** Drains the agent server, closes the transport and the listener. */
+  close(): Promise<void>;
+}
+
+/** Options for {@link startHttpServer}. */
+export interface HttpTestOptions {
+  readonly config?: Partial<Config>;
+  /** Steps of the scripted model. */
+  readonly script?: unknown;
+  readonly token?: string;
+  readonly allowedOrigins?: readonly string[];
+  readonly allowedRoots?: readonly string[];
+  readonly limits?: Partial<HttpLimits>;
+}
+
+/** Starts an agent server (in-memory store) behind the HTTP transport on a free port. */
+export async function startHttpServer(options: HttpTestOptions = {}): Promise<HttpTestServer> {
+  const logs: string[] = [];
+  const waiters = new Set<() => void>();
+  const logger = createLogger("debug", (line) => {
+    logs.push(line);
+    for (const wake of waiters) wake();
+  });
+  const config = mergeConfig(options.config ?? {});
+  const host = new NodeHost({});
+  const script = options.script === undefined ? undefined : parseScript(options.script);
+  const store = new MemorySessionStore({ now: () => host.now() });
+  const server = createAgentServer({
+    config,
+    catalog: createCatalog(config, host, { script, logger }),
+    host,
+    logger,
+    version: VERSION,
+    store,
+    attachments: store.attachments,
+    ...(options.allowedRoots ? { allowedRoots: options.allowedRoots } : {}),
+  });
+  const transport = createHttpTransport({
+    server,
+    logger,
+    security: {
+      token: options.token,
+      allowedOrigins: options.allowedOrigins ?? [],
+      allowedHosts: loopbackHosts("127.0.0.1"),
+    },
+    limits: {
+      maxBodyBytes: 1024 * 1024,
+      maxConnections: 1000,
+      maxSessionsPerConnection: 256,
+      maxBufferedBytes: 16 * 1024 * 1024,
+      stallTimeoutMs: 60_000,
+      idleTimeoutMs: 600_000,
+      ...options.limits,
+    },
+  });
+  const listener: HttpListener = await serveHttp(transport, {
+    hostname: "127.0.0.1",
+    port: 0,
+    maxMessageBytes: 1024 * 1024,
+  });
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      const listenerClosed = listener.close(2000);
+      await server.close();
+      await transport.close();
+      await listenerClosed;
+    })();
+    return closing;
+  };
+  return {
+    url: listener.url,
+    server,
+    transport,
+    logs,
+    waitForLog(pattern: RegExp): Promise<void> {
+      return new Promise((resolve) => {
+        const check = (): void => {
+          if (!logs.some((line) => pattern.test(line))) return;
+          waiters.delete(check);
+          resolve();
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
