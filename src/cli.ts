@@ -8,6 +8,7 @@ import {
   USAGE,
 } from "./config/config.ts";
 import type { Host } from "./host/host.ts";
+import type { ServeHttp } from "./transport/http/http_handler.ts";
 import { parseJsonText } from "./config/json_text.ts";
 import { ModelCatalog } from "./llm/catalog.ts";
 import { builtinProviders, type ProviderSpec } from "./llm/presets.ts";
@@ -39,6 +40,11 @@ export interface CliPlatform {
   onShutdownSignal(handler: () => void): () => void;
   /** Runs `task` soon after pending I/O (`setImmediate`), to coalesce bursts of output. */
   readonly defer?: (task: () => void) => void;
+  /**
+   * Binds an HTTP listener for the HTTP transport, with the runtime's own server. The runtime
+   * loads it on first use, so serving stdio never does.
+   */
+  readonly serveHttp?: ServeHttp;
 }
 
 /** How long shutdown waits for turns to settle before giving up on them. */
