@@ -32,7 +32,15 @@ export function cliBuildOptions(root: string, outdir: string): BuildOptions {
     target: "node20",
     outdir,
     chunkNames: "chunks/[name]-[hash]",
-    banner: { js: "#!/usr/bin/env node" },
+    // `ws` (in the chunk of the Node.js HTTP listener) is CommonJS and requires Node.js built-ins:
+    // in ESM output that `require` needs defining. The banner heads every output file.
+    banner: {
+      js: [
+        "#!/usr/bin/env node",
+        'import { createRequire as __acpCreateRequire } from "node:module";',
+        "const require = __acpCreateRequire(import.meta.url);",
+      ].join("\n"),
+    },
     legalComments: "none",
     logLevel: "warning",
   };

@@ -45,7 +45,10 @@ export interface CliPlatform {
   onShutdownSignal(handler: () => void): () => void;
   /** Runs `task` soon after pending I/O (`setImmediate`), to coalesce bursts of output. */
   readonly defer?: (task: () => void) => void;
-  /** Binds an HTTP listener (`serve --http`); loaded only when asked for. */
+  /**
+   * Binds an HTTP listener for the HTTP transport, with the runtime's own server. The runtime
+   * loads it on first use, so serving stdio never does.
+   */
   readonly serveHttp?: ServeHttp;
 }
 

@@ -12,6 +12,8 @@ export async function main(): Promise<void> {
   const bun = (globalThis as unknown as { Bun: BunGlobal }).Bun;
   const code = await runCli({
     ...nodePlatformBase(),
+    serveHttp: async (handler, options) =>
+      await (await import("./bun_http.ts")).serveHttp(handler, options),
     stdin: bun.stdin.stream(),
     stdout: Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
   });

@@ -20,6 +20,8 @@ export async function main(): Promise<void> {
     stdout: Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
     writeStderr: (text) => void Deno.stderr.writeSync(encoder.encode(text)),
     defer: (task) => void setImmediate(task),
+    serveHttp: async (handler, options) =>
+      await (await import("./deno_http.ts")).serveHttp(handler, options),
     onShutdownSignal(handler) {
       for (const signal of signals) Deno.addSignalListener(signal, handler);
       return () => {

@@ -30,6 +30,8 @@ export function nodePlatformBase(): Omit<CliPlatform, "stdin" | "stdout"> {
 export async function main(): Promise<void> {
   const code = await runCli({
     ...nodePlatformBase(),
+    serveHttp: async (handler, options) =>
+      await (await import("./node_http.ts")).serveHttp(handler, options),
     stdin: Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>,
     stdout: Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
   });
