@@ -16,7 +16,6 @@
  */
 import { AcpServer } from "@agentclientprotocol/sdk/experimental/server";
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import type { Logger } from "../../log/logger.ts";
 import type { AgentServer, AgentServerConnection } from "../../protocol/agent_server.ts";
@@ -199,18 +198,19 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
     await next();
     return undefined;
   });
-  app.use(
-    "*",
-    bodyLimit({
-      maxSize: limits.maxBodyBytes,
-      onError: () =>
-        problem(
-          413,
-          "Payload Too Large",
-          `A message may be at most ${limits.maxBodyBytes} bytes (see --max-message-bytes)`,
-        ),
-    }),
-  );
+  app.on("POST", "*", async (c, next) => {
+    const limited = await withBodyLimit(c.req.raw, limits.maxBodyBytes);
+    if (!limited) {
+      return problem(
+        413,
+        "Payload Too Large",
+        `A message may be at most ${limits.maxBodyBytes} bytes (see --max-message-bytes)`,
+      );
+    }
+    c.req.raw = limited;
+    await next();
+    return undefined;
+  });
   app.all("/acp", async (c) => {
     const request = c.req.raw;
     const opening = request.method === "POST" && !request.headers.has("acp-connection-id");
@@ -266,6 +266,46 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
       await Promise.all([acp.close(), urlKeyed.close()]);
     },
   };
+}
+
+/**
+ * The request with its body read into memory, or `undefined` when the body is longer than `max`
+ * bytes (by its `Content-Length`, or as it arrives). The copy is a plain web `Request`, whatever
+ * object the listener handed over.
+ */
+async function withBodyLimit(request: Request, max: number): Promise<Request | undefined> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > max) {
+    await request.body?.cancel().catch(() => {});
+    return undefined;
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (request.body) {
+    const reader = request.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > max) {
+        await reader.cancel().catch(() => {});
+        return undefined;
+      }
+      chunks.push(value);
+    }
+  }
+  const body = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return new Request(request.url, {
+    method: request.method,
+    headers: request.headers,
+    body,
+    signal: request.signal,
+  });
 }
 
 /** A refusal as `application/problem+json` (RFC 9457), which `acp-http-client` reads. */
