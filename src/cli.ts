@@ -241,9 +241,8 @@ async function serveHttp(
   logger: Logger,
 ): Promise<number> {
   if (!platform.serveHttp) throw new ConfigError("This runtime cannot serve HTTP");
-  const token = config.token ?? (config.tokenFile
-    ? await readToken(platform.host, config.tokenFile)
-    : undefined);
+  const token = config.token ??
+    (config.tokenFile ? await readToken(platform.host, config.tokenFile) : undefined);
   if (!isLoopback(config.host)) {
     if (token === undefined) {
       throw new ConfigError(

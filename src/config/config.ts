@@ -311,6 +311,7 @@ export const SETTINGS: SettingsTable = {
     flag: "--token",
     placeholder: "<token>",
     env: "ACP_HARNESS_TOKEN",
+    fileKey: "token",
     default: undefined,
     help: "HTTP: bearer token clients must send",
     type: NON_EMPTY_STRING,

@@ -140,7 +140,7 @@ async function respond(
   server: BunServer,
 ): Promise<Response | undefined> {
   const info = { remoteAddress: server.requestIP(request)?.address };
-  if (!wantsWebSocket(request)) return await handler.fetch(request, info);
+  if (!wantsWebSocket(request)) return openEventStream(await handler.fetch(request, info));
   const decision = await handler.upgrade(request, info);
   if (!isUpgrade(decision)) return decision;
   const bad = badConnectionId(decision.connectionId);
@@ -152,6 +152,43 @@ async function respond(
   if (server.upgrade(request, { headers, data: { upgrade: decision } })) return undefined;
   decision.reject();
   return new Response("Cannot upgrade to a WebSocket", { status: 400 });
+}
+
+/** An SSE comment: what an event stream starts with on Bun. */
+const STREAM_OPENED = new TextEncoder().encode(": open\n\n");
+
+/**
+ * Bun sends a streamed response's status and headers only with the body's first chunk, so a
+ * client that waits for an event stream's headers (the ACP SDK's client does, before it posts to
+ * that session) would wait for the first event or keep-alive. An event stream therefore starts
+ * with an SSE comment, which clients skip. The body is still pulled one chunk at a time, so
+ * output the client has not read stays queued (and counted) where it was.
+ */
+function openEventStream(response: Response): Response {
+  const source = response.body;
+  if (!source || !response.headers.get("content-type")?.startsWith("text/event-stream")) {
+    return response;
+  }
+  const reader = source.getReader();
+  let opened = false;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!opened) {
+        opened = true;
+        controller.enqueue(STREAM_OPENED);
+        return;
+      }
+      const { done, value } = await reader.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  }, { highWaterMark: 0 });
+  return new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
 }
 
 /** A Bun WebSocket with `on`/`off` events, which the `websocket` callbacks drive. */

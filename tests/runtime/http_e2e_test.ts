@@ -10,6 +10,7 @@ import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
+import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { WebSocket as NodeWebSocket } from "ws";
 import {
@@ -19,7 +20,7 @@ import {
   spawnAgent,
   type StdioAgent,
 } from "../_helpers/acp_client.ts";
-import { RUNTIMES } from "../_helpers/runtimes.ts";
+import { ROOT, RUNTIMES } from "../_helpers/runtimes.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
 
 const SCRIPT = [
@@ -88,6 +89,8 @@ function stderrLines(agent: StdioAgent, pattern: RegExp, count: number): Promise
   });
 }
 
+const FLOW = `${ROOT}tests/_fixtures/acp_http_client_flow.mjs`;
+
 const AUTH = { authorization: "Bearer e2e-token" };
 
 /**
@@ -122,6 +125,7 @@ for (const runtime of RUNTIMES) {
       assert(http.frames.some((frame) => frame.method === "session/request_permission"));
       assert.deepEqual(http.problems, []);
       await closeClient(http);
+      await stderrLines(agent, /connection closed/, 1);
 
       // Reconnect over WebSocket and load the session.
       const ws = memoryClient(createWebSocketStream(`${url.replace("http", "ws")}/acp`, {
@@ -160,6 +164,38 @@ for (const runtime of RUNTIMES) {
       assert.equal(code, 0, `${JSON.stringify(await agent.exited)}\n${agent.stderr()}`);
       await closeClient(last);
       assert(!agent.stderr().includes("e2e-token"));
+    } finally {
+      agent.child.kill("SIGKILL");
+      await agent.exited;
+    }
+  });
+
+  Deno.test(`${runtime.name}: serve --http with acp-http-client 0.4.2 on /v1/acp/:id`, async () => {
+    await using dirs = new TempDirs("acp-harness-http-e2e-");
+    const cwd = await dirs.make();
+    const { agent, url } = await startServe(runtime, dirs);
+    try {
+      // Node.js: under Deno the client's `@agentclientprotocol/sdk` import resolves to SDK 2.x.
+      const client = spawn("node", [FLOW, url, "e2e-token", cwd], {
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stdout = "";
+      let stderr = "";
+      client.stdout.setEncoding("utf8").on("data", (text: string) => stdout += text);
+      client.stderr.setEncoding("utf8").on("data", (text: string) => stderr += text);
+      const killer = setTimeout(() => client.kill("SIGKILL"), 60_000); // a bound, not a wait
+      const code = await new Promise<number | null>((resolve) => client.on("close", resolve));
+      clearTimeout(killer);
+      assert.equal(code, 0, `${stderr}\n${agent.stderr()}`);
+      const run = JSON.parse(stdout);
+      assert.equal(run.first, "end_turn");
+      assert.equal(run.second, "end_turn");
+      assert.equal(run.cancelled, "cancelled");
+      assert(run.seenA.includes("tool_call") && run.seenA.includes("agent_message_chunk"));
+      assert(run.replayed.includes("user_message_chunk") && run.replayed.includes("tool_call"));
+      assert(existsSync(join(cwd, "out.txt")));
+      Deno.kill(agent.child.pid as number, "SIGTERM");
+      assert.equal(await exitWithin(agent, 10_000), 0);
     } finally {
       agent.child.kill("SIGKILL");
       await agent.exited;

@@ -85,7 +85,8 @@ class ConnectionLimitReached extends Error {
 
 interface Tracked {
   readonly handle: AgentServerConnection;
-  lastActivity: number;
+  /** When the client last sent a message, in ms. */
+  readonly activity: { last: number };
 }
 
 /**
@@ -113,10 +114,10 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
       logger.warn("connection refused: limit reached", { max: limits.maxConnections });
       throw new ConnectionLimitReached(limits.maxConnections);
     }
-    let tracked: Tracked | undefined;
+    const activity = { last: now() };
     const touched = new TransformStream<AnyMessage, AnyMessage>({
       transform(message, controller) {
-        if (tracked) tracked.lastActivity = now();
+        activity.last = now();
         controller.enqueue(message);
       },
     });
@@ -125,8 +126,7 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
       { readable: touched.readable, writable: stream.writable },
       { maxSessions: limits.maxSessionsPerConnection },
     );
-    tracked = { handle, lastActivity: now() };
-    const entry = tracked;
+    const entry: Tracked = { handle, activity };
     open.add(entry);
     logger.info("connection opened", {
       connectionId: handle.id,
@@ -161,9 +161,9 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
   const sweep = setInterval(() => {
     const cutoff = now() - limits.idleTimeoutMs;
     for (const entry of open) {
-      if (entry.lastActivity <= cutoff && entry.handle.pending === 0) {
+      if (entry.activity.last <= cutoff && entry.handle.pending === 0) {
         logger.info("closing idle connection", { connectionId: entry.handle.id });
-        entry.lastActivity = Infinity; // closed once
+        entry.activity.last = Infinity; // closed once
         void entry.handle.close();
       }
     }
@@ -174,10 +174,11 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
   app.use(
     "*",
     cors({
-      origin: (origin) => security.allowedOrigins.includes("*") ||
+      origin: (origin) =>
+        security.allowedOrigins.includes("*") ||
           security.allowedOrigins.includes(origin)
-        ? origin
-        : null,
+          ? origin
+          : null,
       allowHeaders: [
         "Authorization",
         "Content-Type",

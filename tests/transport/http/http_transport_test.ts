@@ -223,18 +223,23 @@ Deno.test("security: bearer token, Origin and Host", async () => {
       headers: { ...JSON_HEADERS, ...headers },
       body: initializeBody(),
     });
-  for (const [headers, expected] of [
-    [{}, 401],
-    [{ authorization: "Bearer wrong" }, 401],
-    [{ authorization: "Basic czNjcmV0LXRva2Vu" }, 401],
-    [{ authorization: "Bearer s3cret-token", origin: "https://evil.example" }, 403],
-  ] as const) {
+  for (
+    const [headers, expected] of [
+      [{}, 401],
+      [{ authorization: "Bearer wrong" }, 401],
+      [{ authorization: "Basic czNjcmV0LXRva2Vu" }, 401],
+      [{ authorization: "Bearer s3cret-token", origin: "https://evil.example" }, 403],
+    ] as const
+  ) {
     const response = await init(headers);
     assert.equal(response.status, expected, JSON.stringify(headers));
     assert.equal(response.headers.get("content-type"), "application/problem+json");
     await response.body?.cancel();
   }
-  const allowed = await init({ authorization: "Bearer s3cret-token", origin: "https://ide.example" });
+  const allowed = await init({
+    authorization: "Bearer s3cret-token",
+    origin: "https://ide.example",
+  });
   assert.equal(allowed.status, 200);
   assert.equal(allowed.headers.get("access-control-allow-origin"), "https://ide.example");
   await allowed.body?.cancel();
