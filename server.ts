@@ -33,7 +33,9 @@ export {
   type AgentServerConnection,
   type AgentServerOptions,
   connectAgentServer,
+  type ConnectionOptions,
   createAgentServer,
+  LIMIT_REACHED,
 } from "./src/protocol/agent_server.ts";
 export type { SessionToolsInfo, ToolSetFactory } from "./src/session/tool_set_factory.ts";
 export type { Cleanup, SessionCleanups } from "./src/session/session_disposer.ts";

@@ -47,7 +47,7 @@ export interface ConnectionOptions {
 }
 
 /** JSON-RPC error code of a request refused because a connection limit is reached. */
-export const LIMIT_REACHED = -32029;
+export const LIMIT_REACHED: number = -32029;
 
 /** One connection's state, as the ACP method handlers see it. */
 export interface ConnectionContext {

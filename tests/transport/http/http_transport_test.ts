@@ -150,6 +150,44 @@ Deno.test("SDK WebSocket client: initialize, new session, prompt, permission", a
   await http.waitForLog(/connection closed/);
 });
 
+Deno.test("a dropped WebSocket cancels its running turn; the session loads on a new connection", async () => {
+  await using cwd = await tempDir("acp-harness-ws-");
+  await using http = await startHttpServer({
+    config: { model: "scripted" },
+    script: [{ text: "slow", delayMs: 60_000 }],
+  });
+  const sockets: NodeWebSocket[] = [];
+  class Tracked extends NodeWebSocket {
+    constructor(...args: ConstructorParameters<typeof NodeWebSocket>) {
+      super(...args);
+      sockets.push(this);
+    }
+  }
+  const first = memoryClient(createWebSocketStream(`${http.url.replace("http", "ws")}/acp`, {
+    WebSocket: Tracked as never,
+  }));
+  await first.initialize();
+  const sessionId = await first.newSession(cwd.path);
+  // The vanished client never learns the answer: its prompt is left pending.
+  void first.prompt(sessionId, "go").catch(() => {});
+  await first.waitForUpdate(sessionId, "session_info_update");
+  sockets[0]!.terminate(); // no close frame: the client just vanishes
+  await http.waitForLog(/prompt ended .*"stopReason":"cancelled"/);
+  await http.waitForLog(/connection closed/);
+
+  const second = httpClient(http.url);
+  await second.initialize();
+  await second.request("session/load", { sessionId, cwd: cwd.path, mcpServers: [] });
+  // The cancelled turn left no answer, so the script would start over: go on with echo.
+  await second.request("session/set_config_option", {
+    sessionId,
+    configId: "model",
+    value: "echo",
+  });
+  assert.equal(await second.prompt(sessionId, "again"), "end_turn");
+  await closeClient(second);
+});
+
 Deno.test("RFD profile: every status code", async () => {
   await using http = await startHttpServer({ limits: { maxBodyBytes: 4096 } });
   const url = `${http.url}/acp`;
