@@ -3,21 +3,13 @@
  *
  * @module
  */
-import {
-  createAgentServer,
-  createLogger,
-  mergeConfig,
-  NodeHost,
-  parseScript,
-  VERSION,
-} from "../../mod.ts";
+import { createLogger } from "../../mod.ts";
 import type { Config } from "../../src/config/config.ts";
-import { createCatalog } from "../../src/cli.ts";
 import type { AgentServer } from "../../src/protocol/agent_server.ts";
 import { serveHttp } from "../../src/runtime/deno_http.ts";
-import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
 import type { HttpListener } from "../../src/transport/http/http_handler.ts";
 import { loopbackHosts } from "../../src/transport/http/http_security.ts";
+import { createTestAgentServer } from "./server.ts";
 import {
   createHttpTransport,
   type HttpLimits,
@@ -51,25 +43,15 @@ export interface HttpTestOptions {
 
 /** Starts an agent server (in-memory store) behind the HTTP transport on a free port. */
 export async function startHttpServer(options: HttpTestOptions = {}): Promise<HttpTestServer> {
-  const logs: string[] = [];
   const waiters = new Set<() => void>();
+  const built = createTestAgentServer(options);
+  const { server, logs } = built;
+  built.onLog = () => {
+    for (const wake of waiters) wake();
+  };
   const logger = createLogger("debug", (line) => {
     logs.push(line);
     for (const wake of waiters) wake();
-  });
-  const config = mergeConfig(options.config ?? {});
-  const host = new NodeHost({});
-  const script = options.script === undefined ? undefined : parseScript(options.script);
-  const store = new MemorySessionStore({ now: () => host.now() });
-  const server = createAgentServer({
-    config,
-    catalog: createCatalog(config, host, { script, logger }),
-    host,
-    logger,
-    version: VERSION,
-    store,
-    attachments: store.attachments,
-    ...(options.allowedRoots ? { allowedRoots: options.allowedRoots } : {}),
   });
   const transport = createHttpTransport({
     server,

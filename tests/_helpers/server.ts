@@ -4,9 +4,10 @@
  * @module
  */
 import {
+  type AgentServer,
   type AgentServerConnection,
   type Config,
-  connectAgentServer,
+  createAgentServer,
   createLogger,
   createMemoryPair,
   mergeConfig,
@@ -53,9 +54,22 @@ export interface StartOptions {
   readonly now?: () => number;
 }
 
-/** Starts a server over an in-memory pair. */
-export function startServer(options: StartOptions = {}): MemoryServer {
-  const [serverSide, clientSide] = createMemoryPair();
+/** An agent server built the way the tests build one, with the lines it logs. */
+export interface TestAgentServer {
+  readonly server: AgentServer;
+  /** Log lines written by the server (debug level). */
+  readonly logs: string[];
+  /** Called with each line as it is logged. */
+  onLog?: (line: string) => void;
+}
+
+/**
+ * Builds an agent server from test options: the merged config, a catalog with the script, an
+ * in-memory store (or a JSONL one in `dataDir`), debug logging into `logs`, fast retries.
+ */
+export function createTestAgentServer(
+  options: StartOptions & { readonly allowedRoots?: readonly string[] } = {},
+): TestAgentServer {
   const logs: string[] = [];
   const script = options.script === undefined ? undefined : parseScript(options.script);
   const config = mergeConfig(options.config ?? {});
@@ -63,11 +77,18 @@ export function startServer(options: StartOptions = {}): MemoryServer {
     ? new ClockedHost(options.env ?? {}, options.now)
     : new NodeHost(options.env ?? {});
   const { dataDir } = options;
-  const logger = createLogger("debug", (line) => logs.push(line));
+  const built: { -readonly [K in keyof TestAgentServer]: TestAgentServer[K] } = {
+    logs,
+    server: undefined as unknown as AgentServer,
+  };
+  const logger = createLogger("debug", (line) => {
+    logs.push(line);
+    built.onLog?.(line);
+  });
   const store = dataDir === undefined
     ? new MemorySessionStore({ now: () => host.now() })
     : new JsonlSessionStore({ host, dataDir, logger });
-  const connection = connectAgentServer(serverSide, {
+  built.server = createAgentServer({
     config,
     catalog: createCatalog(config, host, { script, logger }),
     host,
@@ -77,13 +98,22 @@ export function startServer(options: StartOptions = {}): MemoryServer {
     attachments: store.attachments,
     retry: options.retry ?? { attempts: 3, baseDelayMs: 5, maxDelayMs: 50 },
     ...(options.tools ? { toolsFor: () => options.tools! } : {}),
+    ...(options.allowedRoots ? { allowedRoots: options.allowedRoots } : {}),
   });
+  return built;
+}
+
+/** Starts a server over an in-memory pair. */
+export function startServer(options: StartOptions = {}): MemoryServer {
+  const [serverSide, clientSide] = createMemoryPair();
+  const { server, logs } = createTestAgentServer(options);
+  const connection = server.connect(serverSide);
   const client = memoryClient(clientSide);
   return {
     client,
     connection,
     logs,
-    dataDir,
+    dataDir: options.dataDir,
     async disconnect() {
       await (client as unknown as { close: () => Promise<void> }).close();
       await connection.closed;

@@ -13,21 +13,15 @@ import {
   type AgentServer,
   type AgentServerConnection,
   type Config,
-  createAgentServer,
   createLogger,
-  mergeConfig,
-  NodeHost,
-  parseScript,
-  VERSION,
 } from "../../../mod.ts";
-import { createCatalog } from "../../../src/cli.ts";
-import { MemorySessionStore } from "../../../src/store/memory_session_store.ts";
 import {
   ConnectionLimitError,
   type UrlKeyedOptions,
   UrlKeyedProfile,
 } from "../../../src/transport/http/url_keyed_profile.ts";
 import { ROOT } from "../../_helpers/runtimes.ts";
+import { createTestAgentServer } from "../../_helpers/server.ts";
 import { tempDir } from "../../_helpers/temp_dir.ts";
 
 /** A profile in front of a real agent server, torn down on dispose. */
@@ -46,22 +40,11 @@ interface ServeOptions {
 }
 
 function serve(options: ServeOptions = {}): Served {
-  const config = mergeConfig(options.config ?? {});
-  const host = new NodeHost({});
-  const logs: string[] = [];
-  const logger = createLogger("debug", (line) => logs.push(line));
-  const store = new MemorySessionStore({ now: () => host.now() });
-  const script = options.script === undefined ? undefined : parseScript(options.script);
-  const server = createAgentServer({
-    config,
-    catalog: createCatalog(config, host, { script, logger }),
-    host,
-    logger,
-    version: VERSION,
-    store,
-    attachments: store.attachments,
+  const { server, logs } = createTestAgentServer({
+    ...options,
     retry: { attempts: 1, baseDelayMs: 5, maxDelayMs: 5 },
   });
+  const logger = createLogger("debug", (line) => logs.push(line));
   const connections: AgentServerConnection[] = [];
   const profile = new UrlKeyedProfile({
     connect: (stream) => {
