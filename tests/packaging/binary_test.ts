@@ -135,4 +135,36 @@ Deno.test("compiled binary: runs outside the repository with a minimal environme
     assert.equal(await prompt, "cancelled");
     assert.equal(await exitWithin(agent, 2_000), 0, agent.stderr());
   });
+
+  await t.step("serve --http: the HTTP code is in the binary", async () => {
+    const agent = start(["serve", "--http", "--port", "0"]);
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        const check = (): void => {
+          const match = /listening on (http:\/\/\S+)/.exec(agent.stderr());
+          if (match) resolve(match[1]!);
+        };
+        agent.child.stderr?.on("data", check);
+        void agent.exited.then(() => reject(new Error(`exited early:\n${agent.stderr()}`)));
+      });
+      const answer = await fetch(`${url}/acp`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 0,
+          method: "initialize",
+          params: { protocolVersion: 1 },
+        }),
+      });
+      assert.equal(answer.status, 200);
+      assert(answer.headers.get("acp-connection-id"));
+      assert.equal((await answer.json()).result.protocolVersion, 1);
+      Deno.kill(agent.child.pid as number, "SIGTERM");
+      assert.equal(await exitWithin(agent, 5_000), 0, agent.stderr());
+    } finally {
+      agent.child.kill("SIGKILL");
+      await agent.exited;
+    }
+  });
 });
