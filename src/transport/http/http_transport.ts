@@ -22,7 +22,7 @@ import type { AgentServer, AgentServerConnection } from "../../protocol/agent_se
 import type { AnyMessage, Stream } from "../acp.ts";
 import type { HttpHandler, RequestInfo, WebSocketUpgrade } from "./http_handler.ts";
 import { checkRequest, type SecurityPolicy } from "./http_security.ts";
-import { UrlKeyedProfile } from "./url_keyed_profile.ts";
+import { ConnectionLimitError, UrlKeyedProfile } from "./url_keyed_profile.ts";
 
 /** Limits of the HTTP transport; each is answered with a clear status when reached. */
 export interface HttpLimits {
@@ -74,15 +74,6 @@ const KEEP_ALIVE_MS = 15_000;
 /** URL keys of the URL-keyed profile: letters, digits, `.`, `_`, `~`, `-`, at most 128. */
 const URL_KEY = /^[A-Za-z0-9._~-]{1,128}$/;
 
-/** The connection-side limit of our server, as the SDK's `AcpServer` and the profile see it. */
-class ConnectionLimitReached extends Error {
-  readonly status = 503;
-  constructor(max: number) {
-    super(`The server has its most connections open (${max}); try again later`);
-    this.name = "ConnectionLimitReached";
-  }
-}
-
 interface Tracked {
   readonly handle: AgentServerConnection;
   /** When the client last sent a message, in ms. */
@@ -109,10 +100,12 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
 
   /** Serves one new connection on our agent server, counted, logged and watched for idleness. */
   function connect(stream: Stream, transport: string, info: RequestInfo): AgentServerConnection {
-    if (draining) throw new ConnectionLimitReached(0);
+    if (draining) throw new ConnectionLimitError("Cannot connect: the server is shutting down");
     if (open.size >= limits.maxConnections) {
       logger.warn("connection refused: limit reached", { max: limits.maxConnections });
-      throw new ConnectionLimitReached(limits.maxConnections);
+      throw new ConnectionLimitError(
+        `Cannot connect: the server has its most connections open (${limits.maxConnections})`,
+      );
     }
     const activity = { last: now() };
     const touched = new TransformStream<AnyMessage, AnyMessage>({
