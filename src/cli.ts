@@ -14,7 +14,8 @@ import { builtinProviders, type ProviderSpec } from "./llm/presets.ts";
 import { parseScript, type Script } from "./llm/scripted.ts";
 import { createLogger, type Logger } from "./log/logger.ts";
 import { formatModelTable, modelsJson } from "./models_command.ts";
-import { JsonlSessionStore } from "./store/jsonl_session_store.ts";
+import { runCopySessions } from "./copy_sessions_command.ts";
+import { isPostgresUrl, openSessionStore } from "./store/open_session_store.ts";
 import { normalizePath } from "./tools/posix_path.ts";
 import { isAbsolutePath } from "./util/path.ts";
 import {
@@ -91,6 +92,10 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     if (config.script) {
       script = parseScript(await readJson(platform.host, config.script), config.script);
     }
+    if (command.kind === "copy-sessions") {
+      out.releaseLock();
+      return await copySessionsCommand(platform, config, logger, command);
+    }
     if (command.kind === "models") {
       catalog = createCatalog(config, platform.host, { script, logger });
       await printModels(platform, out, catalog, { model: config.model, json: command.json });
@@ -129,6 +134,32 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   }
 }
 
+/**
+ * `acp-harness copy-sessions`: copies, then exits 0; 2 when a store cannot be opened, 1 when the
+ * copy fails midway (what was copied stays; running it again completes it).
+ */
+async function copySessionsCommand(
+  platform: CliPlatform,
+  config: Config,
+  logger: Logger,
+  command: { readonly from: string; readonly to: string },
+): Promise<number> {
+  try {
+    await runCopySessions({
+      from: resolveLocation(command.from, platform.host),
+      to: resolveLocation(command.to, platform.host),
+      host: platform.host,
+      logger,
+      leaseTtlMs: config.leaseTtl * 1000,
+      writeStderr: (text) => platform.writeStderr(text),
+    });
+    return 0;
+  } catch (error) {
+    platform.writeStderr(`acp-harness copy-sessions: ${(error as Error).message}\n`);
+    return error instanceof ConfigError ? 2 : 1;
+  }
+}
+
 /** Prints the model table (or JSON) of `acp-harness models`, after asking the providers. */
 async function printModels(
   platform: CliPlatform,
@@ -155,13 +186,40 @@ async function printModels(
   await out.close();
 }
 
+/** A composed server and how to close its store once the server has closed. */
+interface ComposedServer {
+  readonly server: AgentServer;
+  /** Closes the session store (PostgreSQL: stops heartbeats, releases leases, closes the pool). */
+  closeStore(): Promise<void>;
+}
+
+/**
+ * Where a config keeps sessions: a PostgreSQL URL as given, else the JSONL directory (`--store
+ * <dir>` relative to the working directory, else the data directory).
+ *
+ * @param config The merged config
+ * @param host Gives the home and working directories
+ * @returns A `postgres://` URL or an absolute directory
+ */
+export function storeLocation(config: Config, host: Host): string {
+  return config.store === undefined
+    ? dataDirectory(config, host)
+    : resolveLocation(config.store, host);
+}
+
+/** A store location as given when it is a PostgreSQL URL, else an absolute directory. */
+function resolveLocation(location: string, host: Host): string {
+  if (isPostgresUrl(location)) return location;
+  return isAbsolutePath(location) ? location : normalizePath(`${host.cwd()}/${location}`);
+}
+
 /** The agent server a config describes, with its store and the process supervisor started. */
 async function composeServer(
   platform: CliPlatform,
   config: Config,
   catalog: ModelCatalog,
   logger: Logger,
-): Promise<AgentServer> {
+): Promise<ComposedServer> {
   // Providers that list their own models (Ollama) are asked in the background: sessions created
   // before the answer offer the listed models only.
   void catalog.discover({ timeoutMs: DISCOVERY_TIMEOUT_MS });
@@ -169,7 +227,13 @@ async function composeServer(
     ? undefined
     : await canonicalRoots(platform.host, config.allowedRoots);
   const dataDir = dataDirectory(config, platform.host);
-  const store = new JsonlSessionStore({ host: platform.host, dataDir, logger });
+  const opened = await openSessionStore({
+    location: storeLocation(config, platform.host),
+    host: platform.host,
+    logger,
+    leaseTtlMs: config.leaseTtl * 1000,
+  });
+  logger.info("session store", { store: opened.description });
   // Commands die with this process, even by SIGKILL; reap what a killed predecessor left.
   void platform.host.superviseProcesses(`${dataDir}/processes`).then(
     (count) => {
@@ -180,17 +244,18 @@ async function composeServer(
   );
   // Every session gets the built-in tools.
   const tools = builtinTools();
-  return createAgentServer({
+  const server = createAgentServer({
     config,
     catalog,
     host: platform.host,
     logger,
     version: VERSION,
-    store,
-    attachments: store.attachments,
+    store: opened.store,
+    attachments: opened.attachments,
     toolsFor: () => tools,
     ...(allowedRoots ? { allowedRoots } : {}),
   });
+  return { server, closeStore: () => opened.close() };
 }
 
 /**
@@ -210,7 +275,7 @@ async function serveStdio(
     onInvalid: (reason) => logger.warn("bad input", { reason }),
     onInputEnd: () => drainOnInputEnd(),
   });
-  const server = await composeServer(platform, config, catalog, logger);
+  const { server, closeStore } = await composeServer(platform, config, catalog, logger);
   const connection = server.connect(stream);
   drainOnInputEnd = () => {
     logger.info("stdin closed");
@@ -223,6 +288,7 @@ async function serveStdio(
   });
   try {
     await shutDown(platform.host, connection, stream, logger);
+    await closeStore();
   } finally {
     stopListening();
   }
@@ -257,7 +323,7 @@ async function serveHttp(
       );
     }
   }
-  const server = await composeServer(platform, config, catalog, logger);
+  const { server, closeStore } = await composeServer(platform, config, catalog, logger);
   const { createHttpTransport } = await import("./transport/http/http_transport.ts");
   const transport = createHttpTransport({
     server,
@@ -285,6 +351,7 @@ async function serveHttp(
     });
   } catch (error) {
     await transport.close();
+    await closeStore();
     throw new ConfigError(
       `Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
     );
@@ -310,6 +377,7 @@ async function serveHttp(
       await platform.host.stopProcesses({ graceMs: SHUTDOWN_KILL_GRACE_MS });
       await transport.close();
       await listenerClosed;
+      await closeStore();
     } finally {
       grace.abort();
     }

@@ -41,6 +41,13 @@ export interface Config {
   readonly stream: boolean;
   /** Data directory; `undefined` means `~/.acp-harness`. */
   readonly dataDir: string | undefined;
+  /**
+   * Where sessions are stored: a `postgres://` or `postgresql://` URL selects PostgreSQL; anything
+   * else, or `undefined`, keeps JSONL files in the data directory (a path here is that directory).
+   */
+  readonly store: string | undefined;
+  /** Seconds a PostgreSQL session lease lives without a heartbeat. @default {30} */
+  readonly leaseTtl: number;
   /** The config file that was read, if any. */
   readonly configFile: string | undefined;
   /** Least severe level logged to stderr. @default {"warn"} */
@@ -116,6 +123,15 @@ export type Command =
     readonly kind: "models";
     /** Print JSON instead of a table. */
     readonly json: boolean;
+    readonly overrides: Partial<Config>;
+  }
+  | {
+    /** `acp-harness copy-sessions --from <dir|url> --to <dir|url>`: copy sessions between stores. */
+    readonly kind: "copy-sessions";
+    /** The source store: a JSONL data directory or a PostgreSQL URL. */
+    readonly from: string;
+    /** The destination store: a JSONL data directory or a PostgreSQL URL. */
+    readonly to: string;
     readonly overrides: Partial<Config>;
   };
 
@@ -250,6 +266,25 @@ export const SETTINGS: SettingsTable = {
     shownDefault: "~/.acp-harness",
     help: "Data directory",
     type: NON_EMPTY_STRING,
+  },
+  store: {
+    flag: "--store",
+    placeholder: "<url-or-dir>",
+    env: "ACP_HARNESS_STORE",
+    fileKey: "store",
+    default: undefined,
+    shownDefault: "JSONL in --data-dir",
+    help: "Session store: a postgres:// URL, or a directory for JSONL files",
+    type: NON_EMPTY_STRING,
+  },
+  leaseTtl: {
+    flag: "--lease-ttl",
+    placeholder: "<s>",
+    env: "ACP_HARNESS_LEASE_TTL",
+    fileKey: "leaseTtl",
+    default: 30,
+    help: "PostgreSQL: seconds a session lease outlives its holder's last heartbeat",
+    type: POSITIVE_INTEGER,
   },
   configFile: {
     flag: "--config",
@@ -524,6 +559,11 @@ const OPTIONS: ReadonlyArray<readonly [string, string]> = [
 const COMMANDS: ReadonlyArray<readonly [string, string]> = [
   ["serve", "Serve ACP (the default): on stdio, or with --http over HTTP and WebSocket"],
   ["models [--json]", "List the models and whether each can be used now, then exit"],
+  [
+    "copy-sessions",
+    "Copy sessions and their attachments from one store to another (--from, --to: a JSONL data " +
+    "directory or a postgres:// URL); sessions already at the destination are skipped",
+  ],
 ];
 
 const COLUMN = 2 + Math.max(...[...OPTIONS, ...COMMANDS].map(([term]) => term.length)) + 2;
@@ -532,6 +572,7 @@ const COLUMN = 2 + Math.max(...[...OPTIONS, ...COMMANDS].map(([term]) => term.le
 export const USAGE: string = `Usage: acp-harness [serve] [options]
        acp-harness serve --http [--host <addr>] [--port <n>] [options]
        acp-harness models [--json] [options]
+       acp-harness copy-sessions --from <url-or-dir> --to <url-or-dir> [options]
 
 Serves the Agent Client Protocol (ACP) on stdin/stdout until stdin closes, or with --http over
 HTTP and WebSocket until SIGINT or SIGTERM; logs go to stderr.
@@ -582,7 +623,8 @@ function withPrefix(prefix: string, read: () => void): void {
 
 /**
  * Parses command-line arguments. Pure: no I/O. `models` as the first argument asks for the
- * model list (it also takes `--json`); anything else serves.
+ * model list (it also takes `--json`); `copy-sessions` copies sessions between stores (it takes
+ * `--from` and `--to`, both required); anything else serves.
  *
  * @example Parsing flags
  * ```ts
@@ -599,8 +641,10 @@ function withPrefix(prefix: string, read: () => void): void {
 export function parseArgs(args: readonly string[]): Command {
   const overrides: Draft = {};
   const models = args[0] === "models";
-  const first = models || args[0] === "serve" ? 1 : 0;
+  const copy = args[0] === "copy-sessions";
+  const first = models || copy || args[0] === "serve" ? 1 : 0;
   let json = false;
+  const ends: { from?: string; to?: string } = {};
   for (let index = first; index < args.length; index++) {
     const arg = args[index] ?? "";
     if (arg === "-h" || arg === "--help") return { kind: "help" };
@@ -611,6 +655,17 @@ export function parseArgs(args: readonly string[]): Command {
       if (!models) throw new ConfigError(`Option "--json" applies only to "acp-harness models"`);
       if (eq !== -1) throw new ConfigError(`Option "--json" takes no value`);
       json = true;
+      continue;
+    }
+    if (flag === "--from" || flag === "--to") {
+      if (!copy) {
+        throw new ConfigError(`Option "${flag}" applies only to "acp-harness copy-sessions"`);
+      }
+      const text = eq === -1 ? args[++index] : arg.slice(eq + 1);
+      if (text === undefined || text === "" || (eq === -1 && text.startsWith("--"))) {
+        throw new ConfigError(`Option "${flag}" needs a value`);
+      }
+      ends[flag === "--from" ? "from" : "to"] = text;
       continue;
     }
     const key = BY_FLAG.get(flag);
@@ -629,6 +684,14 @@ export function parseArgs(args: readonly string[]): Command {
     setFromText(overrides, key, text, flag);
   }
   if (models) return { kind: "models", json, overrides };
+  if (copy) {
+    if (ends.from === undefined || ends.to === undefined) {
+      throw new ConfigError(
+        `"acp-harness copy-sessions" needs --from <url-or-dir> and --to <url-or-dir>`,
+      );
+    }
+    return { kind: "copy-sessions", from: ends.from, to: ends.to, overrides };
+  }
   return { kind: "serve", overrides };
 }
 
