@@ -4,7 +4,9 @@
  * - only `src/runtime/` and `src/host/` touch `Deno`, `Bun`, `process` or `node:*`;
  * - only `src/protocol/` and `src/transport/` import the ACP SDK;
  * - only `src/transport/http/` imports Hono;
- * - only `src/mcp/` imports the MCP SDK.
+ * - only `src/mcp/` imports the MCP SDK;
+ * - only `src/store/postgres/` imports the PostgreSQL client (`postgres`), which is loaded only
+ *   when that store is chosen.
  *
  * @module
  */
@@ -186,6 +188,11 @@ const RULES: readonly Rule[] = [
     violates: ({ imports }) =>
       imports.find((specifier) => packageOf(specifier).startsWith("@modelcontextprotocol/")),
   },
+  {
+    description: "postgres",
+    allowed: ["store/postgres/"],
+    violates: ({ imports }) => imports.find((specifier) => packageOf(specifier) === "postgres"),
+  },
 ];
 
 function violations(path: string, source: string): string[] {
@@ -213,6 +220,7 @@ Deno.test("violations() detects each forbidden use outside its folder", () => {
     ["transport/a.ts", 'import { Hono } from "hono";'],
     ["protocol/a.ts", 'import { cors } from "hono/cors";'],
     ["tools/a.ts", 'import { Client } from "@modelcontextprotocol/sdk/client/index.js";'],
+    ["store/a.ts", 'import postgres from "postgres";'],
     ["session/a.ts", 'import {\n  a,\n  b,\n} from "node:path";'],
     ["session/a.ts", 'const home = `${Deno.env.get("HOME")}/x`;'],
     ["session/a.ts", "const t = `a ${`b ${process.pid}`} c`;"],
@@ -232,6 +240,7 @@ Deno.test("violations() allows each use inside its folder and ignores comments a
     ["transport/acp.ts", 'export type { Stream } from "@agentclientprotocol/sdk";'],
     ["transport/http/app.ts", 'import { Hono } from "hono";'],
     ["mcp/client.ts", 'import { Client } from "@modelcontextprotocol/sdk/client/index.js";'],
+    ["store/postgres/postgres_store.ts", 'import postgres from "postgres";'],
     ["session/a.ts", "/** ndJsonStream(Deno.stdout.writable, Deno.stdin.readable) */"],
     ["session/a.ts", '// import { x } from "node:fs";\nconst a = 1;'],
     ["session/a.ts", 'const message = "the process. Deno.exit is not called";'],
@@ -246,7 +255,7 @@ Deno.test("violations() allows each use inside its folder and ignores comments a
   }
 });
 
-Deno.test("src/ keeps runtime, ACP SDK, Hono and MCP SDK code in their folders", async () => {
+Deno.test("src/ keeps runtime, ACP SDK, Hono, MCP SDK and PostgreSQL client code in their folders", async () => {
   const files = await listTs(SRC);
   assert.ok(files.length > 10, `expected to find the sources under ${SRC}`);
   for (const known of ["runtime/deno.ts", "transport/nd_json_stream.ts", "agent/run_turn.ts"]) {

@@ -1,0 +1,101 @@
+#!/bin/sh
+# A throwaway PostgreSQL cluster for the PostgreSQL store tests: trust auth on 127.0.0.1 and a
+# free port, in a temporary directory, with a role `acp` that may CREATE DATABASE.
+#
+#   scripts/postgres_test_server.sh            starts one; prints its URL on stdout and, on
+#                                              stderr, the command that stops it
+#   scripts/postgres_test_server.sh stop DIR   stops the cluster in DIR and removes DIR
+#   scripts/postgres_test_server.sh run CMD…   starts one, runs CMD with ACP_HARNESS_TEST_POSTGRES
+#                                              set to its URL, then stops and removes it
+#
+# Run as root, the cluster runs as the `postgres` OS user (the server refuses to run as root);
+# otherwise as the current user. The binaries come from $PG_BIN, else `pg_config --bindir`, else
+# the newest /usr/lib/postgresql/*/bin.
+set -eu
+
+pg_bin() {
+  if [ -n "${PG_BIN:-}" ]; then echo "$PG_BIN"; return; fi
+  if command -v pg_config >/dev/null 2>&1 && [ -x "$(pg_config --bindir)/initdb" ]; then
+    pg_config --bindir
+    return
+  fi
+  dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  if [ -z "$dir" ]; then
+    echo "postgres_test_server: no PostgreSQL binaries found (install the postgresql package)" >&2
+    exit 1
+  fi
+  echo "$dir"
+}
+
+# Runs a command as the cluster's OS user.
+as_owner() {
+  if [ "$(id -u)" = 0 ]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+free_port() {
+  node -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });' 2>/dev/null ||
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+start() {
+  bin=$(pg_bin)
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/acp-pg.XXXXXX")
+  chmod 755 "$dir"
+  if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
+  as_owner "$bin/initdb" -D "$dir/data" -A trust -U postgres --no-sync >"$dir/initdb.log" 2>&1 || {
+    cat "$dir/initdb.log" >&2
+    rm -rf "$dir"
+    exit 1
+  }
+  for attempt in 1 2 3 4 5; do
+    port=$(free_port)
+    if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
+      -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=300" start >/dev/null; then
+      break
+    fi
+    if [ "$attempt" = 5 ]; then
+      cat "$dir/server.log" >&2
+      rm -rf "$dir"
+      exit 1
+    fi
+  done
+  as_owner "$bin/createuser" -h 127.0.0.1 -p "$port" -U postgres --createdb acp
+  STARTED_DIR=$dir
+  STARTED_URL="postgres://acp@127.0.0.1:$port/postgres"
+}
+
+stop() {
+  dir=$1
+  if [ ! -f "$dir/data/PG_VERSION" ]; then
+    echo "postgres_test_server: $dir holds no cluster" >&2
+    exit 1
+  fi
+  as_owner "$(pg_bin)/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+
+case "${1:-start}" in
+  start)
+    start
+    echo "$STARTED_URL"
+    echo "stop with: $0 stop $STARTED_DIR" >&2
+    ;;
+  stop)
+    stop "${2:?usage: $0 stop DIR}"
+    ;;
+  run)
+    shift
+    start
+    trap 'stop "$STARTED_DIR"' EXIT
+    trap 'exit 130' INT TERM
+    ACP_HARNESS_TEST_POSTGRES=$STARTED_URL "$@"
+    ;;
+  *)
+    echo "usage: $0 [start | stop DIR | run CMD…]" >&2
+    exit 2
+    ;;
+esac
