@@ -2,15 +2,18 @@
 # A throwaway PostgreSQL cluster for the PostgreSQL store tests: trust auth on 127.0.0.1 and a
 # free port, in a temporary directory, with a role `acp` that may CREATE DATABASE.
 #
-#   scripts/postgres_test_server.sh            starts one; prints its URL on stdout and, on
-#                                              stderr, the command that stops it
+#   scripts/postgres_test_server.sh [start [DIR]]
+#                                              starts one (in DIR, an empty directory, when given;
+#                                              else in a new temporary one); prints its URL on
+#                                              stdout and, on stderr, the command that stops it
 #   scripts/postgres_test_server.sh stop DIR   stops the cluster in DIR and removes DIR
 #   scripts/postgres_test_server.sh run CMD…   starts one, runs CMD with ACP_HARNESS_TEST_POSTGRES
 #                                              set to its URL, then stops and removes it
 #
 # Run as root, the cluster runs as the `postgres` OS user (the server refuses to run as root);
 # otherwise as the current user. The binaries come from $PG_BIN, else `pg_config --bindir`, else
-# the newest /usr/lib/postgresql/*/bin.
+# the newest /usr/lib/postgresql/*/bin; when there are none and this runs as root on a machine
+# with apt-get, it installs the `postgresql` package first.
 set -eu
 
 pg_bin() {
@@ -20,6 +23,12 @@ pg_bin() {
     return
   fi
   dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  if [ -z "$dir" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "postgres_test_server: installing the postgresql package" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2 || true
+    dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  fi
   if [ -z "$dir" ]; then
     echo "postgres_test_server: no PostgreSQL binaries found (install the postgresql package)" >&2
     exit 1
@@ -43,7 +52,12 @@ free_port() {
 
 start() {
   bin=$(pg_bin)
-  dir=$(mktemp -d "${TMPDIR:-/tmp}/acp-pg.XXXXXX")
+  if [ -n "${1:-}" ]; then
+    dir=$1
+    mkdir -p "$dir"
+  else
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/acp-pg.XXXXXX")
+  fi
   chmod 755 "$dir"
   if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
   as_owner "$bin/initdb" -D "$dir/data" -A trust -U postgres --no-sync >"$dir/initdb.log" 2>&1 || {
@@ -80,7 +94,7 @@ stop() {
 
 case "${1:-start}" in
   start)
-    start
+    start "${2:-}"
     echo "$STARTED_URL"
     echo "stop with: $0 stop $STARTED_DIR" >&2
     ;;
@@ -95,7 +109,7 @@ case "${1:-start}" in
     ACP_HARNESS_TEST_POSTGRES=$STARTED_URL "$@"
     ;;
   *)
-    echo "usage: $0 [start | stop DIR | run CMD…]" >&2
+    echo "usage: $0 [start [DIR] | stop DIR | run CMD…]" >&2
     exit 2
     ;;
 esac
