@@ -206,7 +206,13 @@ export async function runCopySessions(
 ): Promise<CopySessionsResult> {
   const clock = settableClock(options.host);
   const open = (location: string, host: Host): Promise<OpenedSessionStore> =>
-    openSessionStore({ location, host, logger: options.logger, leaseTtlMs: options.leaseTtlMs });
+    openSessionStore({
+      location,
+      host,
+      logger: options.logger,
+      leaseTtlMs: options.leaseTtlMs,
+      now: () => host.now(),
+    });
   const from = await open(options.from, options.host);
   try {
     const to = await open(options.to, clock.host);

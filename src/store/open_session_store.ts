@@ -36,6 +36,8 @@ export interface OpenSessionStoreOptions {
   readonly leaseTtlMs?: number;
   /** PostgreSQL: aborts connecting. */
   readonly signal?: AbortSignal;
+  /** PostgreSQL: the clock that times records (the JSONL store uses `host.now()`). */
+  readonly now?: () => number;
 }
 
 /**
@@ -93,6 +95,8 @@ export async function openSessionStore(
       logger,
       ...(options.leaseTtlMs === undefined ? {} : { leaseTtlMs: options.leaseTtlMs }),
       ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.now ? { now: options.now } : {}),
+      host: options.host,
     });
     return {
       store: opened.store,
@@ -102,12 +106,15 @@ export async function openSessionStore(
       close: () => opened.close(),
     };
   } catch (error) {
-    const message = (error as Error).message ?? String(error);
-    // The driver's messages do not carry the password; the URL in them is redacted anyway.
+    // The store's messages name the URL without its password; a stray full URL is redacted too.
+    const message = String((error as Error).message ?? error).replaceAll(
+      options.location,
+      description,
+    );
     throw new ConfigError(
-      `Cannot open the PostgreSQL store ${description}: ${
-        message.replaceAll(options.location, description)
-      }`,
+      message.includes(description)
+        ? message
+        : `Cannot open the PostgreSQL store at ${description}: ${message}`,
     );
   }
 }
