@@ -1,0 +1,309 @@
+/**
+ * Several real server processes (Deno, Node and Bun) on one PostgreSQL database: listing across
+ * instances, leases naming their holder, takeover after a SIGKILL, migrations raced at start-up,
+ * and concurrent creates and lists with no lost or doubled event.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { RpcError, spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
+import { postgresTest, withTestDatabase } from "../_helpers/postgres.ts";
+import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
+import { tempDir } from "../_helpers/temp_dir.ts";
+import { pollUntil } from "../_helpers/wait.ts";
+import { nullLogger } from "../../src/log/logger.ts";
+import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
+
+const [DENO_RUNTIME, NODE, BUN] = RUNTIMES as [Runtime, Runtime, Runtime];
+
+/**
+ * Seconds of concurrent creates and lists. The issue asks for 30; `deno task test` runs 5 to keep
+ * the suite short: set ACP_HARNESS_PG_SOAK_SECONDS=30 for the full run.
+ */
+const SOAK_SECONDS = Number(Deno.env.get("ACP_HARNESS_PG_SOAK_SECONDS") ?? "5");
+
+type Update = Record<string, unknown>;
+
+/** A test's directory and database; disposing it kills the servers and drops the database. */
+interface Setup extends AsyncDisposable {
+  readonly cwd: string;
+  readonly base: string;
+  readonly url: string;
+  /** Starts a server process on `runtime` with `--store <url>`. */
+  server(runtime: Runtime, args?: readonly string[]): StdioAgent;
+}
+
+async function setup(): Promise<Setup> {
+  const dir = await tempDir("acp-harness-pg-instances-");
+  const database = await withTestDatabase();
+  const base = dir.path;
+  const cwd = join(base, "ws");
+  await mkdir(cwd);
+  const started: StdioAgent[] = [];
+  return {
+    cwd,
+    base,
+    url: database.url,
+    server(runtime, args = []) {
+      const agent = spawnAgent(
+        runtime.command,
+        [
+          ...runtime.args,
+          "--store",
+          database.url,
+          "--data-dir",
+          join(base, `data-${started.length}`),
+          ...args,
+        ],
+        { cwd, env: { ...Deno.env.toObject(), NO_COLOR: "1" } },
+      );
+      started.push(agent);
+      return agent;
+    },
+    async [Symbol.asyncDispose]() {
+      for (const agent of started) {
+        if (agent.child.exitCode === null && agent.child.signalCode === null) {
+          agent.child.kill("SIGKILL");
+        }
+      }
+      await Promise.all(started.map((agent) => agent.exited));
+      try {
+        await database[Symbol.asyncDispose]();
+      } finally {
+        await dir[Symbol.asyncDispose]();
+      }
+    },
+  };
+}
+
+/** Closes stdin and waits for a clean exit (a bound on a hung process, not a wait). */
+async function stop(agent: StdioAgent): Promise<void> {
+  agent.end();
+  const timer = setTimeout(() => agent.child.kill("SIGKILL"), 15_000);
+  try {
+    const { code } = await agent.exited;
+    assert.equal(code, 0, agent.stderr());
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Every session a server lists, page after page. */
+async function listAll(agent: StdioAgent): Promise<Update[]> {
+  const sessions: Update[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await agent.client.request<{ sessions: Update[]; nextCursor?: string }>(
+      "session/list",
+      cursor === undefined ? {} : { cursor },
+    );
+    sessions.push(...page.sessions);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return sessions;
+}
+
+postgresTest(
+  "two instances: B lists A's session at once, is refused it while A holds it, takes it over after A's SIGKILL",
+  async (_url) => {
+    await using f = await setup();
+    const { cwd, base } = f;
+    await writeFile(join(cwd, "notes.txt"), "remember me\n");
+    const before = join(base, "before.json");
+    await writeFile(
+      before,
+      JSON.stringify([
+        { text: "First answer." },
+        { toolCalls: [{ id: "r1", name: "read_file", arguments: { path: "notes.txt" } }] },
+        { delayMs: 60_000, text: "never committed" },
+      ]),
+    );
+    const after = join(base, "after.json");
+    await writeFile(
+      after,
+      JSON.stringify([{ text: "unused" }, { text: "unused" }, {
+        text: "Continuing where we stopped.",
+      }]),
+    );
+    const a = f.server(NODE, [
+      "--model",
+      "scripted",
+      "--script",
+      before,
+      "--mode",
+      "auto",
+      "--lease-ttl",
+      "2",
+    ]);
+    const b = f.server(DENO_RUNTIME, [
+      "--model",
+      "scripted",
+      "--script",
+      after,
+      "--lease-ttl",
+      "2",
+    ]);
+    await Promise.all([a.client.initialize(), b.client.initialize()]);
+    const sessionId = await a.client.newSession(cwd);
+    assert.equal(await a.client.prompt(sessionId, "Remember the notes"), "end_turn");
+
+    // Freshness: B reads the listing from the database, so A's session and title show at once.
+    const listed = await b.client.request<{ sessions: Update[] }>("session/list", { cwd });
+    assert.deepEqual(listed.sessions.map((s) => [s.sessionId, s.title]), [[
+      sessionId,
+      "Remember the notes",
+    ]]);
+    // Ownership: B is refused the session while A holds it, with A's instance named.
+    const refused = await b.client.requestRaw("session/load", { sessionId, cwd, mcpServers: [] });
+    const error = refused.error as { code: number; message: string };
+    assert.equal(error.code, -32602);
+    assert.match(
+      error.message,
+      new RegExp(`open in another acp-harness instance \\("[^"]*:${a.child.pid}:`),
+    );
+
+    // A dies mid-turn: its second turn is waiting on a model step 60 s long.
+    await using reader = await openPostgresStore({ url: f.url, logger: nullLogger });
+    void a.client.prompt(sessionId, "Read them again").catch(() => {});
+    await a.client.waitFor((frames) =>
+      frames.some((frame) => (frame.params as { update?: Update })?.update?.status === "completed")
+    );
+    // Appends between commit points are written in the background, so wait until the database
+    // holds the tool's result (what A showed its client can be ahead of what it committed).
+    await pollUntil(
+      async () =>
+        (await reader.store.load(sessionId))?.records.some((r) => r.type === "tool_result") ??
+          false,
+      { what: "the tool result committed" },
+    );
+    a.child.kill("SIGKILL");
+    await a.exited;
+
+    // B takes over once A's lease expires (A's --lease-ttl: no heartbeat for 2 s; the holder's
+    // setting decides when its lease runs out): each retry follows the refusal
+    // before it, bounded by a deadline.
+    const deadline = Date.now() + 20_000;
+    let attempts = 0;
+    for (;;) {
+      attempts++;
+      try {
+        await b.client.request("session/load", { sessionId, cwd, mcpServers: [] });
+        break;
+      } catch (failure) {
+        if (!(failure instanceof RpcError) || !/open in another/.test(failure.message)) {
+          throw failure;
+        }
+        if (Date.now() > deadline) {
+          throw new Error(`still held after ${attempts} loads: ${failure}`);
+        }
+      }
+    }
+    const replayed = b.client.updates(sessionId).map(({ update }) => update);
+    const texts = replayed.filter((u) => String(u.sessionUpdate).endsWith("message_chunk"))
+      .map((u) => [u.sessionUpdate, (u.content as { text: string }).text]);
+    assert.deepEqual(texts, [
+      ["user_message_chunk", "Remember the notes"],
+      ["agent_message_chunk", "First answer."],
+      ["user_message_chunk", "Read them again"],
+    ]);
+    assert.deepEqual(replayed.filter((u) => u.toolCallId === "r1").map((u) => u.status), [
+      "pending",
+      "completed",
+    ]);
+    assert.equal(await b.client.prompt(sessionId, "Go on"), "end_turn");
+    const last = b.client.updates(sessionId).map(({ update }) => update)
+      .filter((u) => u.sessionUpdate === "agent_message_chunk").at(-1);
+    assert.equal((last?.content as { text: string }).text, "Continuing where we stopped.");
+    assert.deepEqual(b.client.problems, []);
+    await stop(b);
+    const ends = (await reader.store.load(sessionId))!.records.flatMap((r) =>
+      r.type === "turn_end" ? [r.stopReason] : []
+    );
+    assert.deepEqual(ends, ["end_turn", "interrupted", "end_turn"]);
+
+    // The interrupted turn was closed as crash recovery does: a third instance sees it ended.
+    const c = f.server(BUN);
+    await c.client.initialize();
+    await c.client.request("session/load", { sessionId, cwd, mcpServers: [] });
+    const again = c.client.updates(sessionId).map(({ update }) => update)
+      .filter((u) => String(u.sessionUpdate).endsWith("message_chunk"))
+      .map((u) => (u.content as { text: string }).text);
+    assert.deepEqual(again, [
+      "Remember the notes",
+      "First answer.",
+      "Read them again",
+      "Go on",
+      "Continuing where we stopped.",
+    ]);
+    await stop(c);
+  },
+);
+
+postgresTest(
+  "five instances started together on a fresh database all migrate and serve",
+  async () => {
+    await using f = await setup();
+    const agents = [NODE, DENO_RUNTIME, BUN, NODE, BUN].map((runtime) => f.server(runtime));
+    await Promise.all(agents.map((agent) => agent.client.initialize()));
+    const ids = await Promise.all(agents.map((agent) => agent.client.newSession(f.cwd)));
+    const listed = await listAll(agents[0]!);
+    assert.deepEqual(new Set(listed.map((s) => s.sessionId)), new Set(ids));
+    await Promise.all(agents.map(stop));
+    for (const agent of agents) assert.doesNotMatch(agent.stderr(), /error/i, agent.stderr());
+  },
+);
+
+postgresTest(
+  `three instances create and list concurrently for ${SOAK_SECONDS} s: no lost or doubled event`,
+  async () => {
+    await using f = await setup();
+    const workers = [NODE, DENO_RUNTIME, BUN].map((runtime) => f.server(runtime));
+    await Promise.all(workers.map((agent) => agent.client.initialize()));
+    const until = Date.now() + SOAK_SECONDS * 1000;
+    const created = await Promise.all(workers.map(async (agent, index) => {
+      const ids: string[] = [];
+      while (Date.now() < until) {
+        const id = await agent.client.newSession(f.cwd);
+        ids.push(id);
+        assert.equal(await agent.client.prompt(id, `w${index} s${ids.length}`), "end_turn");
+        await agent.client.request("session/list", { cwd: f.cwd });
+      }
+      return ids;
+    }));
+    await Promise.all(workers.map(stop));
+    const all = created.flat();
+    assert.ok(all.length >= workers.length, `created ${all.length}`);
+
+    const checker = f.server(NODE);
+    await checker.client.initialize();
+    const listed = (await listAll(checker)).map((s) => s.sessionId as string);
+    assert.equal(listed.length, new Set(listed).size, "no session listed twice");
+    assert.deepEqual(new Set(listed), new Set(all), "every session created is listed");
+    for (const id of all) {
+      await checker.client.request("session/load", { sessionId: id, cwd: f.cwd, mcpServers: [] });
+      const chunks = checker.client.updates(id).map(({ update }) => update.sessionUpdate)
+        .filter((kind) => String(kind).endsWith("message_chunk"));
+      assert.deepEqual(chunks, ["user_message_chunk", "agent_message_chunk"], id);
+      await checker.client.request("session/close", { sessionId: id });
+    }
+    await stop(checker);
+  },
+);
+
+Deno.test("an unreachable PostgreSQL store exits 2 naming the URL without its password", async () => {
+  await using dir = await tempDir("acp-harness-pg-unreachable-");
+  const url = "postgres://acp:s3cret-pw@127.0.0.1:1/acp";
+  const child = spawn(NODE.command, [...NODE.args, "--store", url, "--data-dir", dir.path], {
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (text: string) => stderr += text);
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000); // a bound on a hung process
+  const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+  clearTimeout(timer);
+  assert.equal(code, 2, stderr);
+  assert.match(stderr, /postgres:\/\/acp:\*\*\*@127\.0\.0\.1:1\/acp/);
+  assert.ok(!stderr.includes("s3cret-pw"), stderr);
+});
