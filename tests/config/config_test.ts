@@ -563,6 +563,43 @@ Deno.test("parseArgs() reads the models command with --json and the other flags"
   assert.deepEqual(parseArgs(["models", "--help"]), { kind: "help" });
 });
 
+Deno.test("parseArgs() reads copy-sessions with --from and --to, both required, only there", () => {
+  assert.deepEqual(
+    parseArgs([
+      "copy-sessions",
+      "--from",
+      "./data",
+      "--to=postgres://acp@db/acp",
+      "--lease-ttl",
+      "5",
+    ]),
+    {
+      kind: "copy-sessions",
+      from: "./data",
+      to: "postgres://acp@db/acp",
+      overrides: { leaseTtl: 5 },
+    },
+  );
+  assertConfigError(() => parseArgs(["copy-sessions", "--from", "a"]), "--to <url-or-dir>");
+  assertConfigError(() => parseArgs(["copy-sessions", "--to", "b"]), "--from <url-or-dir>");
+  assertConfigError(() => parseArgs(["copy-sessions", "--from", "--to", "b"]), `"--from" needs`);
+  assertConfigError(() => parseArgs(["--from", "a"]), `"--from"`, "copy-sessions");
+  assertConfigError(() => parseArgs(["models", "--to", "a"]), `"--to"`, "copy-sessions");
+});
+
+Deno.test("parseArgs() and configFromEnv() read the store and the lease time", () => {
+  const command = parseArgs(["--store", "postgres://acp:pw@db/acp", "--lease-ttl=2"]);
+  assert.ok(command.kind === "serve");
+  assert.deepEqual(command.overrides, { store: "postgres://acp:pw@db/acp", leaseTtl: 2 });
+  assert.deepEqual(
+    configFromEnv(envOf({ ACP_HARNESS_STORE: "/srv/acp", ACP_HARNESS_LEASE_TTL: "10" })),
+    { store: "/srv/acp", leaseTtl: 10 },
+  );
+  assert.equal(mergeConfig().leaseTtl, 30);
+  assert.equal(mergeConfig().store, undefined);
+  assertConfigError(() => parseArgs(["--lease-ttl", "0"]), "--lease-ttl");
+});
+
 Deno.test("parseArgs() accepts models only as the first argument and --json only after it", () => {
   assertConfigError(() => parseArgs(["--stream", "models"]), `Unexpected argument "models"`);
   assertConfigError(() => parseArgs(["--json"]), `"--json"`, "models");
