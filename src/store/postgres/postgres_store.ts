@@ -51,7 +51,9 @@ export interface PostgresStoreOptions {
 
 /** An open PostgreSQL store. */
 export interface PostgresStore extends AsyncDisposable {
+  /** The sessions. */
   readonly store: SessionStore;
+  /** The attachments the sessions reference (the session store releases them on `delete`). */
   readonly attachments: AttachmentStore;
   /** The name of this instance in lease rows. */
   readonly instanceId: string;
