@@ -58,7 +58,8 @@ export class PostgresLeases {
    */
   constructor(options: PostgresLeasesOptions) {
     this.#sql = options.sql;
-    this.#instance = options.instance;
+    // A PostgreSQL text value cannot hold NUL.
+    this.#instance = options.instance.replaceAll("\u0000", "\ufffd");
     this.#ttlMs = options.ttlMs;
     this.#logger = options.logger;
   }

@@ -112,13 +112,17 @@ postgresTest(
         providerState: { big: 12345678901234567890, list: [] },
       },
     ];
-    await store.append("s00001", events, { sync: true });
+    await store.append("s00001", events, { sync: false });
+    await store.append("s00001", [{ type: "title", title: "a\u0000b" }], { sync: true });
+    events.push({ type: "title", title: "a\u0000b" });
     const loaded = await store.load("s00001");
     assert.deepEqual(
       loaded?.records.map(({ seq: _seq, time: _time, ...event }) => event),
       JSON.parse(JSON.stringify(events)),
     );
     assert.deepEqual(loaded?.header, header(1));
+    // A PostgreSQL text column cannot hold NUL: the listed title shows U+FFFD in its place.
+    assert.equal((await store.list({ limit: 1 })).sessions[0]?.title, "a\ufffdb");
   },
 );
 
