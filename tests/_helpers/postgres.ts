@@ -14,7 +14,8 @@ export const POSTGRES_URL_VARIABLE = "ACP_HARNESS_TEST_POSTGRES";
 const SKIPPED =
   `PostgreSQL tests SKIPPED: set ${POSTGRES_URL_VARIABLE}=postgres://… (scripts/postgres_test_server.sh starts one)`;
 
-let announced = false;
+/** Set once the skip was announced: the environment is shared by the test files of one run. */
+const ANNOUNCED = "ACP_HARNESS_TEST_POSTGRES_SKIP_ANNOUNCED";
 
 /**
  * Whether the tests have a server: its URL, or why they are skipped (announced once, loudly, on
@@ -32,8 +33,8 @@ export function postgresAvailable(): { readonly url: string } | { readonly skipp
         "(scripts/postgres_test_server.sh run <command> provides a server)",
     );
   }
-  if (!announced) {
-    announced = true;
+  if (Deno.env.get(ANNOUNCED) !== "1") {
+    Deno.env.set(ANNOUNCED, "1");
     // deno-lint-ignore no-console
     console.error(`\n${"!".repeat(100)}\n${SKIPPED}\n${"!".repeat(100)}\n`);
   }

@@ -16,11 +16,13 @@ import { InvalidSessionIdError } from "../store_errors.ts";
 
 /** Options for {@link PostgresLeases}. */
 export interface PostgresLeasesOptions {
+  /** The connection pool (migrated). */
   readonly sql: postgres.Sql;
   /** Names this instance in lease rows and in other instances' errors. */
   readonly instance: string;
   /** How long a lease lives without a heartbeat. */
   readonly ttlMs: number;
+  /** Where heartbeat failures and lost leases are reported. */
   readonly logger: Logger;
 }
 
@@ -56,7 +58,8 @@ export class PostgresLeases {
    */
   constructor(options: PostgresLeasesOptions) {
     this.#sql = options.sql;
-    this.#instance = options.instance;
+    // A PostgreSQL text value cannot hold NUL.
+    this.#instance = options.instance.replaceAll("\u0000", "\ufffd");
     this.#ttlMs = options.ttlMs;
     this.#logger = options.logger;
   }

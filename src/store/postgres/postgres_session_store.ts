@@ -190,8 +190,8 @@ export class PostgresSessionStore implements SessionStore {
       const rows = await this.#sql`
         INSERT INTO acp_harness.sessions
           (id, header, cwd, additional_directories, created_at, updated_at)
-        VALUES (${header.id}, ${JSON.stringify(header)}::text::json, ${header.cwd},
-          ${[...header.additionalDirectories]}::text[], ${createdAt}::timestamptz,
+        VALUES (${header.id}, ${JSON.stringify(header)}::text::json, ${pgText(header.cwd)},
+          ${header.additionalDirectories.map(pgText)}::text[], ${createdAt}::timestamptz,
           ${createdAt}::timestamptz)
         ON CONFLICT (id) DO NOTHING
         RETURNING id`;
@@ -344,7 +344,7 @@ export class PostgresSessionStore implements SessionStore {
           to_char(updated_at AT TIME ZONE 'UTC', ${ISO}) AS "updatedAt"
         FROM acp_harness.sessions
         WHERE true
-          ${cwd === undefined ? sql`` : sql`AND cwd = ${cwd}`}
+          ${cwd === undefined ? sql`` : sql`AND cwd = ${pgText(cwd)}`}
           ${
         after === undefined ? sql`` : sql`AND created_at <= ${after.createdAt}::timestamptz
             AND (created_at < ${after.createdAt}::timestamptz OR id > ${after.id})`
@@ -470,7 +470,8 @@ export class PostgresSessionStore implements SessionStore {
     const texts = batch.flatMap((append) => append.texts);
     const times = batch.flatMap((append) => append.texts.map(() => append.time));
     const latest = batch.reduce((max, append) => append.time > max ? append.time : max, "");
-    const title = batch.findLast((append) => append.title !== undefined)?.title ?? null;
+    const last = batch.findLast((append) => append.title !== undefined)?.title;
+    const title = last === undefined ? null : pgText(last);
     const attachments = [...new Set(batch.flatMap((append) => [...append.attachments]))];
     const owner = this.#leases.owner;
     await this.#sql.begin(async (tx) => {
@@ -513,6 +514,15 @@ export class PostgresSessionStore implements SessionStore {
       ]);
     });
   }
+}
+
+/**
+ * A string as a PostgreSQL `text` value can hold it: NUL characters, which `text` refuses, become
+ * U+FFFD. Only the list columns (cwd, directories, title) go through it; the header and the events
+ * are stored as JSON text, where a NUL is the escape `\u0000`, and read back exactly.
+ */
+function pgText(value: string): string {
+  return value.includes("\u0000") ? value.replaceAll("\u0000", "\ufffd") : value;
 }
 
 /** Takes the first appends of the queue, up to the batch limits (at least one). */

@@ -51,7 +51,9 @@ export interface PostgresStoreOptions {
 
 /** An open PostgreSQL store. */
 export interface PostgresStore extends AsyncDisposable {
+  /** The sessions. */
   readonly store: SessionStore;
+  /** The attachments the sessions reference (the session store releases them on `delete`). */
   readonly attachments: AttachmentStore;
   /** The name of this instance in lease rows. */
   readonly instanceId: string;
@@ -99,7 +101,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       onnotice: () => {},
       connect_timeout: 10,
       idle_timeout: 60,
-      connection: { application_name: `acp-harness ${instanceId}`.slice(0, 63) },
+      connection: {
+        application_name: `acp-harness ${instanceId}`.replace(/[^\x20-\x7e]/g, "?").slice(0, 63),
+      },
     });
   } catch (error) {
     throw new PostgresStoreError(`open the PostgreSQL store at ${where}`, scrub(error, url));
@@ -200,6 +204,8 @@ function scrub(error: unknown, url: string): unknown {
 /** `promise`, or a rejection with the signal's reason when it fires first. */
 async function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (signal === undefined) return await promise;
+  // Abandoned when the signal wins: its later failure must not go unhandled.
+  promise.catch(() => {});
   signal.throwIfAborted();
   let onAbort: (() => void) | undefined;
   try {

@@ -29,8 +29,11 @@ export const SCHEMA_NAME = "acp_harness";
 
 /** One migration: the statements that take the schema from `version - 1` to `version`. */
 export interface Migration {
+  /** The schema version it leads to: 1, 2, … without gaps. */
   readonly version: number;
+  /** What it does, recorded in `schema_migrations`. */
   readonly description: string;
+  /** The SQL statements, run in order in the migration transaction. */
   readonly statements: readonly string[];
 }
 
