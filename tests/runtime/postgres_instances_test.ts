@@ -1,13 +1,23 @@
 /**
  * Several real server processes (Deno, Node and Bun) on one PostgreSQL database: listing across
  * instances, leases naming their holder, takeover after a SIGKILL, migrations raced at start-up,
- * and concurrent creates and lists with no lost or doubled event.
+ * concurrent creates and lists with no lost or doubled event, and a client of the HTTP transport
+ * moving from one instance to the other.
  */
+import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import assert from "node:assert/strict";
+import { WebSocket as NodeWebSocket } from "ws";
 import { spawn } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { RpcError, spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
+import {
+  type AcpTestClient,
+  exitWithin,
+  memoryClient,
+  RpcError,
+  spawnAgent,
+  type StdioAgent,
+} from "../_helpers/acp_client.ts";
 import { postgresTest, withTestDatabase } from "../_helpers/postgres.ts";
 import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
@@ -288,6 +298,71 @@ postgresTest(
       await checker.client.request("session/close", { sessionId: id });
     }
     await stop(checker);
+  },
+);
+
+/** Waits for `listening on <url>` on a `serve --http` process's stderr; resolves with the URL. */
+function listeningUrl(agent: StdioAgent): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const check = (): void => {
+      const match = /listening on (http:\/\/\S+)/.exec(agent.stderr());
+      if (match) {
+        agent.child.stderr?.off("data", check);
+        resolve(match[1]!);
+      }
+    };
+    agent.child.stderr?.on("data", check);
+    check();
+    void agent.exited.then(({ code }) =>
+      reject(new Error(`exited with ${code} before listening:\n${agent.stderr()}`))
+    );
+  });
+}
+
+/** A WebSocket ACP client of a `serve --http` instance. */
+function wsClient(url: string): AcpTestClient {
+  return memoryClient(createWebSocketStream(`${url.replace("http", "ws")}/acp`, {
+    WebSocket: NodeWebSocket as never,
+    headers: { authorization: "Bearer pg-token" },
+  }));
+}
+
+postgresTest(
+  "HTTP: two instances on one database; a client moves to the other instance and loads its session",
+  async () => {
+    await using f = await setup();
+    const http = ["--http", "--port", "0", "--token", "pg-token"];
+    const a = f.server(NODE, http);
+    const b = f.server(BUN, http);
+    const [urlA, urlB] = await Promise.all([listeningUrl(a), listeningUrl(b)]);
+    const first = wsClient(urlA);
+    await first.initialize();
+    const sessionId = await first.newSession(f.cwd);
+    assert.equal(await first.prompt(sessionId, "hello from A"), "end_turn");
+
+    // Instance A goes away (SIGTERM: it drains and releases its leases); the client reconnects
+    // through "the load balancer" to B.
+    Deno.kill(a.child.pid as number, "SIGTERM");
+    assert.equal(await exitWithin(a, 10_000), 0, a.stderr());
+    await (first as unknown as { close(): Promise<void> }).close().catch(() => {});
+    const second = wsClient(urlB);
+    await second.initialize();
+    const listed = await second.request<{ sessions: Update[] }>("session/list", {});
+    assert.deepEqual(listed.sessions.map((s) => [s.sessionId, s.title]), [[
+      sessionId,
+      "hello from A",
+    ]]);
+    await second.request("session/load", { sessionId, cwd: f.cwd, mcpServers: [] });
+    const replayed = second.updates(sessionId).map(({ update }) => update.sessionUpdate);
+    assert.deepEqual(replayed.filter((kind) => String(kind).endsWith("message_chunk")), [
+      "user_message_chunk",
+      "agent_message_chunk",
+    ]);
+    assert.equal(await second.prompt(sessionId, "hello from B"), "end_turn");
+    assert.deepEqual(second.problems, []);
+    await (second as unknown as { close(): Promise<void> }).close().catch(() => {});
+    Deno.kill(b.child.pid as number, "SIGTERM");
+    assert.equal(await exitWithin(b, 10_000), 0, b.stderr());
   },
 );
 
