@@ -8,7 +8,10 @@ import type { BulkWriter } from "../transport/nd_json_stream.ts";
  * The SDK answers a schema violation with `-32602 "Invalid params"` and the zod error tree in
  * `data`; this adds the first offending field and its problem to the message
  * (`Invalid params: prompt.0.text: Invalid input: expected string, received number`), keeping
- * `data` as it was. Every error response is logged to the logger (stderr).
+ * `data` as it was. Every error response is logged to the logger (stderr). A `data` nested deeper
+ * than {@link MAX_DATA_DEPTH} (the SDK echoes an invalid message there, which a client may nest
+ * thousands deep) is replaced by a note: serializing it could exhaust the stack of the transport
+ * that writes it.
  *
  * It also offers `writeDirect`: writes straight to the transport, past the SDK's one-at-a-time
  * send path, for bulk notifications (a `session/load` replay). Messages written directly go out
@@ -32,7 +35,11 @@ export function describeErrors(
     write(message) {
       if (onAnswer && !("method" in message)) onAnswer((message as { id?: unknown }).id);
       if ("error" in message && message.error) {
-        const error = message.error as { code: number; message: string; data?: unknown };
+        let error = message.error as { code: number; message: string; data?: unknown };
+        if (error.data !== undefined && nestedDeeperThan(error.data, MAX_DATA_DEPTH)) {
+          error = { ...error, data: { omitted: `nested deeper than ${MAX_DATA_DEPTH} levels` } };
+          message = { ...message, error };
+        }
         if (error.code === -32602 && error.message === "Invalid params") {
           const issue = firstIssue(error.data, []);
           if (issue) {
@@ -71,8 +78,38 @@ export function describeErrors(
   };
 }
 
+/** How deep an error's `data` may nest before it is replaced by a note. */
+export const MAX_DATA_DEPTH = 64;
+
+/**
+ * Whether a JSON value nests deeper than `limit` arrays and objects, found without recursion (so
+ * a value thousands deep cannot exhaust the stack here).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nestedDeeperThan } from "./describe_errors.ts";
+ * assert(!nestedDeeperThan({ a: [1, { b: 2 }] }, 3));
+ * assert(nestedDeeperThan({ a: [1, { b: 2 }] }, 2));
+ * ```
+ *
+ * @param value The value
+ * @param limit The deepest nesting allowed
+ * @returns `true` when some path goes deeper
+ */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (typeof node !== "object" || node === null) continue;
+    if (depth + 1 > limit) return true;
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 function firstIssue(tree: unknown, path: readonly string[]): string | undefined {
-  if (typeof tree !== "object" || tree === null) return undefined;
+  if (typeof tree !== "object" || tree === null || path.length > MAX_DATA_DEPTH) return undefined;
   const node = tree as Record<string, unknown>;
   const errors = node._errors;
   if (Array.isArray(errors) && typeof errors[0] === "string") {

@@ -150,11 +150,16 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
     keepAliveMs: KEEP_ALIVE_MS,
   });
 
-  // Idle connections: nothing received for the idle time and no request being handled.
+  // Idle connections: nothing received and no request being handled for the idle time.
   const sweep = setInterval(() => {
     const cutoff = now() - limits.idleTimeoutMs;
     for (const entry of open) {
-      if (entry.activity.last <= cutoff && entry.handle.pending === 0) {
+      // A request being handled (a long turn) is activity: idleness counts from its end.
+      if (entry.handle.pending > 0) {
+        entry.activity.last = now();
+        continue;
+      }
+      if (entry.activity.last <= cutoff) {
         logger.info("closing idle connection", { connectionId: entry.handle.id });
         entry.activity.last = Infinity; // closed once
         void entry.handle.close();

@@ -250,6 +250,38 @@ Deno.test("RFD profile: every status code", async () => {
   assert.equal(await status(fetch(`${http.url}/health`)), 200);
 });
 
+Deno.test("a message nested thousands deep gets its error and the connection goes on", async () => {
+  await using cwd = await tempDir("acp-harness-http-");
+  await using http = await startHttpServer();
+  const id = await rawInitialize(http.url);
+  const headers = { ...JSON_HEADERS, "acp-connection-id": id };
+  const events = await fetch(`${http.url}/acp`, {
+    headers: { accept: "text/event-stream", "acp-connection-id": id },
+  });
+  const reader = events.body!.pipeThrough(new TextDecoderStream()).getReader();
+  const deep = `${'{"a":'.repeat(5000)}1${"}".repeat(5000)}`;
+  const post = (body: string) =>
+    fetch(`${http.url}/acp`, { method: "POST", headers, body }).then(async (response) => {
+      await response.body?.cancel();
+      return response.status;
+    });
+  assert.equal(await post(deep), 202);
+  assert.equal(
+    await post(JSON.stringify({
+      jsonrpc: "2.0",
+      id: 5,
+      method: "session/new",
+      params: { cwd: cwd.path, mcpServers: [] },
+    })),
+    202,
+  );
+  let text = "";
+  while (!text.includes('"id":5')) text += (await reader.read()).value ?? "";
+  assert.match(text, /"omitted":"nested deeper than 64 levels"/);
+  assert.match(text, /"id":5,"result":\{"sessionId"/);
+  await reader.cancel();
+});
+
 Deno.test("security: bearer token, Origin and Host", async () => {
   await using http = await startHttpServer({
     token: "s3cret-token",
