@@ -52,6 +52,10 @@ export interface ServerOptions {
   readonly marker: string;
   readonly args?: readonly string[];
   readonly env?: Record<string, string>;
+  /** Arguments before `--data-dir`: a subcommand such as `serve`. */
+  readonly command?: readonly string[];
+  /** How much of stderr is kept, in characters. @default {200000} */
+  readonly stderrLimit?: number;
 }
 
 /** Answers an agent-to-client request: a value becomes `result`, a string is written raw. */
@@ -92,7 +96,13 @@ export class Server {
     this.runtime = runtime.name;
     this.child = spawn(
       runtime.command,
-      [...runtime.args, "--data-dir", options.dataDir, ...(options.args ?? [])],
+      [
+        ...runtime.args,
+        ...(options.command ?? []),
+        "--data-dir",
+        options.dataDir,
+        ...(options.args ?? []),
+      ],
       {
         cwd: options.cwd,
         stdio: ["pipe", "pipe", "pipe"],
@@ -105,8 +115,10 @@ export class Server {
       },
     );
     this.child.stderr?.setEncoding("utf8");
+    const stderrLimit = options.stderrLimit ?? 200_000;
     this.child.stderr?.on("data", (text: string) => {
-      if (this.#stderr.length < 200_000) this.#stderr += text;
+      if (this.#stderr.length < stderrLimit) this.#stderr += text;
+      this.#wake();
     });
     this.child.stdout?.setEncoding("utf8");
     this.child.stdout?.on("data", (text: string) => this.#onData(text));
@@ -130,9 +142,19 @@ export class Server {
     return this.child.pid ?? -1;
   }
 
-  /** What the server wrote to stderr (the first 200 KB). */
+  /** What the server wrote to stderr (the first 200 KB, or `stderrLimit`). */
   get stderr(): string {
     return this.#stderr;
+  }
+
+  /**
+   * Waits for the `listening on <url>` line of `serve --http`; resolves with the URL, or
+   * undefined when the server exited first or `timeoutMs` passed.
+   */
+  async listening(timeoutMs = 30_000): Promise<string | undefined> {
+    const url = (): string | undefined => /listening on (http:\/\/\S+)/.exec(this.#stderr)?.[1];
+    await this.waitFor(() => url() !== undefined, timeoutMs);
+    return url();
   }
 
   #onData(text: string): void {

@@ -8,6 +8,7 @@ import type { RuntimeSpec } from "./driver.ts";
 import { cancelRaces } from "./scenarios/cancel.ts";
 import { confinement } from "./scenarios/confinement.ts";
 import { frames } from "./scenarios/frames.ts";
+import { http } from "./scenarios/http.ts";
 import { kill } from "./scenarios/kill.ts";
 import { mcp } from "./scenarios/mcp.ts";
 import { ordering } from "./scenarios/ordering.ts";
@@ -28,6 +29,7 @@ export const SCENARIOS: readonly Scenario[] = [
   orphans,
   sharedData,
   mcp,
+  http,
 ];
 
 /** Runs one scenario on one runtime; an exception counts as an `other` failure. */
