@@ -1394,6 +1394,8 @@ interface Machine {
   readonly deno: string;
   readonly bun: string;
   readonly clientCeiling: number | undefined;
+  /** The 1-minute load average when the run started and when it ended. */
+  readonly load: readonly [number, number];
 }
 
 function fixed(value: number | undefined, digits: number): string {
@@ -1679,7 +1681,9 @@ function renderReport(
     (settings.quick ? " **Quick run: reduced iterations, smoke test only.**" : ""),
     "",
     `Machine: ${machine.nproc} cores (${machine.cpu}), ${machine.memoryGib.toFixed(0)} GiB, ` +
-    `Linux ${machine.kernel}; node ${machine.node}, ${machine.deno}, bun ${machine.bun}.`,
+    `Linux ${machine.kernel}; node ${machine.node}, ${machine.deno}, bun ${machine.bun}. ` +
+    `Load average (1 min) at the start and the end of the run: ${fixed(machine.load[0], 2)}, ` +
+    `${fixed(machine.load[1], 2)} (other work on the machine moves every figure).`,
     "",
     "Ours is `deno run -A mod.ts`, `node dist/cli.js` (minified esbuild bundle) and `bun mod.ts`; " +
     "the bare agent is `bench/bare_agent.ts` run the same ways (bundled the same way for Node). " +
@@ -1950,7 +1954,9 @@ function renderReport(
     (machine.clientCeiling === undefined
       ? "The client's own ceiling could not be measured (no `cat`)."
       : `This client alone takes in about ${thousands(machine.clientCeiling)} notifications/s ` +
-        "(`cat` of a ready-made NDJSON file), the ceiling of any throughput figure above."),
+        "(`cat` of a ready-made NDJSON file), the ceiling of the throughput figures above that " +
+        "it measured; the HTTP section's lean clients do not parse `agent_message_chunk` " +
+        "updates, so their figures can go higher."),
     ...(warnings.length > 0 ? ["", "## Warnings", "", ...warnings.map((w) => `- ${w}`)] : []),
     ...(errors.length > 0 ? ["", "## Errors", "", ...errors] : []),
     "",
@@ -2031,6 +2037,7 @@ async function main(): Promise<void> {
   Deno.addSignalListener("SIGINT", onSignal);
   Deno.addSignalListener("SIGTERM", onSignal);
   try {
+    const loadAtStart = os.loadavg()[0] ?? Number.NaN;
     const warnings = await prepare();
     const [node, deno, bun] = await Promise.all([versionOf(NODE), versionOf(DENO), versionOf(BUN)]);
     const clientCeiling = await measureClientCeiling();
@@ -2054,6 +2061,7 @@ async function main(): Promise<void> {
       deno,
       bun,
       clientCeiling,
+      load: [loadAtStart, os.loadavg()[0] ?? Number.NaN],
     };
     const fixture = await storeFixture?.catch(() => undefined);
     await Deno.writeTextFile(
