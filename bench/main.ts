@@ -19,6 +19,10 @@
  * - MCP servers (`bench/mcp.ts`): `session/new` with three stdio MCP servers against a bare
  *   `@modelcontextprotocol/client` starting them, one MCP tool call inside a turn against the bare
  *   client's `tools/call`, and whether the MCP client is in the start-up module graph.
+ * - HTTP transport (`bench/http.ts`): ours as `serve --http`: update throughput over SSE and
+ *   WebSocket against stdio, many connections streaming turns from the fake model at once
+ *   (latency of each delta, peak RSS, wall time), idle memory per connection, and whether the
+ *   HTTP code is in the stdio start-up graph.
  *
  * Ours and the bare agent are interleaved so they share the machine's noise. Results go to
  * `bench/RESULTS.md` and stdout. Run `deno task bench` (builds `dist/` first), or
@@ -60,6 +64,15 @@ import {
   measureMcp,
   renderMcpSection,
 } from "./mcp.ts";
+import {
+  httpBenchCounts,
+  type HttpBenchHost,
+  type HttpResult,
+  type HttpStartupGraph,
+  httpStartupGraph,
+  measureHttp,
+  renderHttpSection,
+} from "./http.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const TMP = `${ROOT}/.bench-tmp`;
@@ -453,6 +466,19 @@ function agentCommand(
   }
 }
 
+/** Spawns a child with piped stdio, killed with every other child if left running. */
+function spawnTracked(line: CommandLine): ChildProcess {
+  const child = spawn(line.command, [...line.args], {
+    cwd: ROOT,
+    env: { ...Deno.env.toObject(), ...line.env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  liveChildren.add(child);
+  child.once("exit", () => liveChildren.delete(child));
+  child.once("error", () => liveChildren.delete(child));
+  return child;
+}
+
 function startAgent(runtime: Runtime, kind: Kind, workload: Workload): AgentProcess {
   return new AgentProcess(`${kind}/${runtime}`, agentCommand(runtime, kind, workload));
 }
@@ -548,6 +574,7 @@ interface RuntimeResult {
   sessionList?: ListResult;
   sessionLoad?: LoadResult;
   mcp?: McpResult;
+  http?: HttpResult;
   /** Exit-after-EOF times of every process of the runtime, for the max column. */
   exitMs: Pair<number[]>;
   errors: string[];
@@ -1142,6 +1169,39 @@ async function measureMcpPhase(runtime: Runtime, result: RuntimeResult): Promise
   result.exitMs.ours.push(result.mcp.exitMs);
 }
 
+// ---------------------------------------------------------------------------------------------
+// HTTP transport (bench/http.ts)
+
+const HTTP_PHASE = "HTTP";
+
+/** The start-up graphs of the HTTP code (read in `main`), or why they could not be. */
+let httpGraph: HttpStartupGraph | string = "not read";
+
+function httpCounts(): ReturnType<typeof httpBenchCounts> {
+  return httpBenchCounts(settings.quick, settings.chunks);
+}
+
+async function measureHttpPhase(runtime: Runtime, result: RuntimeResult): Promise<void> {
+  const host: HttpBenchHost = {
+    root: ROOT,
+    tmp: TMP,
+    ours: (args, env = {}) => {
+      const line = agentCommand(runtime, "ours", "echo");
+      return { ...line, args: [...line.args, ...args], env: { ...line.env, ...env } };
+    },
+    spawn: spawnTracked,
+  };
+  const bundles = runtime !== "node" || typeof httpGraph === "string" ? undefined : {
+    start: (bundle: string | undefined): CommandLine => {
+      const line = agentCommand(runtime, "ours", "echo");
+      return { ...line, args: [bundle ?? "dist/cli.js"] };
+    },
+    withoutHttp: httpGraph.withoutHttp.file,
+  };
+  result.http = await measureHttp(host, httpCounts(), bundles);
+  result.exitMs.ours.push(result.http.stdioExitMs);
+}
+
 /** The in-process appends, each mode on a fresh store. */
 interface AppendsOutcome {
   readonly results: readonly AppendResult[];
@@ -1334,6 +1394,8 @@ interface Machine {
   readonly deno: string;
   readonly bun: string;
   readonly clientCeiling: number | undefined;
+  /** The 1-minute load average when the run started and when it ended. */
+  readonly load: readonly [number, number];
 }
 
 function fixed(value: number | undefined, digits: number): string {
@@ -1446,6 +1508,7 @@ function renderReport(
   appends: AppendsOutcome,
   fixture: StoreFixture | undefined,
   mcpGraph: McpStartupGraph | string,
+  httpGraph: HttpStartupGraph | string,
   builds: readonly BuildStartup[] | string,
 ): string {
   const verdicts: Verdicts = { passed: 0, failed: 0 };
@@ -1459,6 +1522,17 @@ function renderReport(
     mcpGraph,
   );
   for (const pass of mcpSection.verdicts) count(verdicts, pass);
+  const httpSection = renderHttpSection(
+    results.map((r) => ({
+      runtime: r.runtime,
+      http: r.http,
+      startup: r.startup?.initializeMs,
+      failed: r.errors.some((e) => e.startsWith(`${HTTP_PHASE}:`)),
+    })),
+    httpGraph,
+    httpCounts(),
+  );
+  for (const pass of httpSection.verdicts) count(verdicts, pass);
   const startupRows = results.map((r) => {
     const s = r.startup;
     const ratio = ratioOf(s?.initializeMs.ours, s?.initializeMs.bare);
@@ -1607,7 +1681,9 @@ function renderReport(
     (settings.quick ? " **Quick run: reduced iterations, smoke test only.**" : ""),
     "",
     `Machine: ${machine.nproc} cores (${machine.cpu}), ${machine.memoryGib.toFixed(0)} GiB, ` +
-    `Linux ${machine.kernel}; node ${machine.node}, ${machine.deno}, bun ${machine.bun}.`,
+    `Linux ${machine.kernel}; node ${machine.node}, ${machine.deno}, bun ${machine.bun}. ` +
+    `Load average (1 min) at the start and the end of the run: ${fixed(machine.load[0], 2)}, ` +
+    `${fixed(machine.load[1], 2)} (other work on the machine moves every figure).`,
     "",
     "Ours is `deno run -A mod.ts`, `node dist/cli.js` (minified esbuild bundle) and `bun mod.ts`; " +
     "the bare agent is `bench/bare_agent.ts` run the same ways (bundled the same way for Node). " +
@@ -1846,6 +1922,8 @@ function renderReport(
     "",
     mcpSection.text,
     "",
+    httpSection.text,
+    "",
     "## Peak RSS of the agent process (VmHWM, MiB, read just before stdin is closed; no target)",
     "",
     table(
@@ -1870,12 +1948,15 @@ function renderReport(
     "so figures move by up to ±40% between runs; " +
     "compare ours with bare within one run only. Ours and bare are interleaved run by run (start-up), " +
     "block by block (round trip), prompt by prompt (throughput) and turn by turn (LLM turn) so " +
-    "they share the same noise; likewise the two `session/list` servers call by call, and " +
-    "`session/load` with its read + parse baseline. " +
+    "they share the same noise; likewise the two `session/list` servers call by call, " +
+    "`session/load` with its read + parse baseline, and the HTTP section's SSE, WebSocket and " +
+    "stdio prompt by prompt. " +
     (machine.clientCeiling === undefined
       ? "The client's own ceiling could not be measured (no `cat`)."
       : `This client alone takes in about ${thousands(machine.clientCeiling)} notifications/s ` +
-        "(`cat` of a ready-made NDJSON file), the ceiling of any throughput figure above."),
+        "(`cat` of a ready-made NDJSON file), the ceiling of the throughput figures above that " +
+        "it measured; the HTTP section's lean clients do not parse `agent_message_chunk` " +
+        "updates, so their figures can go higher."),
     ...(warnings.length > 0 ? ["", "## Warnings", "", ...warnings.map((w) => `- ${w}`)] : []),
     ...(errors.length > 0 ? ["", "## Errors", "", ...errors] : []),
     "",
@@ -1904,6 +1985,7 @@ async function runRuntime(runtime: Runtime): Promise<RuntimeResult> {
     ["session/list", measureSessionListPhase],
     ["session/load", measureSessionLoadPhase],
     [MCP_PHASE, measureMcpPhase],
+    [HTTP_PHASE, measureHttpPhase],
   ];
   for (const [name, phase] of phases) {
     const started = performance.now();
@@ -1955,10 +2037,14 @@ async function main(): Promise<void> {
   Deno.addSignalListener("SIGINT", onSignal);
   Deno.addSignalListener("SIGTERM", onSignal);
   try {
+    const loadAtStart = os.loadavg()[0] ?? Number.NaN;
     const warnings = await prepare();
     const [node, deno, bun] = await Promise.all([versionOf(NODE), versionOf(DENO), versionOf(BUN)]);
     const clientCeiling = await measureClientCeiling();
     mcpGraph = await mcpStartupGraph(ROOT, DENO).catch((error: unknown) =>
+      error instanceof Error ? error.message : String(error)
+    );
+    httpGraph = await httpStartupGraph(ROOT, DENO).catch((error: unknown) =>
       error instanceof Error ? error.message : String(error)
     );
     const results: RuntimeResult[] = [];
@@ -1975,11 +2061,12 @@ async function main(): Promise<void> {
       deno,
       bun,
       clientCeiling,
+      load: [loadAtStart, os.loadavg()[0] ?? Number.NaN],
     };
     const fixture = await storeFixture?.catch(() => undefined);
     await Deno.writeTextFile(
       RESULTS_FILE,
-      renderReport(machine, results, warnings, appends, fixture, mcpGraph, builds),
+      renderReport(machine, results, warnings, appends, fixture, mcpGraph, httpGraph, builds),
     );
     // Leave the file as the repo's formatter wants it, so `deno fmt --check` stays clean.
     const formatted = await runCommand(DENO, ["fmt", "--quiet", RESULTS_FILE]);
