@@ -382,7 +382,7 @@ async function serveHttp(
       grace.abort();
     }
   } finally {
-    // Listening to the end: a second signal during the drain must not kill the process.
+    // Listening to the end: a second signal during the drain must not end the server early.
     stopListening();
   }
   return 0;

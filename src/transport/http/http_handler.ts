@@ -1,7 +1,7 @@
 /**
  * The seam between the HTTP transport (a runtime-neutral Hono app) and the listener each runtime
- * provides (`Deno.serve`, `Bun.serve`, `@hono/node-server`): the listener turns sockets into web
- * `Request`s and WebSocket upgrades, the handler does everything else.
+ * provides (Deno's and Bun's own servers, `@hono/node-server` on Node.js): the listener turns
+ * sockets into web `Request`s and WebSocket upgrades, the handler does everything else.
  *
  * @module
  */

@@ -83,10 +83,15 @@ interface Tracked {
 /**
  * Builds the HTTP transport in front of an agent server.
  *
- * @example Serving it with Deno
+ * @example Serving it with a runtime's listener
  * ```ts ignore
  * const transport = createHttpTransport({ server, security, limits, logger });
- * Deno.serve({ port: 0 }, (request) => transport.fetch(request, {}));
+ * const listener = await serveHttp(transport, { hostname: "127.0.0.1", port: 0, maxMessageBytes });
+ * // … at shutdown: stop accepting, drain the agent server, then end the streams
+ * const closed = listener.close(3000);
+ * await server.close();
+ * await transport.close();
+ * await closed;
  * ```
  *
  * @param options The server, the security policy, the limits and the logger
