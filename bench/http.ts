@@ -21,6 +21,7 @@
  *
  * @module
  */
+import { sourceStartupGraph } from "./startup_graph.ts";
 import type { ChildProcess } from "node:child_process";
 import { build, stop as stopEsbuild } from "esbuild";
 import { cliBuildOptions } from "../scripts/build.ts";
@@ -1227,22 +1228,6 @@ export interface HttpStartupGraph {
   readonly withoutHttp: { readonly file: string; readonly bytes: number };
 }
 
-interface DenoInfoDependency {
-  readonly specifier: string;
-  readonly isDynamic?: boolean;
-  readonly code?: { readonly specifier?: string };
-}
-
-interface DenoInfo {
-  readonly roots: readonly string[];
-  readonly modules: ReadonlyArray<{
-    readonly specifier: string;
-    readonly size?: number;
-    readonly dependencies?: readonly DenoInfoDependency[];
-  }>;
-  readonly redirects: Readonly<Record<string, string>>;
-}
-
 /** HTTP modules in `deno info`'s graph: ours, and the npm packages only HTTP uses. */
 const HTTP_SOURCE =
   /\/src\/transport\/http\/|\/src\/runtime\/(?:\w+_http|http_common)\.ts$|^npm:\/(?:hono@|@hono\/|ws@)|^npm:\/@agentclientprotocol\/sdk@[^/]+\/experimental\/server/;
@@ -1284,47 +1269,8 @@ const HTTP_ENTRY_FILES = /(?:http_transport|node_http)\.ts$/;
  * @returns What the graphs say
  */
 export async function httpStartupGraph(root: string, deno: string): Promise<HttpStartupGraph> {
-  const output = await new Deno.Command(deno, {
-    args: ["info", "--json", "mod.ts"],
-    cwd: root,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!output.success) {
-    throw new Error(`deno info failed: ${new TextDecoder().decode(output.stderr).trim()}`);
-  }
-  const info = JSON.parse(new TextDecoder().decode(output.stdout)) as DenoInfo;
-  const modules = new Map(info.modules.map((module) => [module.specifier, module]));
-  const entries = new Set([`file://${root}/mod.ts`, `file://${root}/src/runtime/main.ts`]);
   const isHttp = (specifier: string): boolean => HTTP_SOURCE.test(specifier);
-  const closure = (roots: readonly string[], followLazy: boolean): Set<string> => {
-    const seen = new Set<string>();
-    const stack = [...roots];
-    while (stack.length > 0) {
-      const raw = stack.pop() as string;
-      const specifier = info.redirects[raw] ?? raw;
-      if (seen.has(specifier)) continue;
-      seen.add(specifier);
-      for (const dependency of modules.get(specifier)?.dependencies ?? []) {
-        const target = dependency.code?.specifier;
-        if (target === undefined) continue;
-        if (dependency.isDynamic && !followLazy && !entries.has(specifier)) continue;
-        stack.push(target);
-      }
-    }
-    return seen;
-  };
-  const startup = closure(info.roots, false);
-  const lazyEdges: string[] = [];
-  for (const specifier of startup) {
-    for (const dependency of modules.get(specifier)?.dependencies ?? []) {
-      const target = dependency.code?.specifier;
-      if (!dependency.isDynamic || entries.has(specifier) || target === undefined) continue;
-      if ([...closure([target], true)].some(isHttp)) {
-        lazyEdges.push(`${specifier.replace(`file://${root}/`, "")} → ${dependency.specifier}`);
-      }
-    }
-  }
+  const { startup, modules, lazyEdges } = await sourceStartupGraph(root, deno, isHttp);
 
   const withoutHttpDir = `${root}/.bench-tmp/cli_without_http`;
   const [result, variant] = await Promise.all([

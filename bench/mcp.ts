@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { sourceStartupGraph } from "./startup_graph.ts";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { build, stop as stopEsbuild } from "esbuild";
@@ -471,20 +472,6 @@ export interface McpStartupGraph {
   readonly withoutMcp: { readonly file: string; readonly bytes: number };
 }
 
-interface DenoInfoDependency {
-  readonly specifier: string;
-  readonly isDynamic?: boolean;
-  readonly code?: { readonly specifier?: string };
-}
-
-interface DenoInfo {
-  readonly roots: readonly string[];
-  readonly modules: ReadonlyArray<
-    { readonly specifier: string; readonly dependencies?: readonly DenoInfoDependency[] }
-  >;
-  readonly redirects: Readonly<Record<string, string>>;
-}
-
 /**
  * Reads the start-up module graph of `mod.ts` (`deno info --json`) and bundles `dist/cli.js`
  * again in memory with a metafile.
@@ -498,47 +485,8 @@ interface DenoInfo {
  * @returns What the graphs say
  */
 export async function mcpStartupGraph(root: string, deno: string): Promise<McpStartupGraph> {
-  const output = await new Deno.Command(deno, {
-    args: ["info", "--json", "mod.ts"],
-    cwd: root,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!output.success) {
-    throw new Error(`deno info failed: ${new TextDecoder().decode(output.stderr).trim()}`);
-  }
-  const info = JSON.parse(new TextDecoder().decode(output.stdout)) as DenoInfo;
-  const modules = new Map(info.modules.map((module) => [module.specifier, module]));
-  const entries = new Set([`file://${root}/mod.ts`, `file://${root}/src/runtime/main.ts`]);
   const isMcp = (specifier: string): boolean => specifier.includes("/@modelcontextprotocol/");
-  const closure = (roots: readonly string[], followLazy: boolean): Set<string> => {
-    const seen = new Set<string>();
-    const stack = [...roots];
-    while (stack.length > 0) {
-      const raw = stack.pop() as string;
-      const specifier = info.redirects[raw] ?? raw;
-      if (seen.has(specifier)) continue;
-      seen.add(specifier);
-      for (const dependency of modules.get(specifier)?.dependencies ?? []) {
-        const target = dependency.code?.specifier;
-        if (target === undefined) continue;
-        if (dependency.isDynamic && !followLazy && !entries.has(specifier)) continue;
-        stack.push(target);
-      }
-    }
-    return seen;
-  };
-  const startup = closure(info.roots, false);
-  const lazyEdges: string[] = [];
-  for (const specifier of startup) {
-    for (const dependency of modules.get(specifier)?.dependencies ?? []) {
-      const target = dependency.code?.specifier;
-      if (!dependency.isDynamic || entries.has(specifier) || target === undefined) continue;
-      if ([...closure([target], true)].some(isMcp)) {
-        lazyEdges.push(`${specifier.replace(`file://${root}/`, "")} → ${dependency.specifier}`);
-      }
-    }
-  }
+  const { startup, lazyEdges } = await sourceStartupGraph(root, deno, isMcp);
 
   // The build script's own options, with a metafile; the variant leaves the MCP hub out.
   const withoutMcpDir = `${root}/.bench-tmp/cli_without_mcp`;
