@@ -21,10 +21,8 @@
  *
  * @module
  */
-import { sourceStartupGraph } from "./startup_graph.ts";
+import { bundleStartupGraph, sourceStartupGraph } from "./startup_graph.ts";
 import type { ChildProcess } from "node:child_process";
-import { build, stop as stopEsbuild } from "esbuild";
-import { cliBuildOptions } from "../scripts/build.ts";
 import {
   type SseItem,
   type SseResponse,
@@ -1272,39 +1270,11 @@ export async function httpStartupGraph(root: string, deno: string): Promise<Http
   const isHttp = (specifier: string): boolean => HTTP_SOURCE.test(specifier);
   const { startup, modules, lazyEdges } = await sourceStartupGraph(root, deno, isHttp);
 
-  const withoutHttpDir = `${root}/.bench-tmp/cli_without_http`;
-  const [result, variant] = await Promise.all([
-    build({
-      ...cliBuildOptions(`${root}/`, `${root}/.bench-tmp/cli_metafile`),
-      write: false,
-      metafile: true,
-    }),
-    build({
-      ...cliBuildOptions(`${root}/`, withoutHttpDir),
-      metafile: true,
-      plugins: [{
-        name: "without-http",
-        setup(plugin): void {
-          plugin.onResolve(
-            { filter: HTTP_ENTRY_FILES },
-            (args) => ({ path: args.path, external: true }),
-          );
-        },
-      }],
-    }),
-  ]).finally(() => stopEsbuild());
-  const outputs = result.metafile.outputs;
-  const entry = Object.keys(outputs).find((path) => path.endsWith("/cli.js")) as string;
-  const startupFiles = new Set<string>();
-  const pending = [entry];
-  while (pending.length > 0) {
-    const path = pending.pop() as string;
-    if (startupFiles.has(path)) continue;
-    startupFiles.add(path);
-    for (const imported of outputs[path]?.imports ?? []) {
-      if (imported.kind === "import-statement" && !imported.external) pending.push(imported.path);
-    }
-  }
+  const { outputs, startupFiles, without } = await bundleStartupGraph(
+    root,
+    "http",
+    HTTP_ENTRY_FILES,
+  );
   const bundleHttpInputs: Array<{ name: string; bytes: number }> = [];
   let lazyHttpBytes = 0;
   for (const [file, out] of Object.entries(outputs)) {
@@ -1326,10 +1296,7 @@ export async function httpStartupGraph(root: string, deno: string): Promise<Http
     bundleFiles: startupFiles.size,
     bundleHttpInputs,
     lazyHttpBytes,
-    withoutHttp: {
-      file: `${withoutHttpDir}/cli.js`,
-      bytes: Object.values(variant.metafile.outputs).reduce((sum, out) => sum + out.bytes, 0),
-    },
+    withoutHttp: without,
   };
 }
 

@@ -16,11 +16,9 @@
  *
  * @module
  */
-import { sourceStartupGraph } from "./startup_graph.ts";
+import { bundleStartupGraph, sourceStartupGraph } from "./startup_graph.ts";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { build, stop as stopEsbuild } from "esbuild";
-import { cliBuildOptions } from "../scripts/build.ts";
 import { processesWithMarker } from "../tests/_helpers/mcp_servers.ts";
 import { pollUntil } from "../tests/_helpers/wait.ts";
 
@@ -489,40 +487,7 @@ export async function mcpStartupGraph(root: string, deno: string): Promise<McpSt
   const { startup, lazyEdges } = await sourceStartupGraph(root, deno, isMcp);
 
   // The build script's own options, with a metafile; the variant leaves the MCP hub out.
-  const withoutMcpDir = `${root}/.bench-tmp/cli_without_mcp`;
-  const [result, variant] = await Promise.all([
-    build({
-      ...cliBuildOptions(`${root}/`, `${root}/.bench-tmp/cli_metafile`),
-      write: false,
-      metafile: true,
-    }),
-    build({
-      ...cliBuildOptions(`${root}/`, withoutMcpDir),
-      metafile: true,
-      plugins: [{
-        name: "without-mcp",
-        setup(plugin): void {
-          plugin.onResolve(
-            { filter: /mcp_hub\.ts$/ },
-            (args) => ({ path: args.path, external: true }),
-          );
-        },
-      }],
-    }),
-  ]).finally(() => stopEsbuild());
-  const outputs = result.metafile.outputs;
-  // What `node dist/cli.js` reads at start-up: the entry and the chunks it imports statically.
-  const entry = Object.keys(outputs).find((path) => path.endsWith("/cli.js")) as string;
-  const startupFiles = new Set<string>();
-  const pending = [entry];
-  while (pending.length > 0) {
-    const path = pending.pop() as string;
-    if (startupFiles.has(path)) continue;
-    startupFiles.add(path);
-    for (const imported of outputs[path]?.imports ?? []) {
-      if (imported.kind === "import-statement" && !imported.external) pending.push(imported.path);
-    }
-  }
+  const { outputs, startupFiles, without } = await bundleStartupGraph(root, "mcp", /mcp_hub\.ts$/);
   let bundleMcpBytes = 0;
   let bundleSrcMcpBytes = 0;
   let lazyMcpBytes = 0;
@@ -548,10 +513,7 @@ export async function mcpStartupGraph(root: string, deno: string): Promise<McpSt
     bundleSrcMcpBytes,
     bundleFiles: startupFiles.size,
     lazyMcpBytes,
-    withoutMcp: {
-      file: `${withoutMcpDir}/cli.js`,
-      bytes: Object.values(variant.metafile.outputs).reduce((sum, out) => sum + out.bytes, 0),
-    },
+    withoutMcp: without,
   };
 }
 

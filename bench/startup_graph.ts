@@ -9,6 +9,8 @@
  *
  * @module
  */
+import { build, type Metafile, stop as stopEsbuild } from "esbuild";
+import { cliBuildOptions } from "../scripts/build.ts";
 
 interface DenoInfoDependency {
   readonly specifier: string;
@@ -93,4 +95,68 @@ export async function sourceStartupGraph(
     }
   }
   return { startup, modules, lazyEdges };
+}
+
+/** What {@link bundleStartupGraph} finds. */
+export interface BundleStartupGraph {
+  /** The build's outputs (metafile). */
+  readonly outputs: Metafile["outputs"];
+  /** The files `node dist/cli.js` reads at start-up: the entry and the chunks it imports statically. */
+  readonly startupFiles: ReadonlySet<string>;
+  /** The same build with some entry files left out (external): its `cli.js` and its total size. */
+  readonly without: { readonly file: string; readonly bytes: number };
+}
+
+/**
+ * Bundles `dist/cli.js` again in memory with the build script's options and a metafile, and a
+ * variant on disk (`.bench-tmp/cli_without_<name>/`) with the files matching `leaveOut` external.
+ *
+ * @param root The repository root
+ * @param name Names the variant
+ * @param leaveOut The source files the variant leaves out
+ * @returns The outputs, the start-up files and the variant
+ */
+export async function bundleStartupGraph(
+  root: string,
+  name: string,
+  leaveOut: RegExp,
+): Promise<BundleStartupGraph> {
+  const withoutDir = `${root}/.bench-tmp/cli_without_${name}`;
+  const [result, variant] = await Promise.all([
+    build({
+      ...cliBuildOptions(`${root}/`, `${root}/.bench-tmp/cli_metafile`),
+      write: false,
+      metafile: true,
+    }),
+    build({
+      ...cliBuildOptions(`${root}/`, withoutDir),
+      metafile: true,
+      plugins: [{
+        name: `without-${name}`,
+        setup(plugin): void {
+          plugin.onResolve({ filter: leaveOut }, (args) => ({ path: args.path, external: true }));
+        },
+      }],
+    }),
+  ]).finally(() => stopEsbuild());
+  const outputs = result.metafile.outputs;
+  const entry = Object.keys(outputs).find((path) => path.endsWith("/cli.js")) as string;
+  const startupFiles = new Set<string>();
+  const pending = [entry];
+  while (pending.length > 0) {
+    const path = pending.pop() as string;
+    if (startupFiles.has(path)) continue;
+    startupFiles.add(path);
+    for (const imported of outputs[path]?.imports ?? []) {
+      if (imported.kind === "import-statement" && !imported.external) pending.push(imported.path);
+    }
+  }
+  return {
+    outputs,
+    startupFiles,
+    without: {
+      file: `${withoutDir}/cli.js`,
+      bytes: Object.values(variant.metafile.outputs).reduce((sum, out) => sum + out.bytes, 0),
+    },
+  };
 }
