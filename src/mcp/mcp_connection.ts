@@ -85,6 +85,9 @@ export class McpCallError extends Error {
   }
 }
 
+/** How long a failed start waits for a stdio server's exit, to name it as the cause. */
+const EXIT_WAIT_MS = 500;
+
 interface Live {
   readonly client: Client;
   readonly transport: Transport;
@@ -319,6 +322,11 @@ export class McpConnection {
       });
       return live;
     } catch (error) {
+      // A server exiting at start can fail a write (EPIPE) before its exit is seen: its exit
+      // code and stderr say more, so give the exit a moment to arrive.
+      if (!signal.aborted && live.transport instanceof HostStdioTransport) {
+        await live.transport.exitWithin(EXIT_WAIT_MS);
+      }
       // The cause is what went wrong now; ending the server below (it exits 0 once its stdin
       // closes) would otherwise pass for it.
       const cause = signal.aborted && !outer.aborted

@@ -100,6 +100,19 @@ export class HostStdioTransport implements Transport {
     return this.#exit;
   }
 
+  /**
+   * How the process ended, waiting at most `ms` for it to end: a start that failed on a write to
+   * a server that was exiting (EPIPE) then names the exit that caused it.
+   *
+   * @param ms The longest wait
+   * @returns The exit, or `undefined` while it runs
+   */
+  async exitWithin(ms: number): Promise<ExitInfo | undefined> {
+    const child = this.#child;
+    if (child && !this.#exit) await exitsWithin(child, ms);
+    return this.#exit;
+  }
+
   /** The last few KiB the server wrote on stderr. */
   get stderrTail(): string {
     return this.#stderr;
