@@ -324,7 +324,10 @@ export class McpConnection {
     } catch (error) {
       // A server exiting at start can fail a write (EPIPE) before its exit is seen: its exit
       // code and stderr say more, so give the exit a moment to arrive.
-      if (!signal.aborted && live.transport instanceof HostStdioTransport) {
+      if (
+        !signal.aborted && live.transport instanceof HostStdioTransport &&
+        /EPIPE|not running/.test(describe(error))
+      ) {
         await live.transport.exitWithin(EXIT_WAIT_MS);
       }
       // The cause is what went wrong now; ending the server below (it exits 0 once its stdin
