@@ -72,6 +72,8 @@ import { missing } from "./kill.ts";
 const LIMIT = 1024 * 1024;
 /** `--idle-timeout` (s): how soon a vanished HTTP client's connection is closed. */
 const IDLE_S = 5;
+/** How long the idle check waits after a long turn before its next request (< IDLE_S). */
+const PACE_S = 2;
 /** The server's process supervisor (src/host/process_guard.ts), by its command line. */
 const SUPERVISOR = /acp-harness-supervisor/;
 /** Sleeps for what `.delay` in the session's directory says (0.2 s without one). */
@@ -2090,11 +2092,14 @@ async function outlivesTurn(env: Env, profile: Profile, n: number): Promise<void
   const { context } = env;
   const label = `idle ${n} (${profile})`;
   const long = client(env, profile);
+  // A second connection whose turn runs PACE_S seconds: its answer marks that time passed.
+  const pacer = client(env, profile);
   let idleClosed = false;
   try {
     context.run();
     if (!(await connected(env, label, long))) return;
     const cwd = await workspace(env, `idle-${n}`, String(IDLE_S + 1));
+    const pacerCwd = await workspace(env, `idle-pacer-${n}`, String(PACE_S));
     const sessionId = await long.newSession(cwd);
     if (sessionId === undefined) {
       context.fail("other", "wedged", `${label}: session/new failed`);
@@ -2109,15 +2114,23 @@ async function outlivesTurn(env: Env, profile: Profile, n: number): Promise<void
       );
       return;
     }
-    // Time is what is tested: half the idle limit passes (the sweep runs every limit/4).
-    await long.waitFor(() => false, IDLE_S * 500);
+    // Time is what is tested: well over a third of the idle limit passes (the sweep runs every
+    // limit/4), marked by the answer to a turn on a second connection opened now (opened earlier,
+    // it would itself go idle during the long turn).
+    if (!(await connected(env, label, pacer))) return;
+    const pacerSession = await pacer.newSession(pacerCwd);
+    if (pacerSession === undefined) {
+      context.fail("other", "wedged", `${label}: pacer session/new failed`);
+      return;
+    }
+    await pacer.prompt(pacerSession, `${label} pacer`, (IDLE_S + 20) * 1000);
     const list = await long.call("session/list", { cwd }, 10_000);
     if (list.frame === undefined || "error" in list.frame) {
       idleClosed = true;
       context.fail(
         "other",
         "idle-too-soon",
-        `${label}: ${IDLE_S / 2} s after a ${IDLE_S + 1} s turn (idle limit ${IDLE_S} s): ${
+        `${label}: about ${PACE_S} s after a ${IDLE_S + 1} s turn (idle limit ${IDLE_S} s): ${
           JSON.stringify(list).slice(0, 200)
         }`,
       );
@@ -2125,6 +2138,7 @@ async function outlivesTurn(env: Env, profile: Profile, n: number): Promise<void
   } finally {
     if (idleClosed) long.vanish();
     await closeClient(env, label, long);
+    await closeClient(env, label, pacer);
   }
 }
 
@@ -2257,7 +2271,6 @@ async function crowdMember(env: Env, index: number, rng: Rng): Promise<void> {
     const member = client(env, choose(rng, PROFILES));
     const label = `crowd ${index} (${member.profile})`;
     const roll = rng();
-    const wait = Math.floor(rng() * 400);
     context.run();
     try {
       if (!(await connected(env, label, member))) continue;
@@ -2279,8 +2292,8 @@ async function crowdMember(env: Env, index: number, rng: Rng): Promise<void> {
             );
           }
         } else {
-          // Gone while the turn runs.
-          await member.waitFor(() => false, wait);
+          // Gone while the turn runs: once its first update has arrived.
+          await member.waitFor(() => member.updates(sessionId).length > 0, 10_000);
           await closeClient(env, label, member);
           await turn;
         }
