@@ -15,7 +15,7 @@ import { parseScript, type Script } from "./llm/scripted.ts";
 import { createLogger, type Logger } from "./log/logger.ts";
 import { formatModelTable, modelsJson } from "./models_command.ts";
 import { runCopySessions } from "./copy_sessions_command.ts";
-import { isPostgresUrl, openSessionStore } from "./store/open_session_store.ts";
+import { isPostgresUrl, MEMORY_STORE, openSessionStore } from "./store/open_session_store.ts";
 import { normalizePath } from "./tools/posix_path.ts";
 import { isAbsolutePath } from "./util/path.ts";
 import {
@@ -207,9 +207,9 @@ export function storeLocation(config: Config, host: Host): string {
     : resolveLocation(config.store, host);
 }
 
-/** A store location as given when it is a PostgreSQL URL, else an absolute directory. */
+/** A store location as given when it is a PostgreSQL URL or `memory:`, else an absolute directory. */
 function resolveLocation(location: string, host: Host): string {
-  if (isPostgresUrl(location)) return location;
+  if (isPostgresUrl(location) || location === MEMORY_STORE) return location;
   return isAbsolutePath(location) ? location : normalizePath(`${host.cwd()}/${location}`);
 }
 

@@ -8,7 +8,12 @@
  */
 import type { Host } from "./host/host.ts";
 import type { Logger } from "./log/logger.ts";
-import { type OpenedSessionStore, openSessionStore } from "./store/open_session_store.ts";
+import { ConfigError } from "./config/value_types.ts";
+import {
+  MEMORY_STORE,
+  type OpenedSessionStore,
+  openSessionStore,
+} from "./store/open_session_store.ts";
 import type { StoredEvent, StoredRecord } from "./store/session_store.ts";
 
 /** Sessions between two progress lines. */
@@ -204,6 +209,13 @@ export interface RunCopySessionsOptions {
 export async function runCopySessions(
   options: RunCopySessionsOptions,
 ): Promise<CopySessionsResult> {
+  for (const location of [options.from, options.to]) {
+    if (location === MEMORY_STORE) {
+      throw new ConfigError(
+        "copy-sessions copies between stores that outlive it: memory: keeps nothing after exit",
+      );
+    }
+  }
   const clock = settableClock(options.host);
   const open = (location: string, host: Host): Promise<OpenedSessionStore> =>
     openSessionStore({

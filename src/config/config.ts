@@ -274,7 +274,7 @@ export const SETTINGS: SettingsTable = {
     fileKey: "store",
     default: undefined,
     shownDefault: "JSONL in --data-dir",
-    help: "Session store: a postgres:// URL, or a directory for JSONL files",
+    help: "Session store: a postgres:// URL, memory: (this process only), or a JSONL directory",
     type: NON_EMPTY_STRING,
   },
   leaseTtl: {

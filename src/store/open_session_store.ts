@@ -1,6 +1,7 @@
 /**
  * Opening the session store a location names: a `postgres://` or `postgresql://` URL selects
- * PostgreSQL (its module is loaded only then), anything else is a JSONL data directory.
+ * PostgreSQL (its module is loaded only then), `memory:` keeps sessions in this process only
+ * (gone when it exits), anything else is a JSONL data directory.
  *
  * @module
  */
@@ -8,6 +9,8 @@ import { ConfigError } from "../config/value_types.ts";
 import type { Host } from "../host/host.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
 import { JsonlSessionStore } from "./jsonl_session_store.ts";
+import { MemoryAttachmentStore } from "./memory_attachment_store.ts";
+import { MemorySessionStore } from "./memory_session_store.ts";
 import type { AttachmentStore, SessionStore } from "./session_store.ts";
 
 /** A session store and its attachment store, open until {@link OpenedSessionStore.close}. */
@@ -26,7 +29,7 @@ export interface OpenedSessionStore {
 
 /** Options for {@link openSessionStore}. */
 export interface OpenSessionStoreOptions {
-  /** A `postgres://` URL, or an absolute JSONL data directory. */
+  /** A `postgres://` URL, {@link MEMORY_STORE}, or an absolute JSONL data directory. */
   readonly location: string;
   /** The operating system (the JSONL store's files). */
   readonly host: Host;
@@ -36,9 +39,12 @@ export interface OpenSessionStoreOptions {
   readonly leaseTtlMs?: number;
   /** PostgreSQL: aborts connecting. */
   readonly signal?: AbortSignal;
-  /** PostgreSQL: the clock that times records (the JSONL store uses `host.now()`). */
+  /** PostgreSQL and memory: the clock that times records (the JSONL store uses `host.now()`). */
   readonly now?: () => number;
 }
+
+/** The store location that keeps sessions in memory, for this process only. */
+export const MEMORY_STORE = "memory:";
 
 /**
  * Whether a store location is a PostgreSQL connection URL.
@@ -77,6 +83,20 @@ export async function openSessionStore(
   options: OpenSessionStoreOptions,
 ): Promise<OpenedSessionStore> {
   const logger = options.logger ?? nullLogger;
+  if (options.location === MEMORY_STORE) {
+    const attachments = new MemoryAttachmentStore();
+    const store = new MemorySessionStore({
+      attachments,
+      ...(options.now ? { now: options.now } : {}),
+    });
+    return {
+      store,
+      attachments,
+      description: "memory (not kept after exit)",
+      postgres: false,
+      close: () => Promise.resolve(),
+    };
+  }
   if (!isPostgresUrl(options.location)) {
     const store = new JsonlSessionStore({ host: options.host, dataDir: options.location, logger });
     return {
