@@ -58,6 +58,7 @@ export type {
 } from "./src/tools/workspace.ts";
 export type {
   AppendFileOptions,
+  AppendFileSyncOptions,
   DirEntry,
   FileInfo,
   HostClock,

@@ -132,12 +132,16 @@ async function copyAttachments(
   }
 }
 
-/** Appends the records in runs of one time each; the last append is a commit point. */
+/**
+ * Appends the records in runs of one time each; the last append is a commit point (with no
+ * records, an empty one: it makes the new session itself durable).
+ */
 async function appendRecords(
   options: CopySessionsOptions,
   id: string,
   records: readonly StoredRecord[],
 ): Promise<void> {
+  if (records.length === 0) return await options.to.store.append(id, [], { sync: true });
   let start = 0;
   while (start < records.length) {
     options.signal?.throwIfAborted();

@@ -129,6 +129,16 @@ export interface HostFiles {
   rename(from: string, to: string): Promise<void>;
 }
 
+/** Options for {@link HostDurableFiles.appendFileSync}. */
+export interface AppendFileSyncOptions {
+  /**
+   * Whether a missing file is created: `false` throws instead, `"exclusive"` creates the file
+   * and throws (`EEXIST`) when it exists.
+   * @default {true}
+   */
+  readonly create?: boolean | "exclusive";
+}
+
 /**
  * The primitives of an append-only log and its lock files: appends that never interleave,
  * flushes to disk, exclusive creation, truncation of a torn tail.
@@ -144,11 +154,7 @@ export interface HostDurableFiles {
    * operating system's hands when this returns, so a crash of this process cannot lose it. Throws
    * on failure. Pair with {@link syncFile} for durability.
    */
-  appendFileSync(
-    path: string,
-    data: string | Uint8Array,
-    options?: { readonly create?: boolean },
-  ): void;
+  appendFileSync(path: string, data: string | Uint8Array, options?: AppendFileSyncOptions): void;
   /** Flushes a file's data to disk (`fdatasync`), e.g. after {@link appendFileSync}. */
   syncFile(path: string): Promise<void>;
   /** Closes whatever {@link appendFileSync} keeps open for `path` (no more appends expected). */

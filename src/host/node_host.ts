@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { closeSync, fstatSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, fdatasync, fstat, fstatSync, openSync, readFileSync, writeSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -12,6 +12,7 @@ import process from "node:process";
 import { NodeProcesses } from "./node_processes.ts";
 import type {
   AppendFileOptions,
+  AppendFileSyncOptions,
   DirEntry,
   FileInfo,
   Host,
@@ -38,6 +39,9 @@ export class NodeHost implements Host {
   readonly #env: Readonly<Record<string, string | undefined>>;
   readonly #appendFds = new Map<string, number>();
   readonly #checkedAt = new Map<string, number>();
+  /** Append descriptors with flushes running (how many), and those to close when they end. */
+  readonly #syncing = new Map<number, number>();
+  readonly #closeAfterSync = new Set<number>();
   readonly #processes: NodeProcesses;
 
   /**
@@ -241,12 +245,13 @@ export class NodeHost implements Host {
    *
    * @param file The file
    * @param data The bytes (strings are UTF-8 encoded)
-   * @param options `create: false` to throw when the file is missing
+   * @param options `create: false` to throw when the file is missing, `"exclusive"` to create it
+   *   and throw (`EEXIST`) when it exists
    */
   appendFileSync(
     file: string,
     data: string | Uint8Array,
-    options?: { readonly create?: boolean },
+    options?: AppendFileSyncOptions,
   ): void {
     const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
     // Append descriptors stay open (a log is appended to many times); they are dropped when the
@@ -262,9 +267,16 @@ export class NodeHost implements Host {
         fd = undefined;
       }
     }
+    if (options?.create === "exclusive") {
+      // A new file, whatever this process cached for the path before.
+      if (fd !== undefined) this.#forget(file);
+      fd = undefined;
+    }
     if (fd === undefined) {
+      const create = options?.create ?? true;
       const flags = fs.constants.O_WRONLY | fs.constants.O_APPEND |
-        (options?.create === false ? 0 : fs.constants.O_CREAT);
+        (create === false ? 0 : fs.constants.O_CREAT) |
+        (create === "exclusive" ? fs.constants.O_EXCL : 0);
       fd = openSync(file, flags, 0o644);
       this.#appendFds.set(file, fd);
       if (this.#appendFds.size > APPEND_FDS) {
@@ -296,16 +308,44 @@ export class NodeHost implements Host {
     this.#checkedAt.delete(file);
     if (fd === undefined) return;
     this.#appendFds.delete(file);
-    try {
-      closeSync(fd);
-    } catch {
-      // Already closed.
-    }
+    // A flush through it is running: closed when it ends (a reused number would flush another).
+    if (this.#syncing.has(fd)) this.#closeAfterSync.add(fd);
+    else closeQuietly(fd);
   }
 
-  /** `fdatasync`s a file through a new descriptor (the flush covers the file, not a descriptor). */
+  /**
+   * `fdatasync`s a file (the flush covers the file, not a descriptor): through the descriptor
+   * {@link appendFileSync} keeps for it, which stays open until the flush ends, else a new one.
+   * Rejects (`ENOENT`) when the file was removed before the flush: its data is gone.
+   */
   async syncFile(file: string): Promise<void> {
-    // Through its own descriptor: a cached append descriptor may be closed (evicted) meanwhile.
+    const fd = this.#appendFds.get(file);
+    if (fd !== undefined) {
+      this.#syncing.set(fd, (this.#syncing.get(fd) ?? 0) + 1);
+      try {
+        await new Promise<void>((resolve, reject) =>
+          fdatasync(fd, (error) => error ? reject(error) : resolve())
+        );
+        // Flushed into the void if the file was removed meanwhile (the descriptor outlives it).
+        const links = await new Promise<number>((resolve, reject) =>
+          fstat(fd, (error, info) => error ? reject(error) : resolve(info.nlink))
+        );
+        if (links === 0) {
+          this.#forget(file);
+          throw Object.assign(new Error(`ENOENT: "${file}" was removed before it was flushed`), {
+            code: "ENOENT",
+          });
+        }
+        return;
+      } finally {
+        const left = (this.#syncing.get(fd) ?? 1) - 1;
+        if (left > 0) this.#syncing.set(fd, left);
+        else {
+          this.#syncing.delete(fd);
+          if (this.#closeAfterSync.delete(fd)) closeQuietly(fd);
+        }
+      }
+    }
     const handle = await fs.open(file, "r");
     try {
       await handle.datasync();
@@ -457,4 +497,13 @@ export class NodeHost implements Host {
 function isNotFound(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === "ENOENT" || code === "ENOTDIR";
+}
+
+/** Closes a descriptor, ignoring that it may be closed already. */
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // Already closed.
+  }
 }

@@ -99,12 +99,12 @@ async function workspaceDirectory(
   allowed: readonly string[] | undefined,
 ): Promise<string> {
   checkPath(path, field);
-  let info: Awaited<ReturnType<Host["stat"]>>;
-  try {
-    info = await host.stat(path);
-  } catch (error) {
-    throw invalid(`${field}: cannot be used as a directory: ${describeFsError(error)}`);
+  // Both at once (one round trip to the file system); the stat's verdict comes first.
+  const [stat, realpath] = await Promise.allSettled([host.stat(path), host.realpath(path)]);
+  if (stat.status === "rejected") {
+    throw invalid(`${field}: cannot be used as a directory: ${describeFsError(stat.reason)}`);
   }
+  const info = stat.value;
   if (!info?.isDirectory) {
     throw invalid(
       `${field}: must be an existing directory, but ${JSON.stringify(path)} ${
@@ -112,12 +112,10 @@ async function workspaceDirectory(
       }`,
     );
   }
-  let real: string;
-  try {
-    real = await host.realpath(path);
-  } catch (error) {
-    throw invalid(`${field}: cannot be used as a directory: ${describeFsError(error)}`);
+  if (realpath.status === "rejected") {
+    throw invalid(`${field}: cannot be used as a directory: ${describeFsError(realpath.reason)}`);
   }
+  const real = realpath.value;
   if (!insideRoots(real, allowed)) {
     throw invalid(
       `${field}: ${JSON.stringify(path)} is outside the workspace roots this server allows`,

@@ -141,16 +141,20 @@ export class SessionManager {
     // Tools first: a session whose MCP servers do not start is never recorded.
     const built = await this.#build(id, params, selection);
     let lease: SessionLease;
+    // The lease and the log at once (a new id: nobody else can hold or write it meanwhile).
+    const leased = store.acquire(id);
+    const created = store.create({
+      version: 1,
+      id,
+      cwd: params.cwd,
+      additionalDirectories: params.additionalDirectories,
+      createdAt: new Date(now()).toISOString(),
+    });
     try {
-      await store.create({
-        version: 1,
-        id,
-        cwd: params.cwd,
-        additionalDirectories: params.additionalDirectories,
-        createdAt: new Date(now()).toISOString(),
-      });
-      lease = await store.acquire(id);
+      [lease] = await Promise.all([leased, created]);
     } catch (error) {
+      await Promise.allSettled([created]);
+      await leased.then((held) => held.release(), () => {});
       await built.disposer.dispose();
       throw error;
     }

@@ -15,7 +15,7 @@ import {
   isValidSessionId,
   sleep,
 } from "./_common.ts";
-import type { JsonlLogs, LogState } from "./_jsonl_log.ts";
+import { type JsonlLogs, type LogState, SYNC_DELAY_MS } from "./_jsonl_log.ts";
 import { tryLock } from "./_lock_file.ts";
 import {
   type IndexLine,
@@ -81,6 +81,10 @@ export class JsonlIndex {
   #file: IndexFile | undefined;
   /** Index operations of this process run one at a time. */
   #queue: Promise<void> = Promise.resolve();
+  /** The sessions created since the last batch of first lines started, and that batch. */
+  #created: { readonly ids: Set<string>; readonly written: Promise<void> } | undefined;
+  /** The pending group flush of `index.jsonl`. */
+  #flushing: Promise<void> | undefined;
 
   /** @param options Where the index is, the logs, tuning */
   constructor(options: JsonlIndexOptions) {
@@ -102,10 +106,49 @@ export class JsonlIndex {
     if (this.#file === undefined) await this.#task(() => this.#sync(false));
   }
 
-  /** Lists a session created by this process and writes its first line. */
+  /**
+   * Lists a session created by this process: in memory at once, and with a line written to
+   * `index.jsonl` together with those of the other sessions created meanwhile (one index write),
+   * so that other processes, and this one after a crash, list it. Not flushed: see
+   * {@link flushSoon}.
+   *
+   * @returns Settles once the line is written (never rejects: failures are logged, the index is a
+   *   cache of the logs)
+   */
   created(id: string, state: LogState): Promise<void> {
     if (this.#file !== undefined) this.#index.applyAll([updateLine(id, state, [])]);
-    return this.flush(id, true);
+    let batch = this.#created;
+    if (batch === undefined) {
+      const ids = new Set<string>();
+      // Sessions created in this tick share the write; while it waits for the index's task
+      // queue, later ones join the next batch.
+      const written = Promise.resolve().then(() => {
+        if (this.#created?.ids === ids) this.#created = undefined;
+        return this.#flushAll([...ids], false);
+      });
+      batch = { ids, written };
+      this.#created = batch;
+    }
+    batch.ids.add(id);
+    return batch.written;
+  }
+
+  /**
+   * `fdatasync`s `index.jsonl` after {@link SYNC_DELAY_MS}, once for every caller meanwhile
+   * (what was written before the call is on disk when it resolves).
+   *
+   * @returns Settles once flushed (never rejects: a failure is logged)
+   */
+  flushSoon(): Promise<void> {
+    this.#flushing ??= new Promise<void>((resolve) => setTimeout(resolve, SYNC_DELAY_MS))
+      .then(() => {
+        this.#flushing = undefined;
+        return this.#host.syncFile(this.#path);
+      })
+      .catch((error: unknown) => {
+        this.#logger.warn("cannot flush the session index", { error });
+      });
+    return this.#flushing;
   }
 
   /**
@@ -154,21 +197,33 @@ export class JsonlIndex {
    * an earlier flush already did. Failures are logged: the index is a cache of the logs.
    */
   flush(id: string, sync: boolean): Promise<void> {
+    return this.#flushAll([id], sync);
+  }
+
+  /** {@link flush} for several sessions, with one index write. */
+  #flushAll(ids: readonly string[], sync: boolean): Promise<void> {
     return this.#task(async () => {
-      const state = this.#logs.states.get(id);
-      if (state === undefined || !state.indexDirty) return;
-      const references = [...state.unindexed];
+      const due = ids.flatMap((id) => {
+        const state = this.#logs.states.get(id);
+        if (state === undefined || !state.indexDirty) return [];
+        return [{ id, state, references: [...state.unindexed], revision: state.revision }];
+      });
+      if (due.length === 0) return;
       const now = this.#host.now();
-      const { revision } = state;
       try {
-        await this.#write([updateLine(id, state, references)], sync);
-        for (const sha of references) state.unindexed.delete(sha);
-        state.indexedAtMs = now;
-        // An append during the write (a title, say) is not in the line: it stays due.
-        if (state.revision === revision) state.indexDirty = false;
+        await this.#write(
+          due.map(({ id, state, references }) => updateLine(id, state, references)),
+          sync,
+        );
+        for (const { state, references, revision } of due) {
+          for (const sha of references) state.unindexed.delete(sha);
+          state.indexedAtMs = now;
+          // An append during the write (a title, say) is not in the line: it stays due.
+          if (state.revision === revision) state.indexDirty = false;
+        }
       } catch (error) {
         this.#logger.warn("cannot update the session index; the next update retries", {
-          id,
+          ...(due.length === 1 ? { id: due[0]?.id } : { sessions: due.length }),
           error,
         });
       }

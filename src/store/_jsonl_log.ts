@@ -40,6 +40,11 @@ export interface LogState {
    * came in while it was writing, so a title appended meanwhile is not taken as written.
    */
   revision: number;
+  /**
+   * Set on a log this process created until its first commit point: what that commit point must
+   * also make durable (the directory entry, the index line), besides the log's data.
+   */
+  creation?: (() => Promise<void>) | undefined;
 }
 
 /** What one write changed, for the index. */
@@ -64,6 +69,8 @@ export class JsonlLogs {
   readonly #dir: string;
   readonly #logger: Logger;
   readonly #syncs = new Map<string, SyncState>();
+  /** The pending group `fsync` of the `sessions` directory. */
+  #dirSync: Promise<void> | undefined;
   /** Per-session operation chains: appends, loads and deletes of one session never overlap. */
   readonly #queues = new Map<string, Promise<void>>();
   /** Operations queued or running per session; absent when none. */
@@ -119,16 +126,26 @@ export class JsonlLogs {
   }
 
   /**
-   * Writes a new log holding the header, fsynced, and remembers it.
+   * Writes a new log holding the header with one synchronous exclusive create and write (in the
+   * operating system's hands when this returns) and remembers it. Nothing is flushed yet: the
+   * log's first commit point ({@link sync}) flushes the header with its records, and the
+   * directory entry with those of the other logs it finds unflushed (one directory `fsync`).
    *
+   * @returns The log's state
    * @throws {SessionExistsError} The log exists
    */
-  async create(header: SessionHeader): Promise<LogState> {
+  create(header: SessionHeader): LogState {
     const { id } = header;
     const text = JSON.stringify(header) + "\n";
-    const created = await this.#host.createExclusive(this.path(id), text, { sync: true });
-    if (!created) throw new SessionExistsError(id);
-    await this.#host.syncDir(this.#dir);
+    const path = this.path(id);
+    try {
+      this.#host.appendFileSync(path, text, { create: "exclusive" });
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code === "EEXIST") {
+        throw new SessionExistsError(id);
+      }
+      throw error;
+    }
     const state: LogState = {
       header,
       seq: 0,
@@ -142,8 +159,21 @@ export class JsonlLogs {
       indexDirty: true,
       revision: 0,
     };
+    state.creation = () => this.#syncDirSoon();
     this.states.set(id, state);
     return state;
+  }
+
+  /** `fsync`s the `sessions` directory after {@link SYNC_DELAY_MS}, once for every caller meanwhile. */
+  #syncDirSoon(): Promise<void> {
+    this.#dirSync ??= new Promise<void>((resolve) => setTimeout(resolve, SYNC_DELAY_MS)).then(
+      () => {
+        // Callers from now on need a later flush: the entries they wait for may be newer.
+        this.#dirSync = undefined;
+        return this.#host.syncDir(this.#dir);
+      },
+    );
+    return this.#dirSync;
   }
 
   /**
@@ -194,18 +224,30 @@ export class JsonlLogs {
    * and appends rarely wait behind one.
    */
   sync(id: string): Promise<void> {
+    const state = this.states.get(id);
+    const creation = state?.creation;
+    if (creation === undefined) return this.#sync(id);
+    return Promise.all([creation(), this.#sync(id)]).then(() => {
+      if (state?.creation === creation) state.creation = undefined;
+    });
+  }
+
+  #sync(id: string): Promise<void> {
     const path = this.path(id);
     const state = this.#syncs.get(path);
     if (state && !state.started) return state.done;
     if (state) {
-      state.next ??= state.done.catch(() => {}).then(() => this.sync(id));
+      state.next ??= state.done.catch(() => {}).then(() => this.#sync(id));
       return state.next;
     }
     const entry: SyncState = { done: Promise.resolve(), started: false };
     entry.done = new Promise<void>((resolve) => setTimeout(resolve, SYNC_DELAY_MS))
       .then(() => {
         entry.started = true;
-        return this.#host.syncFile(path);
+        return this.#host.syncFile(path).catch((error: unknown) => {
+          if (isNotFound(error)) throw new SessionNotFoundError(id);
+          throw error;
+        });
       })
       .finally(() => {
         if (this.#syncs.get(path) === entry) this.#syncs.delete(path);

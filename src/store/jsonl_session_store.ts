@@ -175,7 +175,11 @@ export class JsonlSessionStore implements SessionStore {
   }
 
   /**
-   * Writes a new log holding the header, fsynced, and lists the session.
+   * Writes a new log holding the header (one synchronous write) and its index line: once this
+   * resolves, the session survives a crash of this process and every process lists it. Nothing
+   * is flushed to disk here: the session's first commit point (an `append` with `sync`, such as
+   * an admitted prompt) flushes the log, its directory entry and the index line, each with group
+   * commit, and resolves only once all are durable.
    *
    * @param header The session's header; `createdAt` becomes its first `updatedAt`
    * @param options An abort signal, honoured until the log is written
@@ -192,7 +196,10 @@ export class JsonlSessionStore implements SessionStore {
     const { id } = header;
     await this.#logs.serial(id, async () => {
       signal?.throwIfAborted();
-      const state = await this.#logs.create(header);
+      const state = this.#logs.create(header);
+      // The first commit point flushes the index line too (the log's flushes the directory).
+      const flushDir = state.creation;
+      state.creation = () => Promise.all([flushDir?.(), this.#index.flushSoon()]).then(() => {});
       await this.#index.created(id, state);
     });
   }
@@ -354,7 +361,8 @@ export class JsonlSessionStore implements SessionStore {
     sync: boolean,
   ): Promise<void> {
     const written = this.#logs.write(id, state, events);
-    if (written === undefined) return Promise.resolve();
+    // No events: a commit point still makes what came before durable (a new log, say).
+    if (written === undefined) return sync ? this.#logs.sync(id) : Promise.resolve();
     const indexed = this.#index.written(id, state, written.now, written.changed, sync);
     if (!sync) return indexed;
     return Promise.all([this.#logs.sync(id), indexed]).then(() => {});

@@ -179,13 +179,17 @@ export interface SessionLease {
  *   promise settles; `list` reflects them once the promise resolved.
  * - **Durability** (a store that keeps data beyond the process; `MemorySessionStore` keeps
  *   nothing beyond it and ignores `sync`, but meets every other clause):
- *   - once an `append` with `sync` resolves, its events, and every event appended to the session
- *     before it, survive a crash of the process and of the machine (power loss);
+ *   - once an `append` with `sync` resolves, its events, the session itself and every event
+ *     appended to it before, survive a crash of the process and of the machine (power loss);
+ *     an `append` of no events with `sync` is a commit point too;
  *   - without `sync`, once `append` has returned (not only resolved) its events survive a crash
  *     of this process (`SIGKILL`), but maybe not of the machine; this holds for a session this
  *     store object created or loaded under its lease with no other call on it pending (the
  *     session layer's case); otherwise only once the promise resolves;
- *   - once `create` resolves, the session survives a crash of the process and the machine.
+ *   - once `create` resolves, the session survives a crash of this process (`SIGKILL`); it
+ *     survives a crash of the machine once an `append` with `sync` to it resolves (a store may
+ *     make it durable sooner: the JSONL store does within its group-commit window, PostgreSQL
+ *     when `create` resolves). A session is listed by this store object once `create` resolves.
  * - **Failed appends.** A rejected `append` may have stored a prefix of its events (never any
  *   event out of order): the session stays readable, and later appends continue after what was
  *   stored.
@@ -202,7 +206,8 @@ export interface SessionLease {
  */
 export interface SessionStore {
   /**
-   * Stores a new session with its header and no events. Durable when it resolves.
+   * Stores a new session with its header and no events: it survives a crash of this process when
+   * this resolves, and of the machine by the time its first `append` with `sync` resolves.
    *
    * @param header The session's header; `createdAt` fixes its place in {@link list}
    * @param options An abort signal, honoured until the session is written
