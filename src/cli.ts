@@ -254,6 +254,7 @@ async function composeServer(
     attachments: opened.attachments,
     toolsFor: () => tools,
     ...(allowedRoots ? { allowedRoots } : {}),
+    ...(platform.defer ? { defer: platform.defer } : {}),
   });
   return { server, closeStore: () => opened.close() };
 }

@@ -47,6 +47,15 @@ export interface AgentServerOptions {
    * @default {any directory}
    */
   readonly allowedRoots?: readonly string[];
+  /**
+   * Runs a task once the work of the current event-loop task is done (the runtime's
+   * `setImmediate`). Given, each session hands its records and updates over together once per
+   * task: one append for a turn that never waits (an offline model), one per network read of a
+   * streaming one. Without it, every update is handed over at once.
+   *
+   * @default {none}
+   */
+  readonly defer?: (task: () => void) => void;
 }
 
 /** A live ACP connection served by acp-harness. */
@@ -159,6 +168,7 @@ function serverParts(options: AgentServerOptions): ServerParts {
     retry: options.retry,
     openSessions: new Set(),
     allowedRoots: options.allowedRoots,
+    defer: options.defer,
   };
 }
 

@@ -38,6 +38,8 @@ export interface ServerParts {
   readonly openSessions: Set<string>;
   /** Canonical directories sessions may be opened in; `undefined` allows any. */
   readonly allowedRoots?: readonly string[] | undefined;
+  /** Runs a task once the current event-loop task's work is done (see `AgentServerOptions`). */
+  readonly defer?: ((task: () => void) => void) | undefined;
 }
 
 /** Options of one connection. */
@@ -239,6 +241,7 @@ export class Connection implements ConnectionContext {
       store: server.store,
       attachments: server.attachments,
       openSessions: server.openSessions,
+      ...(server.defer ? { defer: server.defer } : {}),
     });
   }
 }

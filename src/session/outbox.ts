@@ -18,24 +18,54 @@ export interface SessionOutput {
    * @returns A promise to await before sending more, when the client is behind
    */
   send(update: SessionUpdate): Promise<void> | undefined;
+  /**
+   * Hands everything held to the store, then to the client, now: before something that leaves
+   * the process another way (a tool starts, a request to the client, the prompt's answer).
+   */
+  flush(): void;
 }
+
+/** Updates held before they are handed over at once, whatever the schedule. */
+const HOLD_LIMIT = 256;
 
 /**
  * Keeps the rule between a session's log and its client: an update is handed to the client only
  * after everything recorded before it has been handed to the store, so nothing the client was
  * shown can be missing from the log after a crash of this server (SIGKILL included).
+ *
+ * With a `defer` schedule (the runtime's `setImmediate`), records and updates are held until the
+ * work of the current event-loop task is done (or {@link flush} is called) and then handed over
+ * together: one append and one burst of updates for what a turn does without waiting (a whole
+ * offline turn, the deltas of one network read), at a cost of microseconds in latency. Without
+ * one, every update is handed over at once, after an append of what is held.
  */
 export class Outbox implements SessionOutput {
   readonly #recorder: Recorder;
   readonly #updates: UpdateQueue;
+  readonly #defer: ((task: () => void) => void) | undefined;
+  #held: SessionUpdate[] = [];
+  #scheduled = false;
 
   /**
-   * @param recorder The session's recorder
+   * @param recorder The session's recorder (built with {@link schedule} as its schedule when
+   *   `defer` is given)
    * @param updates The session's update queue
+   * @param defer Runs a task once the current event-loop task's work is done
    */
-  constructor(recorder: Recorder, updates: UpdateQueue) {
+  constructor(recorder: Recorder, updates: UpdateQueue, defer?: (task: () => void) => void) {
     this.#recorder = recorder;
     this.#updates = updates;
+    this.#defer = defer;
+  }
+
+  /**
+   * The recorder's schedule: with `defer`, held records go with the next hand-over.
+   *
+   * @param flush The recorder's flush
+   */
+  schedule(flush: () => void): void {
+    if (this.#defer === undefined) return queueMicrotask(flush);
+    this.#scheduleHandOver();
   }
 
   /** @inheritdoc */
@@ -44,18 +74,37 @@ export class Outbox implements SessionOutput {
   }
 
   /**
-   * Records events at once (a strict record; see {@link Recorder.recordNow}).
+   * Records events as a strict record (see {@link Recorder.recordStrict}).
    *
-   * @returns The store's promise for the append
+   * @returns Settles as the store's promise for the append that carries them
    */
-  recordNow(events: readonly StoredEvent[], commit: boolean): Promise<void> {
-    return this.#recorder.recordNow(events, commit);
+  recordStrict(
+    events: readonly StoredEvent[],
+    commit: boolean,
+    onThrown?: () => void,
+  ): Promise<void> {
+    return this.#recorder.recordStrict(events, commit, onThrown);
   }
 
   /** @inheritdoc */
   send(update: SessionUpdate): Promise<void> | undefined {
+    if (this.#defer === undefined) {
+      this.#recorder.flush();
+      return this.#updates.push(update);
+    }
+    this.#held.push(update);
+    if (this.#held.length >= HOLD_LIMIT) this.flush();
+    else this.#scheduleHandOver();
+    return this.#updates.backlog();
+  }
+
+  /** @inheritdoc */
+  flush(): void {
     this.#recorder.flush();
-    return this.#updates.push(update);
+    if (this.#held.length === 0) return;
+    const held = this.#held;
+    this.#held = [];
+    for (const update of held) this.#updates.push(update);
   }
 
   /**
@@ -64,20 +113,30 @@ export class Outbox implements SessionOutput {
    * @returns Once they are written
    */
   sendAll(updates: readonly SessionUpdate[]): Promise<void> {
-    this.#recorder.flush();
+    this.flush();
     for (const update of updates) this.#updates.push(update);
     return this.#updates.flush();
   }
 
   /** Hands everything recorded to the store and waits until it is durable. */
   async commit(): Promise<void> {
-    this.#recorder.flush();
+    this.flush();
     await this.#recorder.durable();
   }
 
   /** Waits for every update sent, then makes everything recorded durable. */
   async drain(): Promise<void> {
+    if (this.#held.length > 0) this.flush();
     await this.#updates.flush();
     await this.commit();
+  }
+
+  #scheduleHandOver(): void {
+    if (this.#scheduled || this.#defer === undefined) return;
+    this.#scheduled = true;
+    this.#defer(() => {
+      this.#scheduled = false;
+      this.flush();
+    });
   }
 }

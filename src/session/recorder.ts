@@ -19,12 +19,20 @@ export interface RecorderOptions {
   /** Only `append` is used. */
   readonly store: Pick<SessionStore, "append">;
   readonly logger: Logger;
+  /**
+   * Arranges for {@link Recorder.flush} to be called soon, when records are held that should
+   * not wait for an update (`soon` records, strict ones). The session's {@link Outbox} passes its
+   * own schedule, so that what a turn records up to its next update goes in one append.
+   * @default {queueMicrotask: at the end of the current microtask}
+   */
+  readonly schedule?: (flush: () => void) => void;
 }
 
 /**
- * Records events in a session's log, in call order, batching what one microtask records into one
+ * Records events in a session's log, in call order, batching what is recorded until the next
+ * flush (by default the end of the microtask; see {@link RecorderOptions.schedule}) into one
  * append. Commit points (`commit`) are made durable in the background ({@link durable} waits for
- * them). A strict record ({@link recordNow}) fails its caller when it cannot be written; other
+ * them). A strict record ({@link recordStrict}) fails its caller when it cannot be written; other
  * failures are logged.
  */
 export class Recorder {
@@ -33,6 +41,8 @@ export class Recorder {
   #pending: StoredEvent[] = [];
   #pendingCommit = false;
   #flushScheduled = false;
+  /** Strict records held: settled with the append that carries them. */
+  #strict: Array<{ resolve: () => void; reject: (error: unknown, thrown: boolean) => void }> = [];
   /** Settles when everything appended so far is durable (never rejects). */
   #durable: Promise<void> = Promise.resolve();
 
@@ -49,43 +59,74 @@ export class Recorder {
    * @param when `soon` (default) or `later`; see {@link RecordTiming}
    */
   record(events: readonly StoredEvent[], commit: boolean, when: RecordTiming = "soon"): void {
-    if (when === "soon" && !this.#flushScheduled) {
-      this.#flushScheduled = true;
-      queueMicrotask(() => {
-        this.#flushScheduled = false;
-        this.flush();
-      });
-    }
-    this.#pending.push(...events);
+    if (when === "soon") this.#scheduleFlush();
+    for (const event of events) this.#pending.push(event);
     this.#pendingCommit ||= commit;
   }
 
   /**
-   * Records events at once, with everything held before them (a strict record, such as an
-   * admitted prompt).
+   * Records events as a strict record (such as an admitted prompt), after everything held: in
+   * the next append, which is made soon (see {@link RecorderOptions.schedule}).
    *
    * @param events The events
    * @param commit Whether they are a commit point
-   * @returns The store's promise for the append; it rejects when the store reports a failure
-   *   (which is logged as well)
-   * @throws When the store throws at once
+   * @param onThrown Called before the rejection when the store threw at once: nothing of the
+   *   append was stored
+   * @returns Settles as the store's promise for that append: it rejects when the store reports
+   *   a failure, or throws at once (which is logged as well)
    */
-  recordNow(events: readonly StoredEvent[], commit: boolean): Promise<void> {
-    const all = [...this.#pending, ...events];
-    const pendingCommit = this.#pendingCommit;
-    this.#pending = [];
-    this.#pendingCommit = false;
-    return this.#append(all, commit || pendingCommit, true);
+  recordStrict(
+    events: readonly StoredEvent[],
+    commit: boolean,
+    onThrown?: () => void,
+  ): Promise<void> {
+    const settled = new Promise<void>((resolve, reject) =>
+      this.#strict.push({
+        resolve,
+        reject: (error, thrown) => {
+          if (thrown) onThrown?.();
+          reject(error);
+        },
+      })
+    );
+    this.record(events, commit);
+    return settled;
   }
 
   /** Hands everything held to the store now. */
   flush(): void {
+    // A flush scheduled earlier finds nothing, or what was recorded since: harmless either way.
+    this.#flushScheduled = false;
     if (this.#pending.length === 0) return;
     const events = this.#pending;
     const commit = this.#pendingCommit;
+    const strict = this.#strict;
     this.#pending = [];
     this.#pendingCommit = false;
-    this.#append(events, commit, false);
+    this.#strict = [];
+    if (strict.length === 0) {
+      this.#append(events, commit);
+      return;
+    }
+    let appended: Promise<void>;
+    try {
+      appended = this.#append(events, commit, true);
+    } catch (error) {
+      for (const { reject } of strict) reject(error, true);
+      return;
+    }
+    appended.then(
+      () => strict.forEach(({ resolve }) => resolve()),
+      (error: unknown) => strict.forEach(({ reject }) => reject(error, false)),
+    );
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    const flush = (): void => this.flush();
+    if (this.#options.schedule) this.#options.schedule(flush);
+    else queueMicrotask(flush);
   }
 
   /** Settles once everything appended so far is durable (or failed, which is logged). */
@@ -93,7 +134,7 @@ export class Recorder {
     return this.#durable;
   }
 
-  #append(events: readonly StoredEvent[], commit: boolean, strict: boolean): Promise<void> {
+  #append(events: readonly StoredEvent[], commit: boolean, strict = false): Promise<void> {
     const { store, logger, sessionId } = this.#options;
     let appended: Promise<void>;
     try {

@@ -64,6 +64,12 @@ export interface SessionOptions {
   readonly attachments: AttachmentStore;
   /** State rebuilt from the log, for a loaded or resumed session. */
   readonly restored?: RestoredSession;
+  /**
+   * Runs a task once the work of the current event-loop task is done (`setImmediate`): given,
+   * the session's records and updates are handed over together once per task (see
+   * {@link Outbox}).
+   */
+  readonly defer?: (task: () => void) => void;
 }
 
 /**
@@ -99,8 +105,13 @@ export class Session {
       sessionId: options.id,
       store: options.store,
       logger: options.logger,
+      schedule: (flush) => this.#outbox.schedule(flush),
     });
-    this.#outbox = new Outbox(recorder, new UpdateQueue(options.sink, options.logger));
+    this.#outbox = new Outbox(
+      recorder,
+      new UpdateQueue(options.sink, options.logger),
+      options.defer,
+    );
     this.#turns = buildTurnRunner(options, this.#outbox);
   }
 
@@ -172,6 +183,8 @@ export class Session {
     const change = this.#selection.set(configId, value);
     this.#outbox.record([this.#selection.configEvent()], true);
     for (const update of change.updates) this.#outbox.send(update);
+    // The updates go out before the answer.
+    this.#outbox.flush();
     return change.options;
   }
 
@@ -242,7 +255,7 @@ function buildTurnRunner(options: SessionOptions, outbox: Outbox): TurnRunner {
     ...(options.commands ? { commands: options.commands } : {}),
     // Tools get the host's file-system queries only (never processes or the environment).
     files: options.host,
-    workspace: options.workspace,
+    workspace: flushingWorkspace(options.workspace, outbox),
     maxSteps: options.maxSteps,
     stream: options.stream,
     ...(options.retry ? { retry: options.retry } : {}),
@@ -259,7 +272,11 @@ function buildTurnRunner(options: SessionOptions, outbox: Outbox): TurnRunner {
     }),
     permissions: new PermissionGate({
       sessionId,
-      ask: options.ask,
+      // A request to the client: what the session holds goes first.
+      ask: (question) => {
+        outbox.flush();
+        return options.ask(question);
+      },
       grants: restored?.grants ?? new Map(),
       output: outbox,
       logger,
@@ -273,4 +290,25 @@ function buildTurnRunner(options: SessionOptions, outbox: Outbox): TurnRunner {
       now,
     }),
   });
+}
+
+/**
+ * The workspace, handing over what the session holds before each call: the client may serve it
+ * (`fs/*`, `terminal/*`), and a command may change the world.
+ */
+function flushingWorkspace(workspace: Workspace, outbox: Outbox): Workspace {
+  return {
+    readTextFile(path, options) {
+      outbox.flush();
+      return workspace.readTextFile(path, options);
+    },
+    writeTextFile(path, content, options) {
+      outbox.flush();
+      return workspace.writeTextFile(path, content, options);
+    },
+    runCommand(command, options) {
+      outbox.flush();
+      return workspace.runCommand(command, options);
+    },
+  };
 }

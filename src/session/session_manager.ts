@@ -52,6 +52,8 @@ export interface SessionManagerOptions {
    * session open on another connection is not deleted from under it.
    */
   readonly openSessions?: Set<string>;
+  /** Runs a task once the current event-loop task's work is done (see `SessionOptions.defer`). */
+  readonly defer?: (task: () => void) => void;
 }
 
 /** Parameters of a new or reopened session, already validated and canonical. */
@@ -438,6 +440,7 @@ export class SessionManager {
       store: this.#options.store,
       attachments: this.#options.attachments,
       ...(restored ? { restored } : {}),
+      ...(this.#options.defer ? { defer: this.#options.defer } : {}),
     });
   }
 }

@@ -59,9 +59,13 @@ export class TurnEventMapper {
         this.#options.output.record([report.event], false, "later");
         return report.update ? this.#options.output.send(report.update) : undefined;
       }
-      case "tool-call":
+      case "tool-call": {
         this.#announced(event);
-        break;
+        // Recorded and announced before the tool runs.
+        const sent = this.#options.output.send(toSessionUpdate(event));
+        this.#options.output.flush();
+        return sent;
+      }
       case "tool-call-update":
         if (event.status !== "in_progress") this.#ended(event);
         break;

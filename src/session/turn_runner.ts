@@ -162,10 +162,15 @@ export class TurnRunner {
       ? await toStoredContent(content, attachments)
       : content as StoredContentPart[];
     if (controller.signal.aborted) return;
-    // Throws when the store throws; a rejected append fails the prompt through the abort.
-    outbox.recordNow(
+    // In the turn's first append (a commit point); a failed append fails the prompt through the
+    // abort.
+    outbox.recordStrict(
       [{ type: "turn_start" }, { type: "user", messageId: crypto.randomUUID(), content: stored }],
       true,
+      // Nothing stored: the turn was not admitted, and its end is not recorded either.
+      () => {
+        state.started = false;
+      },
     ).catch((error: unknown) => {
       // Too late once the turn has ended (it was logged); the controller may serve the next one.
       if (!state.open) return;
@@ -255,8 +260,9 @@ export class TurnRunner {
           : { type: "turn_end", stopReason },
       ], true);
     }
-    // Every update of the turn is already queued on the connection, whose writes go out in
-    // order, so the prompt's answer cannot overtake them; nothing of this turn is sent later.
+    // Every update of the turn is now queued on the connection, whose writes go out in order, so
+    // the prompt's answer cannot overtake them; nothing of this turn is sent later.
+    outbox.flush();
     state.open = false;
     // The session's title is new: once the answer is out, every process lists it (the index
     // line is written, once per session).

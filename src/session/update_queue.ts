@@ -50,6 +50,14 @@ export class UpdateQueue {
     return this.#outstanding >= HIGH_WATER ? this.#last : undefined;
   }
 
+  /**
+   * The promise to await before pushing more when too many writes are outstanding (as
+   * {@link push} returns it), else `undefined`.
+   */
+  backlog(): Promise<void> | undefined {
+    return this.#outstanding >= HIGH_WATER ? this.#last : undefined;
+  }
+
   /** Resolves once every update pushed so far is written (or failed). */
   flush(): Promise<void> {
     return this.#last;

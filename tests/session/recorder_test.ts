@@ -71,32 +71,54 @@ Deno.test("Recorder.flush() hands held records over at once", () => {
   assert.equal(store.calls.length, 1);
 });
 
-Deno.test("Recorder.recordNow() appends at once, after what was held, with its commit flag", async () => {
+Deno.test("Recorder.recordStrict() joins what is held; the next flush appends it with its commit flag", async () => {
   const { store, recorder: r } = recorder();
   r.record([title("held")], false, "later");
   r.record([title("soon")], false);
-  await r.recordNow([{ type: "turn_start" }], true);
-  assert.deepEqual(store.types(), [["title", "title", "turn_start"]]);
+  const strict = r.recordStrict([{ type: "turn_start" }], true);
+  r.record([title("after")], false);
+  await strict;
+  assert.deepEqual(store.types(), [["title", "title", "turn_start", "title"]]);
   assert.equal(store.calls[0]?.sync, true);
   await microtasks();
   assert.equal(store.calls.length, 1, "the scheduled flush finds nothing left");
 });
 
-Deno.test("Recorder.recordNow() throws when the store throws, and logs it", () => {
+Deno.test("Recorder.recordStrict() rejects when the store throws, and logs it", async () => {
   const { store, lines, recorder: r } = recorder();
   store.behaviour = () => {
     throw new Error("disk full");
   };
-  assert.throws(() => r.recordNow([{ type: "turn_start" }], true), /disk full/);
+  await assert.rejects(r.recordStrict([{ type: "turn_start" }], true), /disk full/);
   assert.ok(
     lines.some((line) => line.startsWith("acp-harness error: cannot write the session log")),
   );
 });
 
-Deno.test("Recorder.recordNow() returns the store's rejection, and logs it", async () => {
+Deno.test("Recorder: with a schedule, held records wait for it", () => {
+  const store = new FakeStore();
+  const scheduled: Array<() => void> = [];
+  const r = new Recorder({
+    sessionId: "s1",
+    store,
+    logger: captureLogger().logger,
+    schedule: (flush) => scheduled.push(flush),
+  });
+  r.record([title("one")], false);
+  r.record([title("two")], true);
+  assert.equal(scheduled.length, 1, "one schedule for what is held");
+  assert.equal(store.calls.length, 0);
+  scheduled[0]?.();
+  assert.deepEqual(store.types(), [["title", "title"]]);
+  assert.equal(store.calls[0]?.sync, true);
+  r.record([title("three")], false);
+  assert.equal(scheduled.length, 2, "scheduled again after the flush");
+});
+
+Deno.test("Recorder.recordStrict() returns the store's rejection, and logs it", async () => {
   const { store, lines, recorder: r } = recorder();
   store.behaviour = () => Promise.reject(new Error("disk full"));
-  await assert.rejects(r.recordNow([{ type: "turn_start" }], true), /disk full/);
+  await assert.rejects(r.recordStrict([{ type: "turn_start" }], true), /disk full/);
   await r.durable();
   assert.ok(
     lines.some((line) => line.startsWith("acp-harness error: cannot sync the session log")),
@@ -177,4 +199,44 @@ Deno.test("Outbox.drain() waits for the updates, then makes the records durable"
   assert.equal(drained, false);
   synced.open();
   await draining;
+});
+
+Deno.test("Outbox with a defer schedule: a task's records go in one append, before its updates", async () => {
+  const store = new FakeStore();
+  const { logger } = captureLogger();
+  const order: string[] = [];
+  store.onAppend = (call) => order.push(`append ${call.events.map((e) => e.type).join(",")}`);
+  const updates = new UpdateQueue((update) => {
+    order.push(`send ${update.sessionUpdate}`);
+    return Promise.resolve();
+  }, logger);
+  const tasks: Array<() => void> = [];
+  let outbox: Outbox | undefined;
+  const recorder = new Recorder({
+    sessionId: "s1",
+    store,
+    logger,
+    schedule: (flush) => outbox?.schedule(flush),
+  });
+  outbox = new Outbox(recorder, updates, (task) => tasks.push(task));
+  const admitted = outbox.recordStrict([{ type: "turn_start" }], true);
+  outbox.send({ sessionUpdate: "session_info_update", title: "t" });
+  outbox.record([title("t")], false);
+  outbox.send({ sessionUpdate: "session_info_update", title: "u" });
+  await microtasks();
+  assert.deepEqual(order, [], "held until the task is done");
+  assert.equal(tasks.length, 1, "one hand-over scheduled");
+  tasks[0]?.();
+  await admitted;
+  assert.deepEqual(order, [
+    "append turn_start,title",
+    "send session_info_update",
+    "send session_info_update",
+  ]);
+  // flush() hands over at once, whatever the schedule (before a tool, a request, an answer).
+  outbox.record([turnEnd], true);
+  outbox.send({ sessionUpdate: "session_info_update", title: "v" });
+  outbox.flush();
+  assert.deepEqual(order.slice(3), ["append turn_end", "send session_info_update"]);
+  await outbox.drain();
 });

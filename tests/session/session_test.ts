@@ -55,19 +55,18 @@ function session(options: { efforts?: boolean } = {}) {
 
 const text = (value: string) => [{ type: "text" as const, text: value }];
 
-Deno.test("Session.prompt() records the admission at once, and everything before it is sent", async () => {
+Deno.test("Session.prompt() records the admission in its first append, before anything is sent", async () => {
   const { session: s, store, provider, order } = session();
   s.start();
   const turn = s.prompt(text("Fix the build"), new AbortController().signal);
-  assert.deepEqual(store.types()[0], ["config", "turn_start", "user"]);
-  assert.equal(store.calls[0]?.sync, true);
   await provider.started.wait;
+  assert.deepEqual(store.types()[0], ["config", "turn_start", "user", "title"]);
+  assert.equal(store.calls[0]?.sync, true);
   provider.next.open();
   assert.equal(await turn, "end_turn");
   await s.close();
   assert.deepEqual(order, [
-    "append config,turn_start,user",
-    "append title",
+    "append config,turn_start,user,title",
     "send session_info_update",
     "append assistant",
     "send agent_message_chunk",

@@ -18,6 +18,7 @@ function output(): { output: SessionOutput; calls: unknown[] } {
         calls.push(update);
         return undefined;
       },
+      flush: () => {},
     },
   };
 }

@@ -29,6 +29,9 @@ function output(): { output: SessionOutput; calls: string[]; records: unknown[] 
         calls.push(`send ${update.sessionUpdate}`);
         return undefined;
       },
+      flush() {
+        calls.push("flush");
+      },
     },
   };
 }
@@ -100,6 +103,7 @@ Deno.test("TurnEventMapper.apply() records a tool call as announced and as finis
   assert.deepEqual(calls, [
     "record tool_call soon",
     "send tool_call",
+    "flush",
     "send tool_call_update",
     "record tool_result soon commit",
     "send tool_call_update",
