@@ -211,14 +211,15 @@ Deno.test("Outbox with a defer schedule: a task's records go in one append, befo
     return Promise.resolve();
   }, logger);
   const tasks: Array<() => void> = [];
-  let outbox: Outbox | undefined;
+  const holder: { outbox?: Outbox } = {};
   const recorder = new Recorder({
     sessionId: "s1",
     store,
     logger,
-    schedule: (flush) => outbox?.schedule(flush),
+    schedule: (flush) => holder.outbox?.schedule(flush),
   });
-  outbox = new Outbox(recorder, updates, (task) => tasks.push(task));
+  const outbox = new Outbox(recorder, updates, (task) => tasks.push(task));
+  holder.outbox = outbox;
   const admitted = outbox.recordStrict([{ type: "turn_start" }], true);
   outbox.send({ sessionUpdate: "session_info_update", title: "t" });
   outbox.record([title("t")], false);
