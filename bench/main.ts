@@ -3,19 +3,26 @@
  * Benchmarks acp-harness against a bare SDK echo agent (`bench/bare_agent.ts`) on Deno, Node.js
  * and Bun, side by side in one run, from a small NDJSON JSON-RPC client in this Deno process:
  *
- * - start-up: spawn → `initialize` response (median), and stdin EOF → process exit (median);
- *   then every way of running ours side by side with the compiled binary (`scripts/compile.ts`,
- *   built into `.bench-tmp/bin/` here) and the bare agent run and compiled the same ways;
- * - prompt round trip: sequential `session/prompt` calls on one session (p50, p99, prompts/s);
+ * - start-up: spawn → `initialize` response (median), the first `session/new` on a fresh data
+ *   directory, and stdin EOF → process exit (median); then every way of running ours side by
+ *   side with the compiled binary (`scripts/compile.ts`, built into `.bench-tmp/bin/` here) and
+ *   the bare agent run and compiled the same ways;
+ * - `session/new` many times in a row on one server (p50, p99), then stdin EOF → exit with all
+ *   those sessions open;
+ * - prompt round trip: sequential `session/prompt` calls on one session (p50, p99, prompts/s),
+ *   ours durable and with `--store memory:` beside the bare agent;
  * - update throughput: one prompt answered by many `agent_message_chunk` notifications;
  * - peak RSS of the child (VmHWM) just before stdin is closed;
  * - LLM turn: one `session/prompt` whose model (the fake OpenAI-compatible server of
  *   `tests/_helpers/fake_llm_server.ts`, on 127.0.0.1) streams 5,000 text deltas and 20
  *   `read_file` calls, then a short answer; the baseline is a minimal fetch + SSE client in this
  *   process that reads the same two responses.
+ * - LLM turn breakdown (`bench/llm_breakdown.ts`): time from the fake server writing a response's
+ *   first text delta to the client receiving its `agent_message_chunk` (`--stream`), and the
+ *   agent's CPU (`/proc/<pid>/task/<tid>/schedstat`) per streamed delta and per tool call.
  * - durable sessions (`bench/store_bench.ts`): `session/list` first page at 100 and at 10,000
- *   stored sessions, `session/load` of a 10,000-event session against reading and parsing its log
- *   in this process, and appends per second of the session store in this process.
+ *   stored sessions, `session/load` of a 10,000-event session (to its response and to its first
+ *   replayed update) against reading and parsing its log in this process, and appends per second of the session store in this process.
  * - MCP servers (`bench/mcp.ts`): `session/new` with three stdio MCP servers against a bare
  *   `@modelcontextprotocol/client` starting them, one MCP tool call inside a turn against the bare
  *   client's `tools/call`, and whether the MCP client is in the start-up module graph.
@@ -26,7 +33,8 @@
  *
  * Ours and the bare agent are interleaved so they share the machine's noise. Results go to
  * `bench/RESULTS.md` and stdout. Run `deno task bench` (builds `dist/` first), or
- * `deno run -A bench/main.ts [--quick] [--runtime deno|node|bun]...`.
+ * `deno run -A bench/main.ts [--quick] [--runtime deno|node|bun]... [--only <phase>,...]`
+ * (`--only`: some phases, for working on a section; the report is partial).
  *
  * @module
  */
@@ -2410,6 +2418,11 @@ async function main(): Promise<void> {
     } catch {
       // not there
     }
+    try {
+      Deno.removeSync(FRESH_HOMES, { recursive: true });
+    } catch {
+      // not there
+    }
     Deno.exit(130);
   };
   Deno.addSignalListener("SIGINT", onSignal);
@@ -2456,6 +2469,7 @@ async function main(): Promise<void> {
   } finally {
     killAllChildren();
     await Deno.remove(STORE_DIR, { recursive: true }).catch(() => {});
+    await Deno.remove(FRESH_HOMES, { recursive: true }).catch(() => {});
     // Two executables of over 100 MiB each: not worth keeping between runs.
     await Deno.remove(`${TMP}/bin`, { recursive: true }).catch(() => {});
     Deno.removeSignalListener("SIGINT", onSignal);

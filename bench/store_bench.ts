@@ -5,8 +5,9 @@
  *   compact `index.jsonl`, as `JsonlSessionStore` documents them), checked by opening them with
  *   the store in this process;
  * - `session/list` first page at 100 and at 10,000 stored sessions, through a real server;
- * - `session/load` of one session of 10,000 events through a real server, against reading and
- *   parsing the same log in this process;
+ * - `session/load` of one session of 10,000 events through a real server (to its response, and
+ *   to the first replayed `session/update`), against reading and parsing the same log in this
+ *   process;
  * - appends per second with `JsonlSessionStore` in this process, awaited commit points, bursts
  *   of commit points (group commit), and appends without a commit point.
  *
