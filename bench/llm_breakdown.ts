@@ -81,8 +81,8 @@ export function breakdownCounts(quick: boolean): BreakdownCounts {
       firstDeltaDelayMs: 10,
       cpuRounds: 3,
       cpuWarmupRounds: 2,
-      deltas: 2_000,
-      toolCalls: 20,
+      deltas: 5_000,
+      toolCalls: 50,
     }
     : {
       firstUpdateWarmups: 20,
@@ -90,8 +90,8 @@ export function breakdownCounts(quick: boolean): BreakdownCounts {
       firstDeltaDelayMs: 10,
       cpuRounds: 15,
       cpuWarmupRounds: 3,
-      deltas: 2_000,
-      toolCalls: 20,
+      deltas: 5_000,
+      toolCalls: 50,
     };
 }
 
