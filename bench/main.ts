@@ -22,7 +22,8 @@
  *   agent's CPU (`/proc/<pid>/task/<tid>/schedstat`) per streamed delta and per tool call.
  * - durable sessions (`bench/store_bench.ts`): `session/list` first page at 100 and at 10,000
  *   stored sessions, `session/load` of a 10,000-event session (to its response and to its first
- *   replayed update) against reading and parsing its log in this process, and appends per second of the session store in this process.
+ *   replayed update) against reading and parsing its log in this process, and appends per
+ *   second of the session store in this process.
  * - MCP servers (`bench/mcp.ts`): `session/new` with three stdio MCP servers against a bare
  *   `@modelcontextprotocol/client` starting them, one MCP tool call inside a turn against the bare
  *   client's `tools/call`, and whether the MCP client is in the start-up module graph.
