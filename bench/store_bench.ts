@@ -5,8 +5,9 @@
  *   compact `index.jsonl`, as `JsonlSessionStore` documents them), checked by opening them with
  *   the store in this process;
  * - `session/list` first page at 100 and at 10,000 stored sessions, through a real server;
- * - `session/load` of one session of 10,000 events through a real server, against reading and
- *   parsing the same log in this process;
+ * - `session/load` of one session of 10,000 events through a real server (to its response, and
+ *   to the first replayed `session/update`), against reading and parsing the same log in this
+ *   process;
  * - appends per second with `JsonlSessionStore` in this process, awaited commit points, bursts
  *   of commit points (group commit), and appends without a commit point.
  *
@@ -33,6 +34,11 @@ export interface BenchServer {
   readonly messageChunks: number;
   /** Other `session/update` notifications received so far. */
   readonly otherUpdates: number;
+  /**
+   * Told about every `session/update` notification and when its bytes arrived
+   * (`performance.now()`), when set.
+   */
+  onUpdateAt: ((params: { readonly sessionId?: string }, at: number) => void) | undefined;
   /** Sends a request; resolves with its result and arrival time, rejects on an error reply. */
   request(
     method: string,
@@ -506,6 +512,8 @@ export async function measureSessionList(
 export interface LoadResult {
   /** `session/load` request → response, replay included. */
   readonly load: Spread;
+  /** `session/load` request → the first replayed `session/update` of the session. */
+  readonly firstFrame: Spread;
   /** Reading and parsing the log in this process. */
   readonly parse: Spread;
   /** `session/update` notifications per load. */
@@ -540,19 +548,28 @@ export async function measureSessionLoad(
   const server = start(load.dataDir);
   await server.request("initialize", INITIALIZE_PARAMS);
   const params = { sessionId: load.sessionId, cwd: fixture.workspace, mcpServers: [] };
-  const loadOnce = async (): Promise<number> => {
+  const loadOnce = async (): Promise<{ load: number; firstFrame: number }> => {
     const before = server.messageChunks + server.otherUpdates;
+    let firstAt: number | undefined;
+    server.onUpdateAt = (update, at) => {
+      if (firstAt === undefined && update.sessionId === load.sessionId) firstAt = at;
+    };
     const sentAt = performance.now();
-    const reply = await server.request("session/load", params);
+    let reply: { readonly at: number };
+    try {
+      reply = await server.request("session/load", params);
+    } finally {
+      server.onUpdateAt = undefined;
+    }
     const frames = server.messageChunks + server.otherUpdates - before;
-    if (frames !== load.replayFrames) {
+    if (frames !== load.replayFrames || firstAt === undefined) {
       throw new Error(
         `${server.label}: session/load replayed ${frames} updates before its response, ` +
           `expected ${load.replayFrames}`,
       );
     }
     await server.request("session/close", { sessionId: load.sessionId });
-    return reply.at - sentAt;
+    return { load: reply.at - sentAt, firstFrame: firstAt - sentAt };
   };
   const parseOnce = async (): Promise<number> => {
     const startedAt = performance.now();
@@ -566,18 +583,30 @@ export async function measureSessionLoad(
     await parseOnce();
   }
   const loads: number[] = [];
+  const firstFrames: number[] = [];
   const parses: number[] = [];
+  const timeLoad = async (): Promise<void> => {
+    const timed = await loadOnce();
+    loads.push(timed.load);
+    firstFrames.push(timed.firstFrame);
+  };
   for (let i = 0; i < options.runs; i++) {
     if (i % 2 === 0) {
-      loads.push(await loadOnce());
+      await timeLoad();
       parses.push(await parseOnce());
     } else {
       parses.push(await parseOnce());
-      loads.push(await loadOnce());
+      await timeLoad();
     }
   }
   const exitMs = await stop(server);
-  return { load: spread(loads), parse: spread(parses), frames: load.replayFrames, exitMs };
+  return {
+    load: spread(loads),
+    firstFrame: spread(firstFrames),
+    parse: spread(parses),
+    frames: load.replayFrames,
+    exitMs,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
