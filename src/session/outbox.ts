@@ -33,11 +33,12 @@ const HOLD_LIMIT = 256;
  * after everything recorded before it has been handed to the store, so nothing the client was
  * shown can be missing from the log after a crash of this server (SIGKILL included).
  *
- * With a `defer` schedule (the runtime's `setImmediate`), records and updates are held until the
- * work of the current event-loop task is done (or {@link flush} is called) and then handed over
- * together: one append and one burst of updates for what a turn does without waiting (a whole
- * offline turn, the deltas of one network read), at a cost of microseconds in latency. Without
- * one, every update is handed over at once, after an append of what is held.
+ * With a `defer` schedule (the runtime's `setImmediate`), records and the updates sent after them
+ * are held until the work of the current event-loop task is done (or {@link flush} is called)
+ * and then handed over together: one append and one burst of updates for what a turn does without
+ * waiting (a whole offline turn), at a cost of microseconds in latency; an update with nothing
+ * held before it (a streamed delta) is handed over at once. Without a schedule, every update is
+ * handed over at once, after an append of what is held.
  */
 export class Outbox implements SessionOutput {
   readonly #recorder: Recorder;
@@ -88,7 +89,8 @@ export class Outbox implements SessionOutput {
 
   /** @inheritdoc */
   send(update: SessionUpdate): Promise<void> | undefined {
-    if (this.#defer === undefined) {
+    // Nothing to batch it with (a streamed delta): handed over at once.
+    if (this.#defer === undefined || (this.#held.length === 0 && this.#recorder.idle)) {
       this.#recorder.flush();
       return this.#updates.push(update);
     }

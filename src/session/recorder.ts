@@ -93,6 +93,11 @@ export class Recorder {
     return settled;
   }
 
+  /** Whether nothing is held for the next append. */
+  get idle(): boolean {
+    return this.#pending.length === 0;
+  }
+
   /** Hands everything held to the store now. */
   flush(): void {
     // A flush scheduled earlier finds nothing, or what was recorded since: harmless either way.

@@ -14,7 +14,10 @@ export interface NdJsonStreamOptions {
   /** Told about every line that could not be delivered. */
   readonly onInvalid?: (reason: string) => void;
   /**
-   * Schedules the write of a burst of messages; runtimes pass `setImmediate`.
+   * Schedules the write of a burst of messages; runtimes pass `setImmediate`. Given, every
+   * message waits for it (the messages of one event-loop task, such as a turn's last updates and
+   * its answer, go out in one write, microseconds later); without it, the first few messages of a
+   * burst are written at once and the rest when `setTimeout(flush, 0)` fires.
    * @default {setTimeout(flush, 0)}
    */
   readonly defer?: (flush: () => void) => void;
@@ -73,10 +76,12 @@ export function ndJsonStream(
   const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
   const encoder = new TextEncoder();
   const writer = output.getWriter();
-  // The first few messages after a quiet spell are written at once (no added latency: a turn's
-  // last updates and its answer); when more keep coming before `defer` fires (a burst: a replay,
-  // streamed deltas) the rest are coalesced into one write then, instead of one small write each.
+  // Without a `defer` as quick as `setImmediate`, the first few messages after a quiet spell are
+  // written at once (no added latency: a turn's last updates and its answer); when more keep
+  // coming before `defer` fires (a burst: a replay, streamed deltas) the rest are coalesced into
+  // one write then, instead of one small write each. With one, all of them wait for it.
   const defer = options.defer ?? ((flush: () => void) => setTimeout(flush, 0));
+  const writeThrough = options.defer === undefined ? WRITE_THROUGH : 0;
   let writes: Promise<void> = Promise.resolve();
   let batch: string[] = [];
   let batchChars = 0;
@@ -122,7 +127,7 @@ export function ndJsonStream(
         flushBurst();
       });
     }
-    if (++sentInBurst <= WRITE_THROUGH) return flush();
+    if (++sentInBurst <= writeThrough) return flush();
     nextWrite ??= new Promise<void>((resolve, reject) => {
       settleNext = (write) => write.then(resolve, reject);
     });

@@ -502,3 +502,21 @@ Deno.test("ndJsonStream() echoes the exact id of an oversized request", async ()
   await stream.drained();
   assert.match(out.text(), new RegExp(`^\\{"jsonrpc":"2.0","id":${big},"error":\\{"code":-32600`));
 });
+
+Deno.test("ndJsonStream() with a defer writes the messages of one task in one write, when it runs", async () => {
+  const out = collector();
+  const tasks: Array<() => void> = [];
+  const stream = ndJsonStream(out.writable, input([]), { defer: (task) => tasks.push(task) });
+  const writer = stream.writable.getWriter();
+  const sent = [request(1), request(2), request(3)];
+  for (const message of sent) void writer.write(message);
+  await settle();
+  assert.equal(out.chunks.length, 0, "nothing is written before the task runs");
+  assert.equal(tasks.length, 1, "one write scheduled for the burst");
+  tasks[0]?.();
+  await stream.drained();
+  assert.equal(out.chunks.length, 1, "one write for the three messages");
+  assert.deepEqual(out.lines(), sent);
+  await writer.close();
+  for await (const _ of stream.readable) assert.fail("no input expected");
+});
