@@ -122,9 +122,10 @@ export class Session {
   start(selectionChanged = false): void {
     const repair = this.#options.restored?.repair ?? [];
     if (repair.length > 0) this.#outbox.record(repair, true);
-    if (!this.#options.restored || selectionChanged) {
-      this.#outbox.record([this.#selection.configEvent()], true);
-    }
+    // A new session's selection is made durable with its first commit point (its first prompt):
+    // creating one waits for no flush.
+    if (!this.#options.restored) this.#outbox.record([this.#selection.configEvent()], false);
+    else if (selectionChanged) this.#outbox.record([this.#selection.configEvent()], true);
   }
 
   /**
