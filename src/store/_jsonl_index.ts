@@ -315,9 +315,12 @@ export class JsonlIndex {
     await this.#host.appendFile(this.#path, bytes, { sync, create: false });
     file.offset += bytes.byteLength;
     file.size = file.offset;
-    file.mtimeMs = NaN;
     file.lines += lines.length;
     this.#index.applyAll(lines);
+    // Nobody else writes while we hold the lock: what the file looks like now is what we wrote,
+    // so the next look finds it unchanged with a stat, instead of reading it again.
+    const info = await this.#host.stat(this.#path).catch(() => undefined);
+    file.mtimeMs = info?.size === file.size ? info.mtimeMs : NaN;
   }
 
   /** Rewrites the index once it has more than twice as many lines as live sessions, plus slack. */
