@@ -49,6 +49,16 @@ interface IndexFile {
   lines: number;
 }
 
+/** Flushes that share one index write. */
+interface FlushBatch {
+  /** The sessions whose lines are due. */
+  readonly ids: Set<string>;
+  /** Whether the write is fsynced. */
+  sync: boolean;
+  /** Settles once the write is done (never rejects). */
+  done: Promise<void>;
+}
+
 /** `outdated`: written by a version whose lines lack the creation time that orders the list. */
 type IndexState = "ok" | "missing" | "corrupt" | "outdated";
 
@@ -81,6 +91,8 @@ export class JsonlIndex {
   #file: IndexFile | undefined;
   /** Index operations of this process run one at a time. */
   #queue: Promise<void> = Promise.resolve();
+  /** The flushes waiting for their write, which later flushes join. */
+  #batch: FlushBatch | undefined;
 
   /** @param options Where the index is, the logs, tuning */
   constructor(options: JsonlIndexOptions) {
@@ -151,28 +163,59 @@ export class JsonlIndex {
 
   /**
    * Writes the session's current summary (and its unwritten references) as an index line, unless
-   * an earlier flush already did. Failures are logged: the index is a cache of the logs.
+   * an earlier flush already did. Flushes asked for before the write starts share it: one write
+   * under one `index.lock` for all of them (many sessions released at once cost one write).
+   * Failures are logged: the index is a cache of the logs.
+   *
+   * @param sync Whether the write is fsynced (it is when any flush sharing it asks)
+   * @returns Settles once the line is written (or the failure logged)
    */
   flush(id: string, sync: boolean): Promise<void> {
-    return this.#task(async () => {
-      const state = this.#logs.states.get(id);
-      if (state === undefined || !state.indexDirty) return;
-      const references = [...state.unindexed];
-      const now = this.#host.now();
-      const { revision } = state;
-      try {
-        await this.#write([updateLine(id, state, references)], sync);
-        for (const sha of references) state.unindexed.delete(sha);
-        state.indexedAtMs = now;
-        // An append during the write (a title, say) is not in the line: it stays due.
-        if (state.revision === revision) state.indexDirty = false;
-      } catch (error) {
-        this.#logger.warn("cannot update the session index; the next update retries", {
-          id,
-          error,
-        });
-      }
+    const batch = this.#batch ??= this.#nextBatch();
+    batch.ids.add(id);
+    batch.sync ||= sync;
+    return batch.done;
+  }
+
+  /** A batch of flushes, written once every earlier index operation is done. */
+  #nextBatch(): FlushBatch {
+    const batch: FlushBatch = { ids: new Set(), sync: false, done: Promise.resolve() };
+    batch.done = this.#task(() => {
+      // From now on, flushes go to the next batch: this one is being written.
+      if (this.#batch === batch) this.#batch = undefined;
+      return this.#flushBatch(batch.ids, batch.sync);
     });
+    return batch;
+  }
+
+  /** Writes one line per dirty session of `ids`, in one write. */
+  async #flushBatch(ids: ReadonlySet<string>, sync: boolean): Promise<void> {
+    const due: { id: string; state: LogState; references: string[]; revision: number }[] = [];
+    for (const id of ids) {
+      const state = this.#logs.states.get(id);
+      if (state === undefined || !state.indexDirty) continue;
+      due.push({ id, state, references: [...state.unindexed], revision: state.revision });
+    }
+    if (due.length === 0) return;
+    const now = this.#host.now();
+    try {
+      await this.#write(
+        due.map(({ id, state, references }) => updateLine(id, state, references)),
+        sync,
+      );
+    } catch (error) {
+      this.#logger.warn("cannot update the session index; the next update retries", {
+        ...(due.length === 1 ? { id: due[0]!.id } : { sessions: due.length }),
+        error,
+      });
+      return;
+    }
+    for (const { state, references, revision } of due) {
+      for (const sha of references) state.unindexed.delete(sha);
+      state.indexedAtMs = now;
+      // An append during the write (a title, say) is not in the line: it stays due.
+      if (state.revision === revision) state.indexDirty = false;
+    }
   }
 
   /** After a load under a lease: corrects the index when it lags behind the log (a crash). */
