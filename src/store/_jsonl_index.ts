@@ -507,7 +507,7 @@ export class JsonlIndex {
         try {
           return await task();
         } finally {
-          await attempt.lock.release();
+          attempt.lock.releaseSync();
         }
       }
       if (waited > INDEX_LOCK_TIMEOUT_MS) {
