@@ -171,6 +171,8 @@ export class JsonlIndex {
    * @returns Settles once the line is written (or the failure logged)
    */
   flush(id: string, sync: boolean): Promise<void> {
+    // Not dirty: its line is written already (a flag is cleared only once its write is done).
+    if (this.#logs.states.get(id)?.indexDirty !== true) return Promise.resolve();
     const batch = this.#batch ??= this.#nextBatch();
     batch.ids.add(id);
     batch.sync ||= sync;
