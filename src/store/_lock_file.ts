@@ -129,8 +129,22 @@ export class LockReleaser {
     }
     this.#pending = pending.slice(done);
     if (this.#pending.length === 0) this.#scheduled = false;
-    else setTimeout(() => this.#sweep(), 0);
+    else afterPendingEvents(() => this.#sweep());
   }
+}
+
+/**
+ * Runs `task` in a task of its own once the events already waiting (I/O) have run: a message to
+ * itself, without a timer's minimum delay (1 ms and more, more still once timers nest).
+ */
+function afterPendingEvents(task: () => void): void {
+  const { port1, port2 } = new MessageChannel();
+  port1.onmessage = () => {
+    port1.close();
+    port2.close();
+    task();
+  };
+  port2.postMessage(null);
 }
 
 /**
