@@ -108,8 +108,9 @@ export class LockReleaser {
       this.#pending.push({ lock, resolve, reject });
       if (this.#scheduled) return;
       this.#scheduled = true;
-      // After the current microtasks: the releases of one burst go together.
-      queueMicrotask(() => this.#sweep());
+      // In a task of its own: every release made until then goes with it, and each burst is
+      // bounded on its own.
+      afterPendingEvents(() => this.#sweep());
     });
   }
 
