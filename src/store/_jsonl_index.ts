@@ -26,7 +26,7 @@ import {
   toIndexLine,
 } from "./_session_index.ts";
 import { type ParsedLog, summarizeLog } from "./_session_log.ts";
-import type { SessionSummary } from "./session_store.ts";
+import type { SessionHeader, SessionSummary } from "./session_store.ts";
 
 /** How long a writer waits for `index.lock` before giving up. */
 const INDEX_LOCK_TIMEOUT_MS = 10_000;
@@ -228,7 +228,7 @@ export class JsonlIndex {
         const entry = this.#index.get(id);
         const stale = entry === undefined || entry.summary.updatedAt < state.updatedAt ||
           entry.summary.cwd !== state.header.cwd ||
-          entry.guessed || entry.createdAt !== creationTime(state.header) ||
+          entry.guessed || entry.createdAt !== headerCreationTime(state.header) ||
           (state.title !== undefined && entry.summary.title !== state.title) ||
           [...state.attachments].some((sha) => !entry.attachments.has(sha));
         if (!stale) return;
@@ -525,6 +525,18 @@ export class JsonlIndex {
   }
 }
 
+/** The creation time of each header seen, worked out once (a date parse and format each time). */
+const creationTimes = new WeakMap<SessionHeader, string>();
+
+function headerCreationTime(header: SessionHeader): string {
+  let time = creationTimes.get(header);
+  if (time === undefined) {
+    time = creationTime(header);
+    creationTimes.set(header, time);
+  }
+  return time;
+}
+
 /** The index line of a session's current summary, adding `attachments` as references. */
 export function updateLine(
   id: string,
@@ -536,7 +548,7 @@ export function updateLine(
     cwd: state.header.cwd,
     additionalDirectories: state.header.additionalDirectories,
     ...(state.title === undefined ? {} : { title: state.title }),
-    createdAt: creationTime(state.header),
+    createdAt: headerCreationTime(state.header),
     updatedAt: state.updatedAt,
     ...(attachments.length === 0 ? {} : { attachments }),
   };
