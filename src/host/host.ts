@@ -161,6 +161,14 @@ export interface HostDurableFiles {
   forgetFile(path: string): void;
   /** Creates `path` with `data` only if it does not exist (`O_CREAT|O_EXCL`); `false` if it does. */
   createExclusive(path: string, data: string | Uint8Array, options?: SyncOptions): Promise<boolean>;
+  /**
+   * Removes `path` if its content is exactly `expected`, synchronously (one read, one unlink): a
+   * lock file this process still owns. Cheaper than the asynchronous calls when many locks go at
+   * once; callers keep each burst of calls short.
+   *
+   * @returns Whether it was removed (`false` when missing or saying something else)
+   */
+  removeIfContentSync(path: string, expected: string): boolean;
   /** Cuts a file to `length` bytes. */
   truncate(path: string, length: number, options?: SyncOptions): Promise<void>;
   /** Flushes a directory's entries (after a create or rename) to disk; best effort, never rejects. */

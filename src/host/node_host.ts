@@ -4,7 +4,16 @@
  *
  * @module
  */
-import { closeSync, fdatasync, fstat, fstatSync, openSync, readFileSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  fdatasync,
+  fstat,
+  fstatSync,
+  openSync,
+  readFileSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -293,6 +302,24 @@ export class NodeHost implements Host {
       }
     } catch (error) {
       this.#forget(file);
+      throw error;
+    }
+  }
+
+  /**
+   * Removes a file whose content is `expected`, synchronously.
+   *
+   * @param file The file (a lock file)
+   * @param expected The exact content it must have
+   * @returns Whether it was removed
+   */
+  removeIfContentSync(file: string, expected: string): boolean {
+    try {
+      if (readFileSync(file, "utf8") !== expected) return false;
+      unlinkSync(file);
+      return true;
+    } catch (error) {
+      if (isNotFound(error)) return false;
       throw error;
     }
   }

@@ -26,7 +26,7 @@ import {
   toIndexLine,
 } from "./_session_index.ts";
 import { type ParsedLog, summarizeLog } from "./_session_log.ts";
-import type { SessionSummary } from "./session_store.ts";
+import type { SessionHeader, SessionSummary } from "./session_store.ts";
 
 /** How long a writer waits for `index.lock` before giving up. */
 const INDEX_LOCK_TIMEOUT_MS = 10_000;
@@ -47,6 +47,16 @@ interface IndexFile {
   mtimeMs: number;
   /** Lines in the file, generation line included. */
   lines: number;
+}
+
+/** Flushes that share one index write. */
+interface FlushBatch {
+  /** The sessions whose lines are due. */
+  readonly ids: Set<string>;
+  /** Whether the write is fsynced. */
+  sync: boolean;
+  /** Settles once the write is done (never rejects). */
+  done: Promise<void>;
 }
 
 /** `outdated`: written by a version whose lines lack the creation time that orders the list. */
@@ -81,8 +91,8 @@ export class JsonlIndex {
   #file: IndexFile | undefined;
   /** Index operations of this process run one at a time. */
   #queue: Promise<void> = Promise.resolve();
-  /** The sessions created since the last batch of first lines started, and that batch. */
-  #created: { readonly ids: Set<string>; readonly written: Promise<void> } | undefined;
+  /** The flushes waiting for their write, which later flushes join. */
+  #batch: FlushBatch | undefined;
   /** The pending group flush of `index.jsonl`. */
   #flushing: Promise<void> | undefined;
 
@@ -117,20 +127,7 @@ export class JsonlIndex {
    */
   created(id: string, state: LogState): Promise<void> {
     if (this.#file !== undefined) this.#index.applyAll([updateLine(id, state, [])]);
-    let batch = this.#created;
-    if (batch === undefined) {
-      const ids = new Set<string>();
-      // Sessions created in this tick share the write; while it waits for the index's task
-      // queue, later ones join the next batch.
-      const written = Promise.resolve().then(() => {
-        if (this.#created?.ids === ids) this.#created = undefined;
-        return this.#flushAll([...ids], false);
-      });
-      batch = { ids, written };
-      this.#created = batch;
-    }
-    batch.ids.add(id);
-    return batch.written;
+    return this.flush(id, false);
   }
 
   /**
@@ -194,40 +191,61 @@ export class JsonlIndex {
 
   /**
    * Writes the session's current summary (and its unwritten references) as an index line, unless
-   * an earlier flush already did. Failures are logged: the index is a cache of the logs.
+   * an earlier flush already did. Flushes asked for before the write starts share it: one write
+   * under one `index.lock` for all of them (many sessions released at once cost one write).
+   * Failures are logged: the index is a cache of the logs.
+   *
+   * @param sync Whether the write is fsynced (it is when any flush sharing it asks)
+   * @returns Settles once the line is written (or the failure logged)
    */
   flush(id: string, sync: boolean): Promise<void> {
-    return this.#flushAll([id], sync);
+    // Not dirty: its line is written already (a flag is cleared only once its write is done).
+    if (this.#logs.states.get(id)?.indexDirty !== true) return Promise.resolve();
+    const batch = this.#batch ??= this.#nextBatch();
+    batch.ids.add(id);
+    batch.sync ||= sync;
+    return batch.done;
   }
 
-  /** {@link flush} for several sessions, with one index write. */
-  #flushAll(ids: readonly string[], sync: boolean): Promise<void> {
-    return this.#task(async () => {
-      const due = ids.flatMap((id) => {
-        const state = this.#logs.states.get(id);
-        if (state === undefined || !state.indexDirty) return [];
-        return [{ id, state, references: [...state.unindexed], revision: state.revision }];
-      });
-      if (due.length === 0) return;
-      const now = this.#host.now();
-      try {
-        await this.#write(
-          due.map(({ id, state, references }) => updateLine(id, state, references)),
-          sync,
-        );
-        for (const { state, references, revision } of due) {
-          for (const sha of references) state.unindexed.delete(sha);
-          state.indexedAtMs = now;
-          // An append during the write (a title, say) is not in the line: it stays due.
-          if (state.revision === revision) state.indexDirty = false;
-        }
-      } catch (error) {
-        this.#logger.warn("cannot update the session index; the next update retries", {
-          ...(due.length === 1 ? { id: due[0]?.id } : { sessions: due.length }),
-          error,
-        });
-      }
+  /** A batch of flushes, written once every earlier index operation is done. */
+  #nextBatch(): FlushBatch {
+    const batch: FlushBatch = { ids: new Set(), sync: false, done: Promise.resolve() };
+    batch.done = this.#task(() => {
+      // From now on, flushes go to the next batch: this one is being written.
+      if (this.#batch === batch) this.#batch = undefined;
+      return this.#flushBatch(batch.ids, batch.sync);
     });
+    return batch;
+  }
+
+  /** Writes one line per dirty session of `ids`, in one write. */
+  async #flushBatch(ids: ReadonlySet<string>, sync: boolean): Promise<void> {
+    const due: { id: string; state: LogState; references: string[]; revision: number }[] = [];
+    for (const id of ids) {
+      const state = this.#logs.states.get(id);
+      if (state === undefined || !state.indexDirty) continue;
+      due.push({ id, state, references: [...state.unindexed], revision: state.revision });
+    }
+    if (due.length === 0) return;
+    const now = this.#host.now();
+    try {
+      await this.#write(
+        due.map(({ id, state, references }) => updateLine(id, state, references)),
+        sync,
+      );
+    } catch (error) {
+      this.#logger.warn("cannot update the session index; the next update retries", {
+        ...(due.length === 1 ? { id: due[0]!.id } : { sessions: due.length }),
+        error,
+      });
+      return;
+    }
+    for (const { state, references, revision } of due) {
+      for (const sha of references) state.unindexed.delete(sha);
+      state.indexedAtMs = now;
+      // An append during the write (a title, say) is not in the line: it stays due.
+      if (state.revision === revision) state.indexDirty = false;
+    }
   }
 
   /** After a load under a lease: corrects the index when it lags behind the log (a crash). */
@@ -238,7 +256,7 @@ export class JsonlIndex {
         const entry = this.#index.get(id);
         const stale = entry === undefined || entry.summary.updatedAt < state.updatedAt ||
           entry.summary.cwd !== state.header.cwd ||
-          entry.guessed || entry.createdAt !== creationTime(state.header) ||
+          entry.guessed || entry.createdAt !== headerCreationTime(state.header) ||
           (state.title !== undefined && entry.summary.title !== state.title) ||
           [...state.attachments].some((sha) => !entry.attachments.has(sha));
         if (!stale) return;
@@ -522,7 +540,7 @@ export class JsonlIndex {
         try {
           return await task();
         } finally {
-          await attempt.lock.release();
+          attempt.lock.releaseSync();
         }
       }
       if (waited > INDEX_LOCK_TIMEOUT_MS) {
@@ -538,6 +556,18 @@ export class JsonlIndex {
   }
 }
 
+/** The creation time of each header seen, worked out once (a date parse and format each time). */
+const creationTimes = new WeakMap<SessionHeader, string>();
+
+function headerCreationTime(header: SessionHeader): string {
+  let time = creationTimes.get(header);
+  if (time === undefined) {
+    time = creationTime(header);
+    creationTimes.set(header, time);
+  }
+  return time;
+}
+
 /** The index line of a session's current summary, adding `attachments` as references. */
 export function updateLine(
   id: string,
@@ -549,7 +579,7 @@ export function updateLine(
     cwd: state.header.cwd,
     additionalDirectories: state.header.additionalDirectories,
     ...(state.title === undefined ? {} : { title: state.title }),
-    createdAt: creationTime(state.header),
+    createdAt: headerCreationTime(state.header),
     updatedAt: state.updatedAt,
     ...(attachments.length === 0 ? {} : { attachments }),
   };

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Host } from "../host/host.ts";
-import { type HeldLock, type LockOwner, tryLock } from "./_lock_file.ts";
+import { type HeldLock, type LockOwner, LockReleaser, tryLock } from "./_lock_file.ts";
 import { type SessionLease, SessionLockedError } from "./session_store.ts";
 
 /** What happens around taking and giving up a lease. */
@@ -23,6 +23,8 @@ export class JsonlLeases {
   readonly #ensureDirs: () => Promise<void>;
   /** Leases of this store; `null` while an acquire is in flight. */
   readonly #leases = new Map<string, JsonlSessionLease | null>();
+  /** Removes the lock files of leases released together in one burst. */
+  readonly #releaser = new LockReleaser();
 
   /**
    * @param host File access and process checks
@@ -83,7 +85,7 @@ export class JsonlLeases {
   ): Promise<void> {
     try {
       await hooks.releasing();
-      await lock.release();
+      await this.#releaser.release(lock);
     } finally {
       if (this.#leases.get(id) === lease) this.#leases.delete(id);
     }

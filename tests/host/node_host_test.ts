@@ -346,6 +346,24 @@ Deno.test("NodeHost.createExclusive() creates once", async () => {
   }
 });
 
+Deno.test("NodeHost.removeIfContentSync() removes a file only when it says exactly what is expected", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const host = new NodeHost();
+    const file = `${dir}/x.lock`;
+    await Deno.writeTextFile(file, "mine");
+    assert.equal(host.removeIfContentSync(file, "min"), false);
+    assert.equal(host.removeIfContentSync(file, "mine!"), false);
+    assert.equal(await Deno.readTextFile(file), "mine");
+    assert.equal(host.removeIfContentSync(file, "mine"), true);
+    await assert.rejects(Deno.stat(file), Deno.errors.NotFound);
+    assert.equal(host.removeIfContentSync(file, "mine"), false);
+    assert.equal(host.removeIfContentSync(`${dir}/no/such/dir/x.lock`, "mine"), false);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("NodeHost.rename(), truncate(), readFileRange() and syncDir()", async () => {
   const dir = await Deno.makeTempDir();
   try {

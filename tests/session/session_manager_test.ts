@@ -1,10 +1,11 @@
 /**
- * `SessionManager` on the in-memory store: the lifecycle of the sessions of one connection, their
- * tool sets and disposers, without a protocol layer in between.
+ * `SessionManager` on the in-memory store (and the JSONL one for shutdown): the lifecycle of the
+ * sessions of one connection, their tool sets and disposers, without a protocol layer in between.
  *
  * @module
  */
 import assert from "node:assert/strict";
+import { readdir, readFile } from "node:fs/promises";
 import { mergeConfig, NodeHost } from "../../mod.ts";
 import { createCatalog } from "../../src/cli.ts";
 import { nullLogger } from "../../src/log/logger.ts";
@@ -12,11 +13,17 @@ import type { SessionUpdate } from "../../src/protocol/acp_types.ts";
 import { SessionStateError } from "../../src/session/session.ts";
 import { SessionManager, SessionNotFoundError } from "../../src/session/session_manager.ts";
 import type { SessionToolsInfo } from "../../src/session/tool_set_factory.ts";
+import type { SyncOptions } from "../../src/host/host.ts";
+import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
 import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
+import type { SessionStore } from "../../src/store/session_store.ts";
 import { HostWorkspace } from "../../src/tools/host_workspace.ts";
 import { builtinTools } from "../../src/tools/builtin_tools.ts";
+import { tempDir } from "../_helpers/temp_dir.ts";
 
-function manager(store = new MemorySessionStore()) {
+function manager(
+  store: SessionStore & Pick<MemorySessionStore, "attachments"> = new MemorySessionStore(),
+) {
   const config = mergeConfig({});
   const host = new NodeHost({});
   const updates: Array<{ sessionId: string; update: SessionUpdate }> = [];
@@ -119,4 +126,50 @@ Deno.test("SessionManager.closeAll() closes every session and refuses new ones",
   assert.equal(sessions.size, 0);
   assert.deepEqual(new Set(disposed), new Set([a.id, b.id]));
   await assert.rejects(sessions.create(ROOTS), SessionStateError);
+});
+
+/** A host that counts how often the session index is locked (once per index write). */
+class IndexWritesHost extends NodeHost {
+  indexWrites = 0;
+
+  override createExclusive(
+    path: string,
+    data: string | Uint8Array,
+    options?: SyncOptions,
+  ): Promise<boolean> {
+    if (path.endsWith("/index.lock")) this.indexWrites++;
+    return super.createExclusive(path, data, options);
+  }
+}
+
+Deno.test("SessionManager.closeAll() on a JSONL store: every session's final index line in a shared write, every lock removed", async () => {
+  await using dir = await tempDir("acp-harness-close-all-");
+  const host = new IndexWritesHost({});
+  const store = new JsonlSessionStore({ host, dataDir: dir.path });
+  const { sessions } = manager(store);
+  const ids: string[] = [];
+  for (let n = 0; n < 300; n++) ids.push((await sessions.create(ROOTS)).id);
+  // A turn in some: their last record is later than their creation.
+  for (const id of ids.filter((_, n) => n % 30 === 0)) {
+    assert.equal(await sessions.get(id)!.prompt(text("hello"), signal), "end_turn");
+  }
+  const before = host.indexWrites;
+  await sessions.closeAll();
+  // Each session had a line due (its configuration record at least): one write took them all,
+  // or two when some sessions finished closing after the first write began.
+  assert.ok(host.indexWrites - before <= 2, `${host.indexWrites - before} index writes`);
+  assert.deepEqual(await readdir(`${dir.path}/locks`), []);
+  const names = await readdir(dir.path);
+  assert.ok(!names.includes("index.lock"));
+  const updatedAt = new Map<string, string>();
+  for (
+    const line of (await readFile(`${dir.path}/index.jsonl`, "utf8")).trimEnd().split("\n").slice(1)
+  ) {
+    const entry = JSON.parse(line) as { id: string; updatedAt: string };
+    updatedAt.set(entry.id, entry.updatedAt);
+  }
+  for (const id of ids) {
+    const log = (await readFile(`${dir.path}/sessions/${id}.jsonl`, "utf8")).trimEnd().split("\n");
+    assert.equal(updatedAt.get(id), JSON.parse(log.at(-1)!).time, `updatedAt of ${id}`);
+  }
 });

@@ -154,3 +154,20 @@ Deno.test("JsonlSessionStore.delete(): releases this process's lease and removes
   const again = await temp.open().acquire(id);
   await again.release();
 });
+
+Deno.test("JsonlSessionStore: leases released together remove their locks, but not one replaced meanwhile", async () => {
+  await using temp = await tempStore();
+  const { store, host } = temp;
+  const ids = Array.from({ length: 200 }, (_, n) => sessionId(n + 1));
+  const leases = await Promise.all(ids.map(async (id) => {
+    await store.create(header(id, host));
+    return await store.acquire(id);
+  }));
+  const replaced = `${temp.dir}/locks/${ids[7]}.lock`;
+  await Deno.writeTextFile(replaced, lockJson(host.pid(), "someone-else"));
+  await Promise.all(leases.map((lease) => lease.release()));
+  assert.deepEqual(await names(`${temp.dir}/locks`), [`${ids[7]}.lock`]);
+  // Released: every other session can be taken again.
+  const again = await Promise.all(ids.filter((_, n) => n !== 7).map((id) => store.acquire(id)));
+  await Promise.all(again.map((lease) => lease.release()));
+});
