@@ -13,8 +13,6 @@ import { ModelCatalog } from "./llm/catalog.ts";
 import { builtinProviders, type ProviderSpec } from "./llm/presets.ts";
 import { parseScript, type Script } from "./llm/scripted.ts";
 import { createLogger, type Logger } from "./log/logger.ts";
-import { formatModelTable, modelsJson } from "./models_command.ts";
-import { runCopySessions } from "./copy_sessions_command.ts";
 import { isPostgresUrl, MEMORY_STORE, openSessionStore } from "./store/open_session_store.ts";
 import { normalizePath } from "./tools/posix_path.ts";
 import { isAbsolutePath } from "./util/path.ts";
@@ -24,7 +22,6 @@ import {
   createAgentServer,
 } from "./protocol/agent_server.ts";
 import type { HttpListener, ServeHttp } from "./transport/http/http_handler.ts";
-import { isLoopback, loopbackHosts } from "./transport/http/http_security.ts";
 import { builtinTools } from "./tools/builtin_tools.ts";
 import { type NdJsonStream, ndJsonStream } from "./transport/nd_json_stream.ts";
 import { abortableDelay } from "./util/abortable_delay.ts";
@@ -145,6 +142,7 @@ async function copySessionsCommand(
   command: { readonly from: string; readonly to: string },
 ): Promise<number> {
   try {
+    const { runCopySessions } = await import("./copy_sessions_command.ts");
     await runCopySessions({
       from: resolveLocation(command.from, platform.host),
       to: resolveLocation(command.to, platform.host),
@@ -168,6 +166,7 @@ async function printModels(
   options: { readonly model: string; readonly json: boolean },
 ): Promise<void> {
   const discovery = await catalog.discover({ timeoutMs: DISCOVERY_TIMEOUT_MS });
+  const { formatModelTable, modelsJson } = await import("./models_command.ts");
   const listings = catalog.known();
   let text: string;
   if (options.json) {
@@ -307,6 +306,7 @@ async function serveHttp(
   logger: Logger,
 ): Promise<number> {
   if (!platform.serveHttp) throw new ConfigError("This runtime cannot serve HTTP");
+  const { isLoopback, loopbackHosts } = await import("./transport/http/http_security.ts");
   const token = config.token ??
     (config.tokenFile ? await readToken(platform.host, config.tokenFile) : undefined);
   if (!isLoopback(config.host)) {
