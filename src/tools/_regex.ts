@@ -9,6 +9,7 @@
  *
  * @module
  */
+import type * as Re2js from "re2js";
 import type { RE2JS } from "re2js";
 
 /** The `RE2JS` flag that lets `.` match a newline too (`RE2JS.DOTALL`). */
@@ -18,7 +19,8 @@ let engine: Promise<typeof RE2JS> | undefined;
 
 /** The `RE2JS` class, imported on first use. */
 function loadEngine(): Promise<typeof RE2JS> {
-  engine ??= import("re2js").then((module) => module.RE2JS);
+  // The `+` keeps re2js out of Deno's start-up module graph (see src/runtime/main.ts).
+  engine ??= (import("re2" + "js") as Promise<typeof Re2js>).then((module) => module.RE2JS);
   return engine;
 }
 
