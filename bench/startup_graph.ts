@@ -39,6 +39,8 @@ export interface SourceStartupGraph {
   readonly modules: ReadonlyMap<string, DenoInfoModule>;
   /** `importer → specifier` of each lazy `import()` from start-up code that leads to target code. */
   readonly lazyEdges: readonly string[];
+  /** Specifiers as imported → as in `modules` (`npm:zod` → `npm:/zod@4.6.7`). */
+  readonly redirects: Readonly<Record<string, string>>;
 }
 
 /**
@@ -94,7 +96,7 @@ export async function sourceStartupGraph(
       }
     }
   }
-  return { startup, modules, lazyEdges };
+  return { startup, modules, lazyEdges, redirects: info.redirects };
 }
 
 /** What {@link bundleStartupGraph} finds. */
@@ -122,6 +124,7 @@ export async function bundleStartupGraph(
   leaveOut: RegExp,
 ): Promise<BundleStartupGraph> {
   const withoutDir = `${root}/.bench-tmp/cli_without_${name}`;
+  const variantOptions = cliBuildOptions(`${root}/`, withoutDir);
   const [result, variant] = await Promise.all([
     build({
       ...cliBuildOptions(`${root}/`, `${root}/.bench-tmp/cli_metafile`),
@@ -129,9 +132,9 @@ export async function bundleStartupGraph(
       metafile: true,
     }),
     build({
-      ...cliBuildOptions(`${root}/`, withoutDir),
+      ...variantOptions,
       metafile: true,
-      plugins: [{
+      plugins: [...(variantOptions.plugins ?? []), {
         name: `without-${name}`,
         setup(plugin): void {
           plugin.onResolve({ filter: leaveOut }, (args) => ({ path: args.path, external: true }));
