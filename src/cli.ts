@@ -7,14 +7,15 @@ import {
   parseArgs,
   USAGE,
 } from "./config/config.ts";
-// The commands and the HTTP transport are imported when they run; the `+` in their specifiers
-// keeps them out of Deno's start-up module graph (see src/runtime/main.ts).
+// The JSON reader (config and script files), the commands and the HTTP transport are imported
+// when they run; the `+` in their specifiers keeps them out of Deno's start-up module graph (see
+// src/runtime/main.ts).
+import type * as JsonText from "./config/json_text.ts";
 import type * as CopySessionsCommand from "./copy_sessions_command.ts";
 import type * as ModelsCommand from "./models_command.ts";
 import type * as HttpSecurity from "./transport/http/http_security.ts";
 import type * as HttpTransport from "./transport/http/http_transport.ts";
 import type { Host } from "./host/host.ts";
-import { parseJsonText } from "./config/json_text.ts";
 import { ModelCatalog } from "./llm/catalog.ts";
 import { builtinProviders, type ProviderSpec } from "./llm/presets.ts";
 import { parseScript, type Script } from "./llm/scripted.ts";
@@ -554,6 +555,8 @@ async function readJson(host: Host, file: string): Promise<unknown> {
     throw new ConfigError(`Cannot read "${file}": ${(error as Error).message}`);
   }
   try {
+    const { parseJsonText } =
+      await (import("./config/json_text" + ".ts") as Promise<typeof JsonText>);
     return parseJsonText(text, file);
   } catch (error) {
     throw new ConfigError((error as Error).message);
