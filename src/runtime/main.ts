@@ -14,7 +14,9 @@
  * analyse and resolve (npm packages included) everything a lazy import leads to before the first
  * line runs, which cost more than a third of Deno's start-up over a bare agent. A sum is not a
  * literal, so the graph stops there; esbuild (`scripts/build.ts`) and `bun build` fold it into a
- * literal and bundle the module as before. A `typeof import` cast keeps the types.
+ * literal and bundle the module as before. A `typeof import` cast keeps the types. (An npm
+ * package is imported by its name as a literal: `deno publish` rewrites only those to `npm:`
+ * specifiers; Deno then resolves the package before start, but loads it only when it runs.)
  *
  * @module
  */

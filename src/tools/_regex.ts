@@ -9,7 +9,6 @@
  *
  * @module
  */
-import type * as Re2js from "re2js";
 import type { RE2JS } from "re2js";
 
 /** The `RE2JS` flag that lets `.` match a newline too (`RE2JS.DOTALL`). */
@@ -19,8 +18,9 @@ let engine: Promise<typeof RE2JS> | undefined;
 
 /** The `RE2JS` class, imported on first use. */
 function loadEngine(): Promise<typeof RE2JS> {
-  // The `+` keeps re2js out of Deno's start-up module graph (see src/runtime/main.ts).
-  engine ??= (import("re2" + "js") as Promise<typeof Re2js>).then((module) => module.RE2JS);
+  // A literal: a package is named through package.json, which only an analyzable import keeps
+  // working once published to JSR (Deno then resolves the package at start, without loading it).
+  engine ??= import("re2js").then((module) => module.RE2JS);
   return engine;
 }
 
