@@ -75,6 +75,8 @@ export interface ConnectionContext {
    * @returns The session side
    */
   sessionSide(): Promise<SessionSide>;
+  /** Starts loading the session side soon, unless the connection is going away. */
+  preloadSessionSide(): void;
   /** The prompt content accepted (images when the default model takes them). */
   readonly promptCapabilities: PromptCapabilities;
   /** The client's capabilities, from `initialize`. */
@@ -131,6 +133,7 @@ export class Connection implements ConnectionContext {
   /** Session opens under way, counted against the session limit. */
   #opening = 0;
   #markDisconnected!: () => void;
+  #isDisconnected = false;
 
   /**
    * Starts serving ACP on a stream.
@@ -168,7 +171,12 @@ export class Connection implements ConnectionContext {
       writable: described.writable,
     });
     this.#writeDirect = described.writeDirect;
-    this.disconnected = new Promise<void>((resolve) => this.#markDisconnected = resolve);
+    this.disconnected = new Promise<void>((resolve) =>
+      this.#markDisconnected = () => {
+        this.#isDisconnected = true;
+        resolve();
+      }
+    );
     void this.#acp.closed.then(this.#markDisconnected);
     this.closed = this.#acp.closed.then(() => this.#closeSessions());
   }
@@ -197,6 +205,13 @@ export class Connection implements ConnectionContext {
       return side;
     });
     return this.#loadingSide;
+  }
+
+  preloadSessionSide(): void {
+    // A macrotask later: after the answer that prompted it is on its way.
+    setTimeout(() => {
+      if (!this.#isDisconnected && !this.#sessionsClosing) void this.sessionSide();
+    }, 0);
   }
 
   applied(requestId: unknown): void {

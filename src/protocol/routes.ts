@@ -22,7 +22,7 @@ export function agentApp(connection: ConnectionContext): AgentApp {
   return agent({ name: "acp-harness" })
     .onRequest(methods.agent.initialize, ({ params, requestId }) => {
       // Once the answer is on its way, load what the session methods need.
-      connection.afterAnswer(requestId, () => setTimeout(() => void connection.sessionSide(), 0));
+      connection.afterAnswer(requestId, () => connection.preloadSessionSide());
       return initialize(connection, params);
     })
     .onRequest(methods.agent.authenticate, () => ({}))
