@@ -5,9 +5,10 @@
  * - Deno (`deno run -A mod.ts`) and Bun (`bun mod.ts`) run the sources: the modules are the
  *   start-up graph of {@link sourceStartupGraph}, grouped by npm package, `node:` built-ins and
  *   source directory. Cost, measured: a generated script (`.bench-tmp/startup_profile.ts`) imports
- *   first what the bare agent imports (the SDK, `node:process`, `node:stream`), then each group in
- *   dependency order with `import()`, timing each step with `performance.now()`; the median of
- *   several processes is the group's cost over what the groups before it loaded.
+ *   first what the bare agent imports (the SDK, `node:process`, `node:stream`), then the modules
+ *   in dependency order (each after what it imports), a run of modules of one group per
+ *   `import()` step, timing each step with `performance.now()`. A group's cost is the sum of its
+ *   steps, median of several processes: what loading its own modules took, nothing it imports.
  * - Node.js (`node dist/cli.js`) runs the bundle: the modules are the inputs of the files start-up
  *   reads (`cli.js` and the chunks it imports statically, {@link bundleStartupGraph}), grouped the
  *   same way, with the bytes each puts in those files. Cost, estimated: each group's share of the
@@ -127,14 +128,18 @@ export async function profileStartup(options: StartupProfileOptions): Promise<St
   const graph = await sourceGroups(options.root, options.deno);
   const script = `${tmp}/startup_profile.ts`;
   await writeFile(script, importScript(graph.plan));
+  // A group may load in several steps (between steps of other groups): its cost is their sum.
   const costs = new Map<string, number[]>();
   for (let run = 0; run < runs; run++) {
     const output = await firstLine(line(script));
+    const sums = new Map<string, number>();
     for (const [name, ms] of JSON.parse(output.text) as [string, number][]) {
-      costs.set(name, [...costs.get(name) ?? [], ms]);
+      sums.set(name, (sums.get(name) ?? 0) + ms);
     }
+    for (const [name, ms] of sums) costs.set(name, [...costs.get(name) ?? [], ms]);
   }
-  const groups = [BASELINE, ...graph.plan.map((step) => step.name)].map((name) => {
+  const names = new Set([BASELINE, ...graph.plan.map((step) => step.name)]);
+  const groups = [...names].map((name) => {
     const found = graph.groups.get(name);
     return {
       name,
@@ -183,7 +188,7 @@ export function renderStartupProfiles(profiles: readonly StartupProfile[]): stri
       `**${sum(ours).toFixed(1)}**`,
     ]);
     const how = profile.method === "measured"
-      ? "measured: each group imported in turn in one process"
+      ? "measured: its modules imported in dependency order in one process"
       : "estimated: its share of the start-up files' bytes × their measured load time";
     parts.push(
       `### ${label(profile.runtime)}`,
@@ -206,9 +211,9 @@ export function renderStartupProfiles(profiles: readonly StartupProfile[]): stri
     "Groups: npm packages, the `node:` built-ins, and source directories (`(root)`: mod.ts, " +
       "server.ts, deno.json). Deno and Bun load the sources: the start-up graph is `deno info " +
       "--json mod.ts` closed over static imports plus the `import()`s of mod.ts and " +
-      "src/runtime/main.ts; a generated script imports what the bare agent imports, then each " +
-      "group in dependency order, and times each step (median of the processes): a group's cost " +
-      "is over what loaded before it. Node.js loads the bundle `dist/cli.js`: the groups are the " +
+      "src/runtime/main.ts; a generated script imports what the bare agent imports, then the " +
+      "modules in dependency order, a run of one group's modules per step, and times each step; " +
+      "a group's cost is the sum of its steps (median of the processes). Node.js loads the bundle `dist/cli.js`: the groups are the " +
       "inputs of the files start-up reads (esbuild metafile, the build script's options), their " +
       "bytes as bundled, their cost estimated from those bytes. Everything else (the session " +
       "side, the built-in tools on Node.js, the host's file system and processes, the providers, " +
@@ -246,10 +251,10 @@ interface GroupFacts {
   bytes: number | undefined;
 }
 
-/** One step of the import script: a group and the specifiers that load it. */
+/** One step of the import script: modules of one group, and the specifiers that load them. */
 interface ImportStep {
   readonly name: string;
-  readonly specifiers: readonly string[];
+  readonly specifiers: string[];
 }
 
 /** The start-up graph of the sources, grouped, and the order to import the groups in. */
@@ -292,10 +297,11 @@ async function sourceGroups(
       npmNames.set(group, (npmNames.get(group) ?? new Set()).add(dependency.specifier));
     }
   }
+  // The steps: runs of modules of one group in that order, so that every step finds what it
+  // imports loaded, and its time is its own modules' load.
   const groups = new Map<string, GroupFacts>();
-  const last = new Map<string, number>();
-  const members = new Map<string, string[]>();
-  order.forEach((specifier, index) => {
+  const plan: ImportStep[] = [];
+  for (const specifier of order) {
     const name = groupOf(specifier);
     const facts = groups.get(name) ?? { modules: 0, bytes: undefined };
     facts.modules++;
@@ -304,22 +310,17 @@ async function sourceGroups(
       facts.bytes = (facts.bytes ?? 0) + size;
     }
     groups.set(name, facts);
-    last.set(name, index);
     // JSON modules load with their importer (an import attribute), not on their own.
-    if (!specifier.endsWith(".json")) members.set(name, [...members.get(name) ?? [], specifier]);
-  });
-  const plan = [...members.keys()]
-    .sort((a, b) => (last.get(a) ?? 0) - (last.get(b) ?? 0))
-    .map((name) => ({
-      name,
-      specifiers: name.startsWith("node:") || !npmNames.has(name)
-        ? members.get(name) ?? []
-        : [...npmNames.get(name) ?? []],
-    }));
+    if (specifier.endsWith(".json")) continue;
+    const importAs = specifier.startsWith("npm:") ? [...npmNames.get(name) ?? []] : [specifier];
+    const previous = plan.at(-1);
+    if (previous?.name === name) previous.specifiers.push(...importAs);
+    else plan.push({ name, specifiers: importAs });
+  }
   return { groups, plan, modules: graph.startup.size };
 }
 
-/** The script that imports the bare agent's modules, then each group, and prints the times. */
+/** The script that imports the bare agent's modules, then each step, and prints the times. */
 function importScript(plan: readonly ImportStep[]): string {
   const step = (name: string, specifiers: readonly string[]): string =>
     [
@@ -328,7 +329,7 @@ function importScript(plan: readonly ImportStep[]): string {
       "at = performance.now();",
     ].join("\n");
   return [
-    "// Generated by bench/startup_profile.ts: imports the start-up graph group by group.",
+    "// Generated by bench/startup_profile.ts: imports the start-up graph step by step.",
     "const times: [string, number][] = [];",
     "let at = performance.now();",
     step(BASELINE, BARE_IMPORTS),
