@@ -5,7 +5,9 @@
  *
  * The start-up graph is the closure of `mod.ts` over static imports plus the `import()`s of
  * `mod.ts` and `src/runtime/main.ts` (the entry and the runtime dispatch, run at every start);
- * every other `import()` is lazy.
+ * every other `import()` is lazy. Lazy imports written `import("./x" + ".ts")` stay out of the
+ * graph `deno info` (and `deno run`) builds (see src/runtime/main.ts): they are found in the
+ * sources, and what they lead to is read with `deno info` of their target.
  *
  * @module
  */
@@ -39,6 +41,8 @@ export interface SourceStartupGraph {
   readonly modules: ReadonlyMap<string, DenoInfoModule>;
   /** `importer → specifier` of each lazy `import()` from start-up code that leads to target code. */
   readonly lazyEdges: readonly string[];
+  /** Specifiers as imported → as in `modules` (`npm:zod` → `npm:/zod@4.6.7`). */
+  readonly redirects: Readonly<Record<string, string>>;
 }
 
 /**
@@ -54,24 +58,42 @@ export async function sourceStartupGraph(
   deno: string,
   isTarget: (specifier: string) => boolean,
 ): Promise<SourceStartupGraph> {
-  const output = await new Deno.Command(deno, {
-    args: ["info", "--json", "mod.ts"],
-    cwd: root,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!output.success) {
-    throw new Error(`deno info failed: ${new TextDecoder().decode(output.stderr).trim()}`);
-  }
-  const info = JSON.parse(new TextDecoder().decode(output.stdout)) as DenoInfo;
+  const info = await denoInfo(root, deno, "mod.ts");
   const modules = new Map(info.modules.map((module) => [module.specifier, module]));
+  const redirects: Record<string, string> = { ...info.redirects };
   const entries = new Set([`file://${root}/mod.ts`, `file://${root}/src/runtime/main.ts`]);
-  const closure = (roots: readonly string[], followLazy: boolean): Set<string> => {
+  // `import("./x" + ".ts")` of each source module, resolved, with the graph of its target added.
+  const hidden = new Map<string, { specifier: string; target: string }[]>();
+  const hiddenImports = async (
+    specifier: string,
+  ): Promise<{ specifier: string; target: string }[]> => {
+    let found = hidden.get(specifier);
+    if (found) return found;
+    found = [];
+    hidden.set(specifier, found);
+    if (!specifier.startsWith("file:")) return found;
+    // Comments out (a block comment may show the idiom); a comment inside a string is not ours.
+    const source = (await Deno.readTextFile(new URL(specifier)))
+      .replace(/\/\*[\s\S]*?\*\//g, "")
+      .replace(/^\s*\/\/.*$/gm, "");
+    for (const match of source.matchAll(/import\(\s*"([^"]*)"\s*\+\s*"([^"]*)"\s*\)/g)) {
+      const written = `${match[1]}${match[2]}`;
+      const target = new URL(written, specifier).href;
+      found.push({ specifier: written, target });
+      if (!modules.has(target)) {
+        const more = await denoInfo(root, deno, target);
+        for (const module of more.modules) modules.set(module.specifier, module);
+        Object.assign(redirects, more.redirects);
+      }
+    }
+    return found;
+  };
+  const closure = async (roots: readonly string[], followLazy: boolean): Promise<Set<string>> => {
     const seen = new Set<string>();
     const stack = [...roots];
     while (stack.length > 0) {
       const raw = stack.pop() as string;
-      const specifier = info.redirects[raw] ?? raw;
+      const specifier = redirects[raw] ?? raw;
       if (seen.has(specifier)) continue;
       seen.add(specifier);
       for (const dependency of modules.get(specifier)?.dependencies ?? []) {
@@ -80,21 +102,41 @@ export async function sourceStartupGraph(
         if (dependency.isDynamic && !followLazy && !entries.has(specifier)) continue;
         stack.push(target);
       }
+      if (followLazy) stack.push(...(await hiddenImports(specifier)).map((edge) => edge.target));
     }
     return seen;
   };
-  const startup = closure(info.roots, false);
+  const startup = await closure(info.roots, false);
   const lazyEdges: string[] = [];
   for (const specifier of startup) {
-    for (const dependency of modules.get(specifier)?.dependencies ?? []) {
-      const target = dependency.code?.specifier;
-      if (!dependency.isDynamic || entries.has(specifier) || target === undefined) continue;
-      if ([...closure([target], true)].some(isTarget)) {
-        lazyEdges.push(`${specifier.replace(`file://${root}/`, "")} → ${dependency.specifier}`);
+    const lazy = (modules.get(specifier)?.dependencies ?? [])
+      .filter((dependency) => dependency.isDynamic && !entries.has(specifier))
+      .flatMap((dependency) =>
+        dependency.code?.specifier === undefined
+          ? []
+          : [{ specifier: dependency.specifier, target: dependency.code.specifier }]
+      );
+    for (const edge of [...lazy, ...await hiddenImports(specifier)]) {
+      if ([...await closure([edge.target], true)].some(isTarget)) {
+        lazyEdges.push(`${specifier.replace(`file://${root}/`, "")} → ${edge.specifier}`);
       }
     }
   }
-  return { startup, modules, lazyEdges };
+  return { startup, modules, lazyEdges, redirects };
+}
+
+/** `deno info --json` of a module. */
+async function denoInfo(root: string, deno: string, module: string): Promise<DenoInfo> {
+  const output = await new Deno.Command(deno, {
+    args: ["info", "--json", module],
+    cwd: root,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!output.success) {
+    throw new Error(`deno info failed: ${new TextDecoder().decode(output.stderr).trim()}`);
+  }
+  return JSON.parse(new TextDecoder().decode(output.stdout)) as DenoInfo;
 }
 
 /** What {@link bundleStartupGraph} finds. */
@@ -122,6 +164,7 @@ export async function bundleStartupGraph(
   leaveOut: RegExp,
 ): Promise<BundleStartupGraph> {
   const withoutDir = `${root}/.bench-tmp/cli_without_${name}`;
+  const variantOptions = cliBuildOptions(`${root}/`, withoutDir);
   const [result, variant] = await Promise.all([
     build({
       ...cliBuildOptions(`${root}/`, `${root}/.bench-tmp/cli_metafile`),
@@ -129,9 +172,9 @@ export async function bundleStartupGraph(
       metafile: true,
     }),
     build({
-      ...cliBuildOptions(`${root}/`, withoutDir),
+      ...variantOptions,
       metafile: true,
-      plugins: [{
+      plugins: [...(variantOptions.plugins ?? []), {
         name: `without-${name}`,
         setup(plugin): void {
           plugin.onResolve({ filter: leaveOut }, (args) => ({ path: args.path, external: true }));

@@ -1,8 +1,10 @@
 /**
  * Bundles the Node.js entry point into minified ESM, `dist/cli.js`, runnable with
  * `node dist/cli.js` on Node.js 20+. One bundle starts much faster than loading the SDK and zod
- * module by module. Code loaded on demand (the MCP client, for sessions with MCP servers) goes in
- * chunks under `dist/chunks/`, so start-up does not read it.
+ * module by module. Code loaded on demand (the session side of a connection, the built-in tools,
+ * the MCP client, the HTTP transport, ...) goes in chunks under `dist/chunks/`, so start-up does
+ * not read it; what start-up does read is `cli.js` and one shared chunk (see
+ * {@link startupChunkPlugin}).
  *
  * With `--package`, or under `npm pack` / `npm publish` (npm runs `prepare`, which runs this,
  * before packing), it also builds what the npm package exports: the
@@ -11,8 +13,61 @@
  *
  * @module
  */
-import { rm, writeFile } from "node:fs/promises";
-import { build, type BuildOptions } from "esbuild";
+import { readFile, rm, writeFile } from "node:fs/promises";
+import { build, type BuildOptions, type Plugin } from "esbuild";
+
+/**
+ * Keeps the code start-up runs in one shared chunk. esbuild puts each module in a chunk named by
+ * the set of entry points (the CLI and every module loaded by `import()`) that reach it, so the
+ * code the CLI shares with a few lazy modules would be spread over a dozen small chunks, all read
+ * at start-up (each file costs Node.js about half a millisecond). This plugin adds an
+ * `import "<startupRoot>"` to every module the CLI loads by `import()`: every module start-up
+ * loads is then reached by every entry point, and lands in one chunk. The import changes nothing
+ * when it runs (start-up has loaded that module already). It acts only on builds of `entry`.
+ *
+ * @param entry The CLI entry point (absolute path)
+ * @param startupRoot The module that statically imports what start-up needs (absolute path; no
+ *   top-level await, which `entry` has)
+ * @returns The plugin
+ */
+export function startupChunkPlugin(entry: string, startupRoot: string): Plugin {
+  return {
+    name: "startup-chunk",
+    setup(plugin): void {
+      const options = plugin.initialOptions;
+      const entries = Object.values(options.entryPoints ?? {}) as unknown[];
+      if (!entries.includes(entry)) return;
+      let lazy = new Set<string>();
+      plugin.onStart(async () => {
+        // The modules loaded by `import()`, from a first pass with the same options.
+        const { metafile } = await build({
+          ...options,
+          plugins: [],
+          write: false,
+          metafile: true,
+          logLevel: "silent",
+        });
+        const cwd = options.absWorkingDir ?? Deno.cwd();
+        lazy = new Set();
+        for (const input of Object.values(metafile.inputs)) {
+          for (const imported of input.imports) {
+            if (imported.kind === "dynamic-import" && !imported.external) {
+              lazy.add(imported.path.startsWith("/") ? imported.path : `${cwd}/${imported.path}`);
+            }
+          }
+        }
+      });
+      plugin.onLoad({ filter: /\.[cm]?[jt]s$/ }, async (args) => {
+        if (!lazy.has(args.path)) return undefined;
+        const source = await readFile(args.path, "utf8");
+        return {
+          contents: `${source}\nimport ${JSON.stringify(startupRoot)};\n`,
+          loader: /\.[cm]?ts$/.test(args.path) ? "ts" : "js",
+        };
+      });
+    },
+  };
+}
 
 /**
  * The esbuild options of the build (the bench reuses them to read the bundle's make-up).
@@ -32,6 +87,9 @@ export function cliBuildOptions(root: string, outdir: string): BuildOptions {
     target: "node20",
     outdir,
     chunkNames: "chunks/[name]-[hash]",
+    plugins: [
+      startupChunkPlugin(`${root}scripts/cli_entry.ts`, `${root}src/runtime/node.ts`),
+    ],
     // `ws` (in the chunk of the Node.js HTTP listener) is CommonJS and requires Node.js built-ins:
     // in ESM output that `require` needs defining. The banner heads every output file.
     banner: {

@@ -7,14 +7,19 @@ import {
   parseArgs,
   USAGE,
 } from "./config/config.ts";
+// The JSON reader (config and script files), the commands and the HTTP transport are imported
+// when they run; the `+` in their specifiers keeps them out of Deno's start-up module graph (see
+// src/runtime/main.ts).
+import type * as JsonText from "./config/json_text.ts";
+import type * as CopySessionsCommand from "./copy_sessions_command.ts";
+import type * as ModelsCommand from "./models_command.ts";
+import type * as HttpSecurity from "./transport/http/http_security.ts";
+import type * as HttpTransport from "./transport/http/http_transport.ts";
 import type { Host } from "./host/host.ts";
-import { parseJsonText } from "./config/json_text.ts";
 import { ModelCatalog } from "./llm/catalog.ts";
 import { builtinProviders, type ProviderSpec } from "./llm/presets.ts";
 import { parseScript, type Script } from "./llm/scripted.ts";
 import { createLogger, type Logger } from "./log/logger.ts";
-import { formatModelTable, modelsJson } from "./models_command.ts";
-import { runCopySessions } from "./copy_sessions_command.ts";
 import { isPostgresUrl, MEMORY_STORE, openSessionStore } from "./store/open_session_store.ts";
 import { normalizePath } from "./tools/posix_path.ts";
 import { isAbsolutePath } from "./util/path.ts";
@@ -24,8 +29,6 @@ import {
   createAgentServer,
 } from "./protocol/agent_server.ts";
 import type { HttpListener, ServeHttp } from "./transport/http/http_handler.ts";
-import { isLoopback, loopbackHosts } from "./transport/http/http_security.ts";
-import { builtinTools } from "./tools/builtin_tools.ts";
 import { type NdJsonStream, ndJsonStream } from "./transport/nd_json_stream.ts";
 import { abortableDelay } from "./util/abortable_delay.ts";
 import { VERSION } from "./version.ts";
@@ -145,6 +148,9 @@ async function copySessionsCommand(
   command: { readonly from: string; readonly to: string },
 ): Promise<number> {
   try {
+    const { runCopySessions } = await (import("./copy_sessions_command" + ".ts") as Promise<
+      typeof CopySessionsCommand
+    >);
     await runCopySessions({
       from: resolveLocation(command.from, platform.host),
       to: resolveLocation(command.to, platform.host),
@@ -168,6 +174,9 @@ async function printModels(
   options: { readonly model: string; readonly json: boolean },
 ): Promise<void> {
   const discovery = await catalog.discover({ timeoutMs: DISCOVERY_TIMEOUT_MS });
+  const { formatModelTable, modelsJson } = await (import("./models_command" + ".ts") as Promise<
+    typeof ModelsCommand
+  >);
   const listings = catalog.known();
   let text: string;
   if (options.json) {
@@ -191,6 +200,11 @@ interface ComposedServer {
   readonly server: AgentServer;
   /** Closes the session store (PostgreSQL: stops heartbeats, releases leases, closes the pool). */
   closeStore(): Promise<void>;
+  /**
+   * Starts what serving does not wait for: reaping the processes a killed predecessor left (it
+   * loads the process supervision). Runs once, whoever calls it first.
+   */
+  startBackgroundWork(): void;
 }
 
 /**
@@ -234,16 +248,20 @@ async function composeServer(
     leaseTtlMs: config.leaseTtl * 1000,
   });
   logger.info("session store", { store: opened.description });
-  // Commands die with this process, even by SIGKILL; reap what a killed predecessor left.
-  void platform.host.superviseProcesses(`${dataDir}/processes`).then(
-    (count) => {
-      if (count > 0) logger.info("killed processes left by a server that died", { count });
-    },
-    (error) =>
-      logger.warn("cannot reap processes left by earlier servers", { error: String(error) }),
-  );
-  // Every session gets the built-in tools.
-  const tools = builtinTools();
+  let backgroundStarted = false;
+  const startBackgroundWork = (): void => {
+    if (backgroundStarted) return;
+    backgroundStarted = true;
+    // Commands die with this process, even by SIGKILL; reap what a killed predecessor left.
+    void platform.host.superviseProcesses(`${dataDir}/processes`).then(
+      (count) => {
+        if (count > 0) logger.info("killed processes left by a server that died", { count });
+      },
+      (error) =>
+        logger.warn("cannot reap processes left by earlier servers", { error: String(error) }),
+    );
+  };
+  // Every session gets the built-in tools (the default).
   const server = createAgentServer({
     config,
     catalog,
@@ -252,11 +270,10 @@ async function composeServer(
     version: VERSION,
     store: opened.store,
     attachments: opened.attachments,
-    toolsFor: () => tools,
     ...(allowedRoots ? { allowedRoots } : {}),
     ...(platform.defer ? { defer: platform.defer } : {}),
   });
-  return { server, closeStore: () => opened.close() };
+  return { server, closeStore: () => opened.close(), startBackgroundWork };
 }
 
 /**
@@ -270,13 +287,33 @@ async function serveStdio(
   logger: Logger,
 ): Promise<number> {
   let drainOnInputEnd = (): Promise<void> => Promise.resolve();
+  // What serving does not wait for runs once the first answer is written (`defer` is first
+  // called for it), so that it never delays `initialize`.
+  let afterFirstAnswer: (() => void) | undefined;
+  const defer = platform.defer;
   const stream = ndJsonStream(platform.stdout, platform.stdin, {
     maxMessageBytes: config.maxMessageBytes,
-    ...(platform.defer ? { defer: platform.defer } : {}),
+    ...(defer
+      ? {
+        defer(flush: () => void): void {
+          defer(flush);
+          const run = afterFirstAnswer;
+          afterFirstAnswer = undefined;
+          if (run) defer(run);
+        },
+      }
+      : {}),
     onInvalid: (reason) => logger.warn("bad input", { reason }),
     onInputEnd: () => drainOnInputEnd(),
   });
-  const { server, closeStore } = await composeServer(platform, config, catalog, logger);
+  const { server, closeStore, startBackgroundWork } = await composeServer(
+    platform,
+    config,
+    catalog,
+    logger,
+  );
+  if (defer) afterFirstAnswer = startBackgroundWork;
+  else startBackgroundWork();
   const connection = server.connect(stream);
   drainOnInputEnd = () => {
     logger.info("stdin closed");
@@ -308,6 +345,10 @@ async function serveHttp(
   logger: Logger,
 ): Promise<number> {
   if (!platform.serveHttp) throw new ConfigError("This runtime cannot serve HTTP");
+  const { isLoopback, loopbackHosts } =
+    await (import("./transport/http/http_security" + ".ts") as Promise<
+      typeof HttpSecurity
+    >);
   const token = config.token ??
     (config.tokenFile ? await readToken(platform.host, config.tokenFile) : undefined);
   if (!isLoopback(config.host)) {
@@ -324,8 +365,17 @@ async function serveHttp(
       );
     }
   }
-  const { server, closeStore } = await composeServer(platform, config, catalog, logger);
-  const { createHttpTransport } = await import("./transport/http/http_transport.ts");
+  const { server, closeStore, startBackgroundWork } = await composeServer(
+    platform,
+    config,
+    catalog,
+    logger,
+  );
+  startBackgroundWork();
+  const { createHttpTransport } =
+    await (import("./transport/http/http_transport" + ".ts") as Promise<
+      typeof HttpTransport
+    >);
   const transport = createHttpTransport({
     server,
     logger,
@@ -506,6 +556,8 @@ async function readJson(host: Host, file: string): Promise<unknown> {
     throw new ConfigError(`Cannot read "${file}": ${(error as Error).message}`);
   }
   try {
+    const { parseJsonText } =
+      await (import("./config/json_text" + ".ts") as Promise<typeof JsonText>);
     return parseJsonText(text, file);
   } catch (error) {
     throw new ConfigError((error as Error).message);

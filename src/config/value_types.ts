@@ -5,7 +5,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import type { ModelFacts } from "../llm/presets.ts";
 import type { ProviderConfig } from "./config.ts";
 

@@ -2,23 +2,19 @@
  * The {@link Host} on `node:` built-ins: files, durable files, environment and clock here, the
  * processes in node_processes.ts.
  *
+ * What serving needs before its first session (the environment, the home and working
+ * directories) is here at once; the file system (`./_fs.ts`) and the processes
+ * (`./node_processes.ts`, with the process guard) are loaded on first use.
+ *
  * @module
  */
-import {
-  closeSync,
-  fdatasync,
-  fstat,
-  fstatSync,
-  openSync,
-  readFileSync,
-  unlinkSync,
-  writeSync,
-} from "node:fs";
-import * as fs from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
 import process from "node:process";
-import { NodeProcesses } from "./node_processes.ts";
+import { fsPromises, fsSync, preloadFs } from "./_fs.ts";
+import type * as NodeProcessesModule from "./node_processes.ts";
+import type { NodeProcesses } from "./node_processes.ts";
 import type {
   AppendFileOptions,
   AppendFileSyncOptions,
@@ -51,7 +47,13 @@ export class NodeHost implements Host {
   /** Append descriptors with flushes running (how many), and those to close when they end. */
   readonly #syncing = new Map<number, number>();
   readonly #closeAfterSync = new Set<number>();
-  readonly #processes: NodeProcesses;
+  #processes: Promise<NodeProcesses> | undefined;
+  /** Where {@link superviseProcesses} keeps records, once it is called. */
+  #superviseDir: string | undefined;
+  /** The first supervision (and its reaping), once the process part has it. */
+  #supervision: Promise<number> | undefined;
+  /** Set by {@link stopProcesses} before the process part was loaded: nothing may start now. */
+  #stoppedEarly = false;
 
   /**
    * Creates a host.
@@ -60,18 +62,29 @@ export class NodeHost implements Host {
    */
   constructor(env?: Readonly<Record<string, string | undefined>>) {
     this.#env = env ?? process.env;
-    this.#processes = new NodeProcesses(this.#env);
+    preloadFs();
+  }
+
+  /** The process part, loaded by the first process started or supervised. */
+  #loadProcesses(): Promise<NodeProcesses> {
+    if (this.#processes) return this.#processes;
+    // The `+` keeps this part out of Deno's start-up module graph (see src/runtime/main.ts).
+    const loading = import("./node_processes" + ".ts") as Promise<typeof NodeProcessesModule>;
+    this.#processes = loading.then(({ NodeProcesses }) => new NodeProcesses(this.#env));
+    return this.#processes;
   }
 
   /** Reads a whole file. */
   async readFile(file: string, options?: HostOptions): Promise<Uint8Array> {
+    const fs = await fsPromises();
     const buffer = await fs.readFile(file, options?.signal ? { signal: options.signal } : {});
     return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
   }
 
   /** Reads a whole file as UTF-8. */
-  readTextFile(file: string, options?: HostOptions): Promise<string> {
-    return fs.readFile(file, {
+  async readTextFile(file: string, options?: HostOptions): Promise<string> {
+    const fs = await fsPromises();
+    return await fs.readFile(file, {
       encoding: "utf8",
       ...(options?.signal ? { signal: options.signal } : {}),
     });
@@ -83,6 +96,7 @@ export class NodeHost implements Host {
     data: Uint8Array | string,
     options?: HostOptions,
   ): Promise<void> {
+    const fs = await fsPromises();
     const temp = path.join(
       path.dirname(file),
       `.${path.basename(file)}.${crypto.randomUUID()}.tmp`,
@@ -99,6 +113,7 @@ export class NodeHost implements Host {
 
   /** Stats without following a final symlink's absence into an error. */
   async stat(file: string): Promise<FileInfo | undefined> {
+    const fs = await fsPromises();
     try {
       const link = await fs.lstat(file);
       const info = link.isSymbolicLink() ? await fs.stat(file) : link;
@@ -116,13 +131,13 @@ export class NodeHost implements Host {
   }
 
   /** Resolves symlinks. */
-  realpath(file: string): Promise<string> {
-    return fs.realpath(file);
+  async realpath(file: string): Promise<string> {
+    return await (await fsPromises()).realpath(file);
   }
 
   /** Lists a directory. */
   async readDir(dir: string): Promise<DirEntry[]> {
-    const entries = await fs.readdir(dir, { withFileTypes: true });
+    const entries = await (await fsPromises()).readdir(dir, { withFileTypes: true });
     return entries.map((entry) => ({
       name: entry.name,
       isFile: entry.isFile(),
@@ -133,7 +148,7 @@ export class NodeHost implements Host {
 
   /** Creates a directory and its parents. */
   async mkdir(dir: string): Promise<void> {
-    await fs.mkdir(dir, { recursive: true });
+    await (await fsPromises()).mkdir(dir, { recursive: true });
   }
 
   /** Removes a file or a directory tree; a missing path is fine. */
@@ -141,7 +156,7 @@ export class NodeHost implements Host {
     for (const cached of [...this.#appendFds.keys()]) {
       if (cached === file || cached.startsWith(`${file}/`)) this.#forget(cached);
     }
-    await fs.rm(file, { recursive: true, force: true });
+    await (await fsPromises()).rm(file, { recursive: true, force: true });
   }
 
   /**
@@ -160,7 +175,17 @@ export class NodeHost implements Host {
   /** Starts a process in its own process group, stdin `/dev/null` unless piped. */
   spawn(command: string, args: readonly string[], options: SpawnOptions): Promise<HostProcess>;
   spawn(command: string, args: readonly string[], options: SpawnOptions): Promise<HostProcess> {
-    return this.#processes.spawn(command, args, options);
+    if (this.#stoppedEarly) {
+      return Promise.reject(new Error(`Cannot start "${command}": the host is shutting down`));
+    }
+    return this.#loadProcesses().then((processes) => {
+      // Supervised from the first start on once asked for, even when this start loaded the part.
+      if (this.#superviseDir !== undefined && !this.#supervision) {
+        this.#supervision = processes.superviseProcesses(this.#superviseDir);
+        this.#supervision.catch(() => {});
+      }
+      return processes.spawn(command, args, options);
+    });
   }
 
   /**
@@ -171,7 +196,12 @@ export class NodeHost implements Host {
    * @returns How many leftover processes or groups of dead hosts were killed
    */
   superviseProcesses(dir: string): Promise<number> {
-    return this.#processes.superviseProcesses(dir);
+    this.#superviseDir ??= dir;
+    return this.#loadProcesses().then((processes) => {
+      const supervision = processes.superviseProcesses(dir);
+      this.#supervision ??= supervision;
+      return supervision;
+    });
   }
 
   /**
@@ -181,7 +211,12 @@ export class NodeHost implements Host {
    * @param options `graceMs`: milliseconds between SIGTERM and SIGKILL (default 2000)
    */
   stopProcesses(options?: { readonly graceMs?: number }): Promise<void> {
-    return this.#processes.stopProcesses(options);
+    if (!this.#processes) {
+      // Nothing was ever started; nothing may start from now on.
+      this.#stoppedEarly = true;
+      return Promise.resolve();
+    }
+    return this.#processes.then((processes) => processes.stopProcesses(options));
   }
 
   /** The user's home directory. */
@@ -225,6 +260,7 @@ export class NodeHost implements Host {
     options: AppendFileOptions,
   ): Promise<void> {
     const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    const fs = await fsPromises();
     const flags = fs.constants.O_WRONLY | fs.constants.O_APPEND |
       (options.create === false ? 0 : fs.constants.O_CREAT);
     const handle = await fs.open(file, flags, 0o644);
@@ -254,8 +290,7 @@ export class NodeHost implements Host {
    *
    * @param file The file
    * @param data The bytes (strings are UTF-8 encoded)
-   * @param options `create: false` to throw when the file is missing, `"exclusive"` to create it
-   *   and throw (`EEXIST`) when it exists
+   * @param options `create: false` to throw when the file is missing
    */
   appendFileSync(
     file: string,
@@ -263,6 +298,7 @@ export class NodeHost implements Host {
     options?: AppendFileSyncOptions,
   ): void {
     const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    const { constants, fstatSync, openSync, writeSync } = fsSync();
     // Append descriptors stay open (a log is appended to many times); they are dropped when the
     // path is removed or replaced, and the oldest is closed past APPEND_FDS.
     let fd = this.#appendFds.get(file);
@@ -283,9 +319,9 @@ export class NodeHost implements Host {
     }
     if (fd === undefined) {
       const create = options?.create ?? true;
-      const flags = fs.constants.O_WRONLY | fs.constants.O_APPEND |
-        (create === false ? 0 : fs.constants.O_CREAT) |
-        (create === "exclusive" ? fs.constants.O_EXCL : 0);
+      const flags = constants.O_WRONLY | constants.O_APPEND |
+        (create === false ? 0 : constants.O_CREAT) |
+        (create === "exclusive" ? constants.O_EXCL : 0);
       fd = openSync(file, flags, 0o644);
       this.#appendFds.set(file, fd);
       if (this.#appendFds.size > APPEND_FDS) {
@@ -314,6 +350,7 @@ export class NodeHost implements Host {
    * @returns Whether it was removed
    */
   removeIfContentSync(file: string, expected: string): boolean {
+    const { readFileSync, unlinkSync } = fsSync();
     try {
       if (readFileSync(file, "utf8") !== expected) return false;
       unlinkSync(file);
@@ -348,6 +385,7 @@ export class NodeHost implements Host {
   async syncFile(file: string): Promise<void> {
     const fd = this.#appendFds.get(file);
     if (fd !== undefined) {
+      const { fdatasync, fstat } = fsSync();
       this.#syncing.set(fd, (this.#syncing.get(fd) ?? 0) + 1);
       try {
         await new Promise<void>((resolve, reject) =>
@@ -373,7 +411,7 @@ export class NodeHost implements Host {
         }
       }
     }
-    const handle = await fs.open(file, "r");
+    const handle = await (await fsPromises()).open(file, "r");
     try {
       await handle.datasync();
     } finally {
@@ -400,7 +438,8 @@ export class NodeHost implements Host {
     data: string | Uint8Array,
     options?: SyncOptions,
   ): Promise<boolean> {
-    let handle: fs.FileHandle;
+    const fs = await fsPromises();
+    let handle: FileHandle;
     try {
       handle = await fs.open(file, "wx", 0o644);
     } catch (error) {
@@ -423,12 +462,12 @@ export class NodeHost implements Host {
   rename(from: string, to: string): Promise<void> {
     this.#forget(from);
     this.#forget(to);
-    return fs.rename(from, to);
+    return fsPromises().then((fs) => fs.rename(from, to));
   }
 
   /** Cuts `file` to `length` bytes, then `fdatasync` when `options.sync`. */
   async truncate(file: string, length: number, options?: SyncOptions): Promise<void> {
-    const handle = await fs.open(file, "r+");
+    const handle = await (await fsPromises()).open(file, "r+");
     try {
       await handle.truncate(length);
       if (options?.sync) await handle.datasync();
@@ -453,7 +492,7 @@ export class NodeHost implements Host {
    * @returns The bytes read
    */
   async readFileRange(file: string, start: number, end?: number): Promise<Uint8Array> {
-    const handle = await fs.open(file, "r");
+    const handle = await (await fsPromises()).open(file, "r");
     try {
       const stop = end ?? (await handle.stat()).size;
       const buffer = new Uint8Array(Math.max(0, stop - start));
@@ -477,7 +516,7 @@ export class NodeHost implements Host {
   /** `fsync`s a directory so renames and creates in it survive a power loss; errors are ignored. */
   async syncDir(dir: string): Promise<void> {
     try {
-      const handle = await fs.open(dir, "r");
+      const handle = await (await fsPromises()).open(dir, "r");
       try {
         await handle.sync();
       } finally {
@@ -513,7 +552,7 @@ export class NodeHost implements Host {
       if ((error as { code?: unknown } | null)?.code !== "EPERM") return false;
     }
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const stat = fsSync().readFileSync(`/proc/${pid}/stat`, "utf8");
       return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
     } catch {
       return true;
@@ -529,7 +568,7 @@ function isNotFound(error: unknown): boolean {
 /** Closes a descriptor, ignoring that it may be closed already. */
 function closeQuietly(fd: number): void {
   try {
-    closeSync(fd);
+    fsSync().closeSync(fd);
   } catch {
     // Already closed.
   }

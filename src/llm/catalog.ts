@@ -1,4 +1,6 @@
 import type { Logger } from "../log/logger.ts";
+import type * as AnthropicMessages from "./anthropic_messages.ts";
+import type * as OpenAiChat from "./openai_chat.ts";
 import { EchoProvider } from "./echo.ts";
 import { LoggedProvider } from "./logged_provider.ts";
 import { BUILTIN_MODELS, type ModelFacts, type Pricing, type ProviderSpec } from "./presets.ts";
@@ -386,10 +388,16 @@ export class ModelCatalog {
         ...(fetchImpl ? { fetch: fetchImpl } : {}),
       };
       if (spec.api === "anthropic-messages") {
-        const { AnthropicMessagesProvider } = await import("./anthropic_messages.ts");
+        // The `+` keeps the providers out of Deno's start-up module graph (src/runtime/main.ts).
+        const { AnthropicMessagesProvider } =
+          await (import("./anthropic_messages" + ".ts") as Promise<
+            typeof AnthropicMessages
+          >);
         return new AnthropicMessagesProvider(common);
       }
-      const { OpenAiChatProvider } = await import("./openai_chat.ts");
+      const { OpenAiChatProvider } = await (import("./openai_chat" + ".ts") as Promise<
+        typeof OpenAiChat
+      >);
       return new OpenAiChatProvider({
         ...common,
         ...(spec.maxTokensField ? { maxTokensField: spec.maxTokensField } : {}),

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { abortableDelay } from "../util/abortable_delay.ts";
 import {
   type FinishReason,

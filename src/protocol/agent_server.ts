@@ -5,8 +5,8 @@ import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
 import type { ToolSetFactory } from "../session/tool_set_factory.ts";
 import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
-import { builtinTools } from "../tools/builtin_tools.ts";
 import { HostWorkspace } from "../tools/host_workspace.ts";
+import type { Tool } from "../tools/tool.ts";
 import type { Stream } from "../transport/acp.ts";
 import { Connection, type ConnectionOptions, type ServerParts } from "./connection.ts";
 
@@ -30,7 +30,7 @@ export interface AgentServerOptions {
    * Makes the tools of each session when it is created, loaded or resumed; it can register
    * clean-ups with the session's disposer.
    *
-   * @default {every session gets the built-in tools}
+   * @default {every session gets the built-in tools (their modules loaded by the first session)}
    */
   readonly toolsFor?: ToolSetFactory;
   /** How failed model requests are retried. @default {DEFAULT_RETRY} */
@@ -154,7 +154,6 @@ export function connectAgentServer(
 }
 
 function serverParts(options: AgentServerOptions): ServerParts {
-  const builtin = options.toolsFor ? undefined : builtinTools();
   return {
     config: options.config,
     catalog: options.catalog,
@@ -163,7 +162,7 @@ function serverParts(options: AgentServerOptions): ServerParts {
     version: options.version,
     store: options.store,
     attachments: options.attachments,
-    toolsFor: options.toolsFor ?? (() => builtin!),
+    toolsFor: options.toolsFor ?? builtinToolsFor,
     localWorkspace: new HostWorkspace(options.host),
     retry: options.retry,
     openSessions: new Set(),
@@ -183,4 +182,9 @@ function handle(connection: Connection): AgentServerConnection {
     drain: () => connection.drain(),
     close: () => connection.close(),
   };
+}
+
+/** The default tool set: the built-in tools, imported with the first session that needs them. */
+async function builtinToolsFor(): Promise<readonly Tool[]> {
+  return (await import("../tools/builtin_tools.ts")).builtinTools();
 }

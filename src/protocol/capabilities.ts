@@ -1,16 +1,7 @@
-import type { AgentCapabilities } from "@agentclientprotocol/sdk";
-import type { PromptCapabilities } from "./prompt_content.ts";
-import {
-  type McpServerSpec,
-  type McpTransports,
-  parseMcpServers,
-} from "../mcp/mcp_declarations.ts";
+import { type McpServerSpec, parseMcpServers } from "../mcp/mcp_declarations.ts";
+import { MCP_CAPABILITIES } from "./agent_capabilities.ts";
 
-/**
- * The MCP transports a session can connect to besides stdio (which every agent supports):
- * Streamable HTTP and the older SSE transport.
- */
-export const MCP_CAPABILITIES: McpTransports = { http: true, sse: true };
+export { agentCapabilities, MCP_CAPABILITIES } from "./agent_capabilities.ts";
 
 /**
  * The MCP servers of a `session/new`, `session/load` or `session/resume`, validated.
@@ -21,25 +12,4 @@ export const MCP_CAPABILITIES: McpTransports = { http: true, sse: true };
  */
 export function mcpServersOf(mcpServers: unknown): readonly McpServerSpec[] {
   return parseMcpServers(mcpServers, MCP_CAPABILITIES);
-}
-
-/**
- * What the server offers, as `initialize` reports it.
- *
- * @param prompt The prompt content accepted
- * @returns The agent capabilities
- */
-export function agentCapabilities(prompt: PromptCapabilities): AgentCapabilities {
-  return {
-    loadSession: true,
-    promptCapabilities: { ...prompt },
-    mcpCapabilities: { ...MCP_CAPABILITIES },
-    sessionCapabilities: {
-      additionalDirectories: {},
-      list: {},
-      resume: {},
-      close: {},
-      delete: {},
-    },
-  };
 }

@@ -1,24 +1,29 @@
-import { type AgentConnection, methods, RequestError } from "@agentclientprotocol/sdk";
+import { type AgentConnection, RequestError } from "@agentclientprotocol/sdk";
 import type { RetryPolicy } from "../agent/run_turn.ts";
 import type { Config } from "../config/config.ts";
 import type { Host } from "../host/host.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Session } from "../session/session.ts";
-import { SessionManager } from "../session/session_manager.ts";
+import type { SessionManager } from "../session/session_manager.ts";
 import type { ToolSetFactory } from "../session/tool_set_factory.ts";
 import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import type { Workspace } from "../tools/workspace.ts";
-import type { Stream } from "../transport/acp.ts";
+import type { AnyMessage, Stream } from "../transport/acp.ts";
 import type { ClientCapabilities } from "./acp_types.ts";
-import { createPermissionAsker } from "./ask_permission.ts";
-import { ClientWorkspace } from "./client_workspace.ts";
 import { withFields } from "./connection_logger.ts";
 import { describeErrors } from "./describe_errors.ts";
 import { Inflight } from "./inflight.ts";
 import type { PromptCapabilities } from "./prompt_content.ts";
 import { agentApp } from "./routes.ts";
 import { orderSessionMessages, type SessionOrder } from "./session_order.ts";
+import type * as SessionSideModule from "./session_side.ts";
+
+/**
+ * The session side of a connection (`./session_side.ts`): the handlers of the session methods and
+ * what they run on. Loaded on first use, so that start-up and `initialize` do without it.
+ */
+export type SessionSide = typeof SessionSideModule;
 
 /** What every connection of a server shares, built once by the server. */
 export interface ServerParts {
@@ -58,8 +63,22 @@ export interface ConnectionContext {
   readonly server: ServerParts;
   /** The server's logger with the connection id added. */
   readonly logger: Logger;
-  /** The sessions this connection opened. */
+  /**
+   * The sessions this connection opened. Only the session side uses it, once loaded.
+   *
+   * @throws {Error} Before the session side is loaded
+   */
   readonly sessions: SessionManager;
+  /** The session side, once loaded; `undefined` before. */
+  readonly loadedSessionSide: SessionSide | undefined;
+  /**
+   * Loads the session side (once, with its session manager): the handlers of the session methods.
+   *
+   * @returns The session side
+   */
+  sessionSide(): Promise<SessionSide>;
+  /** Starts loading the session side soon, unless the connection is going away. */
+  preloadSessionSide(): void;
   /** The prompt content accepted (images when the default model takes them). */
   readonly promptCapabilities: PromptCapabilities;
   /** The client's capabilities, from `initialize`. */
@@ -95,7 +114,6 @@ export class Connection implements ConnectionContext {
   readonly id: string;
   readonly server: ServerParts;
   readonly logger: Logger;
-  readonly sessions: SessionManager;
   readonly promptCapabilities: PromptCapabilities;
   clientCapabilities: ClientCapabilities = {};
   /** Settles once the transport is closed and every session has settled. */
@@ -108,9 +126,16 @@ export class Connection implements ConnectionContext {
   /** What runs once the answer to a request is written, by request id. */
   readonly #afterAnswer = new Map<unknown, () => void>();
   readonly #maxSessions: number | undefined;
+  readonly #writeDirect: (messages: readonly AnyMessage[]) => Promise<void>;
+  #side: SessionSide | undefined;
+  #sessions: SessionManager | undefined;
+  #loadingSide: Promise<SessionSide> | undefined;
+  /** Whether the sessions were told to close (a session manager made later closes at once). */
+  #sessionsClosing = false;
   /** Session opens under way, counted against the session limit. */
   #opening = 0;
   #markDisconnected!: () => void;
+  #isDisconnected = false;
 
   /**
    * Starts serving ACP on a stream.
@@ -132,7 +157,7 @@ export class Connection implements ConnectionContext {
     };
     // Messages of one session take effect in arrival order; `session/cancel` is carried out there.
     this.#order = orderSessionMessages(stream.readable, {
-      cancel: (sessionId) => this.sessions.get(sessionId)?.cancel(),
+      cancel: (sessionId) => this.#sessions?.get(sessionId)?.cancel(),
     });
     const described = describeErrors(stream, this.logger, (id) => {
       this.#order.applied(id);
@@ -142,15 +167,53 @@ export class Connection implements ConnectionContext {
         then();
       }
     });
-    // Reading starts after this constructor returns, so no handler runs before `sessions` exists.
+    // Reading starts after this constructor returns, so no handler runs before `#writeDirect` is set.
     this.#acp = agentApp(this).connect({
       readable: this.#order.readable,
       writable: described.writable,
     });
-    this.sessions = this.#sessionManager(described.writeDirect);
-    this.disconnected = new Promise<void>((resolve) => this.#markDisconnected = resolve);
+    this.#writeDirect = described.writeDirect;
+    this.disconnected = new Promise<void>((resolve) =>
+      this.#markDisconnected = () => {
+        this.#isDisconnected = true;
+        resolve();
+      }
+    );
     void this.#acp.closed.then(this.#markDisconnected);
-    this.closed = this.#acp.closed.then(() => this.sessions.closeAll());
+    this.closed = this.#acp.closed.then(() => this.#closeSessions());
+  }
+
+  get sessions(): SessionManager {
+    if (!this.#sessions) throw new Error("Cannot use the sessions: the session side is not loaded");
+    return this.#sessions;
+  }
+
+  get loadedSessionSide(): SessionSide | undefined {
+    return this.#side;
+  }
+
+  sessionSide(): Promise<SessionSide> {
+    if (this.#loadingSide) return this.#loadingSide;
+    // The `+` keeps the session side out of Deno's start-up module graph (src/runtime/main.ts).
+    const loading = import("./session_side" + ".ts") as Promise<SessionSide>;
+    this.#loadingSide = loading.then((side) => {
+      const sessions = side.createSessionManager(this, {
+        client: this.#acp.client,
+        writeDirect: this.#writeDirect,
+      });
+      if (this.#sessionsClosing) void sessions.closeAll();
+      this.#sessions = sessions;
+      this.#side = side;
+      return side;
+    });
+    return this.#loadingSide;
+  }
+
+  preloadSessionSide(): void {
+    // A macrotask later: after the answer that prompted it is on its way.
+    setTimeout(() => {
+      if (!this.#isDisconnected && !this.#sessionsClosing) void this.sessionSide();
+    }, 0);
   }
 
   applied(requestId: unknown): void {
@@ -168,7 +231,7 @@ export class Connection implements ConnectionContext {
 
   async openingSession<T>(open: () => Promise<T>): Promise<T> {
     const max = this.#maxSessions;
-    if (max !== undefined && this.sessions.size + this.#opening >= max) {
+    if (max !== undefined && (this.#sessions?.size ?? 0) + this.#opening >= max) {
       throw new RequestError(
         LIMIT_REACHED,
         `Too many sessions: this connection may have at most ${max} open; close one first`,
@@ -189,7 +252,7 @@ export class Connection implements ConnectionContext {
   }
 
   requireSession(sessionId: string): Session {
-    const session = this.sessions.get(sessionId);
+    const session = this.#sessions?.get(sessionId);
     if (!session) throw RequestError.sessionNotFound(sessionId);
     return session;
   }
@@ -201,7 +264,7 @@ export class Connection implements ConnectionContext {
   async drain(): Promise<void> {
     this.#markDisconnected();
     await nextMacrotask();
-    await this.sessions.closeAll();
+    await this.#closeSessions();
     await this.#inflight.settled();
     await nextMacrotask();
   }
@@ -213,36 +276,12 @@ export class Connection implements ConnectionContext {
     await this.closed;
   }
 
-  #sessionManager(writeDirect: ReturnType<typeof describeErrors>["writeDirect"]): SessionManager {
-    const { server, logger } = this;
-    const client = this.#acp.client;
-    const ask = createPermissionAsker(client, logger, {
-      timeoutMs: server.config.permissionTimeout * 1000,
-    });
-    return new SessionManager({
-      config: server.config,
-      catalog: server.catalog,
-      toolsFor: server.toolsFor,
-      host: server.host,
-      logger,
-      now: () => server.host.now(),
-      sinkFor: (sessionId) => (update) =>
-        client.notify(methods.client.session.update, { sessionId, update }),
-      replaySinkFor: (sessionId) => (updates) =>
-        writeDirect(updates.map((update) => ({
-          jsonrpc: "2.0",
-          method: methods.client.session.update,
-          params: { sessionId, update },
-        }))),
-      workspaceFor: (sessionId) =>
-        new ClientWorkspace(client, this.clientCapabilities, sessionId, server.localWorkspace),
-      ask,
-      ...(server.retry ? { retry: server.retry } : {}),
-      store: server.store,
-      attachments: server.attachments,
-      openSessions: server.openSessions,
-      ...(server.defer ? { defer: server.defer } : {}),
-    });
+  /** Closes every session, once the session side has loaded if it is loading. */
+  #closeSessions(): Promise<void> {
+    this.#sessionsClosing = true;
+    if (this.#sessions) return this.#sessions.closeAll();
+    // Loading: the manager closes as soon as it is made (no session can open on it).
+    return this.#loadingSide?.then(() => this.#sessions?.closeAll(), () => {}) ?? Promise.resolve();
   }
 }
 

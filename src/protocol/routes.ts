@@ -1,55 +1,74 @@
 import { agent, type AgentApp, methods } from "@agentclientprotocol/sdk";
-import type { ConnectionContext } from "./connection.ts";
+import type { ConnectionContext, SessionSide } from "./connection.ts";
 import { initialize } from "./handlers/initialize.ts";
-import { cancel } from "./handlers/session_cancel.ts";
-import { closeSession, deleteSession } from "./handlers/session_close.ts";
-import { setConfigOption, setMode } from "./handlers/session_config.ts";
-import { listSessions } from "./handlers/session_list.ts";
-import { loadSession, resumeSession } from "./handlers/session_load.ts";
-import { newSession } from "./handlers/session_new.ts";
-import { prompt } from "./handlers/session_prompt.ts";
 
 /**
  * The ACP methods the server answers, each routed to its handler in `./handlers/`. Requests that
  * wait on anything are tracked, so a draining connection waits for their answers.
+ *
+ * `initialize` is answered at once; the session methods run on the connection's session side,
+ * which is loaded by the first of them or just after the `initialize` answer is written.
  *
  * @param connection The connection the handlers act on
  * @returns The SDK app to connect to the connection's streams
  */
 export function agentApp(connection: ConnectionContext): AgentApp {
   const track = connection.track.bind(connection);
+  // At once when the session side is loaded, so that its handlers see messages as before.
+  const sessions = <R>(run: (side: SessionSide) => R | Promise<R>): R | Promise<R> => {
+    const side = connection.loadedSessionSide;
+    return side ? run(side) : connection.sessionSide().then(run);
+  };
   return agent({ name: "acp-harness" })
-    .onRequest(methods.agent.initialize, ({ params }) => initialize(connection, params))
+    .onRequest(methods.agent.initialize, ({ params, requestId }) => {
+      // Once the answer is on its way, load what the session methods need.
+      connection.afterAnswer(requestId, () => connection.preloadSessionSide());
+      return initialize(connection, params);
+    })
     .onRequest(methods.agent.authenticate, () => ({}))
     .onRequest(
       methods.agent.session.new,
-      ({ params, requestId }) => track(newSession(connection, params, requestId)),
+      ({ params, requestId }) =>
+        track(sessions((side) => side.newSession(connection, params, requestId))),
     )
     .onRequest(
       methods.agent.session.prompt,
-      ({ params, signal, requestId }) => track(prompt(connection, params, { signal, requestId })),
+      ({ params, signal, requestId }) =>
+        track(sessions((side) => side.prompt(connection, params, { signal, requestId }))),
     )
     .onRequest(
       methods.agent.session.load,
-      ({ params, requestId }) => track(loadSession(connection, params, requestId)),
+      ({ params, requestId }) =>
+        track(sessions((side) => side.loadSession(connection, params, requestId))),
     )
     .onRequest(
       methods.agent.session.resume,
-      ({ params, requestId }) => track(resumeSession(connection, params, requestId)),
+      ({ params, requestId }) =>
+        track(sessions((side) => side.resumeSession(connection, params, requestId))),
     )
-    .onRequest(methods.agent.session.list, ({ params }) => track(listSessions(connection, params)))
+    .onRequest(
+      methods.agent.session.list,
+      ({ params }) => track(sessions((side) => side.listSessions(connection, params))),
+    )
     .onRequest(
       methods.agent.session.close,
-      ({ params }) => track(closeSession(connection, params)),
+      ({ params }) => track(sessions((side) => side.closeSession(connection, params))),
     )
     .onRequest(
       methods.agent.session.delete,
-      ({ params }) => track(deleteSession(connection, params)),
+      ({ params }) => track(sessions((side) => side.deleteSession(connection, params))),
     )
-    .onNotification(methods.agent.session.cancel, ({ params }) => cancel(connection, params))
+    // Before the session side is loaded there is no session to cancel.
+    .onNotification(
+      methods.agent.session.cancel,
+      ({ params }) => connection.loadedSessionSide?.cancel(connection, params),
+    )
     .onRequest(
       methods.agent.session.setConfigOption,
-      ({ params }) => setConfigOption(connection, params),
+      ({ params }) => sessions((side) => side.setConfigOption(connection, params)),
     )
-    .onRequest(methods.agent.session.setMode, ({ params }) => setMode(connection, params));
+    .onRequest(
+      methods.agent.session.setMode,
+      ({ params }) => sessions((side) => side.setMode(connection, params)),
+    );
 }

@@ -1,3 +1,4 @@
+import type * as HttpListener from "./bun_http.ts";
 import process from "node:process";
 import { Writable } from "node:stream";
 import { runCli } from "../cli.ts";
@@ -13,7 +14,11 @@ export async function main(): Promise<void> {
   const code = await runCli({
     ...nodePlatformBase(),
     serveHttp: async (handler, options) =>
-      await (await import("./bun_http.ts")).serveHttp(handler, options),
+      // The `+` keeps the HTTP listener out of Deno's start-up module graph (./main.ts).
+      await (await (import("./bun_http" + ".ts") as Promise<typeof HttpListener>)).serveHttp(
+        handler,
+        options,
+      ),
     stdin: bun.stdin.stream(),
     stdout: Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
   });

@@ -1,3 +1,4 @@
+import type * as HttpListener from "./deno_http.ts";
 import process from "node:process";
 import { Readable, Writable } from "node:stream";
 import { setImmediate } from "node:timers";
@@ -21,7 +22,11 @@ export async function main(): Promise<void> {
     writeStderr: (text) => void Deno.stderr.writeSync(encoder.encode(text)),
     defer: (task) => void setImmediate(task),
     serveHttp: async (handler, options) =>
-      await (await import("./deno_http.ts")).serveHttp(handler, options),
+      // The `+` keeps the HTTP listener out of Deno's start-up module graph (./main.ts).
+      await (await (import("./deno_http" + ".ts") as Promise<typeof HttpListener>)).serveHttp(
+        handler,
+        options,
+      ),
     onShutdownSignal(handler) {
       for (const signal of signals) Deno.addSignalListener(signal, handler);
       return () => {

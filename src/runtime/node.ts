@@ -1,3 +1,4 @@
+import type * as HttpListener from "./node_http.ts";
 import process from "node:process";
 import { Readable, Writable } from "node:stream";
 import { setImmediate } from "node:timers";
@@ -31,7 +32,11 @@ export async function main(): Promise<void> {
   const code = await runCli({
     ...nodePlatformBase(),
     serveHttp: async (handler, options) =>
-      await (await import("./node_http.ts")).serveHttp(handler, options),
+      // The `+` keeps the HTTP listener out of Deno's start-up module graph (./main.ts).
+      await (await (import("./node_http" + ".ts") as Promise<typeof HttpListener>)).serveHttp(
+        handler,
+        options,
+      ),
     stdin: Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>,
     stdout: Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
   });

@@ -11,6 +11,7 @@ import { type Logger, nullLogger } from "../log/logger.ts";
 import { JsonlSessionStore } from "./jsonl_session_store.ts";
 import { MemoryAttachmentStore } from "./memory_attachment_store.ts";
 import { MemorySessionStore } from "./memory_session_store.ts";
+import type * as PostgresStore from "./postgres/postgres_store.ts";
 import type { AttachmentStore, SessionStore } from "./session_store.ts";
 
 /** A session store and its attachment store, open until {@link OpenedSessionStore.close}. */
@@ -107,7 +108,11 @@ export async function openSessionStore(
       close: () => Promise.resolve(),
     };
   }
-  const { openPostgresStore, redactUrl } = await import("./postgres/postgres_store.ts");
+  // The `+` keeps PostgreSQL out of Deno's start-up module graph (see src/runtime/main.ts).
+  const { openPostgresStore, redactUrl } =
+    await (import("./postgres/postgres_store" + ".ts") as Promise<
+      typeof PostgresStore
+    >);
   const description = redactUrl(options.location);
   try {
     const opened = await openPostgresStore({

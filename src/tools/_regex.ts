@@ -4,12 +4,25 @@
  * pattern can make a match take exponential time; the price is no backreferences and no
  * lookaround, which are refused with a message that names the construct.
  *
+ * `re2js` is loaded by the first pattern that needs it (a literal pattern never does): it is a
+ * large module, and start-up does not need it.
+ *
  * @module
  */
-import { RE2JS } from "re2js";
+import type { RE2JS } from "re2js";
 
-/** The `RE2JS` flag that lets `.` match a newline too. */
-export const dotAll: number = RE2JS.DOTALL;
+/** The `RE2JS` flag that lets `.` match a newline too (`RE2JS.DOTALL`). */
+export const dotAll: number = 2;
+
+let engine: Promise<typeof RE2JS> | undefined;
+
+/** The `RE2JS` class, imported on first use. */
+function loadEngine(): Promise<typeof RE2JS> {
+  // A literal: a package is named through package.json, which only an analyzable import keeps
+  // working once published to JSR (Deno then resolves the package at start, without loading it).
+  engine ??= import("re2js").then((module) => module.RE2JS);
+  return engine;
+}
 
 /** Patterns that compile to more RE2 instructions than this are refused. */
 export const REGEX_MAX_PROGRAM_SIZE = 1024;
@@ -48,11 +61,11 @@ const META = /[\\^$.|?*+()[\]{}]/;
  * @param pattern The pattern
  * @returns The compiled pattern, or why it is refused (a sentence without a trailing period)
  */
-export function compileLinePattern(pattern: string): LinePattern | string {
+export async function compileLinePattern(pattern: string): Promise<LinePattern | string> {
   if (!META.test(pattern)) {
     return { window: Infinity, cost: 1, test: (line: string): boolean => line.includes(pattern) };
   }
-  const compiled = compileRe2(pattern);
+  const compiled = await compileRe2(pattern);
   if (typeof compiled === "string") return compiled;
   const window = Math.max(
     MIN_WINDOW_CHARS,
@@ -74,10 +87,11 @@ export function compileLinePattern(pattern: string): LinePattern | string {
  * @param flags `RE2JS` flags, e.g. {@link dotAll}
  * @returns The compiled pattern, or why it is refused
  */
-export function compileRe2(pattern: string, flags = 0): RE2JS | string {
+export async function compileRe2(pattern: string, flags = 0): Promise<RE2JS | string> {
+  const engine = await loadEngine();
   let compiled: RE2JS;
   try {
-    compiled = RE2JS.compile(pattern, flags);
+    compiled = engine.compile(pattern, flags);
   } catch (error) {
     return describeSyntaxError(error);
   }

@@ -96,7 +96,7 @@ async function findFiles(input: unknown, context: ToolContext): Promise<ToolResu
   const invalid = validateInput(schema, input);
   if (invalid !== undefined) return errorResult(invalid);
   const { pattern, path } = input as FindFilesInput;
-  const glob = compileGlob(pattern);
+  const glob = await compileGlob(pattern);
   if (typeof glob === "string") return errorResult(`Invalid input: "pattern": ${glob}`);
   if (context.signal.aborted) return cancelledResult();
   const resolved = await resolveOrError(context, path ?? ".");

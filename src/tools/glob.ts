@@ -43,7 +43,7 @@ export interface Glob {
  * ```ts
  * import assert from "node:assert/strict";
  * import { compileGlob } from "./glob.ts";
- * const glob = compileGlob("src/**\/*.{ts,tsx}");
+ * const glob = await compileGlob("src/**\/*.{ts,tsx}");
  * if (typeof glob === "string") throw new Error(glob);
  * assert.equal(glob.matches("src/a/b/c.tsx"), true);
  * assert.equal(glob.matches("src/c.ts"), true);
@@ -54,7 +54,7 @@ export interface Glob {
  * @param pattern The glob
  * @returns The compiled glob, or why the pattern is refused
  */
-export function compileGlob(pattern: string): Glob | string {
+export async function compileGlob(pattern: string): Promise<Glob | string> {
   const trimmed = pattern.replace(/^(?:\.\/)+/, "").replace(/^\/+/, "");
   if (trimmed === "") return "The pattern is empty";
   const alternatives = expandBraces(trimmed);
@@ -68,7 +68,7 @@ export function compileGlob(pattern: string): Glob | string {
   }
   const byBaseName = !trimmed.includes("/");
   const sources = alternatives.map((alternative) => segmentsToRegex(segmentsOf(alternative)));
-  const regex = compileRe2(`^(?:${sources.join("|")})$`, dotAll);
+  const regex = await compileRe2(`^(?:${sources.join("|")})$`, dotAll);
   if (typeof regex === "string") return `The pattern cannot be matched: ${regex}`;
   const segments = alternatives.map(segmentsOf);
   const base = byBaseName ? "" : commonBase(segments);

@@ -141,7 +141,7 @@ async function searchText(input: unknown, context: ToolContext): Promise<ToolRes
   const invalid = validateInput(schema, input);
   if (invalid !== undefined) return errorResult(invalid);
   const { pattern, path, include } = input as SearchTextInput;
-  const compiled = compileLinePattern(pattern);
+  const compiled = await compileLinePattern(pattern);
   if (typeof compiled === "string") {
     return errorResult(
       `Invalid input: "pattern" is not a valid RE2 regular expression: ${compiled}`,
@@ -149,7 +149,7 @@ async function searchText(input: unknown, context: ToolContext): Promise<ToolRes
   }
   let filter: Glob | undefined;
   if (include !== undefined && include !== null) {
-    const glob = compileGlob(include);
+    const glob = await compileGlob(include);
     if (typeof glob === "string") return errorResult(`Invalid input: "include": ${glob}`);
     filter = glob;
   }

@@ -3,7 +3,7 @@ import {
   type InitializeResponse,
   PROTOCOL_VERSION,
 } from "@agentclientprotocol/sdk";
-import { agentCapabilities } from "../capabilities.ts";
+import { agentCapabilities } from "../agent_capabilities.ts";
 import type { ConnectionContext } from "../connection.ts";
 
 /**

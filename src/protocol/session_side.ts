@@ -1,0 +1,73 @@
+/**
+ * The session side of a connection: what its session methods run on (the session manager, the
+ * permission round trip, the client's workspace) and their handlers. A connection imports this
+ * module with its first session message, or just after its `initialize` answer is written, so
+ * that start-up and `initialize` never wait for the session machinery to load.
+ *
+ * @module
+ */
+import { type AgentContext, methods } from "@agentclientprotocol/sdk";
+import { SessionManager } from "../session/session_manager.ts";
+import type { AnyMessage } from "../transport/acp.ts";
+import { createPermissionAsker } from "./ask_permission.ts";
+import { ClientWorkspace } from "./client_workspace.ts";
+import type { ConnectionContext } from "./connection.ts";
+
+export { cancel } from "./handlers/session_cancel.ts";
+export { closeSession, deleteSession } from "./handlers/session_close.ts";
+export { setConfigOption, setMode } from "./handlers/session_config.ts";
+export { listSessions } from "./handlers/session_list.ts";
+export { loadSession, resumeSession } from "./handlers/session_load.ts";
+export { newSession } from "./handlers/session_new.ts";
+export { prompt } from "./handlers/session_prompt.ts";
+
+/** How a connection reaches its client, for the sessions it opens. */
+export interface SessionManagerLink {
+  /** Calls the client's methods (`session/update`, permission requests, `fs/*`, `terminal/*`). */
+  readonly client: AgentContext;
+  /** Writes messages straight to the transport, in order (a replay's updates, in bulk). */
+  writeDirect(messages: readonly AnyMessage[]): Promise<void>;
+}
+
+/**
+ * The session manager of a connection: its sessions send their updates through the connection,
+ * ask permission of its client and use its client's workspace where the client offers one.
+ *
+ * @param connection The connection
+ * @param link How to reach the connection's client
+ * @returns The session manager
+ */
+export function createSessionManager(
+  connection: ConnectionContext,
+  link: SessionManagerLink,
+): SessionManager {
+  const { server, logger } = connection;
+  const client = link.client;
+  const ask = createPermissionAsker(client, logger, {
+    timeoutMs: server.config.permissionTimeout * 1000,
+  });
+  return new SessionManager({
+    config: server.config,
+    catalog: server.catalog,
+    toolsFor: server.toolsFor,
+    host: server.host,
+    logger,
+    now: () => server.host.now(),
+    sinkFor: (sessionId) => (update) =>
+      client.notify(methods.client.session.update, { sessionId, update }),
+    replaySinkFor: (sessionId) => (updates) =>
+      link.writeDirect(updates.map((update) => ({
+        jsonrpc: "2.0",
+        method: methods.client.session.update,
+        params: { sessionId, update },
+      }))),
+    workspaceFor: (sessionId) =>
+      new ClientWorkspace(client, connection.clientCapabilities, sessionId, server.localWorkspace),
+    ask,
+    ...(server.retry ? { retry: server.retry } : {}),
+    store: server.store,
+    attachments: server.attachments,
+    openSessions: server.openSessions,
+    ...(server.defer ? { defer: server.defer } : {}),
+  });
+}
