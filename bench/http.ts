@@ -1591,9 +1591,9 @@ export function renderHttpSection(
     "dispatch's `import()`s; the other `import()`s are lazy. HTTP code: `src/transport/http/`, " +
     "the runtime listeners (`src/runtime/*_http.ts`, `http_common.ts`), `hono`, " +
     "`@hono/node-server`, `ws` and the SDK's `experimental/server`. Target: none of it at " +
-    "start-up but `src/transport/http/http_security.ts`, the loopback checks the CLI runs on its " +
-    "settings (`isLoopback`, `loopbackHosts`, imported statically by `src/cli.ts`), a module " +
-    "with no imports. " +
+    "start-up but at most `src/transport/http/http_security.ts`, the loopback checks the CLI " +
+    "runs on its settings (`isLoopback`, `loopbackHosts`, now imported by `src/cli.ts` only " +
+    "when `--http` or a host is set), a module with no imports. " +
     (typeof graph === "string"
       ? `The graphs could not be read: ${graph}.`
       : (graph.lazyEdges.length === 0

@@ -81,6 +81,7 @@ import {
   measureHttp,
   renderHttpSection,
 } from "./http.ts";
+import { profileStartup, renderStartupProfiles, type StartupProfile } from "./startup_profile.ts";
 import {
   BREAKDOWN_FILE,
   type BreakdownCounts,
@@ -196,7 +197,7 @@ const PHASE_NAMES = [
 ] as const;
 
 /** The phases run once for all runtimes, after the per-runtime ones (`--only` names them too). */
-const SHARED_PHASES = ["builds", "appends"] as const;
+const SHARED_PHASES = ["builds", "appends", "start-up profile"] as const;
 
 /** Whether `--only` lets phase `name` run. */
 function selected(name: string): boolean {
@@ -1469,6 +1470,27 @@ interface AppendsOutcome {
   readonly timerMs?: number;
 }
 
+/** The start-up module profile of every runtime measured (`bench/startup_profile.ts`). */
+async function profileStartups(): Promise<StartupProfile[]> {
+  const profiles: StartupProfile[] = [];
+  const commands: Record<Runtime, string | undefined> = { deno: DENO, node: NODE, bun: BUN };
+  for (const runtime of settings.runtimes) {
+    const command = commands[runtime];
+    if (command === undefined) continue;
+    console.log(`[bench] start-up profile: ${runtime}`);
+    profiles.push(
+      await profileStartup({
+        root: ROOT,
+        runtime,
+        command,
+        deno: DENO,
+        runs: settings.quick ? 3 : 7,
+      }),
+    );
+  }
+  return profiles;
+}
+
 async function measureAllAppends(): Promise<AppendsOutcome> {
   const results: AppendResult[] = [];
   const errors: string[] = [];
@@ -1770,6 +1792,7 @@ function renderReport(
   mcpGraph: McpStartupGraph | string,
   httpGraph: HttpStartupGraph | string,
   builds: readonly BuildStartup[] | string,
+  profiles: readonly StartupProfile[] | string,
 ): string {
   const verdicts: Verdicts = { passed: 0, failed: 0 };
   const mcpSection = renderMcpSection(
@@ -2084,6 +2107,19 @@ function renderReport(
     "of sessions.",
     "",
     renderBuildSection(builds),
+    "",
+    "## What start-up loads, by module group (no target)",
+    "",
+    typeof profiles === "string"
+      ? `Not measured: ${profiles}`
+      : "Every module `initialize` waits for, grouped (our source directories, each npm package, " +
+        "the `node:` built-ins), with its size and load cost: measured on Deno and Bun (the " +
+        "modules imported in dependency order in one process, median of processes), estimated " +
+        "on Node.js from each group's bytes in the start-up bundle times its measured load " +
+        "time (`bench/startup_profile.ts`). What is not needed for `initialize` is loaded on " +
+        "first use: the session side after the `initialize` answer, the file system and the " +
+        "process supervisor on first use, MCP, HTTP and PostgreSQL with their first use.\n\n" +
+        renderStartupProfiles(profiles),
     "",
     `## Prompt round trip: ${
       settings.prompts.toLocaleString("en-US")
@@ -2442,6 +2478,11 @@ async function main(): Promise<void> {
     const results: RuntimeResult[] = [];
     for (const runtime of settings.runtimes) results.push(await runRuntime(runtime));
     const builds = selected("builds") ? await measureBuildStartupPhase() : "not measured (--only)";
+    const profiles = selected("start-up profile")
+      ? await profileStartups().catch((error: unknown) =>
+        error instanceof Error ? error.message : String(error)
+      )
+      : "not measured (--only)";
     const appends = selected("appends")
       ? await measureAllAppends()
       : { results: [], errors: [] } satisfies AppendsOutcome;
@@ -2460,7 +2501,17 @@ async function main(): Promise<void> {
     const fixture = await storeFixture?.catch(() => undefined);
     await Deno.writeTextFile(
       RESULTS_FILE,
-      renderReport(machine, results, warnings, appends, fixture, mcpGraph, httpGraph, builds),
+      renderReport(
+        machine,
+        results,
+        warnings,
+        appends,
+        fixture,
+        mcpGraph,
+        httpGraph,
+        builds,
+        profiles,
+      ),
     );
     // Leave the file as the repo's formatter wants it, so `deno fmt --check` stays clean.
     const formatted = await runCommand(DENO, ["fmt", "--quiet", RESULTS_FILE]);
