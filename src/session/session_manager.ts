@@ -11,8 +11,10 @@ import {
   type SessionLease,
   SessionLockedError,
   type SessionPage,
+  type SessionRecordStream,
   type SessionStore,
 } from "../store/session_store.ts";
+import { loadRecordStream } from "../store/record_stream.ts";
 import type { McpServerSpec } from "../mcp/mcp_declarations.ts";
 import type { Tool } from "../tools/tool.ts";
 import { ToolSet } from "../tools/tool_set.ts";
@@ -21,7 +23,7 @@ import { initialEffort, type Selection } from "./config_options.ts";
 import { type PermissionAsker, Session, SessionStateError } from "./session.ts";
 import type { SessionCommands } from "./session_commands.ts";
 import { SessionDisposer } from "./session_disposer.ts";
-import { replayUpdates, restoreSession } from "./session_record.ts";
+import { type RestoredSession, SessionRestorer } from "./session_record.ts";
 import type { ToolSetFactory } from "./tool_set_factory.ts";
 import type { UpdateSink } from "./update_queue.ts";
 
@@ -86,6 +88,12 @@ interface OpenSession {
 interface Built {
   readonly session: Session;
   readonly disposer: SessionDisposer;
+}
+
+/** A stored session built again, and whether its model had to fall back to the default. */
+interface Reopened {
+  readonly built: Built;
+  readonly fellBack: boolean;
 }
 
 /** A session's tool set and commands, before the session is made. */
@@ -181,56 +189,104 @@ export class SessionManager {
   async #open(id: string, params: OpenSessionOptions): Promise<Session> {
     let lease: SessionLease | undefined;
     try {
-      const { store, attachments, logger } = this.#options;
+      const { store } = this.#options;
       try {
         lease = await store.acquire(id);
       } catch (error) {
         if (error instanceof SessionLockedError) throw new SessionStateError(error.message);
         throw error;
       }
-      const loaded = await store.load(id);
-      if (!loaded) throw new SessionNotFoundError(id);
-      const { header } = loaded;
-      if (header.cwd !== params.cwd) {
-        throw new SessionStateError(
-          `cwd: ${JSON.stringify(params.cwd)} does not match the session's cwd ${
-            JSON.stringify(header.cwd)
-          }`,
-        );
-      }
-      const restored = await restoreSession(loaded, attachments, logger);
-      const { selection, fellBack } = this.#restoredSelection(id, restored.selection);
-      const built = await this.#build(
-        id,
-        {
-          cwd: header.cwd,
-          additionalDirectories: params.additionalDirectories ?? header.additionalDirectories,
-          ...(params.instructions ? { instructions: params.instructions } : {}),
-          ...(params.mcpServers ? { mcpServers: params.mcpServers } : {}),
-        },
-        selection,
-        restored,
-      );
+      const stream = await loadRecordStream(store, id);
+      if (!stream) throw new SessionNotFoundError(id);
+      let reopened: Reopened;
       try {
-        if (params.replay) {
-          const updates: SessionUpdate[] = await replayUpdates(
-            [...loaded.records, ...restored.repair],
-            attachments,
-            logger,
-            id,
-          );
-          await built.session.replay(updates);
-        }
-      } catch (error) {
-        await built.disposer.dispose();
-        throw error;
+        reopened = await this.#reopen(id, params, stream);
+      } finally {
+        // Lets go of the log (when the replay failed part-way) before the lease goes.
+        await stream.close();
       }
-      built.session.start(fellBack);
+      reopened.built.session.start(reopened.fellBack);
       const held = lease;
       lease = undefined;
-      return await this.#register(built, held);
+      return await this.#register(reopened.built, held);
     } finally {
       await lease?.release();
+    }
+  }
+
+  /**
+   * Builds a stored session: its tools and MCP servers once the header says the cwd matches, then
+   * its state from the records as they are read, replaying each batch (with `replay`) while the
+   * next is read.
+   */
+  async #reopen(
+    id: string,
+    params: OpenSessionOptions,
+    stream: SessionRecordStream,
+  ): Promise<Reopened> {
+    const { header } = stream;
+    if (header.cwd !== params.cwd) {
+      throw new SessionStateError(
+        `cwd: ${JSON.stringify(params.cwd)} does not match the session's cwd ${
+          JSON.stringify(header.cwd)
+        }`,
+      );
+    }
+    const roots: CreateSessionOptions = {
+      cwd: header.cwd,
+      additionalDirectories: params.additionalDirectories ?? header.additionalDirectories,
+      ...(params.instructions ? { instructions: params.instructions } : {}),
+      ...(params.mcpServers ? { mcpServers: params.mcpServers } : {}),
+    };
+    const { equipment, disposer } = await this.#equipment(id, roots);
+    try {
+      const sink = params.replay ? this.#options.replaySinkFor?.(id) : undefined;
+      const { restored, held } = await this.#restore(id, stream, params.replay, sink);
+      const { selection, fellBack } = this.#restoredSelection(id, restored.selection);
+      const session = this.#session(id, roots, selection, equipment, restored);
+      // Without a bulk sink the replay goes through the session, once it exists.
+      if (held.length > 0) await session.replay(held);
+      return { built: { session, disposer }, fellBack };
+    } catch (error) {
+      await disposer.dispose();
+      throw error;
+    }
+  }
+
+  /**
+   * Restores a session from its records. With `replay`, each batch's updates go to `sink` while
+   * the next batch is read and restored (one batch in flight at a time), or are held for the
+   * session when there is no sink. Every update handed to the sink is written before this
+   * settles, failure included, so the answer to the load follows them.
+   */
+  async #restore(
+    id: string,
+    stream: SessionRecordStream,
+    replay: boolean,
+    sink: ((updates: readonly SessionUpdate[]) => Promise<void>) | undefined,
+  ): Promise<{ restored: RestoredSession; held: SessionUpdate[] }> {
+    const { attachments, logger } = this.#options;
+    const restorer = new SessionRestorer({ attachments, logger, sessionId: id, replay });
+    const held: SessionUpdate[] = [];
+    let sending: Promise<void> = Promise.resolve();
+    const send = async (updates: readonly SessionUpdate[]): Promise<void> => {
+      if (updates.length === 0) return;
+      if (sink === undefined) {
+        for (const update of updates) held.push(update);
+        return;
+      }
+      await sending;
+      sending = sink(updates);
+      sending.catch(() => {});
+    };
+    try {
+      for await (const batch of stream.batches) await send(await restorer.add(batch));
+      const { restored, updates } = restorer.finish();
+      await send(updates);
+      await sending;
+      return { restored, held };
+    } finally {
+      await sending.catch(() => {});
     }
   }
 
@@ -355,8 +411,21 @@ export class SessionManager {
     id: string,
     params: CreateSessionOptions,
     selection: Selection,
-    restored?: Awaited<ReturnType<typeof restoreSession>>,
   ): Promise<Built> {
+    const { equipment, disposer } = await this.#equipment(id, params);
+    try {
+      return { session: this.#session(id, params, selection, equipment), disposer };
+    } catch (error) {
+      await disposer.dispose();
+      throw error;
+    }
+  }
+
+  /** Makes the session's tool set (its MCP servers started) and its disposer. */
+  async #equipment(
+    id: string,
+    params: CreateSessionOptions,
+  ): Promise<{ equipment: Equipment; disposer: SessionDisposer }> {
     const { logger, toolsFor } = this.#options;
     const disposer = new SessionDisposer((error) =>
       logger.warn("session clean-up failed", { sessionId: id, error })
@@ -368,8 +437,7 @@ export class SessionManager {
         additionalDirectories: params.additionalDirectories,
         disposer,
       });
-      const equipment = await this.#equip(id, params, tools, disposer);
-      return { session: this.#session(id, params, selection, equipment, restored), disposer };
+      return { equipment: await this.#equip(id, params, tools, disposer), disposer };
     } catch (error) {
       await disposer.dispose();
       throw error;
@@ -409,7 +477,7 @@ export class SessionManager {
     params: CreateSessionOptions,
     selection: Selection,
     equipment: Equipment,
-    restored?: Awaited<ReturnType<typeof restoreSession>>,
+    restored?: RestoredSession,
   ): Session {
     const { catalog, host, logger, now, sinkFor, workspaceFor, ask, retry, config } = this.#options;
     return new Session({
