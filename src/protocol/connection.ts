@@ -4,6 +4,7 @@ import type { Config } from "../config/config.ts";
 import type { Host } from "../host/host.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
+import type { ReplayFrameSink } from "../session/replay_frames.ts";
 import type { Session } from "../session/session.ts";
 import { SessionManager } from "../session/session_manager.ts";
 import type { ToolSetFactory } from "../session/tool_set_factory.ts";
@@ -145,7 +146,7 @@ export class Connection implements ConnectionContext {
       readable: this.#order.readable,
       writable: described.writable,
     });
-    this.sessions = this.#sessionManager(described.writeDirect);
+    this.sessions = this.#sessionManager(described);
     this.disconnected = new Promise<void>((resolve) => this.#markDisconnected = resolve);
     void this.#acp.closed.then(this.#markDisconnected);
     this.closed = this.#acp.closed.then(() => this.sessions.closeAll());
@@ -211,7 +212,8 @@ export class Connection implements ConnectionContext {
     await this.closed;
   }
 
-  #sessionManager(writeDirect: ReturnType<typeof describeErrors>["writeDirect"]): SessionManager {
+  #sessionManager(described: ReturnType<typeof describeErrors>): SessionManager {
+    const { writeDirect, writeFrames } = described;
     const { server, logger } = this;
     const client = this.#acp.client;
     const ask = createPermissionAsker(client, logger, {
@@ -232,6 +234,9 @@ export class Connection implements ConnectionContext {
           method: methods.client.session.update,
           params: { sessionId, update },
         }))),
+      ...(writeFrames
+        ? { replayFramesFor: (sessionId: string) => replayFrames(sessionId, writeFrames) }
+        : {}),
       workspaceFor: (sessionId) =>
         new ClientWorkspace(client, this.clientCapabilities, sessionId, server.localWorkspace),
       ask,
@@ -241,6 +246,24 @@ export class Connection implements ConnectionContext {
       openSessions: server.openSessions,
     });
   }
+}
+
+/** How a replay writes serialized `session/update` notifications of a session. */
+function replayFrames(
+  sessionId: string,
+  write: (frames: Uint8Array) => Promise<void>,
+): ReplayFrameSink {
+  const encoder = new TextEncoder();
+  const method = JSON.stringify(methods.client.session.update);
+  return {
+    head: encoder.encode(
+      `{"jsonrpc":"2.0","method":${method},"params":{"sessionId":${
+        JSON.stringify(sessionId)
+      },"update":`,
+    ),
+    tail: encoder.encode("}}\n"),
+    write,
+  };
 }
 
 function nextMacrotask(): Promise<void> {

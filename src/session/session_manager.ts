@@ -23,6 +23,7 @@ import { initialEffort, type Selection } from "./config_options.ts";
 import { type PermissionAsker, Session, SessionStateError } from "./session.ts";
 import type { SessionCommands } from "./session_commands.ts";
 import { SessionDisposer } from "./session_disposer.ts";
+import { ReplayFrames, type ReplayFrameSink } from "./replay_frames.ts";
 import { type RestoredSession, SessionRestorer } from "./session_record.ts";
 import type { ToolSetFactory } from "./tool_set_factory.ts";
 import type { UpdateSink } from "./update_queue.ts";
@@ -44,6 +45,11 @@ export interface SessionManagerOptions {
   readonly replaySinkFor?: (
     sessionId: string,
   ) => (updates: readonly SessionUpdate[]) => Promise<void>;
+  /**
+   * Makes the sink of one session's replay serialized as NDJSON, when the transport writes NDJSON
+   * (preferred to {@link replaySinkFor}: the notifications' envelope is serialized once).
+   */
+  readonly replayFramesFor?: (sessionId: string) => ReplayFrameSink;
   /** Makes the file and command access of one session. */
   readonly workspaceFor: (sessionId: string) => Workspace;
   /** Asks the client for permission. */
@@ -240,8 +246,7 @@ export class SessionManager {
     };
     const { equipment, disposer } = await this.#equipment(id, roots);
     try {
-      const sink = params.replay ? this.#options.replaySinkFor?.(id) : undefined;
-      const { restored, held } = await this.#restore(id, stream, params.replay, sink);
+      const { restored, held } = await this.#restore(id, stream, params.replay);
       const { selection, fellBack } = this.#restoredSelection(id, restored.selection);
       const session = this.#session(id, roots, selection, equipment, restored);
       // Without a bulk sink the replay goes through the session, once it exists.
@@ -254,35 +259,43 @@ export class SessionManager {
   }
 
   /**
-   * Restores a session from its records. With `replay`, each batch's updates go to `sink` while
-   * the next batch is read and restored (one batch in flight at a time), or are held for the
-   * session when there is no sink. Every update handed to the sink is written before this
-   * settles, failure included, so the answer to the load follows them.
+   * Restores a session from its records. With `replay`, each batch's notifications go to the
+   * transport while the next batch is read and restored (one batch in flight at a time), or are
+   * held for the session when the transport takes no bulk writes. Everything handed to the
+   * transport is written before this settles, failure included, so the answer to the load
+   * follows it.
    */
   async #restore(
     id: string,
     stream: SessionRecordStream,
     replay: boolean,
-    sink: ((updates: readonly SessionUpdate[]) => Promise<void>) | undefined,
   ): Promise<{ restored: RestoredSession; held: SessionUpdate[] }> {
-    const { attachments, logger } = this.#options;
+    const { attachments, logger, replaySinkFor, replayFramesFor } = this.#options;
     const restorer = new SessionRestorer({ attachments, logger, sessionId: id, replay });
+    const frameSink = replay ? replayFramesFor?.(id) : undefined;
+    const frames = frameSink ? new ReplayFrames(frameSink) : undefined;
+    const sink = replay && !frameSink ? replaySinkFor?.(id) : undefined;
     const held: SessionUpdate[] = [];
     let sending: Promise<void> = Promise.resolve();
-    const send = async (updates: readonly SessionUpdate[]): Promise<void> => {
-      if (updates.length === 0) return;
-      if (sink === undefined) {
-        for (const update of updates) held.push(update);
-        return;
-      }
+    const send = async (write: () => Promise<void>): Promise<void> => {
       await sending;
-      sending = sink(updates);
+      sending = write();
       sending.catch(() => {});
     };
+    const deliver = async (updates: readonly SessionUpdate[]): Promise<void> => {
+      if (frameSink && frames) {
+        for (const update of updates) frames.update(update);
+        if (frames.empty) return;
+        const bytes = frames.take();
+        await send(() => frameSink.write(bytes));
+      } else if (sink) {
+        if (updates.length > 0) await send(() => sink(updates));
+      } else for (const update of updates) held.push(update);
+    };
     try {
-      for await (const batch of stream.batches) await send(await restorer.add(batch));
+      for await (const records of stream.batches) await deliver(await restorer.add(records));
       const { restored, updates } = restorer.finish();
-      await send(updates);
+      await deliver(updates);
       await sending;
       return { restored, held };
     } finally {

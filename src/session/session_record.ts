@@ -243,12 +243,16 @@ export class SessionRestorer {
       if (record.type === "user") await this.#user(record, replay ? updates : undefined);
       else {
         restoreRecord(this.#state, record);
-        if (!replay) continue;
-        if (record.type === "usage") this.#usage = usageUpdate(record) ?? this.#usage;
-        else replayRecord(record, updates);
+        if (replay) this.#replay(record, updates);
       }
     }
     return updates;
+  }
+
+  /** Adds the updates of a record other than a user message (the latest usage is kept). */
+  #replay(record: StoredRecord, updates: SessionUpdate[]): void {
+    if (record.type === "usage") this.#usage = usageUpdate(record) ?? this.#usage;
+    else replayRecord(record, updates);
   }
 
   /**

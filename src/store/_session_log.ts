@@ -75,7 +75,6 @@ export interface LogEnd {
 export class SessionLogParser {
   readonly #path: string;
   readonly #id: string;
-  /** Blocks end at a newline, so none ends inside a character: no streaming decode is needed. */
   #decoder = new TextDecoder();
   /** Bytes after the last newline seen so far (a line still being read). */
   #partial: Uint8Array[] = [];
@@ -144,6 +143,7 @@ export class SessionLogParser {
     const blockStart = this.#complete;
     this.#complete += block.byteLength;
     if (this.#unparsable !== undefined) this.#corrupt(this.#unparsable.line, "is not valid JSON");
+    // A block ends at a newline, so never inside a character: each decodes on its own.
     const lines = this.#decoder.decode(block).split("\n");
     // A byte order mark is dropped at the start of the log only (as a whole-file decode does).
     if (blockStart === 0) this.#decoder = new TextDecoder("utf-8", { ignoreBOM: true });
