@@ -82,6 +82,12 @@ export interface OpenSessionOptions extends Partial<CreateSessionOptions> {
 
 export { SessionNotFoundError };
 
+/**
+ * Batches of a `session/load` replay handed to the transport as NDJSON and not yet written, at
+ * most (each is one ordered write; a bulk sink of updates takes one batch at a time).
+ */
+const REPLAY_BATCHES_IN_FLIGHT = 4;
+
 interface OpenSession {
   readonly session: Session;
   readonly lease: SessionLease;
@@ -260,7 +266,7 @@ export class SessionManager {
 
   /**
    * Restores a session from its records. With `replay`, each batch's notifications go to the
-   * transport while the next batch is read and restored (one batch in flight at a time), or are
+   * transport while the next batches are read and restored (a few batches in flight), or are
    * held for the session when the transport takes no bulk writes. Everything handed to the
    * transport is written before this settles, failure included, so the answer to the load
    * follows it.
@@ -276,11 +282,14 @@ export class SessionManager {
     const frames = frameSink ? new ReplayFrames(frameSink) : undefined;
     const sink = replay && !frameSink ? replaySinkFor?.(id) : undefined;
     const held: SessionUpdate[] = [];
-    let sending: Promise<void> = Promise.resolve();
+    // Writes under way, oldest first: a few batches may wait for the client at a time.
+    const sending: Promise<void>[] = [];
+    const inFlight = frames ? REPLAY_BATCHES_IN_FLIGHT : 1;
     const send = async (write: () => Promise<void>): Promise<void> => {
-      await sending;
-      sending = write();
-      sending.catch(() => {});
+      if (sending.length >= inFlight) await sending.shift();
+      const written = write();
+      written.catch(() => {});
+      sending.push(written);
     };
     const deliver = async (updates: readonly SessionUpdate[]): Promise<void> => {
       if (frameSink && frames) {
@@ -296,10 +305,10 @@ export class SessionManager {
       for await (const records of stream.batches) await deliver(await restorer.add(records));
       const { restored, updates } = restorer.finish();
       await deliver(updates);
-      await sending;
+      for (const written of sending) await written;
       return { restored, held };
     } finally {
-      await sending.catch(() => {});
+      await Promise.allSettled(sending);
     }
   }
 
