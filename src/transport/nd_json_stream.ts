@@ -33,9 +33,10 @@ export interface NdJsonStream extends Stream {
    */
   writeMany(messages: readonly AnyMessage[]): Promise<void>;
   /**
-   * Writes messages already framed: compact JSON texts, each followed by a newline (a
-   * `session/load` replay copied from the log). They go out after every message written before,
-   * in one write; resolves once it is done.
+   * Writes messages already framed: JSON texts on one line each, each followed by a newline (a
+   * `session/load` replay). They go out in one write after every message written before (like
+   * {@link writeMany}'s, they may pass messages still queued in the writable); the bytes are
+   * written as they are, so must not change afterwards. Resolves once they are written.
    */
   writeFrames(frames: Uint8Array): Promise<void>;
   /** Resolves once every message written so far has reached the output. */
