@@ -75,19 +75,20 @@ export async function openLogReader(
   return {
     header,
     async *batches(signal) {
+      // One read ahead: the next piece is read while the caller handles this one.
+      let next = eof ? undefined : read(READ_BYTES);
+      next?.catch(() => {});
       if (first.length > 0) {
         facts(first);
         const records = first;
         first = [];
         yield records;
       }
-      // One read ahead: the next piece is read while the caller handles this one.
-      let next = eof ? undefined : read(READ_BYTES);
       while (next !== undefined) {
-        next.catch(() => {});
         const bytes = await next;
         signal?.throwIfAborted();
         next = eof ? undefined : read(READ_BYTES);
+        next?.catch(() => {});
         for (let start = 0; start < bytes.byteLength; start += BATCH_BYTES) {
           const records = parser.push(bytes.subarray(start, start + BATCH_BYTES));
           if (records.length === 0) continue;
@@ -115,6 +116,7 @@ export interface RecordStreamOptions {
   readonly release: () => void;
   /** Runs after the last batch is read, before the iteration ends (not when it stops early). */
   readonly finish: (end: LogEnd, summary: LogSummary) => Promise<void>;
+  /** Checked between reads. */
   readonly signal?: AbortSignal | undefined;
 }
 
