@@ -127,6 +127,8 @@ export class Connection implements ConnectionContext {
   readonly #afterAnswer = new Map<unknown, () => void>();
   readonly #maxSessions: number | undefined;
   readonly #writeDirect: (messages: readonly AnyMessage[]) => Promise<void>;
+  /** Writes serialized frames past the SDK (stdio), when the transport can. */
+  readonly #writeFrames: ((frames: Uint8Array) => Promise<void>) | undefined;
   #side: SessionSide | undefined;
   #sessions: SessionManager | undefined;
   #loadingSide: Promise<SessionSide> | undefined;
@@ -173,6 +175,7 @@ export class Connection implements ConnectionContext {
       writable: described.writable,
     });
     this.#writeDirect = described.writeDirect;
+    this.#writeFrames = described.writeFrames;
     this.disconnected = new Promise<void>((resolve) =>
       this.#markDisconnected = () => {
         this.#isDisconnected = true;
@@ -200,6 +203,7 @@ export class Connection implements ConnectionContext {
       const sessions = side.createSessionManager(this, {
         client: this.#acp.client,
         writeDirect: this.#writeDirect,
+        ...(this.#writeFrames ? { writeFrames: this.#writeFrames } : {}),
       });
       if (this.#sessionsClosing) void sessions.closeAll();
       this.#sessions = sessions;

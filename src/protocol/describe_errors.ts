@@ -1,6 +1,6 @@
 import type { Logger } from "../log/logger.ts";
 import type { AnyMessage, Stream } from "../transport/acp.ts";
-import type { BulkWriter } from "../transport/nd_json_stream.ts";
+import type { BulkWriter, FrameWriter } from "../transport/nd_json_stream.ts";
 
 /**
  * Wraps a connection's outbound side so every error response names what was wrong, and logs it.
@@ -15,7 +15,8 @@ import type { BulkWriter } from "../transport/nd_json_stream.ts";
  *
  * It also offers `writeDirect`: writes straight to the transport, past the SDK's one-at-a-time
  * send path, for bulk notifications (a `session/load` replay). Messages written directly go out
- * in call order, ahead of anything the SDK sends later.
+ * in call order, ahead of anything the SDK sends later. `writeFrames`, when the transport frames
+ * NDJSON itself, writes messages already serialized the same way.
  *
  * @param stream The connection's streams
  * @param logger Where error responses are reported
@@ -29,6 +30,7 @@ export function describeErrors(
 ): {
   readonly writable: WritableStream<AnyMessage>;
   writeDirect(messages: readonly AnyMessage[]): Promise<void>;
+  readonly writeFrames?: (frames: Uint8Array) => Promise<void>;
 } {
   const writer = stream.writable.getWriter();
   const writable = new WritableStream<AnyMessage>({
@@ -62,8 +64,12 @@ export function describeErrors(
       return writer.abort(reason);
     },
   });
+  const frameWriter = (stream as Partial<FrameWriter>).writeFrames;
   return {
     writable,
+    ...(frameWriter
+      ? { writeFrames: (frames: Uint8Array) => frameWriter.call(stream, frames) }
+      : {}),
     async writeDirect(messages: readonly AnyMessage[]): Promise<void> {
       const bulk = (stream as Partial<BulkWriter>).writeMany;
       if (bulk) return await bulk.call(stream, messages);

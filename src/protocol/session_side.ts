@@ -8,6 +8,7 @@
  */
 import { type AgentContext, methods } from "@agentclientprotocol/sdk";
 import { SessionManager } from "../session/session_manager.ts";
+import type { ReplayFrameSink } from "../session/replay_frames.ts";
 import type { AnyMessage } from "../transport/acp.ts";
 import { createPermissionAsker } from "./ask_permission.ts";
 import { ClientWorkspace } from "./client_workspace.ts";
@@ -27,6 +28,8 @@ export interface SessionManagerLink {
   readonly client: AgentContext;
   /** Writes messages straight to the transport, in order (a replay's updates, in bulk). */
   writeDirect(messages: readonly AnyMessage[]): Promise<void>;
+  /** Writes serialized NDJSON frames straight to the transport, in order, when it can (stdio). */
+  readonly writeFrames?: (frames: Uint8Array) => Promise<void>;
 }
 
 /**
@@ -61,6 +64,9 @@ export function createSessionManager(
         method: methods.client.session.update,
         params: { sessionId, update },
       }))),
+    ...(link.writeFrames
+      ? { replayFramesFor: (sessionId: string) => replayFrames(sessionId, link.writeFrames!) }
+      : {}),
     workspaceFor: (sessionId) =>
       new ClientWorkspace(client, connection.clientCapabilities, sessionId, server.localWorkspace),
     ask,
@@ -70,4 +76,22 @@ export function createSessionManager(
     openSessions: server.openSessions,
     ...(server.defer ? { defer: server.defer } : {}),
   });
+}
+
+/** How a replay writes serialized `session/update` notifications of a session. */
+function replayFrames(
+  sessionId: string,
+  write: (frames: Uint8Array) => Promise<void>,
+): ReplayFrameSink {
+  const encoder = new TextEncoder();
+  const method = JSON.stringify(methods.client.session.update);
+  return {
+    head: encoder.encode(
+      `{"jsonrpc":"2.0","method":${method},"params":{"sessionId":${
+        JSON.stringify(sessionId)
+      },"update":`,
+    ),
+    tail: encoder.encode("}}\n"),
+    write,
+  };
 }

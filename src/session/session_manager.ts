@@ -11,8 +11,10 @@ import {
   type SessionLease,
   SessionLockedError,
   type SessionPage,
+  type SessionRecordStream,
   type SessionStore,
 } from "../store/session_store.ts";
+import { loadRecordStream } from "../store/record_stream.ts";
 import type { McpServerSpec } from "../mcp/mcp_declarations.ts";
 import type { Tool } from "../tools/tool.ts";
 import { ToolSet } from "../tools/tool_set.ts";
@@ -21,7 +23,8 @@ import { initialEffort, type Selection } from "./config_options.ts";
 import { type PermissionAsker, Session, SessionStateError } from "./session.ts";
 import type { SessionCommands } from "./session_commands.ts";
 import { SessionDisposer } from "./session_disposer.ts";
-import { replayUpdates, restoreSession } from "./session_record.ts";
+import { ReplayFrames, type ReplayFrameSink } from "./replay_frames.ts";
+import { type RestoredSession, SessionRestorer } from "./session_record.ts";
 import type { ToolSetFactory } from "./tool_set_factory.ts";
 import type { UpdateSink } from "./update_queue.ts";
 
@@ -42,6 +45,11 @@ export interface SessionManagerOptions {
   readonly replaySinkFor?: (
     sessionId: string,
   ) => (updates: readonly SessionUpdate[]) => Promise<void>;
+  /**
+   * Makes the sink of one session's replay serialized as NDJSON, when the transport writes NDJSON
+   * (preferred to {@link replaySinkFor}: the notifications' envelope is serialized once).
+   */
+  readonly replayFramesFor?: (sessionId: string) => ReplayFrameSink;
   /** Makes the file and command access of one session. */
   readonly workspaceFor: (sessionId: string) => Workspace;
   /** Asks the client for permission. */
@@ -76,6 +84,12 @@ export interface OpenSessionOptions extends Partial<CreateSessionOptions> {
 
 export { SessionNotFoundError };
 
+/**
+ * Batches of a `session/load` replay handed to the transport as NDJSON and not yet written, at
+ * most (each is one ordered write; a bulk sink of updates takes one batch at a time).
+ */
+const REPLAY_BATCHES_IN_FLIGHT = 4;
+
 interface OpenSession {
   readonly session: Session;
   readonly lease: SessionLease;
@@ -88,6 +102,12 @@ interface OpenSession {
 interface Built {
   readonly session: Session;
   readonly disposer: SessionDisposer;
+}
+
+/** A stored session built again, and whether its model had to fall back to the default. */
+interface Reopened {
+  readonly built: Built;
+  readonly fellBack: boolean;
 }
 
 /** A session's tool set and commands, before the session is made. */
@@ -187,56 +207,114 @@ export class SessionManager {
   async #open(id: string, params: OpenSessionOptions): Promise<Session> {
     let lease: SessionLease | undefined;
     try {
-      const { store, attachments, logger } = this.#options;
+      const { store } = this.#options;
       try {
         lease = await store.acquire(id);
       } catch (error) {
         if (error instanceof SessionLockedError) throw new SessionStateError(error.message);
         throw error;
       }
-      const loaded = await store.load(id);
-      if (!loaded) throw new SessionNotFoundError(id);
-      const { header } = loaded;
-      if (header.cwd !== params.cwd) {
-        throw new SessionStateError(
-          `cwd: ${JSON.stringify(params.cwd)} does not match the session's cwd ${
-            JSON.stringify(header.cwd)
-          }`,
-        );
-      }
-      const restored = await restoreSession(loaded, attachments, logger);
-      const { selection, fellBack } = this.#restoredSelection(id, restored.selection);
-      const built = await this.#build(
-        id,
-        {
-          cwd: header.cwd,
-          additionalDirectories: params.additionalDirectories ?? header.additionalDirectories,
-          ...(params.instructions ? { instructions: params.instructions } : {}),
-          ...(params.mcpServers ? { mcpServers: params.mcpServers } : {}),
-        },
-        selection,
-        restored,
-      );
+      const stream = await loadRecordStream(store, id);
+      if (!stream) throw new SessionNotFoundError(id);
+      let reopened: Reopened;
       try {
-        if (params.replay) {
-          const updates: SessionUpdate[] = await replayUpdates(
-            [...loaded.records, ...restored.repair],
-            attachments,
-            logger,
-            id,
-          );
-          await built.session.replay(updates);
-        }
-      } catch (error) {
-        await built.disposer.dispose();
-        throw error;
+        reopened = await this.#reopen(id, params, stream);
+      } finally {
+        // Lets go of the log (when the replay failed part-way) before the lease goes.
+        await stream.close();
       }
-      built.session.start(fellBack);
+      reopened.built.session.start(reopened.fellBack);
       const held = lease;
       lease = undefined;
-      return await this.#register(built, held);
+      return await this.#register(reopened.built, held);
     } finally {
       await lease?.release();
+    }
+  }
+
+  /**
+   * Builds a stored session: its tools and MCP servers once the header says the cwd matches, then
+   * its state from the records as they are read, replaying each batch (with `replay`) while the
+   * next is read.
+   */
+  async #reopen(
+    id: string,
+    params: OpenSessionOptions,
+    stream: SessionRecordStream,
+  ): Promise<Reopened> {
+    const { header } = stream;
+    if (header.cwd !== params.cwd) {
+      throw new SessionStateError(
+        `cwd: ${JSON.stringify(params.cwd)} does not match the session's cwd ${
+          JSON.stringify(header.cwd)
+        }`,
+      );
+    }
+    const roots: CreateSessionOptions = {
+      cwd: header.cwd,
+      additionalDirectories: params.additionalDirectories ?? header.additionalDirectories,
+      ...(params.instructions ? { instructions: params.instructions } : {}),
+      ...(params.mcpServers ? { mcpServers: params.mcpServers } : {}),
+    };
+    const { equipment, disposer } = await this.#equipment(id, roots);
+    try {
+      const { restored, held } = await this.#restore(id, stream, params.replay);
+      const { selection, fellBack } = this.#restoredSelection(id, restored.selection);
+      const session = this.#session(id, roots, selection, equipment, restored);
+      // Without a bulk sink the replay goes through the session, once it exists.
+      if (held.length > 0) await session.replay(held);
+      return { built: { session, disposer }, fellBack };
+    } catch (error) {
+      await disposer.dispose();
+      throw error;
+    }
+  }
+
+  /**
+   * Restores a session from its records. With `replay`, each batch's notifications go to the
+   * transport while the next batches are read and restored (a few batches in flight), or are
+   * held for the session when the transport takes no bulk writes. Everything handed to the
+   * transport is written before this settles, failure included, so the answer to the load
+   * follows it.
+   */
+  async #restore(
+    id: string,
+    stream: SessionRecordStream,
+    replay: boolean,
+  ): Promise<{ restored: RestoredSession; held: SessionUpdate[] }> {
+    const { attachments, logger, replaySinkFor, replayFramesFor } = this.#options;
+    const restorer = new SessionRestorer({ attachments, logger, sessionId: id, replay });
+    const frameSink = replay ? replayFramesFor?.(id) : undefined;
+    const frames = frameSink ? new ReplayFrames(frameSink) : undefined;
+    const sink = replay && !frameSink ? replaySinkFor?.(id) : undefined;
+    const held: SessionUpdate[] = [];
+    // Writes under way, oldest first: a few batches may wait for the client at a time.
+    const sending: Promise<void>[] = [];
+    const inFlight = frames ? REPLAY_BATCHES_IN_FLIGHT : 1;
+    const send = async (write: () => Promise<void>): Promise<void> => {
+      if (sending.length >= inFlight) await sending.shift();
+      const written = write();
+      written.catch(() => {});
+      sending.push(written);
+    };
+    const deliver = async (updates: readonly SessionUpdate[]): Promise<void> => {
+      if (frameSink && frames) {
+        for (const update of updates) frames.update(update);
+        if (frames.empty) return;
+        const bytes = frames.take();
+        await send(() => frameSink.write(bytes));
+      } else if (sink) {
+        if (updates.length > 0) await send(() => sink(updates));
+      } else for (const update of updates) held.push(update);
+    };
+    try {
+      for await (const records of stream.batches) await deliver(await restorer.add(records));
+      const { restored, updates } = restorer.finish();
+      await deliver(updates);
+      for (const written of sending) await written;
+      return { restored, held };
+    } finally {
+      await Promise.allSettled(sending);
     }
   }
 
@@ -361,8 +439,21 @@ export class SessionManager {
     id: string,
     params: CreateSessionOptions,
     selection: Selection,
-    restored?: Awaited<ReturnType<typeof restoreSession>>,
   ): Promise<Built> {
+    const { equipment, disposer } = await this.#equipment(id, params);
+    try {
+      return { session: this.#session(id, params, selection, equipment), disposer };
+    } catch (error) {
+      await disposer.dispose();
+      throw error;
+    }
+  }
+
+  /** Makes the session's tool set (its MCP servers started) and its disposer. */
+  async #equipment(
+    id: string,
+    params: CreateSessionOptions,
+  ): Promise<{ equipment: Equipment; disposer: SessionDisposer }> {
     const { logger, toolsFor } = this.#options;
     const disposer = new SessionDisposer((error) =>
       logger.warn("session clean-up failed", { sessionId: id, error })
@@ -374,8 +465,7 @@ export class SessionManager {
         additionalDirectories: params.additionalDirectories,
         disposer,
       });
-      const equipment = await this.#equip(id, params, tools, disposer);
-      return { session: this.#session(id, params, selection, equipment, restored), disposer };
+      return { equipment: await this.#equip(id, params, tools, disposer), disposer };
     } catch (error) {
       await disposer.dispose();
       throw error;
@@ -415,7 +505,7 @@ export class SessionManager {
     params: CreateSessionOptions,
     selection: Selection,
     equipment: Equipment,
-    restored?: Awaited<ReturnType<typeof restoreSession>>,
+    restored?: RestoredSession,
   ): Session {
     const { catalog, host, logger, now, sinkFor, workspaceFor, ask, retry, config } = this.#options;
     return new Session({

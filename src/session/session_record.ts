@@ -9,7 +9,7 @@ import type { PermissionMode } from "../config/config.ts";
 import type { LlmContentPart, LlmMessage } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
 import type { PermissionAnswer } from "../permission/policy.ts";
-import type { SessionUpdate } from "../protocol/acp_types.ts";
+import type { SessionUpdate, ToolCallContent } from "../protocol/acp_types.ts";
 import type {
   AttachmentStore,
   LoadedSession,
@@ -164,7 +164,56 @@ export async function restoreSession(
   attachments: AttachmentStore,
   logger: Logger,
 ): Promise<RestoredSession> {
-  const state: RestoreState = {
+  const restorer = new SessionRestorer({
+    attachments,
+    logger,
+    sessionId: loaded.header.id,
+    replay: false,
+  });
+  await restorer.add(loaded.records);
+  return restorer.finish().restored;
+}
+
+/** Options of a {@link SessionRestorer}. */
+export interface SessionRestorerOptions {
+  /** Image bytes (a missing or corrupt one becomes a text marker). */
+  readonly attachments: AttachmentStore;
+  /** Told about missing attachments. */
+  readonly logger: Logger;
+  /** The session, for log lines. */
+  readonly sessionId: string;
+  /** Build the updates that replay the log too (`session/load`). */
+  readonly replay: boolean;
+}
+
+/**
+ * Rebuilds a session from its records as they are read ({@link restoreSession} a batch at a
+ * time) and, for `session/load`, makes the updates that replay them ({@link replayUpdates}) on
+ * the way: each batch's updates can go to the client before the next batch is read.
+ *
+ * @example Restoring a log with an interrupted turn while replaying it
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nullLogger } from "../log/logger.ts";
+ * import { MemoryAttachmentStore } from "../store/memory_attachment_store.ts";
+ * import { SessionRestorer } from "./session_record.ts";
+ * const restorer = new SessionRestorer({
+ *   attachments: new MemoryAttachmentStore(), logger: nullLogger, sessionId: "s1", replay: true,
+ * });
+ * const time = "2026-01-01T00:00:00.000Z";
+ * const updates = await restorer.add([
+ *   { type: "turn_start", seq: 1, time },
+ *   { type: "user", messageId: "m1", content: [{ type: "text", text: "hi" }], seq: 2, time },
+ * ]);
+ * assert.equal(updates[0]?.sessionUpdate, "user_message_chunk");
+ * const { restored } = restorer.finish();
+ * assert.equal(restored.history.length, 1);
+ * assert.deepEqual(restored.repair, [{ type: "turn_end", stopReason: "interrupted" }]);
+ * ```
+ */
+export class SessionRestorer {
+  readonly #options: SessionRestorerOptions;
+  readonly #state: RestoreState = {
     history: [],
     grants: new Map(),
     pendingCalls: new Map(),
@@ -173,26 +222,102 @@ export async function restoreSession(
     cost: 0,
     open: false,
   };
-  for (const record of loaded.records) {
-    if (record.type === "user") {
-      state.history.push({
-        role: "user",
-        content: await contentForModel(record.content, attachments, logger, loaded.header.id),
-      });
-    } else restoreRecord(state, record);
+  /** The latest usage update: replayed once, at the end. */
+  #usage: SessionUpdate | undefined;
+
+  /** @param options Attachments, logger, session id, and whether to replay */
+  constructor(options: SessionRestorerOptions) {
+    this.#options = options;
   }
-  const repair = repairOf(state);
-  return {
-    history: state.history,
-    ...(state.selection ? { selection: state.selection } : {}),
-    grants: state.grants,
-    ...(state.title === undefined ? {} : { title: state.title }),
-    cost: state.cost,
-    repair,
-  };
+
+  /**
+   * Applies the next records, in log order.
+   *
+   * @param records The records
+   * @returns The updates that replay them (none without `replay`; usage waits for the end)
+   */
+  async add(records: readonly StoredRecord[]): Promise<SessionUpdate[]> {
+    const updates: SessionUpdate[] = [];
+    const replay = this.#options.replay;
+    for (const record of records) {
+      if (record.type === "user") await this.#user(record, replay ? updates : undefined);
+      else {
+        restoreRecord(this.#state, record);
+        if (replay) this.#replay(record, updates);
+      }
+    }
+    return updates;
+  }
+
+  /** Adds the updates of a record other than a user message (the latest usage is kept). */
+  #replay(record: StoredRecord, updates: SessionUpdate[]): void {
+    if (record.type === "usage") this.#usage = usageUpdate(record) ?? this.#usage;
+    else replayRecord(record, updates);
+  }
+
+  /**
+   * Closes an interrupted turn (see {@link restoreSession}) once every record was added.
+   *
+   * @returns The restored state, and the last updates of the replay: the interrupted tool calls'
+   *   failures and the latest usage (none without `replay`)
+   */
+  finish(): { readonly restored: RestoredSession; readonly updates: SessionUpdate[] } {
+    const state = this.#state;
+    const repair = repairOf(state);
+    const updates: SessionUpdate[] = [];
+    if (this.#options.replay) {
+      for (const event of repair) replayRecord(event, updates);
+      if (this.#usage) updates.push(this.#usage);
+    }
+    const restored: RestoredSession = {
+      history: state.history,
+      ...(state.selection ? { selection: state.selection } : {}),
+      grants: state.grants,
+      ...(state.title === undefined ? {} : { title: state.title }),
+      cost: state.cost,
+      repair,
+    };
+    return { restored, updates };
+  }
+
+  /** A user message: into the history, and its parts as updates (images fetched once for both). */
+  async #user(
+    record: Extract<StoredEvent, { type: "user" }>,
+    updates: SessionUpdate[] | undefined,
+  ): Promise<void> {
+    const content: LlmContentPart[] = [];
+    for (const part of record.content) {
+      let text: string;
+      if (part.type === "text") {
+        content.push(part);
+        text = part.text;
+      } else {
+        const { attachments, logger, sessionId } = this.#options;
+        const bytes = await attachments.get(part.sha256);
+        if (bytes) {
+          const data = bytesToBase64(bytes);
+          content.push({ type: "image", mimeType: part.mimeType, data });
+          updates?.push({
+            sessionUpdate: "user_message_chunk",
+            messageId: record.messageId,
+            content: { type: "image", mimeType: part.mimeType, data },
+          });
+          continue;
+        }
+        text = missingMarker(part, logger, sessionId);
+        content.push({ type: "text", text });
+      }
+      updates?.push({
+        sessionUpdate: "user_message_chunk",
+        messageId: record.messageId,
+        content: { type: "text", text },
+      });
+    }
+    this.#state.history.push({ role: "user", content });
+  }
 }
 
-/** What {@link restoreSession} builds up, record by record. */
+/** What {@link SessionRestorer} builds up, record by record. */
 interface RestoreState {
   readonly history: LlmMessage[];
   readonly grants: Map<string, "allow_always" | "reject_always">;
@@ -206,7 +331,7 @@ interface RestoreState {
 }
 
 /** Applies one record (other than a user message) to the restored state. */
-function restoreRecord(state: RestoreState, record: StoredRecord): void {
+function restoreRecord(state: RestoreState, record: StoredRecord | StoredEvent): void {
   switch (record.type) {
     case "turn_start":
     case "turn_end":
@@ -314,42 +439,59 @@ export async function replayUpdates(
       }
     } else if (record.type === "usage") {
       // Only the latest usage is replayed, at the end.
-      if (record.size !== undefined) {
-        usage = {
-          sessionUpdate: "usage_update",
-          used: record.used,
-          size: record.size,
-          ...(record.cost === undefined ? {} : { cost: { amount: record.cost, currency: "USD" } }),
-        };
-      }
-    } else updates.push(...replayRecord(record));
+      usage = usageUpdate(record) ?? usage;
+    } else replayRecord(record, updates);
   }
   if (usage) updates.push(usage);
   return updates;
 }
 
-/** The updates that show one record again (none for records the client never saw). */
-function replayRecord(record: StoredRecord | StoredEvent): SessionUpdate[] {
+/** The update of a usage record, when it says the context size. */
+function usageUpdate(record: Extract<StoredEvent, { type: "usage" }>): SessionUpdate | undefined {
+  if (record.size === undefined) return undefined;
+  return {
+    sessionUpdate: "usage_update",
+    used: record.used,
+    size: record.size,
+    ...(record.cost === undefined ? {} : { cost: { amount: record.cost, currency: "USD" } }),
+  };
+}
+
+/** Adds the updates that show one record again (none for records the client never saw). */
+function replayRecord(record: StoredRecord | StoredEvent, updates: SessionUpdate[]): void {
   switch (record.type) {
     case "assistant":
-      return [
-        ...(record.reasoning
-          ? [{
-            sessionUpdate: "agent_thought_chunk" as const,
-            ...(record.thoughtId ? { messageId: record.thoughtId } : {}),
-            content: { type: "text" as const, text: record.reasoning },
-          }]
-          : []),
-        ...(record.text
-          ? [{
-            sessionUpdate: "agent_message_chunk" as const,
-            ...(record.messageId ? { messageId: record.messageId } : {}),
-            content: { type: "text" as const, text: record.text },
-          }]
-          : []),
-      ];
+      if (record.reasoning) {
+        updates.push(
+          record.thoughtId
+            ? {
+              sessionUpdate: "agent_thought_chunk",
+              messageId: record.thoughtId,
+              content: { type: "text", text: record.reasoning },
+            }
+            : {
+              sessionUpdate: "agent_thought_chunk",
+              content: { type: "text", text: record.reasoning },
+            },
+        );
+      }
+      if (record.text) {
+        updates.push(
+          record.messageId
+            ? {
+              sessionUpdate: "agent_message_chunk",
+              messageId: record.messageId,
+              content: { type: "text", text: record.text },
+            }
+            : {
+              sessionUpdate: "agent_message_chunk",
+              content: { type: "text", text: record.text },
+            },
+        );
+      }
+      return;
     case "tool_call":
-      return [{
+      updates.push({
         sessionUpdate: "tool_call",
         toolCallId: record.toolCallId,
         title: record.title,
@@ -357,29 +499,37 @@ function replayRecord(record: StoredRecord | StoredEvent): SessionUpdate[] {
         status: "pending",
         rawInput: record.rawInput,
         ...(record.locations.length > 0 ? { locations: locationsOf(record.locations) } : {}),
-      }];
+      });
+      return;
     case "tool_result": {
       // A terminal was released when its command ended; replay shows its output as text.
-      const display = ((record.display as readonly ToolDisplay[] | undefined) ??
-        storedToolParts(record) ??
-        [{ type: "text", text: record.content }]).map((item): ToolDisplay =>
-          item.type === "terminal" ? { type: "text", text: record.content } : item
+      const display = (record.display as readonly ToolDisplay[] | undefined) ??
+        storedToolParts(record) ?? [{ type: "text", text: record.content }];
+      const content: ToolCallContent[] = [];
+      for (const item of display) {
+        content.push(
+          item.type === "terminal"
+            ? { type: "content", content: { type: "text", text: record.content } }
+            : toolCallContent(item),
         );
-      return [{
+      }
+      updates.push({
         sessionUpdate: "tool_call_update",
         toolCallId: record.toolCallId,
         status: record.isError ? "failed" : "completed",
-        content: display.map(toolCallContent),
+        content,
         ...(record.locations ? { locations: locationsOf(record.locations) } : {}),
         ...("rawOutput" in record && record.rawOutput !== undefined
           ? { rawOutput: record.rawOutput }
           : {}),
-      }];
+      });
+      return;
     }
     case "title":
-      return [{ sessionUpdate: "session_info_update", title: record.title }];
+      updates.push({ sessionUpdate: "session_info_update", title: record.title });
+      return;
     default:
-      return [];
+      return;
   }
 }
 
@@ -390,25 +540,6 @@ export function permissionEvent(
   answer: PermissionAnswer | "cancelled",
 ): StoredEvent {
   return { type: "permission", toolCallId, tool, answer };
-}
-
-async function contentForModel(
-  parts: readonly StoredContentPart[],
-  attachments: AttachmentStore,
-  logger: Logger,
-  sessionId: string,
-): Promise<LlmContentPart[]> {
-  const content: LlmContentPart[] = [];
-  for (const part of parts) {
-    if (part.type === "text") content.push(part);
-    else {
-      const bytes = await attachments.get(part.sha256);
-      if (bytes) {
-        content.push({ type: "image", mimeType: part.mimeType, data: bytesToBase64(bytes) });
-      } else content.push({ type: "text", text: missingMarker(part, logger, sessionId) });
-    }
-  }
-  return content;
 }
 
 async function imageForClient(

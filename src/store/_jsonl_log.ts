@@ -8,7 +8,15 @@
 import type { Host } from "../host/host.ts";
 import type { Logger } from "../log/logger.ts";
 import { canonicalTime, isNotFound, readIfExists } from "./_common.ts";
-import { collectFacts, type ParsedLog, parseSessionLog, summarizeLog } from "./_session_log.ts";
+import { type LogReader, openLogReader } from "./_log_reader.ts";
+import {
+  collectFacts,
+  type LogEnd,
+  type LogSummary,
+  type ParsedLog,
+  parseSessionLog,
+  summarizeLog,
+} from "./_session_log.ts";
 import type { SessionHeader, StoredEvent } from "./session_store.ts";
 import { SessionExistsError, SessionNotFoundError } from "./store_errors.ts";
 
@@ -303,17 +311,49 @@ export class JsonlLogs {
     if (bytes === undefined) return undefined;
     const parsed = parseSessionLog(bytes, path, id);
     if (quiet) return parsed;
-    if (parsed === undefined) {
-      if (bytes.byteLength > 0) {
-        this.#logger.warn("ignoring a session log without a complete header", { path });
-      }
-    } else if (parsed.cleanLength < parsed.length) {
-      this.#logger.warn("ignoring the torn tail of a session log", {
-        path,
-        bytes: parsed.length - parsed.cleanLength,
-      });
-    }
+    if (parsed === undefined) this.#warnHeaderless(path, bytes.byteLength);
+    else this.warnTorn(id, parsed);
     return parsed;
+  }
+
+  /**
+   * Opens a log to read it a piece at a time (`loadStream`), warning about an incomplete header;
+   * call {@link warnTorn} once it is read.
+   *
+   * @returns The reader, or `undefined` when there is no log (or not even a whole header)
+   * @throws {CorruptSessionLogError} A bad header
+   */
+  async openReader(id: string): Promise<LogReader | undefined> {
+    const path = this.path(id);
+    const reader = await openLogReader(this.#host, path, id);
+    if (typeof reader !== "number") return reader;
+    this.#warnHeaderless(path, reader);
+    return undefined;
+  }
+
+  /** Warns about the torn tail of a log just read, if it has one. */
+  warnTorn(id: string, end: { readonly cleanLength: number; readonly length: number }): void {
+    if (end.cleanLength >= end.length) return;
+    this.#logger.warn("ignoring the torn tail of a session log", {
+      path: this.path(id),
+      bytes: end.length - end.cleanLength,
+    });
+  }
+
+  #warnHeaderless(path: string, bytes: number): void {
+    if (bytes > 0) this.#logger.warn("ignoring a session log without a complete header", { path });
+  }
+
+  /**
+   * Waits for the session's turn in its operation chain (see {@link serial}) and holds it: no
+   * later operation on the session starts until the returned function is called.
+   *
+   * @returns Ends the hold (call it once)
+   */
+  turn(id: string): Promise<() => void> {
+    return new Promise((resolve) => {
+      void this.serial(id, () => new Promise<void>((release) => resolve(() => release())));
+    });
   }
 
   /**
@@ -331,17 +371,29 @@ export class JsonlLogs {
 
   /** Replaces what this process knows about a log by what was just read. */
   remember(id: string, parsed: ParsedLog): LogState {
-    const summary = summarizeLog(parsed.header, parsed.records);
-    const previous = this.states.get(id);
-    const state: LogState = {
+    return this.rememberEnd(id, {
       header: parsed.header,
       seq: parsed.records.at(-1)?.seq ?? 0,
-      size: parsed.length,
-      updatedAt: canonicalTime(summary.updatedAt, parsed.header.createdAt),
+      cleanLength: parsed.cleanLength,
+      length: parsed.length,
+    }, summarizeLog(parsed.header, parsed.records));
+  }
+
+  /**
+   * Replaces what this process knows about a log by what was just read, given where it ended and
+   * its summary (a log read a piece at a time).
+   */
+  rememberEnd(id: string, end: LogEnd, summary: LogSummary): LogState {
+    const previous = this.states.get(id);
+    const state: LogState = {
+      header: end.header,
+      seq: end.seq,
+      size: end.length,
+      updatedAt: canonicalTime(summary.updatedAt, end.header.createdAt),
       title: summary.title,
       attachments: new Set(summary.attachments),
       unindexed: previous?.unindexed ?? new Set(),
-      repairTo: parsed.cleanLength < parsed.length ? parsed.cleanLength : undefined,
+      repairTo: end.cleanLength < end.length ? end.cleanLength : undefined,
       indexedAtMs: previous?.indexedAtMs ?? 0,
       indexDirty: previous?.indexDirty ?? false,
       revision: (previous?.revision ?? 0) + 1,

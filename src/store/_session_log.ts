@@ -35,32 +35,163 @@ export function parseSessionLog(
   path: string,
   id: string,
 ): ParsedLog | undefined {
-  let end = bytes.lastIndexOf(NEWLINE) + 1;
-  if (end === 0) return undefined;
-  const text = new TextDecoder().decode(bytes.subarray(0, end));
-  const lines = text.split("\n");
-  lines.pop();
-  const last = lines.length - 1;
-  let header: SessionHeader | undefined;
-  const records: StoredRecord[] = [];
-  for (let index = 0; index < lines.length; index++) {
-    let value: unknown;
-    try {
-      value = JSON.parse(lines[index] as string);
-    } catch {
-      if (index < last) throw new CorruptSessionLogError(path, index + 1, "is not valid JSON");
-      end = bytes.lastIndexOf(NEWLINE, end - 2) + 1;
-      break;
-    }
-    if (index === 0) {
-      header = checkHeader(value, path, id);
-      continue;
-    }
-    const record = checkRecord(value, path, index + 1, records.length + 1);
-    records.push(record);
+  const parser = new SessionLogParser(path, id);
+  const records = parser.push(bytes);
+  const end = parser.end();
+  if (end === undefined) return undefined;
+  return { header: end.header, records, cleanLength: end.cleanLength, length: end.length };
+}
+
+/** Where a log read by {@link SessionLogParser} ended. */
+export interface LogEnd {
+  readonly header: SessionHeader;
+  /** Seq of the last record (0: header only). */
+  readonly seq: number;
+  /** Bytes of the valid prefix; less than {@link length} when the log has a torn tail. */
+  readonly cleanLength: number;
+  /** Bytes read. */
+  readonly length: number;
+}
+
+/**
+ * Parses a session log a piece at a time, with the rules of {@link parseSessionLog}: records come
+ * out as soon as their line is complete; whether an unparsable line is a torn tail (the last
+ * line: ignored) or corruption (a line follows it: an error) is decided when the next line or the
+ * end arrives.
+ *
+ * @example Two pieces, then the end
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SessionLogParser } from "./_session_log.ts";
+ * const header = { version: 1, id: "s1", cwd: "/w", additionalDirectories: [], createdAt: "x" };
+ * const text = JSON.stringify(header) + '\n{"type":"turn_start","seq":1,"time":"t"}\n{"ty';
+ * const bytes = new TextEncoder().encode(text);
+ * const parser = new SessionLogParser("/d/s1.jsonl", "s1");
+ * assert.deepEqual(parser.push(bytes.subarray(0, 90)), []);
+ * assert.equal(parser.push(bytes.subarray(90))[0]?.seq, 1);
+ * assert.equal(parser.end()?.cleanLength, bytes.byteLength - 4);
+ * ```
+ */
+export class SessionLogParser {
+  readonly #path: string;
+  readonly #id: string;
+  #decoder = new TextDecoder();
+  /** Bytes after the last newline seen so far (a line still being read). */
+  #partial: Uint8Array[] = [];
+  #partialSize = 0;
+  /** Bytes pushed. */
+  #length = 0;
+  /** Bytes up to and including the last newline. */
+  #complete = 0;
+  /** Complete lines seen. */
+  #lines = 0;
+  #header: SessionHeader | undefined;
+  #seq = 0;
+  /** The last complete line, when it is not JSON: a torn tail unless another line follows. */
+  #unparsable: { readonly line: number; readonly start: number } | undefined;
+
+  /**
+   * @param path The file, for error messages
+   * @param id The session id the file name says
+   */
+  constructor(path: string, id: string) {
+    this.#path = path;
+    this.#id = id;
   }
-  if (header === undefined) return undefined;
-  return { header, records, cleanLength: end, length: bytes.byteLength };
+
+  /** The header, once its line was read. */
+  get header(): SessionHeader | undefined {
+    return this.#header;
+  }
+
+  /** Seq of the last record parsed (0: none yet). */
+  get seq(): number {
+    return this.#seq;
+  }
+
+  /**
+   * Parses the complete lines that `bytes` ends, keeping the rest for the next call.
+   *
+   * @param bytes The next bytes of the log (not kept: they may be reused afterwards)
+   * @returns The records of the lines completed, in order
+   * @throws {CorruptSessionLogError} A bad header, a bad line before the last, a broken sequence
+   */
+  push(bytes: Uint8Array): StoredRecord[] {
+    this.#length += bytes.byteLength;
+    const last = bytes.lastIndexOf(NEWLINE);
+    if (last === -1) {
+      if (bytes.byteLength > 0) {
+        this.#partial.push(bytes.slice());
+        this.#partialSize += bytes.byteLength;
+      }
+      return [];
+    }
+    let block = bytes.subarray(0, last + 1);
+    if (this.#partialSize > 0) {
+      const joined = new Uint8Array(this.#partialSize + block.byteLength);
+      let at = 0;
+      for (const part of this.#partial) {
+        joined.set(part, at);
+        at += part.byteLength;
+      }
+      joined.set(block, at);
+      block = joined;
+    }
+    const rest = bytes.subarray(last + 1);
+    this.#partial = rest.byteLength > 0 ? [rest.slice()] : [];
+    this.#partialSize = rest.byteLength;
+    const blockStart = this.#complete;
+    this.#complete += block.byteLength;
+    if (this.#unparsable !== undefined) this.#corrupt(this.#unparsable.line, "is not valid JSON");
+    // A block ends at a newline, so never inside a character: each decodes on its own.
+    const lines = this.#decoder.decode(block).split("\n");
+    // A byte order mark is dropped at the start of the log only (as a whole-file decode does).
+    if (blockStart === 0) this.#decoder = new TextDecoder("utf-8", { ignoreBOM: true });
+    lines.pop();
+    const lastLine = lines.length - 1;
+    const records: StoredRecord[] = [];
+    for (let index = 0; index < lines.length; index++) {
+      const line = ++this.#lines;
+      let value: unknown;
+      try {
+        value = JSON.parse(lines[index] as string);
+      } catch {
+        if (index < lastLine) this.#corrupt(line, "is not valid JSON");
+        // Maybe a torn tail: the end or the next line says.
+        this.#unparsable = {
+          line,
+          start: blockStart + block.lastIndexOf(NEWLINE, block.byteLength - 2) + 1,
+        };
+        break;
+      }
+      if (line === 1) {
+        this.#header = checkHeader(value, this.#path, this.#id);
+        continue;
+      }
+      records.push(checkRecord(value, this.#path, line, ++this.#seq));
+    }
+    return records;
+  }
+
+  /**
+   * Ends the log: what is left after the last newline, and an unparsable last line, are its
+   * torn tail.
+   *
+   * @returns Where the log ends, or `undefined` when not even its header line is complete
+   */
+  end(): LogEnd | undefined {
+    if (this.#header === undefined) return undefined;
+    return {
+      header: this.#header,
+      seq: this.#seq,
+      cleanLength: this.#unparsable?.start ?? this.#complete,
+      length: this.#length,
+    };
+  }
+
+  #corrupt(line: number, detail: string): never {
+    throw new CorruptSessionLogError(this.#path, line, detail);
+  }
 }
 
 function checkHeader(value: unknown, path: string, id: string): SessionHeader {

@@ -68,6 +68,7 @@ import { checkHeader, isValidSessionId } from "./_common.ts";
 import { JsonlIndex } from "./_jsonl_index.ts";
 import { JsonlLeases } from "./_jsonl_leases.ts";
 import { JsonlLogs, type LogState } from "./_jsonl_log.ts";
+import { type LogReader, recordStream } from "./_log_reader.ts";
 import { encodeCursor, listStart } from "./_session_index.ts";
 import { FileAttachmentStore } from "./attachment_store.ts";
 import type {
@@ -77,6 +78,7 @@ import type {
   SessionHeader,
   SessionLease,
   SessionPage,
+  SessionRecordStream,
   SessionStore,
   StoreCallOptions,
   StoredEvent,
@@ -275,6 +277,54 @@ export class JsonlSessionStore implements SessionStore {
         await this.#index.reconcile(id, state);
       }
       return { header: parsed.header, records: parsed.records };
+    });
+  }
+
+  /**
+   * Reads a session's log like {@link load}, a piece at a time: the records of each piece come
+   * as a batch while the next piece is read. Other operations on the session wait until the
+   * stream is read to its end or closed. The torn tail and the index are seen to (under the lease)
+   * once the last batch is read, before the iteration ends.
+   *
+   * @param id The session
+   * @param options An abort signal, honoured before the read and between pieces
+   * @returns The header and the batches to come, or `undefined` when there is no such session (or
+   *   the id could not name one)
+   * @throws {CorruptSessionLogError} A bad header (rejects); a bad line before the last throws
+   *   from the batches once it is reached
+   */
+  async loadStream(
+    id: string,
+    options?: StoreCallOptions,
+  ): Promise<SessionRecordStream | undefined> {
+    const signal = options?.signal;
+    signal?.throwIfAborted();
+    if (!isValidSessionId(id)) return undefined;
+    const release = await this.#logs.turn(id);
+    let reader: LogReader | undefined;
+    try {
+      signal?.throwIfAborted();
+      reader = await this.#logs.openReader(id);
+    } catch (error) {
+      release();
+      throw error;
+    }
+    if (reader === undefined) {
+      this.#logs.states.delete(id);
+      release();
+      return undefined;
+    }
+    return recordStream(reader, {
+      release,
+      signal,
+      finish: async (end, summary) => {
+        this.#logs.warnTorn(id, end);
+        // Only a lease holder appends, so only then is the log's state worth keeping.
+        if (!this.#leases.held(id)) return;
+        const state = this.#logs.rememberEnd(id, end, summary);
+        await this.#logs.repair(id, state);
+        await this.#index.reconcile(id, state);
+      },
     });
   }
 

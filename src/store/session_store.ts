@@ -108,6 +108,22 @@ export interface LoadedSession {
   readonly records: readonly StoredRecord[];
 }
 
+/**
+ * A session read a batch of records at a time: see {@link SessionStore.loadStream}.
+ */
+export interface SessionRecordStream {
+  /** The log's first record. */
+  readonly header: SessionHeader;
+  /**
+   * The events after the header, in order, in batches as they are read; iterate it once. It
+   * throws what `load` would have rejected with (a `CorruptSessionLogError` from the JSONL
+   * store) when it reaches the bad record, after the batches before it.
+   */
+  readonly batches: AsyncIterable<readonly StoredRecord[]>;
+  /** Stops reading: needed when `batches` is not read to its end; idempotent. */
+  close(): Promise<void>;
+}
+
 /** One entry of `session/list`. */
 export interface SessionSummary {
   /** Session id. */
@@ -244,6 +260,20 @@ export interface SessionStore {
    * @throws {CorruptSessionLogError} Stored data that cannot be read back (rejects)
    */
   load(id: string, options?: StoreCallOptions): Promise<LoadedSession | undefined>;
+  /**
+   * Optional: reads a session like {@link load}, a batch of records at a time, so that a caller
+   * can act on the first records before the last are read (a `session/load` replay). Everything
+   * `load` does happens too (a JSONL store cuts a torn tail under the lease once the last batch
+   * is read). A store without it is read with `load` instead (see `loadRecordStream`).
+   *
+   * @param id The session
+   * @param options An abort signal, honoured before the read and between batches
+   * @returns The header and the batches to come, or `undefined` when no session is stored under
+   *   this id; the caller reads the batches to their end or closes the stream
+   * @throws {CorruptSessionLogError} A bad header (rejects); a bad record later throws from the
+   *   batches
+   */
+  loadStream?(id: string, options?: StoreCallOptions): Promise<SessionRecordStream | undefined>;
   /**
    * Lists sessions, newest creation first (ties by id), a page at a time. The order never changes
    * while a session lives, so a client paging with the cursors sees every session that existed

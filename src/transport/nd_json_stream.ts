@@ -35,12 +35,22 @@ export interface NdJsonStream extends Stream {
    * They may go out ahead of messages still queued in the writable.
    */
   writeMany(messages: readonly AnyMessage[]): Promise<void>;
+  /**
+   * Writes messages already framed: JSON texts on one line each, each followed by a newline (a
+   * `session/load` replay). They go out in one write after every message written before (like
+   * {@link writeMany}'s, they may pass messages still queued in the writable); the bytes are
+   * written as they are, so must not change afterwards. Resolves once they are written.
+   */
+  writeFrames(frames: Uint8Array): Promise<void>;
   /** Resolves once every message written so far has reached the output. */
   drained(): Promise<void>;
 }
 
 /** A transport that can take many outbound messages at once, past its writable's queue. */
 export type BulkWriter = Pick<NdJsonStream, "writeMany">;
+
+/** A transport that can take outbound messages already framed as NDJSON bytes. */
+export type FrameWriter = Pick<NdJsonStream, "writeFrames">;
 
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
@@ -274,6 +284,13 @@ export function ndJsonStream(
         }
       }
       await last;
+    },
+    writeFrames(frames: Uint8Array): Promise<void> {
+      // What was sent before goes out first.
+      flushBurst();
+      const write = writes.then(() => writer.write(frames));
+      writes = write.catch(() => {});
+      return write;
     },
     // Messages can still sit in the writable's queue when the last batch finishes, so wait until
     // a whole round passes with nothing new to write.

@@ -2,8 +2,10 @@ import assert from "node:assert/strict";
 import type { TurnEvent } from "../../src/agent/turn_event.ts";
 import { nullLogger } from "../../src/log/logger.ts";
 import {
+  INTERRUPTED_TOOL_RESULT,
   replayUpdates,
   restoreSession,
+  SessionRestorer,
   storedToolParts,
   toolResultEvent,
 } from "../../src/session/session_record.ts";
@@ -158,4 +160,121 @@ Deno.test("storedToolParts() keeps only well-formed parts", () => {
   const garbage = { ...record, parts: [null] } as unknown as StoredEvent;
   assert.equal(storedToolParts(garbage), undefined);
   assert.equal(storedToolParts({ ...record, parts: "x" } as unknown as StoredEvent), undefined);
+});
+
+Deno.test("SessionRestorer: batch by batch, the same state and replay as the whole log at once", async () => {
+  const attachments = new MemoryAttachmentStore();
+  const png = await attachments.put(new Uint8Array([137, 80, 78, 71]), "image/png");
+  const gone = "0".repeat(64);
+  const events: StoredEvent[] = [
+    { type: "config", model: "echo", mode: "ask" },
+    { type: "turn_start" },
+    {
+      type: "user",
+      messageId: "u1",
+      content: [
+        { type: "text", text: "look" },
+        { type: "image", mimeType: "image/png", sha256: png },
+        { type: "image", mimeType: "image/png", sha256: gone },
+      ],
+    },
+    { type: "title", title: "Looking" },
+    {
+      type: "assistant",
+      messageId: "a1",
+      thoughtId: "t1",
+      text: "Reading it",
+      reasoning: "first the file",
+      toolCalls: [{ id: "c1", name: "read_file", arguments: '{"path":"a.ts"}' }],
+    },
+    { type: "usage", usage: { input: 10, output: 2 }, used: 12, size: 1000, cost: 0.5 },
+    {
+      type: "tool_call",
+      toolCallId: "c1",
+      name: "read_file",
+      title: "Read a.ts",
+      kind: "read",
+      rawInput: { path: "a.ts" },
+      locations: [{ path: "/w/a.ts", line: 3 }],
+    },
+    { type: "permission", toolCallId: "c1", tool: "read_file", answer: "allow_always" },
+    toolResultEvent(FINAL_UPDATE, "read_file"),
+    { type: "assistant", text: "Done." },
+    { type: "usage", usage: { input: 20, output: 4 }, used: 24 },
+    { type: "turn_end", stopReason: "end_turn" },
+    { type: "turn_start" },
+    { type: "user", messageId: "u2", content: [{ type: "text", text: "again" }] },
+    {
+      type: "assistant",
+      text: "",
+      toolCalls: [
+        { id: "c2", name: "run_command", arguments: "{}" },
+        { id: "c3", name: "read_file", arguments: "{}" },
+      ],
+    },
+    {
+      type: "tool_result",
+      toolCallId: "c3",
+      name: "read_file",
+      content: "body",
+      isError: false,
+      display: [{ type: "terminal", terminalId: "term-1" }],
+    },
+  ];
+  const store = new MemorySessionStore({ attachments });
+  const id = crypto.randomUUID();
+  await store.create({
+    version: 1,
+    id,
+    cwd: "/work",
+    additionalDirectories: [],
+    createdAt: "2026-11-30T00:00:00.000Z",
+  });
+  await store.append(id, events, { sync: true });
+  const log = await store.load(id);
+  assert.ok(log);
+
+  const restored = await restoreSession(log, attachments, nullLogger);
+  const replayed = await replayUpdates(
+    [...log.records, ...restored.repair],
+    attachments,
+    nullLogger,
+    id,
+  );
+  assert.deepEqual(restored.repair, [
+    {
+      type: "tool_result",
+      toolCallId: "c2",
+      name: "run_command",
+      content: INTERRUPTED_TOOL_RESULT,
+      isError: true,
+    },
+    { type: "turn_end", stopReason: "interrupted" },
+  ]);
+  for (const size of [1, 2, 3, 7, log.records.length]) {
+    const restorer = new SessionRestorer({
+      attachments,
+      logger: nullLogger,
+      sessionId: id,
+      replay: true,
+    });
+    const updates = [];
+    for (let start = 0; start < log.records.length; start += size) {
+      updates.push(...await restorer.add(log.records.slice(start, start + size)));
+    }
+    const finished = restorer.finish();
+    updates.push(...finished.updates);
+    assert.deepEqual(updates, replayed, `batches of ${size}`);
+    assert.deepEqual(finished.restored, restored, `batches of ${size}`);
+  }
+  const silent = new SessionRestorer({
+    attachments,
+    logger: nullLogger,
+    sessionId: id,
+    replay: false,
+  });
+  assert.deepEqual(await silent.add(log.records), []);
+  const finished = silent.finish();
+  assert.deepEqual(finished.updates, []);
+  assert.deepEqual(finished.restored, restored);
 });

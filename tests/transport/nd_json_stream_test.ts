@@ -520,3 +520,23 @@ Deno.test("ndJsonStream() with a defer writes the messages of one task in one wr
   await writer.close();
   for await (const _ of stream.readable) assert.fail("no input expected");
 });
+
+Deno.test("ndJsonStream() writeFrames() writes framed bytes in order with the messages around them", async () => {
+  const out = collector();
+  const stream = ndJsonStream(out.writable, input([]));
+  const writer = stream.writable.getWriter();
+  // A burst: messages past the first few wait for the deferred flush; frames must not pass them.
+  // (Like writeMany's, they may pass messages still queued in the writable.)
+  const before = Array.from({ length: 12 }, (_, index) => request(index));
+  const sent = stream.writeMany(before);
+  const frames = [request(100), request(101)];
+  const framed = stream.writeFrames(encoder.encode(frames.map(line).join("")));
+  const more = stream.writeFrames(encoder.encode(line(request(102))));
+  void stream.writeMany([request(103)]);
+  await writer.write(request(104));
+  await Promise.all([sent, framed, more]);
+  await stream.drained();
+  assert.deepEqual(out.lines(), [...before, ...frames, request(102), request(103), request(104)]);
+  await writer.close();
+  for await (const _ of stream.readable) assert.fail("no input expected");
+});

@@ -16,6 +16,13 @@ import { checkPath, workspaceRoots } from "../workspace_roots.ts";
 /**
  * `session/load`: reopens a stored session and replays its conversation as updates first.
  *
+ * The replay streams: the log is read a piece at a time and each piece's updates are written
+ * (over stdio as NDJSON bytes, the envelope serialized once) while the next is read, so the
+ * first updates reach the client long before the last record is read; every one of them still
+ * precedes the answer. A log found corrupt part-way (a bad line before its last) fails the load
+ * with the same error as before streaming, after the updates of the pieces before the bad line;
+ * a torn final line is ignored (and cut, under the session's lease).
+ *
  * @param connection The connection
  * @param params The request
  * @param requestId The request's id (the session's commands are announced after its answer)
