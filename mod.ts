@@ -113,6 +113,7 @@ export {
   type SessionLease,
   SessionLockedError,
   type SessionPage,
+  type SessionRecordStream,
   type SessionSummary,
   type StoreCallOptions,
   type StoredContentPart,
