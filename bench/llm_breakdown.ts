@@ -18,6 +18,7 @@
  */
 import type { FakeLlmServer, SseItem, SseResponse } from "../tests/_helpers/fake_llm_server.ts";
 import { openAiTurn } from "../tests/_helpers/llm_fixtures.ts";
+import { median, percentile } from "./stats.ts";
 
 /** The part of a `session/update` these measures look at. */
 export interface TurnUpdateParams {
@@ -621,22 +622,6 @@ export function renderBreakdownSections(
     "turn's CPU, its fixed cost.",
   ].join("\n");
   return { text, verdicts };
-}
-
-function median(values: readonly number[]): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? sorted[middle] ?? Number.NaN
-    : ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2;
-}
-
-/** Nearest-rank percentile, `fraction` in (0, 1]. */
-function percentile(values: readonly number[], fraction: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.max(0, Math.ceil(fraction * sorted.length) - 1)] ?? Number.NaN;
 }
 
 function percentiles(values: readonly number[]): Percentiles {

@@ -95,6 +95,7 @@ import {
   type TurnCpuResult,
   type TurnUpdateParams,
 } from "./llm_breakdown.ts";
+import { median, percentile } from "./stats.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const TMP = `${ROOT}/.bench-tmp`;
@@ -1539,22 +1540,6 @@ async function measureClientCeiling(): Promise<number | undefined> {
     killAllChildren();
   }
   return median(rates);
-}
-
-function median(values: readonly number[]): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? sorted[middle] ?? Number.NaN
-    : ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2;
-}
-
-/** Nearest-rank percentile, `fraction` in (0, 1]. */
-function percentile(values: readonly number[], fraction: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.max(0, Math.ceil(fraction * sorted.length) - 1)] ?? Number.NaN;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@
 import { spawn } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { bundleStartupGraph, sourceStartupGraph } from "./startup_graph.ts";
+import { median } from "./stats.ts";
 
 /** A runtime acp-harness runs on. */
 export type StartupRuntime = "deno" | "node" | "bun";
@@ -233,14 +234,6 @@ function label(runtime: StartupRuntime): string {
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const line = (cells: readonly string[]): string => `| ${cells.join(" | ")} |`;
   return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  return sorted.length % 2 === 1
-    ? sorted[middle] as number
-    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ import type {
   StoredEvent,
   StoredRecord,
 } from "../src/store/session_store.ts";
+import { median } from "./stats.ts";
 
 /** The part of a running server (an `AgentProcess` of `bench/main.ts`) these benchmarks use. */
 export interface BenchServer {
@@ -415,15 +416,6 @@ const INITIALIZE_PARAMS = {
   clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
   clientInfo: { name: "acp-harness-bench", version: "0.0.0" },
 };
-
-function median(values: readonly number[]): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? sorted[middle] ?? Number.NaN
-    : ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2;
-}
 
 /** Median, least and most of some samples (ms). */
 export interface Spread {

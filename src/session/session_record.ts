@@ -457,37 +457,26 @@ function usageUpdate(record: Extract<StoredEvent, { type: "usage" }>): SessionUp
   };
 }
 
+/** A thought or message chunk of replayed text, with its original message id when it had one. */
+function textChunk(
+  kind: "agent_thought_chunk" | "agent_message_chunk",
+  text: string,
+  messageId: string | undefined,
+): SessionUpdate {
+  return messageId
+    ? { sessionUpdate: kind, messageId, content: { type: "text", text } }
+    : { sessionUpdate: kind, content: { type: "text", text } };
+}
+
 /** Adds the updates that show one record again (none for records the client never saw). */
 function replayRecord(record: StoredRecord | StoredEvent, updates: SessionUpdate[]): void {
   switch (record.type) {
     case "assistant":
       if (record.reasoning) {
-        updates.push(
-          record.thoughtId
-            ? {
-              sessionUpdate: "agent_thought_chunk",
-              messageId: record.thoughtId,
-              content: { type: "text", text: record.reasoning },
-            }
-            : {
-              sessionUpdate: "agent_thought_chunk",
-              content: { type: "text", text: record.reasoning },
-            },
-        );
+        updates.push(textChunk("agent_thought_chunk", record.reasoning, record.thoughtId));
       }
       if (record.text) {
-        updates.push(
-          record.messageId
-            ? {
-              sessionUpdate: "agent_message_chunk",
-              messageId: record.messageId,
-              content: { type: "text", text: record.text },
-            }
-            : {
-              sessionUpdate: "agent_message_chunk",
-              content: { type: "text", text: record.text },
-            },
-        );
+        updates.push(textChunk("agent_message_chunk", record.text, record.messageId));
       }
       return;
     case "tool_call":

@@ -1,0 +1,33 @@
+/**
+ * The statistics the benchmark files share: median and nearest-rank percentile.
+ *
+ * @module
+ */
+
+/**
+ * The median (the mean of the two middle values for an even count).
+ *
+ * @param values The sample, in any order
+ * @returns Its median; `NaN` for an empty sample
+ */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? sorted[middle] ?? Number.NaN
+    : ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2;
+}
+
+/**
+ * The nearest-rank percentile.
+ *
+ * @param values The sample, in any order
+ * @param fraction In (0, 1]
+ * @returns The value at that rank; `NaN` for an empty sample
+ */
+export function percentile(values: readonly number[], fraction: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil(fraction * sorted.length) - 1)] ?? Number.NaN;
+}
