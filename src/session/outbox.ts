@@ -49,7 +49,7 @@ export class Outbox implements SessionOutput {
 
   /**
    * @param recorder The session's recorder (built with {@link schedule} as its schedule when
-   *   `defer` is given)
+   *   `defer` is given, else with its own)
    * @param updates The session's update queue
    * @param defer Runs a task once the current event-loop task's work is done
    */
@@ -59,13 +59,8 @@ export class Outbox implements SessionOutput {
     this.#defer = defer;
   }
 
-  /**
-   * The recorder's schedule: with `defer`, held records go with the next hand-over.
-   *
-   * @param flush The recorder's flush
-   */
-  schedule(flush: () => void): void {
-    if (this.#defer === undefined) return queueMicrotask(flush);
+  /** The recorder's schedule when there is a `defer`: held records go with the next hand-over. */
+  schedule(): void {
     this.#scheduleHandOver();
   }
 

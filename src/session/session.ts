@@ -105,7 +105,7 @@ export class Session {
       sessionId: options.id,
       store: options.store,
       logger: options.logger,
-      schedule: (flush) => this.#outbox.schedule(flush),
+      ...(options.defer ? { schedule: () => this.#outbox.schedule() } : {}),
     });
     this.#outbox = new Outbox(
       recorder,

@@ -47,7 +47,7 @@ export class UpdateQueue {
         this.#logger.debug("session update not delivered", { error: String(error) });
       },
     );
-    return this.#outstanding >= HIGH_WATER ? this.#last : undefined;
+    return this.backlog();
   }
 
   /**

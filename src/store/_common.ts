@@ -51,6 +51,24 @@ export async function readIfExists(
 }
 
 /** Resolves after `ms` milliseconds. */
+/**
+ * A flush shared by its callers (group commit): the first call starts a timer of `delayMs`, every
+ * call until it fires gets the same promise, and calls made once the flush has started get the
+ * next one (what they wait for may be newer than what it covers).
+ *
+ * @param delayMs How long the first call waits for others to share the flush
+ * @param run The flush
+ * @returns Asks for the flush; settles as it does
+ */
+export function groupFlush(delayMs: number, run: () => Promise<void>): () => Promise<void> {
+  let pending: Promise<void> | undefined;
+  return () =>
+    pending ??= sleep(delayMs).then(() => {
+      pending = undefined;
+      return run();
+    });
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -11,6 +11,7 @@ import {
   bytesEqual,
   canonicalTime,
   creationTime,
+  groupFlush,
   isNotFound,
   isValidSessionId,
   sleep,
@@ -93,8 +94,14 @@ export class JsonlIndex {
   #queue: Promise<void> = Promise.resolve();
   /** The flushes waiting for their write, which later flushes join. */
   #batch: FlushBatch | undefined;
-  /** The pending group flush of `index.jsonl`. */
-  #flushing: Promise<void> | undefined;
+  /** The group flush of `index.jsonl` (see {@link flushSoon}). */
+  readonly #flushIndexSoon: () => Promise<void> = groupFlush(
+    SYNC_DELAY_MS,
+    () =>
+      this.#host.syncFile(this.#path).catch((error: unknown) => {
+        this.#logger.warn("cannot flush the session index", { error });
+      }),
+  );
 
   /** @param options Where the index is, the logs, tuning */
   constructor(options: JsonlIndexOptions) {
@@ -137,15 +144,7 @@ export class JsonlIndex {
    * @returns Settles once flushed (never rejects: a failure is logged)
    */
   flushSoon(): Promise<void> {
-    this.#flushing ??= new Promise<void>((resolve) => setTimeout(resolve, SYNC_DELAY_MS))
-      .then(() => {
-        this.#flushing = undefined;
-        return this.#host.syncFile(this.#path);
-      })
-      .catch((error: unknown) => {
-        this.#logger.warn("cannot flush the session index", { error });
-      });
-    return this.#flushing;
+    return this.#flushIndexSoon();
   }
 
   /**

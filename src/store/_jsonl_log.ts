@@ -7,7 +7,7 @@
  */
 import type { Host } from "../host/host.ts";
 import type { Logger } from "../log/logger.ts";
-import { canonicalTime, isNotFound, readIfExists } from "./_common.ts";
+import { canonicalTime, groupFlush, isNotFound, readIfExists } from "./_common.ts";
 import { type LogReader, openLogReader } from "./_log_reader.ts";
 import {
   collectFacts,
@@ -77,8 +77,11 @@ export class JsonlLogs {
   readonly #dir: string;
   readonly #logger: Logger;
   readonly #syncs = new Map<string, SyncState>();
-  /** The pending group `fsync` of the `sessions` directory. */
-  #dirSync: Promise<void> | undefined;
+  /** `fsync`s the `sessions` directory, once for every caller within {@link SYNC_DELAY_MS}. */
+  readonly #syncDirSoon: () => Promise<void> = groupFlush(
+    SYNC_DELAY_MS,
+    () => this.#host.syncDir(this.#dir),
+  );
   /** Per-session operation chains: appends, loads and deletes of one session never overlap. */
   readonly #queues = new Map<string, Promise<void>>();
   /** Operations queued or running per session; absent when none. */
@@ -139,10 +142,11 @@ export class JsonlLogs {
    * log's first commit point ({@link sync}) flushes the header with its records, and the
    * directory entry with those of the other logs it finds unflushed (one directory `fsync`).
    *
+   * @param flushAlso What else the first commit point must make durable (the index line)
    * @returns The log's state
    * @throws {SessionExistsError} The log exists
    */
-  create(header: SessionHeader): LogState {
+  create(header: SessionHeader, flushAlso: () => Promise<void>): LogState {
     const { id } = header;
     const text = JSON.stringify(header) + "\n";
     const path = this.path(id);
@@ -167,21 +171,9 @@ export class JsonlLogs {
       indexDirty: true,
       revision: 0,
     };
-    state.creation = () => this.#syncDirSoon();
+    state.creation = () => Promise.all([this.#syncDirSoon(), flushAlso()]).then(() => {});
     this.states.set(id, state);
     return state;
-  }
-
-  /** `fsync`s the `sessions` directory after {@link SYNC_DELAY_MS}, once for every caller meanwhile. */
-  #syncDirSoon(): Promise<void> {
-    this.#dirSync ??= new Promise<void>((resolve) => setTimeout(resolve, SYNC_DELAY_MS)).then(
-      () => {
-        // Callers from now on need a later flush: the entries they wait for may be newer.
-        this.#dirSync = undefined;
-        return this.#host.syncDir(this.#dir);
-      },
-    );
-    return this.#dirSync;
   }
 
   /**

@@ -198,10 +198,8 @@ export class JsonlSessionStore implements SessionStore {
     const { id } = header;
     await this.#logs.serial(id, async () => {
       signal?.throwIfAborted();
-      const state = this.#logs.create(header);
-      // The first commit point flushes the index line too (the log's flushes the directory).
-      const flushDir = state.creation;
-      state.creation = () => Promise.all([flushDir?.(), this.#index.flushSoon()]).then(() => {});
+      // The first commit point flushes the index line too.
+      const state = this.#logs.create(header, () => this.#index.flushSoon());
       await this.#index.created(id, state);
     });
   }

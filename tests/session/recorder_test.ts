@@ -216,7 +216,7 @@ Deno.test("Outbox with a defer schedule: a task's records go in one append, befo
     sessionId: "s1",
     store,
     logger,
-    schedule: (flush) => holder.outbox?.schedule(flush),
+    schedule: () => holder.outbox?.schedule(),
   });
   const outbox = new Outbox(recorder, updates, (task) => tasks.push(task));
   holder.outbox = outbox;

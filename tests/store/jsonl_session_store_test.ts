@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import type { AppendFileOptions } from "../../src/host/host.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
 import { nullLogger } from "../../src/log/logger.ts";
 import { ClockHost, header, sessionId, tempStore } from "./_helpers.ts";
@@ -72,14 +73,33 @@ Deno.test("an empty append with sync is a commit point: it makes a new session d
 
 Deno.test("sessions created in one tick share one index write", async () => {
   await using temp = await tempStore();
+  const host = new IndexWriteCountingHost();
+  const store = new JsonlSessionStore({ host, dataDir: temp.dir, logger: nullLogger });
   const ids = [3, 4, 5, 6].map(sessionId);
-  const leases = await Promise.all(ids.map((id) => temp.store.acquire(id)));
-  await Promise.all(ids.map((id) => temp.store.create(header(id, temp.host))));
+  const leases = await Promise.all(ids.map((id) => store.acquire(id)));
+  await store.list({ limit: 1 });
+  host.indexWrites = 0;
+  await Promise.all(ids.map((id) => store.create(header(id, host))));
+  assert.equal(host.indexWrites, 1, "one write for the four lines");
   const text = await Deno.readTextFile(`${temp.dir}/index.jsonl`);
   const lines = text.trim().split("\n").slice(1).map((line) => JSON.parse(line));
   assert.deepEqual(lines.map((line) => line.id).sort(), ids);
   await Promise.all(leases.map((lease) => lease.release()));
 });
+
+/** A host that counts the appends to `index.jsonl`. */
+class IndexWriteCountingHost extends ClockHost {
+  indexWrites = 0;
+
+  override appendFile(
+    file: string,
+    data: string | Uint8Array,
+    options: AppendFileOptions,
+  ): Promise<void> {
+    if (file.endsWith("/index.jsonl")) this.indexWrites++;
+    return super.appendFile(file, data, options);
+  }
+}
 
 /** The child: creates a session, prints its id, then waits to be killed. */
 const CHILD = `
