@@ -16,7 +16,12 @@
  *
  * @module
  */
-import type { FakeLlmServer, SseItem, SseResponse } from "../tests/_helpers/fake_llm_server.ts";
+import {
+  type FakeLlmServer,
+  serializeSseItem,
+  type SseItem,
+  type SseResponse,
+} from "../tests/_helpers/fake_llm_server.ts";
 import { openAiTurn } from "../tests/_helpers/llm_fixtures.ts";
 import { median, percentile } from "./stats.ts";
 
@@ -98,21 +103,6 @@ export function breakdownCounts(quick: boolean): BreakdownCounts {
 
 // ---------------------------------------------------------------------------------------------
 // SSE bodies
-
-/**
- * Writes an SSE item exactly as the fake server does.
- *
- * @param item The item
- * @returns Its text on the wire
- */
-export function serializeSseItem(item: SseItem): string {
-  if ("raw" in item) return item.raw;
-  const data = typeof item.data === "string" ? item.data : JSON.stringify(item.data);
-  let text = item.event === undefined ? "" : `event: ${item.event}\n`;
-  if (item.id !== undefined) text += `id: ${item.id}\n`;
-  for (const line of data.split("\n")) text += `data: ${line}\n`;
-  return `${text}\n`;
-}
 
 /**
  * The same SSE body as one `raw` item. The fake server writes each item with its own

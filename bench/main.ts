@@ -46,6 +46,7 @@ import { compileBinary, type CompiledBinary } from "../scripts/compile.ts";
 import { findBun, findDeno } from "../tests/_helpers/runtime_binaries.ts";
 import {
   type FakeLlmServer,
+  serializeSseItem,
   type SseResponse,
   startFakeLlmServer,
 } from "../tests/_helpers/fake_llm_server.ts";
@@ -91,7 +92,6 @@ import {
   measureTurnCpu,
   oneWrite,
   renderBreakdownSections,
-  serializeSseItem,
   type TurnCpuResult,
   type TurnUpdateParams,
 } from "./llm_breakdown.ts";

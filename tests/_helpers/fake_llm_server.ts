@@ -200,7 +200,7 @@ export async function startFakeLlmServer(): Promise<FakeLlmServer> {
       const delay = item.delayMs ?? response.chunkDelayMs ?? 0;
       if (delay > 0 && !(await abortableDelay(delay, gone.signal))) return;
       if (gone.signal.aborted) return;
-      if (!(await write(res, serialize(item), gone.signal))) return;
+      if (!(await write(res, serializeSseItem(item), gone.signal))) return;
     }
     if (gone.signal.aborted) return;
     switch (response.end ?? "end") {
@@ -295,7 +295,13 @@ export async function startFakeLlmServer(): Promise<FakeLlmServer> {
   };
 }
 
-function serialize(item: SseItem): string {
+/**
+ * Writes an SSE item as this server puts it on the wire.
+ *
+ * @param item The item
+ * @returns Its text on the wire
+ */
+export function serializeSseItem(item: SseItem): string {
   if ("raw" in item) return item.raw;
   const data = typeof item.data === "string" ? item.data : JSON.stringify(item.data);
   let text = item.event === undefined ? "" : `event: ${item.event}\n`;
