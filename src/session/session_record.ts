@@ -18,7 +18,11 @@ import type {
   StoredRecord,
 } from "../store/session_store.ts";
 import type { ToolContent, ToolDisplay, ToolKind } from "../tools/tool.ts";
+import { type CompactionNotices, compactionUpdates } from "./compactor.ts";
+import { applyCompaction } from "./history_compaction.ts";
 import { locationsOf, toolCallContent } from "./updates.ts";
+
+const NO_NOTICES: CompactionNotices = { compaction: false, notices: false };
 
 /** A session's state rebuilt from its log. */
 export interface RestoredSession {
@@ -184,6 +188,8 @@ export interface SessionRestorerOptions {
   readonly sessionId: string;
   /** Build the updates that replay the log too (`session/load`). */
   readonly replay: boolean;
+  /** What the client takes to be shown compactions. @default {neither} */
+  readonly notices?: CompactionNotices;
 }
 
 /**
@@ -252,7 +258,7 @@ export class SessionRestorer {
   /** Adds the updates of a record other than a user message (the latest usage is kept). */
   #replay(record: StoredRecord, updates: SessionUpdate[]): void {
     if (record.type === "usage") this.#usage = usageUpdate(record) ?? this.#usage;
-    else replayRecord(record, updates);
+    else replayRecord(record, updates, this.#options.notices);
   }
 
   /**
@@ -376,6 +382,12 @@ function restoreRecord(state: RestoreState, record: StoredRecord | StoredEvent):
     case "title":
       state.title = record.title;
       break;
+    case "compaction":
+      applyCompaction(state.history, record);
+      break;
+    case "clear":
+      state.history.length = 0;
+      break;
     case "usage":
       if (record.cost !== undefined) state.cost = record.cost;
       break;
@@ -469,8 +481,25 @@ function textChunk(
 }
 
 /** Adds the updates that show one record again (none for records the client never saw). */
-function replayRecord(record: StoredRecord | StoredEvent, updates: SessionUpdate[]): void {
+function replayRecord(
+  record: StoredRecord | StoredEvent,
+  updates: SessionUpdate[],
+  notices: CompactionNotices = NO_NOTICES,
+): void {
   switch (record.type) {
+    case "command":
+      updates.push({
+        sessionUpdate: "user_message_chunk",
+        messageId: record.messageId,
+        content: { type: "text", text: record.text },
+      });
+      return;
+    case "note":
+      updates.push(textChunk("agent_message_chunk", record.text, record.messageId));
+      return;
+    case "compaction":
+      updates.push(...compactionUpdates(record, notices, false));
+      return;
     case "assistant":
       if (record.reasoning) {
         updates.push(textChunk("agent_thought_chunk", record.reasoning, record.thoughtId));
