@@ -87,6 +87,13 @@ export type StoredEvent =
     readonly cost?: number;
   }
   | { readonly type: "title"; readonly title: string }
+  /** The model's whole plan after an `update_plan` call. */
+  | {
+    readonly type: "plan";
+    readonly entries: ReadonlyArray<
+      { readonly content: string; readonly status: string; readonly priority: string }
+    >;
+  }
   | {
     readonly type: "turn_end";
     readonly stopReason: RecordedStopReason;
