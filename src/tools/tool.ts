@@ -94,7 +94,9 @@ export type ToolDisplay =
 export interface PlanEntry {
   /** What the task is. */
   readonly content: string;
+  /** Whether it is not started, being worked on, or done. */
   readonly status: "pending" | "in_progress" | "completed";
+  /** How much it matters to the goal. */
   readonly priority: "high" | "medium" | "low";
 }
 
