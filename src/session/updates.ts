@@ -54,7 +54,7 @@ export function toSessionUpdate(
 /**
  * The ACP `plan` update of a whole plan (the client replaces its plan with it).
  *
- * @example
+ * @example A plan of one entry
  * ```ts
  * import assert from "node:assert/strict";
  * import { planUpdate } from "./updates.ts";
