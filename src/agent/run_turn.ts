@@ -511,6 +511,7 @@ async function runToolCall(options: Turn, entry: PreparedCall): Promise<LlmMessa
     ...(result.locations ? { locations: result.locations } : {}),
     ...(result.rawOutput === undefined ? {} : { rawOutput: result.rawOutput }),
   });
+  if (result.plan && !result.isError) emit({ type: "plan", entries: result.plan });
   return {
     role: "tool",
     toolCallId: call.id,

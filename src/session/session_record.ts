@@ -17,10 +17,10 @@ import type {
   StoredEvent,
   StoredRecord,
 } from "../store/session_store.ts";
-import type { ToolContent, ToolDisplay, ToolKind } from "../tools/tool.ts";
+import type { PlanEntry, ToolContent, ToolDisplay, ToolKind } from "../tools/tool.ts";
 import { type CompactionNotices, compactionUpdates } from "./compactor.ts";
 import { applyCompaction } from "./history_compaction.ts";
-import { locationsOf, toolCallContent } from "./updates.ts";
+import { locationsOf, planUpdate, toolCallContent } from "./updates.ts";
 
 const NO_NOTICES: CompactionNotices = { compaction: false, notices: false };
 
@@ -425,7 +425,7 @@ function repairOf(state: RestoreState): StoredEvent[] {
 /**
  * The `session/update`s that replay a log for `session/load`: user messages, thoughts and
  * messages with their original ids, tool calls with their final status and content, the title,
- * and the latest usage.
+ * each plan (after the `update_plan` call that made it), and the latest usage.
  *
  * @param records The log's records (with any repair events after them)
  * @param attachments Image bytes
@@ -546,9 +546,32 @@ function replayRecord(
     case "title":
       updates.push({ sessionUpdate: "session_info_update", title: record.title });
       return;
+    case "plan":
+      updates.push(planUpdate(storedPlanEntries(record)));
+      return;
     default:
       return;
   }
+}
+
+/**
+ * The entries of a stored `plan` (checked: an entry without text content or a known status is
+ * left out; an unknown priority is `medium`), so that a hand-edited log still replays valid
+ * updates.
+ */
+function storedPlanEntries(record: Extract<StoredEvent, { type: "plan" }>): PlanEntry[] {
+  const entries: unknown = record.entries;
+  if (!Array.isArray(entries)) return [];
+  const plan: PlanEntry[] = [];
+  for (const entry of entries as unknown[]) {
+    if (typeof entry !== "object" || entry === null) continue;
+    const { content, status, priority } = entry as Record<string, unknown>;
+    if (typeof content !== "string") continue;
+    if (status !== "pending" && status !== "in_progress" && status !== "completed") continue;
+    const known = priority === "high" || priority === "low" ? priority : "medium";
+    plan.push({ content, status, priority: known });
+  }
+  return plan;
 }
 
 /** The record of a permission answer. */

@@ -110,6 +110,13 @@ export type StoredEvent =
   | { readonly type: "command"; readonly messageId: string; readonly text: string }
   /** Agent text for the user only, such as a command's answer (replayed; never sent to the model). */
   | { readonly type: "note"; readonly messageId: string; readonly text: string }
+  /** The model's whole plan after an `update_plan` call. */
+  | {
+    readonly type: "plan";
+    readonly entries: ReadonlyArray<
+      { readonly content: string; readonly status: string; readonly priority: string }
+    >;
+  }
   | {
     readonly type: "turn_end";
     readonly stopReason: RecordedStopReason;
