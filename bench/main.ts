@@ -95,6 +95,7 @@ import {
   type TurnCpuResult,
   type TurnUpdateParams,
 } from "./llm_breakdown.ts";
+import { type CompactionResult, measureCompaction } from "./compaction.ts";
 import { median, percentile } from "./stats.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
@@ -195,6 +196,7 @@ const PHASE_NAMES = [
   "session/load",
   "MCP",
   "HTTP",
+  "compaction",
 ] as const;
 
 /** The phases run once for all runtimes, after the per-runtime ones (`--only` names them too). */
@@ -722,6 +724,7 @@ interface RuntimeResult {
   sessionLoad?: LoadResult;
   mcp?: McpResult;
   http?: HttpResult;
+  compaction?: CompactionResult;
   /** Exit-after-EOF times of every process of the runtime, for the max column. */
   exitMs: Pair<number[]>;
   errors: string[];
@@ -1428,6 +1431,67 @@ async function measureMcpPhase(runtime: Runtime, result: RuntimeResult): Promise
     bundles,
   );
   result.exitMs.ours.push(result.mcp.exitMs);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compaction (bench/compaction.ts)
+
+const COMPACTION_PHASE = "compaction";
+
+async function measureCompactionPhase(runtime: Runtime, result: RuntimeResult): Promise<void> {
+  const dir = await freshHome();
+  try {
+    result.compaction = await measureCompaction(
+      (args, home) => {
+        const line = agentCommand(runtime, "ours", "echo");
+        return new AgentProcess(`ours/${runtime}`, {
+          ...line,
+          args: [...line.args, ...args],
+          env: { ...line.env, ACP_HARNESS_HOME: home },
+        });
+      },
+      dir,
+      settings.quick ? 50 : 200,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+function renderCompactionSection(results: readonly RuntimeResult[]): string {
+  const rows = results.map(({ runtime, compaction: c }) => [
+    runtime,
+    thousands(c?.turns),
+    fixed(c?.compactMs, 1),
+    fixed(c?.promptMs, 2),
+    c === undefined ? "–" : `${thousands(c.messagesBefore)} → ${thousands(c.messagesAfter)}`,
+    c === undefined ? "–" : `${thousands(c.tokensBefore)} → ${thousands(c.tokensAfter)}`,
+    c === undefined ? "–" : `${fixed(c.logBytes / 1_048_576, 1)} MiB`,
+  ]);
+  return [
+    "## Compaction of a long session (no target)",
+    "",
+    table(
+      [
+        "runtime",
+        "turns",
+        "`/compact` ms",
+        "prompt ms (same history)",
+        "messages before → after",
+        "est. tokens before → after",
+        "log size",
+      ],
+      rows,
+    ),
+    "",
+    "A scripted session of that many turns (each reads a 4 KB file, then answers), then " +
+    "`/compact` from a client that takes compaction updates. The summary is scripted, so the " +
+    "`/compact` time is the server's own work (the transcript of the older history, the token " +
+    "estimates, the record, the updates) besides one model round trip; the prompt column is the " +
+    "median of ordinary prompts just after, for scale. The model's window is 2,000 tokens a " +
+    "turn (the session just fits, so it does not compact by itself); the recent steps that fit " +
+    "a fifth of it stay verbatim.",
+  ].join("\n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2324,6 +2388,8 @@ function renderReport(
     "",
     httpSection.text,
     "",
+    renderCompactionSection(results),
+    "",
     "## Peak RSS of the agent process (VmHWM, MiB, read just before stdin is closed; no target)",
     "",
     table(
@@ -2392,6 +2458,7 @@ async function runRuntime(runtime: Runtime): Promise<RuntimeResult> {
     "session/load": measureSessionLoadPhase,
     [MCP_PHASE]: measureMcpPhase,
     [HTTP_PHASE]: measureHttpPhase,
+    [COMPACTION_PHASE]: measureCompactionPhase,
   };
   for (const name of PHASE_NAMES) {
     if (!selected(name)) continue;
