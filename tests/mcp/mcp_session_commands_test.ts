@@ -49,7 +49,13 @@ Deno.test("MCP prompts are offered as commands right after the session/new answe
   const update = updatesOf(server, sessionId).find((update) =>
     update.sessionUpdate === "available_commands_update"
   );
-  assert.deepEqual(update?.availableCommands, [
+  // The built-in commands come first.
+  const builtins = ["compact", "model", "mode", "clear"];
+  assert.deepEqual(
+    (update?.availableCommands as { name: string }[]).slice(0, 4).map((command) => command.name),
+    builtins,
+  );
+  assert.deepEqual((update?.availableCommands as unknown[]).slice(4), [
     { name: "mcp__fake__greet", description: "Greets someone", input: { hint: "<name>" } },
     { name: "mcp__fake__review", description: "A two-message review conversation" },
   ]);

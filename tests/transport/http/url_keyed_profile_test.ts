@@ -395,7 +395,12 @@ Deno.test("UrlKeyedProfile: Last-Event-ID replays delivered events; without it, 
     cwd: dir.path,
     mcpServers: [],
   }, first);
-  const seen = await first.until((message) => message.id === created.id && "result" in message);
+  // The session/new answer, then the session's slash commands.
+  const seen = await first.until((message) =>
+    (message.params as { update?: { sessionUpdate?: string } } | undefined)?.update
+      ?.sessionUpdate === "available_commands_update"
+  );
+  assert.ok(seen.some(({ message }) => message.id === created.id && "result" in message));
   const last = seen.at(-1)!.id;
   assert.ok(last >= 2);
 
