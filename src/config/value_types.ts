@@ -245,12 +245,16 @@ function configFileSchemas(): SectionSchemas {
   sectionSchemas = {
     providers: z.record(z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/), provider),
     models: z.record(z.string().min(1), model),
-    agents: z.record(
-      z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
-        message: "agent names are 1 to 64 letters, digits, _ or -",
-      }),
-      agent,
-    ),
+    agents: z.record(z.string(), agent).superRefine((agents, context) => {
+      for (const name of Object.keys(agents)) {
+        if (/^[A-Za-z0-9_-]{1,64}$/.test(name)) continue;
+        context.addIssue({
+          code: "custom",
+          message: "an agent name must be 1 to 64 letters, digits, _ or -",
+          path: [name],
+        });
+      }
+    }),
   };
   return sectionSchemas;
 }

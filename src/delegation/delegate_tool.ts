@@ -72,6 +72,8 @@ interface Run {
   readonly context: ToolContext;
   /** Whether the session has ended (an agent started now is stopped at once). */
   readonly ended: () => boolean;
+  /** What the client is shown of the agent's work. */
+  view?: DelegationView;
   process?: AgentProcess;
   client?: AgentClient;
   sessionId?: string;
@@ -187,6 +189,7 @@ async function delegate(run: Run, options: DelegateToolOptions): Promise<ToolRes
   const { signal } = context;
   const facts = { sessionId: context.sessionId, toolCallId: context.toolCallId, agent: name };
   const view = new DelegationView((display) => context.progress?.(display));
+  run.view = view;
   try {
     try {
       run.process = await AgentProcess.start({
@@ -211,7 +214,7 @@ async function delegate(run: Run, options: DelegateToolOptions): Promise<ToolRes
     run.client = client;
     const sessionId = await handshake(run, options.startTimeoutMs);
     if (signal.aborted) return cancelled(name);
-    const answer = await promptUntilCancelled(run, client, sessionId);
+    const answer = await promptUntilCancelled(run, client, sessionId, logger);
     if (answer === "cancelled") return cancelled(name);
     view.close();
     const text = view.finalText();
@@ -302,6 +305,7 @@ async function promptUntilCancelled(
   run: Run,
   client: AgentClient,
   sessionId: string,
+  logger: Logger,
 ): Promise<string> {
   const { signal } = run.context;
   const prompt = client.prompt(sessionId, run.prompt).then(
@@ -327,11 +331,19 @@ async function promptUntilCancelled(
   prompt.catch(() => {});
   await client.cancel(sessionId).catch(() => {});
   let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([
-    prompt.catch(() => {}),
-    new Promise<void>((resolve) => timer = setTimeout(resolve, CANCEL_ANSWER_GRACE_MS)),
+  const answered = await Promise.race([
+    prompt.then((stopReason) => stopReason, () => "failed"),
+    new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), CANCEL_ANSWER_GRACE_MS);
+    }),
   ]);
   clearTimeout(timer);
+  logger.info("delegate: cancelled", {
+    sessionId: run.context.sessionId,
+    toolCallId: run.context.toolCallId,
+    agent: run.name,
+    answer: answered ?? `none within ${CANCEL_ANSWER_GRACE_MS} ms`,
+  });
   return "cancelled";
 }
 
@@ -352,6 +364,8 @@ async function answerPermission(
   if (mode === "auto") answer = "allow_once";
   else if (mode === "read-only" || !context.askPermission) answer = "reject_once";
   else {
+    // The client sees what the agent did before it asks.
+    run.view?.flush();
     const call = request.toolCall;
     answer = await context.askPermission({
       title: `${name}: ${call.title ?? "a tool call"}`,

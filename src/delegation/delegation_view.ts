@@ -122,6 +122,14 @@ export class DelegationView {
     return display.reverse();
   }
 
+  /** Publishes now what is scheduled for publication, if anything. */
+  flush(): void {
+    if (this.#timer === undefined || this.#closed) return;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#publish(this.display());
+  }
+
   /** Stops publishing (a scheduled publication is dropped). */
   close(): void {
     this.#closed = true;

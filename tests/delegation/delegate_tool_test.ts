@@ -1,314 +1,233 @@
 /**
- * The `delegate` tool end to end, on Deno, Node.js and Bun: a parent acp-harness (scripted model)
- * delegates to a child acp-harness (scripted) started from its config file; the child's
- * permission request is answered by the parent's client, a cancel stops the child and leaves no
- * process, and the depth limit holds. Every update the parent emits is checked against the ACP
- * schema.
+ * The `delegate` tool in this process, driving a minimal ACP agent (`_fixtures/asking_agent.ts`)
+ * and failing ones: permission answers under each mode, the depth passed down, cancellation,
+ * failures naming the agent and the stage, and the session's end stopping what runs.
  *
  * @module
  */
 import assert from "node:assert/strict";
-import { readdir, readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import process from "node:process";
-import { exitWithin, spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
-import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
-import { tempDir } from "../_helpers/temp_dir.ts";
-import { pollUntil } from "../_helpers/wait.ts";
+import { fileURLToPath } from "node:url";
+import type { PermissionMode } from "../../src/config/config.ts";
+import { delegateTool } from "../../src/delegation/delegate_tool.ts";
+import { NodeHost } from "../../src/host/node_host.ts";
+import { createLogger } from "../../src/log/logger.ts";
+import type { PermissionAnswer } from "../../src/permission/policy.ts";
+import { SessionDisposer } from "../../src/session/session_disposer.ts";
+import type {
+  Tool,
+  ToolContext,
+  ToolDisplay,
+  ToolPermissionQuestion,
+  ToolResult,
+} from "../../src/tools/tool.ts";
+import type { Workspace, WorkspaceFiles } from "../../src/tools/workspace.ts";
+import { DENO } from "../_helpers/runtimes.ts";
 
-const MARK = "ACP_HARNESS_TEST_MARK";
+const AGENT = fileURLToPath(new URL("./_fixtures/asking_agent.ts", import.meta.url));
+const FAST = { eofMs: 2000, termMs: 500 };
 
-/** The live (non-zombie) processes whose environment carries the marker. */
-async function marked(mark: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = await readFile(`/proc/${entry}/stat`, "utf8");
-      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
-      const environ = await readFile(`/proc/${entry}/environ`, "latin1");
-      if (environ.split("\0").includes(`${MARK}=${mark}`)) found.push(Number(entry));
-    } catch {
-      // Gone meanwhile, or not ours.
-    }
-  }
-  return found;
+/** What one call saw: its progress and the questions it asked. */
+interface Call {
+  readonly result: ToolResult;
+  readonly progress: ToolDisplay[][];
+  readonly asked: ToolPermissionQuestion[];
 }
 
-/** Kills whatever carries the marker, so a failing test leaves nothing behind. */
-async function killMarked(mark: string): Promise<void> {
-  for (const pid of await marked(mark)) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // Gone.
-    }
-  }
-}
-
-interface Setup {
-  /** The workspace both agents work in. */
-  readonly cwd: string;
-  /** The marker in every delegated agent's environment. */
-  readonly mark: string;
-  /** Writes a file in the temporary directory (outside the workspace); returns its path. */
-  file(name: string, content: unknown): Promise<string>;
-}
-
-/** The command line of an acp-harness on `runtime` with a scripted model. */
-function harnessArgs(runtime: Runtime, script: string, dataDir: string, extra: string[] = []) {
-  return [
-    ...runtime.args,
-    ...["--model", "scripted", "--script", script, "--store", "memory:", "--data-dir", dataDir],
-    ...extra,
-  ];
-}
-
-/**
- * A config file declaring `worker`: an acp-harness on the same runtime running `childScript`,
- * with the marker in its environment.
- */
-async function workerConfig(
-  runtime: Runtime,
-  setup: Setup,
-  childScript: unknown,
-  extra: Record<string, unknown> = {},
-): Promise<string> {
-  const script = await setup.file(`child-${crypto.randomUUID()}.json`, childScript);
-  return await setup.file(`config-${crypto.randomUUID()}.json`, {
+/** A delegate tool for the asking agent (and a missing program), with the session's disposer. */
+function setUp(
+  env: Record<string, string> = {},
+): { tool: Tool; disposer: SessionDisposer; logs: string[] } {
+  const disposer = new SessionDisposer();
+  const logs: string[] = [];
+  const tool = delegateTool({
     agents: {
-      worker: {
-        command: runtime.command,
-        args: harnessArgs(runtime, script, join(setup.cwd, "..", "child-data")),
-        env: { [MARK]: setup.mark },
-        description: "Writes files when asked",
+      asker: {
+        command: DENO,
+        args: ["run", "-A", AGENT],
+        env,
+        description: "Asks before anything",
       },
+      missing: { command: "/nonexistent/agent", description: "Not there" },
+      quitter: { command: "sh", args: ["-c", "exit 3"], description: "Exits at once" },
     },
-    ...extra,
+    processes: new NodeHost(),
+    depth: 1,
+    disposer,
+    grace: FAST,
+    logger: createLogger("info", (line) => logs.push(line)),
   });
+  return { tool, disposer, logs };
 }
 
-/** Starts the parent: an acp-harness with `config` and the parent script. */
-async function parent(
-  runtime: Runtime,
-  setup: Setup,
-  config: string,
-  script: unknown,
-  extra: string[] = [],
-): Promise<StdioAgent> {
-  const scriptFile = await setup.file(`parent-${crypto.randomUUID()}.json`, script);
-  const agent = spawnAgent(
-    runtime.command,
-    harnessArgs(runtime, scriptFile, join(setup.cwd, "..", "data"), [
-      "--config",
-      config,
-      ...extra,
-    ]),
-    { cwd: setup.cwd, env: { ...Deno.env.toObject(), ACP_HARNESS_DELEGATION_DEPTH: "" } },
-  );
-  await agent.client.initialize();
-  return agent;
-}
-
-/** Runs `body` with a fresh workspace; stops the parent and every marked process afterwards. */
-async function withSetup(body: (setup: Setup, agents: StdioAgent[]) => Promise<void>) {
-  await using dir = await tempDir("acp-harness-delegate-");
-  const cwd = join(dir.path, "ws");
-  await Deno.mkdir(cwd);
-  const mark = crypto.randomUUID();
-  const agents: StdioAgent[] = [];
-  const setup: Setup = {
-    cwd,
-    mark,
-    async file(name, content) {
-      const path = join(dir.path, name);
-      await writeFile(path, JSON.stringify(content));
-      return path;
+/** Runs one call with a hand-made context. */
+async function call(
+  tool: Tool,
+  input: unknown,
+  options: {
+    mode?: PermissionMode;
+    answer?: PermissionAnswer | "cancelled";
+    signal?: AbortSignal;
+    onProgress?: () => void;
+  } = {},
+): Promise<Call> {
+  const progress: ToolDisplay[][] = [];
+  const asked: ToolPermissionQuestion[] = [];
+  const context: ToolContext = {
+    sessionId: "parent",
+    cwd: Deno.cwd(),
+    roots: [Deno.cwd()],
+    workspace: {} as Workspace,
+    files: {} as WorkspaceFiles,
+    signal: options.signal ?? new AbortController().signal,
+    toolCallId: "call_1",
+    mode: options.mode ?? "ask",
+    progress: (display) => {
+      progress.push([...display]);
+      options.onProgress?.();
+    },
+    askPermission: (question) => {
+      asked.push(question);
+      return Promise.resolve(options.answer ?? "allow_once");
     },
   };
+  const result = await tool.execute(input, context);
+  return { result, progress, asked };
+}
+
+Deno.test("delegate asks the session's client in ask mode and picks the agent's option of that kind", async () => {
+  const { tool, disposer } = setUp();
   try {
-    await body(setup, agents);
+    const { result, asked, progress } = await call(tool, { agent: "asker", prompt: "go" }, {
+      answer: "reject_always",
+    });
+    assert.equal(result.isError, false, result.content);
+    assert.equal(
+      result.content,
+      `Agent "asker" stopped: end_turn\n\ndepth 2; chose opt_reject_always`,
+    );
+    assert.deepEqual(asked, [{
+      title: "asker: Touch a file",
+      kind: "edit",
+      locations: [],
+      signal: (asked[0] as ToolPermissionQuestion).signal,
+    }]);
+    // What the agent said before it asked was shown before the question.
+    assert.ok(progress.length > 0);
+    assert.match(JSON.stringify(progress[0]), /depth 2/);
   } finally {
-    for (const agent of agents) {
-      agent.end();
-      await exitWithin(agent, 10_000).catch(() => {});
+    await disposer.dispose();
+  }
+});
+
+for (
+  const [mode, kinds, expected] of [
+    ["auto", "allow_once,allow_always,reject_once", "opt_allow_once"],
+    ["auto", "allow_always,reject_once", "opt_allow_always"],
+    ["read-only", "allow_once,reject_once,reject_always", "opt_reject_once"],
+    ["read-only", "allow_once,reject_always", "opt_reject_always"],
+    ["read-only", "allow_once", "cancelled"],
+  ] as const
+) {
+  Deno.test(`delegate answers for itself in ${mode} mode (agent offers ${kinds}): ${expected}`, async () => {
+    const { tool, disposer } = setUp({ ASKING_AGENT_OPTIONS: kinds });
+    try {
+      const { result, asked } = await call(tool, { agent: "asker", prompt: "go" }, { mode });
+      assert.equal(asked.length, 0, "the client is not asked");
+      assert.match(result.content, new RegExp(`chose ${expected}$`));
+    } finally {
+      await disposer.dispose();
     }
-    await killMarked(mark);
-  }
-}
-
-type Update = Record<string, unknown> & { sessionUpdate: string };
-
-/** The session's updates of one tool call. */
-function callUpdates(agent: StdioAgent, sessionId: string, toolCallId: string): Update[] {
-  return agent.client.updates(sessionId).map(({ update }) => update as Update).filter((update) =>
-    update.toolCallId === toolCallId
-  );
-}
-
-/** The text blocks of a tool call update's content, joined. */
-function contentText(update: Update): string {
-  const content = (update.content ?? []) as Array<{ content?: { text?: string } }>;
-  return content.map((item) => item.content?.text ?? "").join("\n");
-}
-
-const DELEGATE = {
-  toolCalls: [{
-    id: "call_delegate",
-    name: "delegate",
-    arguments: { agent: "worker", prompt: "Write notes.txt" },
-  }],
-};
-
-for (const runtime of RUNTIMES) {
-  const name = runtime.name;
-
-  Deno.test(`${name}: delegate runs a child acp-harness whose write is allowed by the parent's client`, async () => {
-    await withSetup(async (setup, agents) => {
-      const config = await workerConfig(runtime, setup, [
-        {
-          text: "Writing the notes.",
-          toolCalls: [{ name: "write_file", arguments: { path: "notes.txt", content: "hi\n" } }],
-        },
-        { text: "Wrote notes.txt." },
-      ]);
-      const agent = await parent(runtime, setup, config, [DELEGATE, {
-        text: "The worker is done.",
-      }], [
-        "--mode",
-        "ask",
-      ]);
-      agents.push(agent);
-      const asked: Array<Record<string, unknown>> = [];
-      agent.client.handlers.set("session/request_permission", (params) => {
-        asked.push(params as Record<string, unknown>);
-        return { outcome: { outcome: "selected", optionId: "allow_once" } };
-      });
-      const sessionId = await agent.client.newSession(setup.cwd);
-      assert.equal(await agent.client.prompt(sessionId, "Delegate the notes"), "end_turn");
-
-      assert.equal(await readFile(join(setup.cwd, "notes.txt"), "utf8"), "hi\n");
-      // The delegate call itself (effect external) and the child's write, both under its id.
-      assert.equal(asked.length, 2, JSON.stringify(asked));
-      const [first, second] = asked.map((params) => params.toolCall as Record<string, unknown>);
-      assert.equal(first?.toolCallId, "call_delegate");
-      assert.equal(second?.toolCallId, "call_delegate");
-      assert.match(String(second?.title), /^worker: /);
-      assert.equal(second?.kind, "edit");
-
-      const updates = callUpdates(agent, sessionId, "call_delegate");
-      const progress = updates.filter((update) =>
-        update.sessionUpdate === "tool_call_update" && update.status === "in_progress" &&
-        update.content !== undefined
-      );
-      assert.ok(progress.some((update) => contentText(update).includes("Writing the notes.")));
-      const last = updates.at(-1) as Update;
-      assert.equal(last.status, "completed");
-      assert.match(contentText(last), /Wrote notes\.txt\./);
-      assert.match(contentText(last), /\[tool\] .*\(completed\)/);
-      assert.deepEqual(last.rawOutput, {
-        agent: "worker",
-        stopReason: "end_turn",
-        text: "Wrote notes.txt.",
-      });
-      assert.deepEqual(agent.client.problems, []);
-      await pollUntil(async () => (await marked(setup.mark)).length === 0, {
-        what: "the child to be gone (its supervisor exits after it)",
-      });
-    });
   });
-
-  Deno.test(`${name}: cancelling a delegation resolves cancelled and leaves no child process`, async () => {
-    await withSetup(async (setup, agents) => {
-      const config = await workerConfig(runtime, setup, [
-        {
-          text: "Thinking hard.",
-          toolCalls: [{ name: "list_directory", arguments: { path: "." } }],
-        },
-        { delayMs: 60_000, text: "never" },
-      ]);
-      const agent = await parent(runtime, setup, config, [DELEGATE, { text: "unused" }], [
-        "--mode",
-        "auto",
-      ]);
-      agents.push(agent);
-      const sessionId = await agent.client.newSession(setup.cwd);
-      const prompt = agent.client.prompt(sessionId, "Delegate");
-      // The child's first step is shown in the parent's call: the child is mid-prompt.
-      await agent.client.waitFor(
-        () =>
-          callUpdates(agent, sessionId, "call_delegate").some((update) =>
-            contentText(update).includes("list_directory") ||
-            contentText(update).includes("Thinking hard.")
-          ),
-        30_000,
-      );
-      const children = await marked(setup.mark);
-      assert.ok(children.length > 0, "the child runs");
-      await agent.client.notify("session/cancel", { sessionId });
-      assert.equal(await prompt, "cancelled");
-      const last = callUpdates(agent, sessionId, "call_delegate").at(-1) as Update;
-      assert.equal(last.status, "failed");
-      assert.match(contentText(last), /cancelled/);
-      for (const pid of children) {
-        await pollUntil(() => !alive(pid), { what: `process ${pid} to be gone` });
-      }
-      assert.deepEqual(await marked(setup.mark), []);
-      assert.deepEqual(agent.client.problems, []);
-    });
-  });
-
-  for (const maxDepth of [1, 2]) {
-    Deno.test(`${name}: with maxDelegationDepth ${maxDepth}, ${maxDepth} level(s) of delegation run`, async () => {
-      await withSetup(async (setup, agents) => {
-        // Every level reads the same config file, so every level has the agent configured; each
-        // one's model tries to delegate, then answers.
-        const script = await setup.file("nested.json", [
-          { toolCalls: [{ name: "delegate", arguments: { agent: "worker", prompt: "deeper" } }] },
-          { text: "level done" },
-        ]);
-        const config = join(script, "..", "config.json");
-        const dataDir = join(setup.cwd, "..", "child-data");
-        await setup.file("config.json", {
-          maxDelegationDepth: maxDepth,
-          agents: {
-            worker: {
-              command: runtime.command,
-              args: harnessArgs(runtime, script, dataDir, ["--config", config]),
-              env: { [MARK]: setup.mark },
-              description: "Tries to delegate further",
-            },
-          },
-        });
-        const agent = await parent(runtime, setup, config, [DELEGATE, { text: "done" }], [
-          "--mode",
-          "auto",
-        ]);
-        agents.push(agent);
-        const sessionId = await agent.client.newSession(setup.cwd);
-        assert.equal(await agent.client.prompt(sessionId, "go"), "end_turn");
-        const last = callUpdates(agent, sessionId, "call_delegate").at(-1) as Update;
-        assert.equal(last.status, "completed");
-        // The child's own call: an unknown tool at the limit, else a delegation whose child (at
-        // the limit) could not delegate again.
-        assert.match(
-          contentText(last),
-          maxDepth === 1
-            ? /\[tool\] delegate \(failed\)/
-            : /\[tool\] Delegate to worker \(completed\)/,
-        );
-        assert.deepEqual(agent.client.problems, []);
-      });
-    });
-  }
 }
 
-/** Whether a process with this id is alive (zombies count as dead). */
-function alive(pid: number): boolean {
+Deno.test("delegate maps an answer the agent has no option for onto one of the same sense", async () => {
+  const { tool, disposer } = setUp({ ASKING_AGENT_OPTIONS: "allow_always,reject_once" });
   try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    return !stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
-  } catch {
-    return false;
+    const allowed = await call(tool, { agent: "asker", prompt: "go" }, { answer: "allow_once" });
+    assert.match(allowed.result.content, /chose opt_allow_always$/);
+    const cancelled = await call(tool, { agent: "asker", prompt: "go" }, { answer: "cancelled" });
+    assert.match(cancelled.result.content, /chose cancelled$/);
+  } finally {
+    await disposer.dispose();
   }
-}
+});
+
+Deno.test("delegate sends session/cancel down when the call is cancelled", async () => {
+  const { tool, disposer, logs } = setUp();
+  try {
+    const controller = new AbortController();
+    const { promise: said, resolve } = Promise.withResolvers<void>();
+    const running = call(tool, { agent: "asker", prompt: "hang" }, {
+      signal: controller.signal,
+      onProgress: resolve,
+    });
+    // The agent is mid-prompt once it has said something.
+    await said;
+    controller.abort();
+    const { result } = await running;
+    assert.equal(result.isError, true);
+    assert.match(result.content, /Delegation to "asker" was cancelled/);
+    // The agent answered the cancel itself: session/cancel reached it.
+    assert.ok(
+      logs.some((line) => /delegate: cancelled.*"answer":"cancelled"/.test(line)),
+      logs.join(""),
+    );
+  } finally {
+    await disposer.dispose();
+  }
+});
+
+Deno.test("delegate fails naming the agent and the stage", async () => {
+  const { tool, disposer } = setUp();
+  try {
+    const missing = await call(tool, { agent: "missing", prompt: "go" });
+    assert.equal(missing.result.isError, true);
+    assert.match(missing.result.content, /^Cannot start agent "missing": /);
+    const quitter = await call(tool, { agent: "quitter", prompt: "go" });
+    assert.equal(quitter.result.isError, true);
+    assert.match(quitter.result.content, /^Agent "quitter" failed at initialize: /);
+    assert.match(quitter.result.content, /code 3/);
+    const refused = await call(tool, { agent: "asker", prompt: "refuse" });
+    assert.equal(refused.result.isError, true);
+    assert.equal(refused.result.content, `Agent "asker" stopped: refusal`);
+    const crashed = await call(tool, { agent: "asker", prompt: "crash" });
+    assert.equal(crashed.result.isError, true);
+    assert.match(crashed.result.content, /^Agent "asker" failed during its prompt: /);
+    assert.match(crashed.result.content, /code 7/);
+  } finally {
+    await disposer.dispose();
+  }
+});
+
+Deno.test("delegate refuses bad input naming the field", async () => {
+  const { tool, disposer } = setUp();
+  try {
+    const unknown = await call(tool, { agent: "nobody", prompt: "go" });
+    assert.equal(
+      unknown.result.content,
+      `Invalid input: "agent" must be one of asker, missing, quitter`,
+    );
+    const empty = await call(tool, { agent: "asker", prompt: " " });
+    assert.equal(empty.result.content, `Invalid input: "prompt" must be a non-empty string`);
+    assert.deepEqual(tool.inputSchema.properties, {
+      agent: { type: "string", enum: ["asker", "missing", "quitter"], description: "Which agent" },
+      prompt: { type: "string", description: "The task, complete and self-contained" },
+    });
+    assert.match(tool.description, /- asker: Asks before anything/);
+  } finally {
+    await disposer.dispose();
+  }
+});
+
+Deno.test("the session's end stops a running agent and later calls refuse to start one", async () => {
+  const { tool, disposer } = setUp();
+  const { promise: said, resolve } = Promise.withResolvers<void>();
+  const running = call(tool, { agent: "asker", prompt: "hang" }, { onProgress: resolve });
+  // Not cancelled: the agent hangs until the session's clean-up stops it.
+  await said;
+  await disposer.dispose();
+  const { result } = await running;
+  assert.equal(result.isError, true);
+  const after = await call(tool, { agent: "asker", prompt: "go" });
+  assert.match(after.result.content, /the session has ended/);
+});
