@@ -57,10 +57,14 @@ export interface DelegateToolOptions {
    * The session's clean-ups: the agents still running when the session ends are stopped then.
    */
   readonly disposer: SessionCleanups;
+  /** Told of each delegation's start, end and failures. @default {nullLogger} */
   readonly logger?: Logger;
   /** How long each stop tier waits. @default {DEFAULT_STOP_GRACE} */
   readonly grace?: StopGrace;
-  /** @default {DEFAULT_AGENT_START_TIMEOUT_MS} */
+  /**
+   * Milliseconds an agent has to answer `initialize`, `session/new` and the mode change.
+   * @default {DEFAULT_AGENT_START_TIMEOUT_MS}
+   */
   readonly startTimeoutMs?: number;
 }
 
@@ -74,7 +78,7 @@ interface Run {
   readonly ended: () => boolean;
   /** What the client is shown of the agent's work. */
   view?: DelegationView;
-  process?: AgentProcess;
+  agentProcess?: AgentProcess;
   client?: AgentClient;
   sessionId?: string;
 }
@@ -192,7 +196,7 @@ async function delegate(run: Run, options: DelegateToolOptions): Promise<ToolRes
   run.view = view;
   try {
     try {
-      run.process = await AgentProcess.start({
+      run.agentProcess = await AgentProcess.start({
         processes: options.processes,
         agent: run.agent,
         cwd: context.cwd,
@@ -203,9 +207,9 @@ async function delegate(run: Run, options: DelegateToolOptions): Promise<ToolRes
       logger.warn("delegate: cannot start the agent", { ...facts, error: String(error) });
       return failure(`Cannot start agent "${name}": ${message(error)}`);
     }
-    logger.info("delegate: agent started", { ...facts, pid: run.process.pid });
+    logger.info("delegate: agent started", { ...facts, pid: run.agentProcess.pid });
     if (run.ended()) return failure(`Cannot delegate to "${name}": the session has ended`);
-    const client = connectAgentClient(run.process.input, run.process.output, {
+    const client = connectAgentClient(run.agentProcess.input, run.agentProcess.output, {
       onUpdate: (notification) => {
         if (notification.sessionId === run.sessionId) view.apply(notification.update);
       },
@@ -228,8 +232,8 @@ async function delegate(run: Run, options: DelegateToolOptions): Promise<ToolRes
     };
   } catch (error) {
     if (signal.aborted) return cancelled(name);
-    const exit = await run.process?.stop();
-    const stderr = run.process?.stderrTail.trim();
+    const exit = await run.agentProcess?.stop();
+    const stderr = run.agentProcess?.stderrTail.trim();
     logger.warn("delegate: failed", { ...facts, error: message(error), exit });
     return failure(
       `${message(error)}${
@@ -403,10 +407,10 @@ function optionFor(
 
 /** Ends a run: its connection, then its process, in tiers. */
 async function stopRun(run: Run): Promise<void> {
-  const process = run.process;
-  if (!process) return;
+  const child = run.agentProcess;
+  if (!child) return;
   // The agent's input ends first (EOF): it winds down; the connection ends with its output.
-  await process.stop();
+  await child.stop();
   run.client?.close();
 }
 

@@ -109,7 +109,12 @@ export class PermissionGate {
       signal: request.signal,
     });
     const tool = `${request.tool.name}:relayed`;
-    logger.info("permission: answered", { sessionId, toolCallId: request.toolCallId, tool, answer });
+    logger.info("permission: answered", {
+      sessionId,
+      toolCallId: request.toolCallId,
+      tool,
+      answer,
+    });
     this.#options.output.record([permissionEvent(request.toolCallId, tool, answer)], true);
     return answer;
   }

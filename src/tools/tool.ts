@@ -68,8 +68,11 @@ export interface ToolContext {
 export interface ToolPermissionQuestion {
   /** What the client is shown. */
   readonly title: string;
+  /** The kind of what is asked about (clients pick an icon by it). */
   readonly kind: ToolKind;
+  /** Its input, for the client to show. */
   readonly rawInput?: unknown;
+  /** The files it touches. */
   readonly locations?: readonly ToolLocation[];
   /** Withdraws the question (besides the call's cancellation). */
   readonly signal?: AbortSignal;
