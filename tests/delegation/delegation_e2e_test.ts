@@ -267,6 +267,45 @@ for (const runtime of RUNTIMES) {
     });
   });
 
+  for (const how of ["stdin EOF", "session/close"] as const) {
+    Deno.test(`${name}: ${how} mid-delegation leaves no child process`, async () => {
+      await withSetup(async (setup, agents) => {
+        const config = await workerConfig(runtime, setup, [
+          { text: "Working.", toolCalls: [{ name: "list_directory", arguments: { path: "." } }] },
+          { delayMs: 60_000, text: "never" },
+        ]);
+        const agent = await parent(runtime, setup, config, [DELEGATE, { text: "unused" }], [
+          "--mode",
+          "auto",
+        ]);
+        agents.push(agent);
+        const sessionId = await agent.client.newSession(setup.cwd);
+        const prompt = agent.client.prompt(sessionId, "Delegate").catch(() => "no answer");
+        await agent.client.waitFor(
+          () =>
+            callUpdates(agent, sessionId, "call_delegate").some((update) =>
+              contentText(update).includes("Working.")
+            ),
+          30_000,
+        );
+        const children = await marked(setup.mark);
+        assert.ok(children.length > 0, "the child runs");
+        if (how === "stdin EOF") {
+          agent.end();
+          assert.equal(await exitWithin(agent, 20_000), 0);
+        } else {
+          assert.deepEqual(await agent.client.request("session/close", { sessionId }), {});
+          assert.equal(await prompt, "cancelled");
+        }
+        for (const pid of children) {
+          await pollUntil(() => !alive(pid), { what: `process ${pid} to be gone` });
+        }
+        assert.deepEqual(await marked(setup.mark), []);
+        assert.deepEqual(agent.client.problems, []);
+      });
+    });
+  }
+
   Deno.test(`${name}: a bad agent in the config file stops the start naming the field`, async () => {
     await withSetup(async (setup) => {
       const config = await setup.file("bad.json", { agents: { worker: { description: "x" } } });
