@@ -41,6 +41,7 @@ export { DEFAULT_RETRY, type RetryPolicy, type StopReason } from "./src/agent/ru
 export type { RecordedStopReason } from "./src/util/stop_reason.ts";
 export { HostWorkspace } from "./src/tools/host_workspace.ts";
 export type {
+  PlanEntry,
   ToolContent,
   ToolContext,
   ToolDisplay,

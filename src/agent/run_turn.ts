@@ -2,6 +2,7 @@ import type {
   LlmMessage,
   LlmProvider,
   LlmToolCall,
+  LlmToolSpec,
   LlmUsage,
   ProviderError,
 } from "../llm/provider.ts";
@@ -67,6 +68,31 @@ export const DEFAULT_RETRY: RetryPolicy = { attempts: 4, baseDelayMs: 500, maxDe
 /** How many of one step's tool calls run at once (edits and commands still go one at a time). */
 export const TOOL_PARALLELISM = 4;
 
+/** What a model request is made of, for the {@link ContextControl}. */
+export interface RequestParts {
+  readonly system: string;
+  readonly tools: readonly LlmToolSpec[];
+  readonly history: readonly LlmMessage[];
+}
+
+/** Keeps the conversation within the model's context window (the session's compactor). */
+export interface ContextControl {
+  /**
+   * Runs before each model request; may compact the history in place.
+   *
+   * @returns Once the history is ready (as it was, when cancelled)
+   */
+  beforeRequest(parts: RequestParts, signal: AbortSignal): Promise<void>;
+  /**
+   * Runs after a request failed because the context was too long (once per step).
+   *
+   * @returns Whether the history was compacted, so the request is worth sending again
+   */
+  afterOverflow(parts: RequestParts, signal: AbortSignal): Promise<boolean>;
+  /** The provider's usage of a request whose reply is `reply` (the history's last message). */
+  reported(reply: LlmMessage, usage: LlmUsage): void;
+}
+
 /** Everything one turn needs. */
 export interface TurnOptions {
   readonly sessionId: string;
@@ -115,6 +141,8 @@ export interface TurnOptions {
   readonly retry?: RetryPolicy;
   /** Told before each retry of a failed model request. */
   readonly onRetry?: (error: ProviderError, attempt: number, delayMs: number) => void;
+  /** Keeps the history within the context window; without it nothing is compacted. */
+  readonly context?: ContextControl;
   /** Relay deltas as they arrive instead of committed steps. */
   readonly stream: boolean;
   readonly signal: AbortSignal;
@@ -194,10 +222,32 @@ export async function runTurn(turnOptions: TurnOptions): Promise<StopReason> {
 /** One model step, retried on retryable failures. */
 async function runStep(options: Turn): Promise<StepResult> {
   const retry = options.retry ?? DEFAULT_RETRY;
+  const { context, signal } = options;
+  const tools = options.tools.list().map(({ name, description, inputSchema }) => ({
+    name,
+    description,
+    inputSchema,
+  }));
+  const parts: RequestParts = { system: options.system, tools, history: options.history };
+  if (context) {
+    await context.beforeRequest(parts, signal);
+    if (signal.aborted) return { reason: "aborted", calls: [] };
+  }
+  let recovered = false;
   for (let attempt = 1;; attempt++) {
-    const result = await attemptStep(options, attempt);
+    const result = await attemptStep(options, attempt, tools);
     if (result.reason !== "error") return result;
     const error = result.error;
+    if (error?.kind === "context-overflow" && context && !recovered) {
+      // One compaction and one more request, instead of failing the turn.
+      recovered = true;
+      const compacted = await context.afterOverflow(parts, signal);
+      if (signal.aborted) return { reason: "aborted", calls: [] };
+      if (compacted) {
+        options.onRetry?.(error, attempt, 0);
+        continue;
+      }
+    }
     const label = `${options.provider.id}/${options.model}`;
     if (!error?.retryable || attempt >= retry.attempts) {
       const tries = attempt > 1 ? ` (after ${attempt} attempts)` : "";
@@ -217,7 +267,11 @@ async function runStep(options: Turn): Promise<StepResult> {
 }
 
 /** One model request. Commits the step (history, committed-mode updates) when it succeeds. */
-async function attemptStep(options: Turn, attempt: number): Promise<Attempt> {
+async function attemptStep(
+  options: Turn,
+  attempt: number,
+  tools: readonly LlmToolSpec[],
+): Promise<Attempt> {
   const { signal, emit, stream, history } = options;
   const thoughtId = crypto.randomUUID();
   const messageId = crypto.randomUUID();
@@ -231,11 +285,7 @@ async function attemptStep(options: Turn, attempt: number): Promise<Attempt> {
     model: options.model,
     system: options.system,
     messages: options.foreignState === false ? history : forProvider(history, options.provider.id),
-    tools: options.tools.list().map(({ name, description, inputSchema }) => ({
-      name,
-      description,
-      inputSchema,
-    })),
+    tools,
     ...(options.reasoningEffort === undefined ? {} : { reasoningEffort: options.reasoningEffort }),
     ...(options.maxOutputTokens === undefined ? {} : { maxOutputTokens: options.maxOutputTokens }),
     ...(options.imageInput === undefined ? {} : { imageInput: options.imageInput }),
@@ -287,7 +337,10 @@ async function attemptStep(options: Turn, attempt: number): Promise<Attempt> {
           if (reasoning) emit({ type: "thought", messageId: thoughtId, text: reasoning });
           if (text) emit({ type: "message", messageId, text });
         }
-        if (usage) emit({ type: "usage", usage });
+        if (usage) {
+          options.context?.reported(message, usage);
+          emit({ type: "usage", usage });
+        }
         const reason = calls.length > 0 && event.reason === "stop" ? "tool-calls" : event.reason;
         return { reason, calls };
       }
@@ -475,6 +528,7 @@ async function runToolCall(options: Turn, entry: PreparedCall): Promise<LlmMessa
     ...(result.locations ? { locations: result.locations } : {}),
     ...(result.rawOutput === undefined ? {} : { rawOutput: result.rawOutput }),
   });
+  if (result.plan && !result.isError) emit({ type: "plan", entries: result.plan });
   return {
     role: "tool",
     toolCallId: call.id,

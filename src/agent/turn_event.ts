@@ -1,5 +1,5 @@
 import type { LlmMessage, LlmUsage } from "../llm/provider.ts";
-import type { ToolContent, ToolDisplay, ToolKind, ToolLocation } from "../tools/tool.ts";
+import type { PlanEntry, ToolContent, ToolDisplay, ToolKind, ToolLocation } from "../tools/tool.ts";
 
 /**
  * The one event vocabulary the agent loop emits. The session turns these into ACP
@@ -35,6 +35,8 @@ export type TurnEvent =
     /** Machine-readable output for the client (`rawOutput`). */
     readonly rawOutput?: unknown;
   }
+  /** The model's whole new plan (from `update_plan`), right after its call's final update. */
+  | { readonly type: "plan"; readonly entries: readonly PlanEntry[] }
   /** Usage of the latest model request. */
   | { readonly type: "usage"; readonly usage: LlmUsage }
   /**

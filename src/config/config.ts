@@ -21,6 +21,7 @@ import {
   PORT,
   POSITIVE_INTEGER,
   PROVIDERS_SECTION,
+  SHARE,
   STRING_LIST,
   type ValueType,
 } from "./value_types.ts";
@@ -58,6 +59,11 @@ export interface Config {
   readonly script: string | undefined;
   /** Most model requests in one turn. @default {50} */
   readonly maxSteps: number;
+  /**
+   * The share of the model's context window at which a session's conversation is compacted
+   * before the next model request. @default {0.8}
+   */
+  readonly compactThreshold: number;
   /** Seconds a permission request waits for the client's answer before refusing. @default {300} */
   readonly permissionTimeout: number;
   /** Seconds an MCP server has to start and list its tools. @default {30} */
@@ -241,6 +247,16 @@ export const SETTINGS: SettingsTable = {
     default: 50,
     help: "Most model requests in one turn",
     type: POSITIVE_INTEGER,
+  },
+  compactThreshold: {
+    flag: "--compact-threshold",
+    placeholder: "<share>",
+    env: "ACP_HARNESS_COMPACT_THRESHOLD",
+    fileKey: "compactThreshold",
+    default: 0.8,
+    help: "Compact the conversation when a request would fill this share of the context window",
+    note: "at 1, only when the window is full or the provider says the context is too long",
+    type: SHARE,
   },
   permissionTimeout: {
     flag: "--permission-timeout",

@@ -112,6 +112,18 @@ function nonNegativeInteger(number: number): number | undefined {
   return Number.isSafeInteger(number) && number >= 0 ? number : undefined;
 }
 
+/** A share: a number greater than 0 and at most 1; as text, a decimal (`0.8`). */
+export const SHARE: ValueType<number> = checkedType({
+  text: (text) =>
+    /^(?:0|1)?(?:\.\d+)?$/.test(text) && text !== "" ? share(Number(text)) : undefined,
+  json: (json) => typeof json === "number" ? share(json) : undefined,
+  expected: "a number greater than 0 and at most 1",
+});
+
+function share(number: number): number | undefined {
+  return Number.isFinite(number) && number > 0 && number <= 1 ? number : undefined;
+}
+
 /** A TCP port, 0 to 65535 (0 picks a free one); as text, decimal digits only. */
 export const PORT: ValueType<number> = checkedType({
   text: (text) => /^\d+$/.test(text) ? port(Number(text)) : undefined,

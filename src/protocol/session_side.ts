@@ -70,6 +70,10 @@ export function createSessionManager(
     workspaceFor: (sessionId) =>
       new ClientWorkspace(client, connection.clientCapabilities, sessionId, server.localWorkspace),
     ask,
+    notices: () => {
+      const session = connection.clientCapabilities.session;
+      return { compaction: Boolean(session?.compaction), notices: Boolean(session?.notices) };
+    },
     ...(server.retry ? { retry: server.retry } : {}),
     store: server.store,
     attachments: server.attachments,

@@ -32,6 +32,12 @@ export class Conversation {
     }
   }
 
+  /** Empties the conversation (`/clear`): the model starts afresh. */
+  clear(): void {
+    this.messages.length = 0;
+    this.#stateProviders.clear();
+  }
+
   /**
    * Whether another provider than this one left state in the history.
    *

@@ -18,7 +18,10 @@ import { Outbox } from "./outbox.ts";
 import { type PermissionAsker, PermissionGate } from "./permission_gate.ts";
 import { PromptSlot } from "./prompt_slot.ts";
 import { Recorder } from "./recorder.ts";
-import type { SessionCommands } from "./session_commands.ts";
+import { BUILTIN_COMMANDS, runBuiltinCommand } from "./builtin_commands.ts";
+import { type CompactionNotices, Compactor, DEFAULT_COMPACT_THRESHOLD } from "./compactor.ts";
+import { ContextMeter } from "./context_meter.ts";
+import { invokedCommand, type SessionCommands } from "./session_commands.ts";
 import { SessionSelection } from "./selection.ts";
 import type { RestoredSession } from "./session_record.ts";
 import { SessionTitle } from "./session_title.ts";
@@ -64,6 +67,10 @@ export interface SessionOptions {
   readonly attachments: AttachmentStore;
   /** State rebuilt from the log, for a loaded or resumed session. */
   readonly restored?: RestoredSession;
+  /** The share of the context window at which the conversation is compacted. @default {0.8} */
+  readonly compactThreshold?: number;
+  /** What the client takes to be told of compactions (`session.compaction`, `session.notices`). */
+  readonly notices?: CompactionNotices;
   /**
    * Runs a task once the work of the current event-loop task is done (`setImmediate`): given,
    * the session's records and updates are handed over together once per task (see
@@ -140,12 +147,12 @@ export class Session {
   }
 
   /**
-   * Tells the client the session's slash commands (`available_commands_update`), when it has any.
-   * Call it once the client knows the session (after the `session/new` answer).
+   * Tells the client the session's slash commands (`available_commands_update`): the built-in
+   * ones and its MCP servers' prompts. Call it once the client knows the session (after the
+   * `session/new`, `session/load` or `session/resume` answer).
    */
   announceCommands(): void {
-    const commands = this.#options.commands?.list() ?? [];
-    if (commands.length === 0) return;
+    const commands = [...BUILTIN_COMMANDS, ...this.#options.commands?.list() ?? []];
     this.#outbox.send({
       sessionUpdate: "available_commands_update",
       availableCommands: commands.map(({ name, description, hint }) => ({
@@ -210,6 +217,26 @@ export class Session {
    */
   prompt(content: readonly LlmContentPart[], signal: AbortSignal): Promise<StopReason> {
     const pinned = this.#selection.current;
+    const builtin = invokedCommand(content, BUILTIN_COMMANDS);
+    if (builtin) {
+      const first = content[0];
+      const text = first?.type === "text" ? first.text.trim() : `/${builtin.name}`;
+      return this.#slot.take(
+        signal,
+        (controller) =>
+          runBuiltinCommand(builtin.name, builtin.input, text, {
+            sessionId: this.id,
+            catalog: this.#options.catalog,
+            turns: this.#turns,
+            output: this.#outbox,
+            logger: this.#options.logger,
+            pinned,
+            setOption: (configId, value) => {
+              this.setConfigOption(configId, value);
+            },
+          }, controller.signal),
+      );
+    }
     return this.#slot.take(signal, (controller) => this.#turns.run(content, controller, pinned));
   }
 
@@ -245,6 +272,8 @@ function buildTurnRunner(options: SessionOptions, outbox: Outbox): TurnRunner {
   const { id: sessionId, logger, now, restored } = options;
   const roots = [options.cwd, ...options.additionalDirectories];
   const conversation = new Conversation(restored?.history ?? []);
+  const usage = new UsageMeter(restored?.cost ?? 0);
+  const meter = new ContextMeter();
   return new TurnRunner({
     sessionId,
     cwd: options.cwd,
@@ -282,13 +311,18 @@ function buildTurnRunner(options: SessionOptions, outbox: Outbox): TurnRunner {
       output: outbox,
       logger,
     }),
-    events: new TurnEventMapper({
+    events: new TurnEventMapper({ sessionId, output: outbox, conversation, usage, logger, now }),
+    meter,
+    usage,
+    compactor: new Compactor({
       sessionId,
-      output: outbox,
+      threshold: options.compactThreshold ?? DEFAULT_COMPACT_THRESHOLD,
       conversation,
-      usage: new UsageMeter(restored?.cost ?? 0),
+      meter,
+      usage,
+      output: outbox,
+      notices: options.notices ?? { compaction: false, notices: false },
       logger,
-      now,
     }),
   });
 }

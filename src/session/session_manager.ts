@@ -1,3 +1,4 @@
+import type { CompactionNotices } from "./compactor.ts";
 import { SessionNotFoundError } from "../util/session_not_found_error.ts";
 import type { RetryPolicy } from "../agent/run_turn.ts";
 import type { Config, PermissionMode } from "../config/config.ts";
@@ -60,6 +61,8 @@ export interface SessionManagerOptions {
    * session open on another connection is not deleted from under it.
    */
   readonly openSessions?: Set<string>;
+  /** What the client takes to be told of compactions (asked when a session opens). */
+  readonly notices?: () => CompactionNotices;
   /** Runs a task once the current event-loop task's work is done (see `SessionOptions.defer`). */
   readonly defer?: (task: () => void) => void;
 }
@@ -283,7 +286,13 @@ export class SessionManager {
     replay: boolean,
   ): Promise<{ restored: RestoredSession; held: SessionUpdate[] }> {
     const { attachments, logger, replaySinkFor, replayFramesFor } = this.#options;
-    const restorer = new SessionRestorer({ attachments, logger, sessionId: id, replay });
+    const restorer = new SessionRestorer({
+      attachments,
+      logger,
+      sessionId: id,
+      replay,
+      ...(this.#options.notices ? { notices: this.#options.notices() } : {}),
+    });
     const frameSink = replay ? replayFramesFor?.(id) : undefined;
     const frames = frameSink ? new ReplayFrames(frameSink) : undefined;
     const sink = replay && !frameSink ? replaySinkFor?.(id) : undefined;
@@ -521,6 +530,8 @@ export class SessionManager {
       ask,
       ...(params.instructions ? { instructions: params.instructions } : {}),
       maxSteps: config.maxSteps,
+      compactThreshold: config.compactThreshold,
+      ...(this.#options.notices ? { notices: this.#options.notices() } : {}),
       stream: config.stream,
       ...(retry ? { retry } : {}),
       sink: sinkFor(id),

@@ -17,8 +17,12 @@ import type {
   StoredEvent,
   StoredRecord,
 } from "../store/session_store.ts";
-import type { ToolContent, ToolDisplay, ToolKind } from "../tools/tool.ts";
-import { locationsOf, toolCallContent } from "./updates.ts";
+import type { PlanEntry, ToolContent, ToolDisplay, ToolKind } from "../tools/tool.ts";
+import { type CompactionNotices, compactionUpdates } from "./compactor.ts";
+import { applyCompaction } from "./history_compaction.ts";
+import { locationsOf, planUpdate, toolCallContent } from "./updates.ts";
+
+const NO_NOTICES: CompactionNotices = { compaction: false, notices: false };
 
 /** A session's state rebuilt from its log. */
 export interface RestoredSession {
@@ -184,6 +188,8 @@ export interface SessionRestorerOptions {
   readonly sessionId: string;
   /** Build the updates that replay the log too (`session/load`). */
   readonly replay: boolean;
+  /** What the client takes to be shown compactions. @default {neither} */
+  readonly notices?: CompactionNotices;
 }
 
 /**
@@ -252,7 +258,7 @@ export class SessionRestorer {
   /** Adds the updates of a record other than a user message (the latest usage is kept). */
   #replay(record: StoredRecord, updates: SessionUpdate[]): void {
     if (record.type === "usage") this.#usage = usageUpdate(record) ?? this.#usage;
-    else replayRecord(record, updates);
+    else replayRecord(record, updates, this.#options.notices);
   }
 
   /**
@@ -376,6 +382,12 @@ function restoreRecord(state: RestoreState, record: StoredRecord | StoredEvent):
     case "title":
       state.title = record.title;
       break;
+    case "compaction":
+      applyCompaction(state.history, record);
+      break;
+    case "clear":
+      state.history.length = 0;
+      break;
     case "usage":
       if (record.cost !== undefined) state.cost = record.cost;
       break;
@@ -413,7 +425,7 @@ function repairOf(state: RestoreState): StoredEvent[] {
 /**
  * The `session/update`s that replay a log for `session/load`: user messages, thoughts and
  * messages with their original ids, tool calls with their final status and content, the title,
- * and the latest usage.
+ * each plan (after the `update_plan` call that made it), and the latest usage.
  *
  * @param records The log's records (with any repair events after them)
  * @param attachments Image bytes
@@ -469,8 +481,25 @@ function textChunk(
 }
 
 /** Adds the updates that show one record again (none for records the client never saw). */
-function replayRecord(record: StoredRecord | StoredEvent, updates: SessionUpdate[]): void {
+function replayRecord(
+  record: StoredRecord | StoredEvent,
+  updates: SessionUpdate[],
+  notices: CompactionNotices = NO_NOTICES,
+): void {
   switch (record.type) {
+    case "command":
+      updates.push({
+        sessionUpdate: "user_message_chunk",
+        messageId: record.messageId,
+        content: { type: "text", text: record.text },
+      });
+      return;
+    case "note":
+      updates.push(textChunk("agent_message_chunk", record.text, record.messageId));
+      return;
+    case "compaction":
+      updates.push(...compactionUpdates(record, notices, false));
+      return;
     case "assistant":
       if (record.reasoning) {
         updates.push(textChunk("agent_thought_chunk", record.reasoning, record.thoughtId));
@@ -517,9 +546,32 @@ function replayRecord(record: StoredRecord | StoredEvent, updates: SessionUpdate
     case "title":
       updates.push({ sessionUpdate: "session_info_update", title: record.title });
       return;
+    case "plan":
+      updates.push(planUpdate(storedPlanEntries(record)));
+      return;
     default:
       return;
   }
+}
+
+/**
+ * The entries of a stored `plan` (checked: an entry without text content or a known status is
+ * left out; an unknown priority is `medium`), so that a hand-edited log still replays valid
+ * updates.
+ */
+function storedPlanEntries(record: Extract<StoredEvent, { type: "plan" }>): PlanEntry[] {
+  const entries: unknown = record.entries;
+  if (!Array.isArray(entries)) return [];
+  const plan: PlanEntry[] = [];
+  for (const entry of entries as unknown[]) {
+    if (typeof entry !== "object" || entry === null) continue;
+    const { content, status, priority } = entry as Record<string, unknown>;
+    if (typeof content !== "string") continue;
+    if (status !== "pending" && status !== "in_progress" && status !== "completed") continue;
+    const known = priority === "high" || priority === "low" ? priority : "medium";
+    plan.push({ content, status, priority: known });
+  }
+  return plan;
 }
 
 /** The record of a permission answer. */

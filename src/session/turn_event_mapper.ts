@@ -69,6 +69,9 @@ export class TurnEventMapper {
       case "tool-call-update":
         if (event.status !== "in_progress") this.#ended(event);
         break;
+      case "plan":
+        this.#options.output.record([{ type: "plan", entries: event.entries }], false);
+        break;
       default:
         break;
     }

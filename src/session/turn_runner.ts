@@ -4,6 +4,7 @@
  * @module
  */
 import {
+  type ContextControl,
   type RetryPolicy,
   runTurn,
   type StopReason,
@@ -11,12 +12,14 @@ import {
   type TurnOptions,
 } from "../agent/run_turn.ts";
 import type { ModelCatalog, ModelInfo } from "../llm/catalog.ts";
-import type { LlmContentPart, LlmProvider, ProviderError } from "../llm/provider.ts";
+import type { LlmContentPart, LlmProvider, LlmToolSpec, ProviderError } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
 import type { AttachmentStore, StoredContentPart } from "../store/session_store.ts";
 import type { ToolSet } from "../tools/tool_set.ts";
 import type { Workspace, WorkspaceFiles } from "../tools/workspace.ts";
 import type { Selection } from "./config_options.ts";
+import type { Compactor, CompactOutcome } from "./compactor.ts";
+import type { ContextMeter } from "./context_meter.ts";
 import type { Conversation } from "./conversation.ts";
 import type { Outbox } from "./outbox.ts";
 import type { PermissionGate } from "./permission_gate.ts";
@@ -26,6 +29,7 @@ import { toStoredContent } from "./session_record.ts";
 import type { SessionTitle } from "./session_title.ts";
 import type { SystemPromptCache } from "./system_prompt_cache.ts";
 import type { TurnEventMapper } from "./turn_event_mapper.ts";
+import type { UsageMeter } from "./usage_meter.ts";
 
 /** What a {@link TurnRunner} is built from. */
 export interface TurnRunnerOptions {
@@ -53,6 +57,12 @@ export interface TurnRunnerOptions {
   readonly events: TurnEventMapper;
   /** The session's slash commands: a prompt that invokes one becomes what it expands to. */
   readonly commands?: SessionCommands;
+  /** Measures what each request fills of the context window. */
+  readonly meter: ContextMeter;
+  /** Compacts the conversation when it nears the window. */
+  readonly compactor: Compactor;
+  /** The session's usage and cost. */
+  readonly usage: UsageMeter;
 }
 
 /** What one turn has come to, for its end. */
@@ -126,6 +136,81 @@ export class TurnRunner {
     } finally {
       await this.#finish(state);
     }
+  }
+
+  /**
+   * Compacts the conversation now (`/compact`), with the model of `pinned`.
+   *
+   * @param pinned The selection (its model writes the summary)
+   * @param signal Aborted when the command is cancelled
+   * @returns What came of it
+   */
+  compactNow(pinned: Selection, signal: AbortSignal): Promise<CompactOutcome> {
+    const { info, provider } = this.#options.catalog.resolve(pinned.model);
+    return this.#options.compactor.compact({
+      provider,
+      info,
+      system: this.#options.systemPrompt.get(info.name),
+      tools: this.#toolSpecs(),
+      reason: "command",
+      signal,
+    });
+  }
+
+  /**
+   * Starts the model's context afresh (`/clear`): records it, empties the conversation and tells
+   * the client what is in context now.
+   *
+   * @param pinned The selection (its model's window is the size reported)
+   */
+  clear(pinned: Selection): void {
+    const { conversation, meter, outbox, usage, catalog, systemPrompt } = this.#options;
+    outbox.record([{ type: "clear" }], true);
+    conversation.clear();
+    meter.reset();
+    const { info } = catalog.resolve(pinned.model);
+    const used = meter.measure({
+      system: systemPrompt.get(info.name),
+      tools: this.#toolSpecs(),
+      history: conversation.messages,
+    });
+    const report = usage.add({ input: 0, output: 0 }, info, used);
+    outbox.record([report.event], false, "later");
+    if (report.update) outbox.send(report.update);
+  }
+
+  #toolSpecs(): readonly LlmToolSpec[] {
+    return this.#options.tools.list().map(({ name, description, inputSchema }) => ({
+      name,
+      description,
+      inputSchema,
+    }));
+  }
+
+  /** The turn's context control: compaction before requests and after a context error. */
+  #context(info: ModelInfo, provider: LlmProvider): ContextControl {
+    const { compactor, meter } = this.#options;
+    const compact = (
+      parts: { system: string; tools: readonly LlmToolSpec[] },
+      reason: "threshold" | "overflow",
+      signal: AbortSignal,
+    ): Promise<CompactOutcome> =>
+      compactor.compact({
+        provider,
+        info,
+        system: parts.system,
+        tools: parts.tools,
+        reason,
+        signal,
+      });
+    return {
+      beforeRequest: async (parts, signal) => {
+        if (compactor.needed(parts, info)) await compact(parts, "threshold", signal);
+      },
+      afterOverflow: async (parts, signal) =>
+        (await compact(parts, "overflow", signal)) === "compacted",
+      reported: (reply, usage) => meter.reported(reply, usage),
+    };
   }
 
   /**
@@ -218,6 +303,7 @@ export class TurnRunner {
           ...providerErrorFields(error),
           retryInMs: delayMs,
         }),
+      context: this.#context(info, provider),
       stream: options.stream,
       signal,
       emit: (event) => state.open ? options.events.apply(event, info) : undefined,

@@ -1,6 +1,6 @@
 import type { TurnEvent } from "../agent/turn_event.ts";
 import type { SessionUpdate, ToolCallContent } from "../protocol/acp_types.ts";
-import type { ToolDisplay, ToolLocation } from "../tools/tool.ts";
+import type { PlanEntry, ToolDisplay, ToolLocation } from "../tools/tool.ts";
 
 /**
  * The ACP update for a turn event that the client sees (everything but history and usage).
@@ -46,7 +46,35 @@ export function toSessionUpdate(
         ...(event.rawOutput === undefined ? {} : { rawOutput: event.rawOutput }),
       };
     }
+    case "plan":
+      return planUpdate(event.entries);
   }
+}
+
+/**
+ * The ACP `plan` update of a whole plan (the client replaces its plan with it).
+ *
+ * @example A plan of one entry
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { planUpdate } from "./updates.ts";
+ * assert.deepEqual(
+ *   planUpdate([{ content: "Fix the parser", status: "in_progress", priority: "high" }]),
+ *   {
+ *     sessionUpdate: "plan",
+ *     entries: [{ content: "Fix the parser", status: "in_progress", priority: "high" }],
+ *   },
+ * );
+ * ```
+ *
+ * @param entries The plan, in order
+ * @returns The `session/update` payload
+ */
+export function planUpdate(entries: readonly PlanEntry[]): SessionUpdate {
+  return {
+    sessionUpdate: "plan",
+    entries: entries.map(({ content, priority, status }) => ({ content, priority, status })),
+  };
 }
 
 /** ACP locations from tool locations. */

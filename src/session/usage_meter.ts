@@ -35,9 +35,11 @@ export class UsageMeter {
    *
    * @param usage The request's usage
    * @param model The model that served it
+   * @param inContext The tokens now in context, when not the request's input plus output (after
+   *   a compaction: its request's usage is paid for, but what is in context is the new history)
    * @returns Its record and, when the context window is known, its update
    */
-  add(usage: LlmUsage, model: ModelInfo): UsageReport {
+  add(usage: LlmUsage, model: ModelInfo, inContext?: number): UsageReport {
     const price = model.pricing;
     if (price) {
       const { input, output, cacheRead = 0, cacheWrite = 0 } = usage;
@@ -46,7 +48,7 @@ export class UsageMeter {
         cacheWrite * (price.cacheWrite ?? price.input) +
         output * price.output) / 1_000_000;
     }
-    const used = usage.input + usage.output;
+    const used = inContext ?? usage.input + usage.output;
     const size = model.contextWindow;
     const event: StoredEvent = {
       type: "usage",

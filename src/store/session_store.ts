@@ -87,6 +87,36 @@ export type StoredEvent =
     readonly cost?: number;
   }
   | { readonly type: "title"; readonly title: string }
+  /**
+   * The conversation was compacted: the first `replaced` messages became one summary (none when
+   * only tool results were pruned), then the results of the tool calls in `pruned` were cut to a
+   * note. Applied in order on restore, so a restarted session continues from the same history.
+   */
+  | {
+    readonly type: "compaction";
+    readonly compactionId: string;
+    /** What set it off: the threshold, the provider's context error, or `/compact`. */
+    readonly reason: "threshold" | "overflow" | "command";
+    readonly replaced: number;
+    readonly summary?: string;
+    readonly pruned?: readonly string[];
+    /** Estimated tokens in context before and after. */
+    readonly tokensBefore: number;
+    readonly tokensAfter: number;
+  }
+  /** `/clear`: the model starts afresh (the log keeps what came before, for the client). */
+  | { readonly type: "clear" }
+  /** A built-in slash command as the user typed it (replayed on load; never sent to the model). */
+  | { readonly type: "command"; readonly messageId: string; readonly text: string }
+  /** Agent text for the user only, such as a command's answer (replayed; never sent to the model). */
+  | { readonly type: "note"; readonly messageId: string; readonly text: string }
+  /** The model's whole plan after an `update_plan` call. */
+  | {
+    readonly type: "plan";
+    readonly entries: ReadonlyArray<
+      { readonly content: string; readonly status: string; readonly priority: string }
+    >;
+  }
   | {
     readonly type: "turn_end";
     readonly stopReason: RecordedStopReason;

@@ -1,5 +1,5 @@
 /**
- * The built-in workspace tools.
+ * The built-in tools: the workspace tools and the model's plan.
  *
  * @module
  */
@@ -10,6 +10,7 @@ import { readFileTool } from "./read_file.ts";
 import { runCommandTool } from "./run_command.ts";
 import { searchTextTool } from "./search_text.ts";
 import type { Tool } from "./tool.ts";
+import { updatePlanTool } from "./update_plan.ts";
 import { writeFileTool } from "./write_file.ts";
 
 const BUILTIN_TOOLS: readonly Tool[] = Object.freeze([
@@ -20,12 +21,13 @@ const BUILTIN_TOOLS: readonly Tool[] = Object.freeze([
   findFilesTool,
   searchTextTool,
   runCommandTool,
+  updatePlanTool,
 ]);
 
 /**
- * The seven built-in tools, in the order models see them: read_file, write_file, edit_file,
- * list_directory, find_files, search_text, run_command. Every path they take is confined to the
- * session's roots.
+ * The eight built-in tools, in the order models see them: read_file, write_file, edit_file,
+ * list_directory, find_files, search_text, run_command, update_plan. Every path they take is
+ * confined to the session's roots.
  *
  * @example Listing the tools
  * ```ts
@@ -33,7 +35,7 @@ const BUILTIN_TOOLS: readonly Tool[] = Object.freeze([
  * import { builtinTools } from "./builtin_tools.ts";
  * assert.deepEqual(builtinTools().map((tool) => tool.name), [
  *   "read_file", "write_file", "edit_file", "list_directory",
- *   "find_files", "search_text", "run_command",
+ *   "find_files", "search_text", "run_command", "update_plan",
  * ]);
  * ```
  *

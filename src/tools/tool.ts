@@ -124,6 +124,16 @@ export type ToolDisplay =
   /** A terminal the client created (`terminal/create`) and still shows. */
   | { readonly type: "terminal"; readonly terminalId: string };
 
+/** One entry of the model's plan, as ACP's `plan` update carries it. */
+export interface PlanEntry {
+  /** What the task is. */
+  readonly content: string;
+  /** Whether it is not started, being worked on, or done. */
+  readonly status: "pending" | "in_progress" | "completed";
+  /** How much it matters to the goal. */
+  readonly priority: "high" | "medium" | "low";
+}
+
 /** What a tool call produced. Failure is a result, never a throw. */
 export interface ToolResult {
   /**
@@ -145,6 +155,8 @@ export interface ToolResult {
   readonly locations?: readonly ToolLocation[];
   /** Machine-readable output for the client (an MCP tool's structured content). */
   readonly rawOutput?: unknown;
+  /** The model's whole new plan, sent to the client as a `plan` update (`update_plan`). */
+  readonly plan?: readonly PlanEntry[];
 }
 
 /** A tool the model can call. */

@@ -19,6 +19,7 @@ import {
 } from "../../src/llm/provider.ts";
 import type { Tool, ToolContext, ToolEffect, ToolKind, ToolResult } from "../../src/tools/tool.ts";
 import { ToolSet } from "../../src/tools/tool_set.ts";
+import { updatePlanTool } from "../../src/tools/update_plan.ts";
 import { abortListened } from "../_helpers/wait.ts";
 
 /** One model step of the fake: fixed events, or a function of the request and signal. */
@@ -396,6 +397,41 @@ Deno.test("runTurn() reports a tool's error result as failed", async () => {
     name: "read_file",
     content: "No such file",
     isError: true,
+  });
+});
+
+Deno.test("runTurn() emits a tool's plan right after its call's final update, and no plan for a failure", async () => {
+  const plan = '{"entries":[{"content":"Fix it","status":"in_progress"}]}';
+  const provider = new FakeProvider([
+    [
+      toolCall("p1", "update_plan", plan),
+      toolCall("p2", "update_plan", '{"entries":[{"content":"Fix it","status":"done"}]}'),
+      finish("tool-calls"),
+    ],
+    [finish("stop")],
+  ]);
+  const { events, options } = turnOptions(provider, { tools: [updatePlanTool] });
+  assert.equal(await runTurn(options), "end_turn");
+  const ends = events.flatMap((event): unknown[] => {
+    if (event.type === "plan") return [event];
+    if (event.type !== "tool-call-update" || event.status === "in_progress") return [];
+    return [[event.toolCallId, event.status]];
+  });
+  assert.deepEqual(ends, [
+    ["p1", "completed"],
+    {
+      type: "plan",
+      entries: [{ content: "Fix it", status: "in_progress", priority: "medium" }],
+    },
+    ["p2", "failed"],
+  ]);
+  // The model sees the call and its short result in the history, as for any tool.
+  assert.deepEqual(provider.requests[1]?.messages.at(-2), {
+    role: "tool",
+    toolCallId: "p1",
+    name: "update_plan",
+    content: "Plan updated: 1 entry (0 completed, 1 in progress, 0 pending).",
+    isError: false,
   });
 });
 

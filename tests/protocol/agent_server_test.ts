@@ -161,16 +161,18 @@ Deno.test("the echo model answers with one thought and one message containing th
   assert.equal(await client.prompt(sessionId, text), "end_turn");
   const updates = client.updates(sessionId);
   assert.deepEqual(kinds(updates), [
+    // The slash commands, once the session/new answer is out.
+    "available_commands_update",
     "session_info_update",
     "agent_thought_chunk",
     "agent_message_chunk",
   ]);
-  const [, thought, message] = updates.map(({ update }) => update);
+  const [, , thought, message] = updates.map(({ update }) => update);
   assert.equal(typeof thought?.messageId, "string");
   assert.equal(typeof message?.messageId, "string");
   assert.notEqual(thought?.messageId, message?.messageId);
   assert.ok((message?.content as { text: string }).text.includes(text));
-  assert.equal(updates[0]?.update.title, "Fix the bug in ünïcödé.ts");
+  assert.equal(updates[1]?.update.title, "Fix the bug in ünïcödé.ts");
   assert.deepEqual(client.problems, []);
   await disconnect();
 });
@@ -218,13 +220,14 @@ Deno.test("scripted steps map to stop reasons, tool calls and errors", async () 
   assert.equal(await client.prompt(sessionId, "one"), "end_turn");
   const first = client.updates(sessionId).map(({ update }) => update);
   assert.deepEqual(kinds(client.updates(sessionId)), [
+    "available_commands_update",
     "session_info_update",
     "agent_message_chunk",
     "tool_call",
     "tool_call_update",
     "agent_message_chunk",
   ]);
-  assert.deepEqual(first[2], {
+  assert.deepEqual(first[3], {
     sessionUpdate: "tool_call",
     toolCallId: "c1",
     title: "missing_tool",
@@ -232,7 +235,7 @@ Deno.test("scripted steps map to stop reasons, tool calls and errors", async () 
     status: "pending",
     rawInput: { a: 1 },
   });
-  assert.equal(first[3]?.status, "failed");
+  assert.equal(first[4]?.status, "failed");
   assert.equal(await client.prompt(sessionId, "two"), "max_tokens");
   assert.equal(await client.prompt(sessionId, "three"), "refusal");
   const before = client.updates(sessionId).length;
@@ -269,7 +272,13 @@ Deno.test("prompt content is validated before anything happens", async () => {
   for (const [prompt, pattern] of cases) {
     await rejects(client.request("session/prompt", { sessionId, prompt }), -32602, pattern);
   }
-  assert.deepEqual(client.updates(sessionId), [], "a rejected prompt writes nothing");
+  assert.deepEqual(
+    client.updates(sessionId).filter(({ update }) =>
+      update.sessionUpdate !== "available_commands_update"
+    ),
+    [],
+    "a rejected prompt writes nothing",
+  );
   const result = await client.request("session/prompt", {
     sessionId,
     prompt: [

@@ -150,7 +150,7 @@ Deno.test("a scripted coding task reads, edits after permission, runs a command 
     tools: unknown[];
   };
   assert.match(firstBody.messages[0]!.content, /Always answer in one line\./);
-  assert.equal(firstBody.tools.length, 7);
+  assert.equal(firstBody.tools.length, 8);
   const second = server.requests[1]!.body as {
     messages: Array<{ role: string; content: string; tool_call_id?: string }>;
   };

@@ -278,3 +278,95 @@ Deno.test("SessionRestorer: batch by batch, the same state and replay as the who
   assert.deepEqual(finished.updates, []);
   assert.deepEqual(finished.restored, restored);
 });
+
+Deno.test("each recorded plan replays as a plan update in log order, on both replay paths", async () => {
+  const first = [
+    { content: "Fix it", status: "in_progress", priority: "high" },
+    { content: "Test it", status: "pending", priority: "medium" },
+  ] as const;
+  const second = [
+    { content: "Fix it", status: "completed", priority: "high" },
+    { content: "Test it", status: "in_progress", priority: "medium" },
+  ] as const;
+  const call = (id: string): StoredEvent[] => [
+    {
+      type: "assistant",
+      text: "",
+      toolCalls: [{ id, name: "update_plan", arguments: "{}" }],
+    },
+    {
+      type: "tool_call",
+      toolCallId: id,
+      name: "update_plan",
+      title: "Update plan (2 entries)",
+      kind: "think",
+      rawInput: {},
+      locations: [],
+    },
+    { type: "tool_result", toolCallId: id, name: "update_plan", content: "ok", isError: false },
+  ];
+  const events: StoredEvent[] = [
+    { type: "turn_start" },
+    { type: "user", messageId: "u1", content: [{ type: "text", text: "plan" }] },
+    ...call("p1"),
+    { type: "plan", entries: first },
+    ...call("p2"),
+    { type: "plan", entries: second },
+    // A hand-edited record: the bad entry is left out, an unknown priority is medium.
+    {
+      type: "plan",
+      entries: [{ content: "Ship", status: "done" }, {
+        content: "Tag",
+        status: "pending",
+        priority: "urgent",
+      }],
+    } as unknown as StoredEvent,
+    { type: "turn_end", stopReason: "end_turn" },
+  ];
+  const store = new MemorySessionStore({ attachments: NO_ATTACHMENTS });
+  const id = crypto.randomUUID();
+  await store.create({
+    version: 1,
+    id,
+    cwd: "/work",
+    additionalDirectories: [],
+    createdAt: "2026-11-30T00:00:00.000Z",
+  });
+  await store.append(id, events, { sync: true });
+  const log = await store.load(id);
+  assert.ok(log);
+  const replayed = await replayUpdates(log.records, NO_ATTACHMENTS, nullLogger, id);
+  const order = replayed.map((update) =>
+    update.sessionUpdate === "plan"
+      ? update
+      : `${update.sessionUpdate} ${"toolCallId" in update ? update.toolCallId : ""}`
+  );
+  assert.deepEqual(order, [
+    "user_message_chunk ",
+    "tool_call p1",
+    "tool_call_update p1",
+    { sessionUpdate: "plan", entries: first },
+    "tool_call p2",
+    "tool_call_update p2",
+    { sessionUpdate: "plan", entries: second },
+    {
+      sessionUpdate: "plan",
+      entries: [{ content: "Tag", status: "pending", priority: "medium" }],
+    },
+  ]);
+  const restorer = new SessionRestorer({
+    attachments: NO_ATTACHMENTS,
+    logger: nullLogger,
+    sessionId: id,
+    replay: true,
+  });
+  const streamed = [];
+  for (const record of log.records) streamed.push(...await restorer.add([record]));
+  const finished = restorer.finish();
+  assert.deepEqual([...streamed, ...finished.updates], replayed);
+  // The plan is no part of the model's history: the calls and their results are.
+  assert.deepEqual(
+    finished.restored.history.map((message) => message.role),
+    ["user", "assistant", "tool", "assistant", "tool"],
+  );
+});

@@ -12,12 +12,19 @@ import { UsageMeter } from "../../src/session/usage_meter.ts";
 import { captureLogger, modelInfo } from "./_fakes.ts";
 
 /** An output that writes down every call in one list. */
-function output(): { output: SessionOutput; calls: string[]; records: unknown[] } {
+function output(): {
+  output: SessionOutput;
+  calls: string[];
+  records: unknown[];
+  updates: unknown[];
+} {
   const calls: string[] = [];
   const records: unknown[] = [];
+  const updates: unknown[] = [];
   return {
     calls,
     records,
+    updates,
     output: {
       record(events, commit, when = "soon") {
         records.push(...events);
@@ -27,6 +34,7 @@ function output(): { output: SessionOutput; calls: string[]; records: unknown[] 
       },
       send(update) {
         calls.push(`send ${update.sessionUpdate}`);
+        updates.push(update);
         return undefined;
       },
       flush() {
@@ -129,4 +137,16 @@ Deno.test("TurnEventMapper.apply() holds usage for the next write and sends a us
   events.apply({ type: "usage", usage: { input: 3, output: 4 } }, model);
   events.apply({ type: "usage", usage: { input: 3, output: 4 } }, modelInfo());
   assert.deepEqual(calls, ["record usage later", "send usage_update", "record usage later"]);
+});
+
+Deno.test("TurnEventMapper.apply() records a plan and sends the whole list as a plan update", () => {
+  const { events, calls, records, updates } = mapper();
+  const entries = [
+    { content: "Fix it", status: "in_progress", priority: "high" },
+    { content: "Test it", status: "pending", priority: "medium" },
+  ] as const;
+  assert.equal(events.apply({ type: "plan", entries }, model), undefined);
+  assert.deepEqual(calls, ["record plan soon", "send plan"]);
+  assert.deepEqual(records, [{ type: "plan", entries }]);
+  assert.deepEqual(updates, [{ sessionUpdate: "plan", entries }]);
 });

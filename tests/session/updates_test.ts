@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import { toolCallContent, toSessionUpdate } from "../../src/session/updates.ts";
+import { planUpdate, toolCallContent, toSessionUpdate } from "../../src/session/updates.ts";
 import type { ToolContent } from "../../src/tools/tool.ts";
+import { schemaProblems } from "../_helpers/acp_schema.ts";
 
 const PARTS: readonly ToolContent[] = [
   { type: "text", text: "Took it" },
@@ -77,4 +78,23 @@ Deno.test("toolCallContent() maps an image a tool displays", () => {
     type: "content",
     content: { type: "image", mimeType: "image/gif", data: "R0lGOA==" },
   });
+});
+
+Deno.test("toSessionUpdate() sends a plan whole, valid against the ACP schema", () => {
+  const entries = [
+    { content: "Read the test", status: "completed", priority: "low" },
+    { content: "Fix the parser", status: "in_progress", priority: "high" },
+    { content: "Run the suite", status: "pending", priority: "medium" },
+  ] as const;
+  const update = toSessionUpdate({ type: "plan", entries });
+  assert.deepEqual(update, { sessionUpdate: "plan", entries });
+  assert.deepEqual(planUpdate([]), { sessionUpdate: "plan", entries: [] });
+  for (const sent of [update, planUpdate([])]) {
+    const frame = {
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: { sessionId: "s", update: sent },
+    };
+    assert.deepEqual(schemaProblems(frame), []);
+  }
 });

@@ -13,7 +13,7 @@ const WEIRD_INPUTS: readonly unknown[] = [
   Object.create(null),
 ];
 
-Deno.test("builtinTools() lists the seven tools in order", () => {
+Deno.test("builtinTools() lists the eight tools in order", () => {
   assert.deepEqual(builtinTools().map((tool) => [tool.name, tool.kind, tool.effect]), [
     ["read_file", "read", "read"],
     ["write_file", "edit", "write"],
@@ -22,6 +22,7 @@ Deno.test("builtinTools() lists the seven tools in order", () => {
     ["find_files", "search", "read"],
     ["search_text", "search", "read"],
     ["run_command", "execute", "execute"],
+    ["update_plan", "think", "read"],
   ]);
   assert.equal(builtinTools(), builtinTools());
   assert.ok(Object.isFrozen(builtinTools()));
@@ -43,7 +44,10 @@ Deno.test("builtinTools() have closed object schemas whose required fields exist
     }
     for (const [name, property] of Object.entries(schema.properties)) {
       assert.match(name, /^[a-z_]+$/, `${tool.name}.${name}`);
-      assert.ok(["string", "integer", "boolean"].includes(property.type), `${tool.name}.${name}`);
+      assert.ok(
+        ["string", "integer", "boolean", "array"].includes(property.type),
+        `${tool.name}.${name}`,
+      );
       assert.ok(property.description.length > 10, `${tool.name}.${name}`);
     }
     assert.ok(tool.description.length > 80, tool.name);
