@@ -48,6 +48,7 @@ export type {
   ToolEffect,
   ToolKind,
   ToolLocation,
+  ToolPermissionQuestion,
   ToolResult,
 } from "./src/tools/tool.ts";
 export type {
@@ -99,6 +100,20 @@ export {
   type ProviderErrorOptions,
 } from "./src/llm/provider.ts";
 export { parseScript, type Script, ScriptedProvider, type ScriptStep } from "./src/llm/scripted.ts";
+export {
+  DEFAULT_AGENT_START_TIMEOUT_MS,
+  DELEGATE_TOOL_NAME,
+  delegateTool,
+  type DelegateToolOptions,
+} from "./src/delegation/delegate_tool.ts";
+export { DEFAULT_STOP_GRACE, type StopGrace } from "./src/delegation/agent_process.ts";
+export {
+  DELEGATION_DEPTH_ENV,
+  mayDelegate,
+  readDelegationDepth,
+} from "./src/delegation/delegation_depth.ts";
+export type { AgentConfig } from "./src/config/config.ts";
+export type { PermissionAnswer } from "./src/permission/policy.ts";
 export { MemoryAttachmentStore } from "./src/store/memory_attachment_store.ts";
 export {
   InvalidSessionIdError,

@@ -27,6 +27,8 @@
  * - MCP servers (`bench/mcp.ts`): `session/new` with three stdio MCP servers against a bare
  *   `@modelcontextprotocol/client` starting them, one MCP tool call inside a turn against the bare
  *   client's `tools/call`, and whether the MCP client is in the start-up module graph.
+ * - delegation (`bench/delegation.ts`): a no-op turn delegated to a child of ours on the same
+ *   runtime against the same turn run directly, and the child's start-up and exit on their own.
  * - HTTP transport (`bench/http.ts`): ours as `serve --http`: update throughput over SSE and
  *   WebSocket against stdio, many connections streaming turns from the fake model at once
  *   (latency of each delta, peak RSS, wall time), idle memory per connection, and whether the
@@ -73,6 +75,12 @@ import {
   measureMcp,
   renderMcpSection,
 } from "./mcp.ts";
+import {
+  delegationBenchCounts,
+  type DelegationResult,
+  measureDelegation,
+  renderDelegationSection,
+} from "./delegation.ts";
 import {
   httpBenchCounts,
   type HttpBenchHost,
@@ -195,6 +203,7 @@ const PHASE_NAMES = [
   "session/list",
   "session/load",
   "MCP",
+  "delegation",
   "HTTP",
   "compaction",
 ] as const;
@@ -723,6 +732,7 @@ interface RuntimeResult {
   sessionList?: ListResult;
   sessionLoad?: LoadResult;
   mcp?: McpResult;
+  delegation?: DelegationResult;
   http?: HttpResult;
   compaction?: CompactionResult;
   /** Exit-after-EOF times of every process of the runtime, for the max column. */
@@ -1492,6 +1502,28 @@ function renderCompactionSection(results: readonly RuntimeResult[]): string {
     "turn (the session just fits, so it does not compact by itself); the recent steps that fit " +
     "a fifth of it stay verbatim.",
   ].join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Delegation (bench/delegation.ts)
+
+const DELEGATION_PHASE = "delegation";
+
+async function measureDelegationPhase(runtime: Runtime, result: RuntimeResult): Promise<void> {
+  const home = await freshHome();
+  try {
+    const line = agentCommand(runtime, "ours", "echo");
+    const env = { ...line.env, ACP_HARNESS_HOME: home };
+    result.delegation = await measureDelegation(
+      (extraArgs) =>
+        new AgentProcess(`ours/${runtime}`, { ...line, args: [...line.args, ...extraArgs], env }),
+      { command: line.command, args: line.args, env },
+      { root: ROOT, tmp: TMP },
+      delegationBenchCounts(settings.quick),
+    );
+  } finally {
+    await Deno.remove(home, { recursive: true }).catch(() => {});
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2386,6 +2418,12 @@ function renderReport(
     "",
     mcpSection.text,
     "",
+    renderDelegationSection(results.map((r) => ({
+      runtime: r.runtime,
+      delegation: r.delegation,
+      failed: r.errors.some((e) => e.startsWith(`${DELEGATION_PHASE}:`)),
+    }))),
+    "",
     httpSection.text,
     "",
     renderCompactionSection(results),
@@ -2457,6 +2495,7 @@ async function runRuntime(runtime: Runtime): Promise<RuntimeResult> {
     "session/list": measureSessionListPhase,
     "session/load": measureSessionLoadPhase,
     [MCP_PHASE]: measureMcpPhase,
+    [DELEGATION_PHASE]: measureDelegationPhase,
     [HTTP_PHASE]: measureHttpPhase,
     [COMPACTION_PHASE]: measureCompactionPhase,
   };

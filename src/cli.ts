@@ -13,6 +13,14 @@ import {
 import type * as JsonText from "./config/json_text.ts";
 import type * as CopySessionsCommand from "./copy_sessions_command.ts";
 import type * as ModelsCommand from "./models_command.ts";
+import type * as DelegateTool from "./delegation/delegate_tool.ts";
+import type * as BuiltinTools from "./tools/builtin_tools.ts";
+import type { ToolSetFactory } from "./session/tool_set_factory.ts";
+import {
+  DELEGATION_DEPTH_ENV,
+  mayDelegate,
+  readDelegationDepth,
+} from "./delegation/delegation_depth.ts";
 import type * as HttpSecurity from "./transport/http/http_security.ts";
 import type * as HttpTransport from "./transport/http/http_transport.ts";
 import type { Host } from "./host/host.ts";
@@ -261,7 +269,8 @@ async function composeServer(
         logger.warn("cannot reap processes left by earlier servers", { error: String(error) }),
     );
   };
-  // Every session gets the built-in tools (the default).
+  // Every session gets the built-in tools (the default), and `delegate` when agents are configured.
+  const toolsFor = delegatingToolsFor(config, platform.host, logger);
   const server = createAgentServer({
     config,
     catalog,
@@ -270,10 +279,49 @@ async function composeServer(
     version: VERSION,
     store: opened.store,
     attachments: opened.attachments,
+    ...(toolsFor ? { toolsFor } : {}),
     ...(allowedRoots ? { allowedRoots } : {}),
     ...(platform.defer ? { defer: platform.defer } : {}),
   });
   return { server, closeStore: () => opened.close(), startBackgroundWork };
+}
+
+/**
+ * The tools of each session when the config lets this server delegate (agents configured, its
+ * depth below `maxDelegationDepth`): the built-in tools and `delegate`; else `undefined` (the
+ * built-in tools only).
+ */
+function delegatingToolsFor(
+  config: Config,
+  host: Host,
+  logger: Logger,
+): ToolSetFactory | undefined {
+  const depth = readDelegationDepth(host.env(DELEGATION_DEPTH_ENV));
+  if (!mayDelegate(config, depth)) {
+    if (Object.keys(config.agents).length > 0) {
+      logger.info("delegation: no delegate tool at this depth", {
+        depth,
+        maxDelegationDepth: config.maxDelegationDepth,
+      });
+    }
+    return undefined;
+  }
+  return async (info) => {
+    const [{ builtinTools }, { delegateTool }] = await Promise.all([
+      import("./tools/builtin_tools" + ".ts") as Promise<typeof BuiltinTools>,
+      import("./delegation/delegate_tool" + ".ts") as Promise<typeof DelegateTool>,
+    ]);
+    return [
+      ...builtinTools(),
+      delegateTool({
+        agents: config.agents,
+        processes: host,
+        depth,
+        disposer: info.disposer,
+        logger,
+      }),
+    ];
+  };
 }
 
 /**

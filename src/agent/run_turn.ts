@@ -6,7 +6,15 @@ import type {
   LlmUsage,
   ProviderError,
 } from "../llm/provider.ts";
-import type { Tool, ToolLocation, ToolResult } from "../tools/tool.ts";
+import type { PermissionMode } from "../config/config.ts";
+import type { PermissionAnswer } from "../permission/policy.ts";
+import type {
+  Tool,
+  ToolContext,
+  ToolLocation,
+  ToolPermissionQuestion,
+  ToolResult,
+} from "../tools/tool.ts";
 import { ToolSet } from "../tools/tool_set.ts";
 import type { Workspace, WorkspaceFiles } from "../tools/workspace.ts";
 import { abortableDelay } from "../util/abortable_delay.ts";
@@ -28,6 +36,13 @@ export interface AuthorizeRequest {
   readonly title: string;
   readonly rawInput: unknown;
   readonly locations: readonly ToolLocation[];
+  readonly signal: AbortSignal;
+}
+
+/** A question a running tool call asks the client (see `ToolContext.askPermission`). */
+export interface RelayedPermission extends ToolPermissionQuestion {
+  readonly tool: Tool;
+  readonly toolCallId: string;
   readonly signal: AbortSignal;
 }
 
@@ -115,6 +130,12 @@ export interface TurnOptions {
   readonly workspace: Workspace;
   /** Decides whether a tool call runs; without it every call runs. */
   readonly authorize?: (request: AuthorizeRequest) => Promise<Authorization>;
+  /** The permission mode the turn runs under, told to tools. */
+  readonly mode?: PermissionMode;
+  /** Asks the client what a running tool call asks (`ToolContext.askPermission`). */
+  readonly askPermission?: (
+    request: RelayedPermission,
+  ) => Promise<PermissionAnswer | "cancelled">;
   /** Most model requests in one turn before it stops with `max_turn_requests`. */
   readonly maxSteps: number;
   readonly retry?: RetryPolicy;
@@ -487,17 +508,13 @@ async function runToolCall(options: Turn, entry: PreparedCall): Promise<LlmMessa
       result = { content: "Tool call cancelled", isError: true };
     } else {
       emit({ type: "tool-call-update", toolCallId: call.id, status: "in_progress" });
+      let running = true;
       try {
-        result = await tool.execute(input, {
-          sessionId: options.sessionId,
-          cwd: options.cwd,
-          roots: options.roots,
-          workspace: options.workspace,
-          files: options.files,
-          signal,
-        });
+        result = await tool.execute(input, toolContext(options, tool, call.id, () => running));
       } catch (error) {
         result = { content: `Tool failed: ${String(error)}`, isError: true };
+      } finally {
+        running = false;
       }
     }
   }
@@ -519,5 +536,40 @@ async function runToolCall(options: Turn, entry: PreparedCall): Promise<LlmMessa
     content: result.content,
     ...(result.parts ? { parts: result.parts } : {}),
     isError: result.isError,
+  };
+}
+
+/** What a tool call runs in; `progress` is sent only while `running()` holds. */
+function toolContext(
+  options: Turn,
+  tool: Tool,
+  toolCallId: string,
+  running: () => boolean,
+): ToolContext {
+  const { signal, askPermission, mode } = options;
+  return {
+    sessionId: options.sessionId,
+    cwd: options.cwd,
+    roots: options.roots,
+    workspace: options.workspace,
+    files: options.files,
+    signal,
+    toolCallId,
+    ...(mode ? { mode } : {}),
+    progress: (display) => {
+      if (!running() || signal.aborted) return;
+      options.emit({ type: "tool-call-update", toolCallId, status: "in_progress", display });
+    },
+    ...(askPermission
+      ? {
+        askPermission: (question) =>
+          askPermission({
+            ...question,
+            tool,
+            toolCallId,
+            signal: question.signal ? AbortSignal.any([signal, question.signal]) : signal,
+          }),
+      }
+      : {}),
   };
 }

@@ -10,11 +10,13 @@
 import type { ModelFacts, ProviderApi } from "../llm/presets.ts";
 import { LOG_LEVELS, type LogLevel } from "../log/logger.ts";
 import {
+  AGENTS_SECTION,
   BOOLEAN,
   BOOLEAN_WORDS,
   ConfigError,
   MODELS_SECTION,
   NON_EMPTY_STRING,
+  NON_NEGATIVE_INTEGER,
   oneOf,
   PORT,
   POSITIVE_INTEGER,
@@ -103,6 +105,26 @@ export interface Config {
   readonly providers: Readonly<Record<string, ProviderConfig>>;
   /** Model facts from the config file, by full model id. */
   readonly models: Readonly<Record<string, ModelFacts>>;
+  /** ACP agents the `delegate` tool can start, by name (config file only). @default {{}} */
+  readonly agents: Readonly<Record<string, AgentConfig>>;
+  /**
+   * How many levels of delegation may run below the top-level server: a server at that depth
+   * (told by its parent through `ACP_HARNESS_DELEGATION_DEPTH`) offers no `delegate` tool.
+   * @default {1}
+   */
+  readonly maxDelegationDepth: number;
+}
+
+/** An ACP agent declared in the config file, which the `delegate` tool starts over stdio. */
+export interface AgentConfig {
+  /** The program (looked up on `PATH` when it has no slash). */
+  readonly command: string;
+  /** Its arguments. */
+  readonly args?: readonly string[];
+  /** Environment variables on top of the server's own environment. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** What the agent is good for, shown to the model. */
+  readonly description: string;
 }
 
 /** A provider declared in the config file. */
@@ -449,6 +471,21 @@ export const SETTINGS: SettingsTable = {
     default: {},
     help: "Model facts by full model id",
     type: MODELS_SECTION,
+  },
+  agents: {
+    fileKey: "agents",
+    default: {},
+    help: "ACP agents the delegate tool can start, by name",
+    type: AGENTS_SECTION,
+  },
+  maxDelegationDepth: {
+    flag: "--max-delegation-depth",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_MAX_DELEGATION_DEPTH",
+    fileKey: "maxDelegationDepth",
+    default: 1,
+    help: "Levels of delegation to other ACP agents below the top-level server",
+    type: NON_NEGATIVE_INTEGER,
   },
 };
 

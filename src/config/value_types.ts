@@ -7,7 +7,7 @@
 
 import * as z from "zod";
 import type { ModelFacts } from "../llm/presets.ts";
-import type { ProviderConfig } from "./config.ts";
+import type { AgentConfig, ProviderConfig } from "./config.ts";
 
 /** A bad flag, environment variable or config file entry. */
 export class ConfigError extends TypeError {
@@ -101,6 +101,17 @@ function positiveInteger(number: number): number | undefined {
   return Number.isSafeInteger(number) && number >= 1 ? number : undefined;
 }
 
+/** A safe integer of 0 or more; as text, decimal digits only. */
+export const NON_NEGATIVE_INTEGER: ValueType<number> = checkedType({
+  text: (text) => /^\d+$/.test(text) ? nonNegativeInteger(Number(text)) : undefined,
+  json: (json) => typeof json === "number" ? nonNegativeInteger(json) : undefined,
+  expected: "a non-negative integer",
+});
+
+function nonNegativeInteger(number: number): number | undefined {
+  return Number.isSafeInteger(number) && number >= 0 ? number : undefined;
+}
+
 /** A share: a number greater than 0 and at most 1; as text, a decimal (`0.8`). */
 export const SHARE: ValueType<number> = checkedType({
   text: (text) =>
@@ -190,9 +201,15 @@ export const MODELS_SECTION: ValueType<Readonly<Record<string, ModelFacts>>> = s
   () => configFileSchemas().models,
 );
 
+/** The config file's `agents` section: the ACP agents the `delegate` tool can start, by name. */
+export const AGENTS_SECTION: ValueType<Readonly<Record<string, AgentConfig>>> = schemaType(
+  () => configFileSchemas().agents,
+);
+
 interface SectionSchemas {
   readonly providers: z.ZodType<Readonly<Record<string, ProviderConfig>>>;
   readonly models: z.ZodType<Readonly<Record<string, ModelFacts>>>;
+  readonly agents: z.ZodType<Readonly<Record<string, AgentConfig>>>;
 }
 
 // Built on first use: constructing zod schemas costs time at start-up, and most runs read no
@@ -231,9 +248,25 @@ function configFileSchemas(): SectionSchemas {
       path: ["defaultReasoningEffort"],
     },
   );
+  const agent = z.strictObject({
+    command: z.string().min(1),
+    args: z.array(z.string()).exactOptional(),
+    env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).exactOptional(),
+    description: z.string().min(1),
+  });
   sectionSchemas = {
     providers: z.record(z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/), provider),
     models: z.record(z.string().min(1), model),
+    agents: z.record(z.string(), agent).superRefine((agents, context) => {
+      for (const name of Object.keys(agents)) {
+        if (/^[A-Za-z0-9_-]{1,64}$/.test(name)) continue;
+        context.addIssue({
+          code: "custom",
+          message: "an agent name must be 1 to 64 letters, digits, _ or -",
+          path: [name],
+        });
+      }
+    }),
   };
   return sectionSchemas;
 }

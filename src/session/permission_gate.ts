@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { Authorization, AuthorizeRequest } from "../agent/run_turn.ts";
+import type { Authorization, AuthorizeRequest, RelayedPermission } from "../agent/run_turn.ts";
 import type { PermissionMode } from "../config/config.ts";
 import type { Logger } from "../log/logger.ts";
 import { decidePermission, type PermissionAnswer } from "../permission/policy.ts";
@@ -86,6 +86,37 @@ export class PermissionGate {
     this.#options.output.record([permissionEvent(request.toolCallId, tool.name, answer)], true);
     if (answer === "allow_always" || answer === "reject_always") grants.set(tool.name, answer);
     return authorization(answer, tool.name);
+  }
+
+  /**
+   * Asks the user what a running tool call asks (another agent's tool call, for the `delegate`
+   * tool): no policy and no remembered grant decide it, the call itself was allowed. The answer
+   * is logged and recorded under the name `<tool>:relayed`, which no tool has, so that an
+   * "always" answer (which the asking agent remembers, if it does) grants nothing here.
+   *
+   * @param request The question and the call asking it
+   * @returns The answer, `cancelled` when the call was cancelled
+   */
+  async relay(request: RelayedPermission): Promise<PermissionAnswer | "cancelled"> {
+    const { sessionId, logger } = this.#options;
+    const answer = await this.#options.ask({
+      sessionId,
+      toolCallId: request.toolCallId,
+      title: request.title,
+      kind: request.kind,
+      rawInput: request.rawInput,
+      locations: request.locations ?? [],
+      signal: request.signal,
+    });
+    const tool = `${request.tool.name}:relayed`;
+    logger.info("permission: answered", {
+      sessionId,
+      toolCallId: request.toolCallId,
+      tool,
+      answer,
+    });
+    this.#options.output.record([permissionEvent(request.toolCallId, tool, answer)], true);
+    return answer;
   }
 }
 

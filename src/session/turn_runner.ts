@@ -291,6 +291,8 @@ export class TurnRunner {
       files: options.files,
       workspace: options.workspace,
       authorize: (request) => options.permissions.authorize(request, state.pinned.mode),
+      mode: state.pinned.mode,
+      askPermission: (request) => options.permissions.relay(request),
       maxSteps: options.maxSteps,
       ...(options.retry ? { retry: options.retry } : {}),
       onRetry: (error, attempt, delayMs) =>

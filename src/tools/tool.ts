@@ -3,6 +3,8 @@
  *
  * @module
  */
+import type { PermissionMode } from "../config/config.ts";
+import type { PermissionAnswer } from "../permission/policy.ts";
 import type { Workspace, WorkspaceFiles } from "./workspace.ts";
 
 /** ACP tool kinds, used by clients to pick icons and by permission policy. */
@@ -42,6 +44,38 @@ export interface ToolContext {
   readonly files: WorkspaceFiles;
   /** Aborted when the call is cancelled. */
   readonly signal: AbortSignal;
+  /** The call's id, as its `tool_call` update gave it to the client (absent outside a turn). */
+  readonly toolCallId?: string;
+  /** The permission mode the prompt pinned (absent outside a turn). */
+  readonly mode?: PermissionMode;
+  /**
+   * Shows the call's progress: sends its `tool_call_update` with status `in_progress` and this
+   * content, which replaces what the client showed (so pass the whole view, and call it at most
+   * about once per event-loop task). Does nothing once the call has ended.
+   */
+  readonly progress?: (display: readonly ToolDisplay[]) => void;
+  /**
+   * Asks the session's client about something the call is about to do (another agent's tool
+   * call, say), under the call's own id; the answer is logged and recorded like any other.
+   * Resolves `cancelled` when the call is cancelled; never rejects (a failure is a refusal).
+   */
+  readonly askPermission?: (
+    question: ToolPermissionQuestion,
+  ) => Promise<PermissionAnswer | "cancelled">;
+}
+
+/** What {@link ToolContext.askPermission} asks about. */
+export interface ToolPermissionQuestion {
+  /** What the client is shown. */
+  readonly title: string;
+  /** The kind of what is asked about (clients pick an icon by it). */
+  readonly kind: ToolKind;
+  /** Its input, for the client to show. */
+  readonly rawInput?: unknown;
+  /** The files it touches. */
+  readonly locations?: readonly ToolLocation[];
+  /** Withdraws the question (besides the call's cancellation). */
+  readonly signal?: AbortSignal;
 }
 
 /** A file location a tool call touches, for clients to follow along. */

@@ -1,0 +1,157 @@
+/**
+ * A delegated ACP agent's process: started over stdio in its own process group through the
+ * host, and stopped in tiers.
+ *
+ * @module
+ */
+import type { AgentConfig } from "../config/config.ts";
+import type { HostProcesses, PipedHostProcess } from "../host/host.ts";
+import { DELEGATION_DEPTH_ENV } from "./delegation_depth.ts";
+
+/** How long each tier of {@link AgentProcess.stop} waits for the agent to exit. */
+export interface StopGrace {
+  /**
+   * Milliseconds from the end of its input (stdin EOF) to SIGTERM. An acp-harness child needs up
+   * to 2.5 s to wind down on EOF (1.5 s for its turns, 1 s for its own commands).
+   * @default {3000}
+   */
+  readonly eofMs: number;
+  /** Milliseconds from SIGTERM to SIGKILL. @default {2000} */
+  readonly termMs: number;
+}
+
+/** The default {@link StopGrace}: 3 s after stdin EOF, then SIGTERM, 2 s later SIGKILL. */
+export const DEFAULT_STOP_GRACE: StopGrace = { eofMs: 3000, termMs: 2000 };
+
+/** The most bytes of an agent's stderr kept, to explain a failure. */
+const STDERR_TAIL_CHARS = 2048;
+
+/** What {@link AgentProcess.start} starts. */
+export interface AgentProcessOptions {
+  readonly processes: Pick<HostProcesses, "spawn">;
+  /** The agent as the config file declares it. */
+  readonly agent: AgentConfig;
+  /** Its working directory (the session's). */
+  readonly cwd: string;
+  /** Its delegation depth (the parent's plus one), passed in {@link DELEGATION_DEPTH_ENV}. */
+  readonly depth: number;
+  /** How long each stop tier waits. @default {DEFAULT_STOP_GRACE} */
+  readonly grace?: StopGrace;
+}
+
+/** How an agent's process ended. */
+export interface AgentExit {
+  readonly code: number | null;
+  readonly signal: string | null;
+}
+
+/**
+ * A running agent: its stdin (as a stream the ACP connection writes to), its stdout, the tail of
+ * its stderr, and a stop that ends its input, then SIGTERMs, then SIGKILLs its process group.
+ */
+export class AgentProcess {
+  /** Writes to the agent's stdin; never locked, so {@link AgentProcess.stop} can end it. */
+  readonly input: WritableStream<Uint8Array>;
+  /** The agent's stdout. */
+  readonly output: ReadableStream<Uint8Array>;
+  readonly #child: PipedHostProcess;
+  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #grace: StopGrace;
+  #stderr = "";
+  #exit: AgentExit | undefined;
+  #stopping: Promise<AgentExit> | undefined;
+
+  private constructor(child: PipedHostProcess, grace: StopGrace) {
+    this.#child = child;
+    this.#grace = grace;
+    this.#writer = child.stdin.getWriter();
+    // A write to an agent that already exited must not surface as an unhandled rejection.
+    this.#writer.closed.catch(() => {});
+    const writer = this.#writer;
+    this.input = new WritableStream<Uint8Array>({ write: (chunk) => writer.write(chunk) });
+    this.output = child.stdout;
+    void child.exited.then((exit) => this.#exit = exit);
+    void this.#readStderr(child.stderr);
+  }
+
+  /**
+   * Starts an agent in its own process group, with the server's environment, the agent's `env`
+   * on top, and its depth.
+   *
+   * @param options What to start, where, and at which depth
+   * @returns The running agent
+   * @throws When it cannot be started (e.g. the command does not exist)
+   */
+  static async start(options: AgentProcessOptions): Promise<AgentProcess> {
+    const { agent } = options;
+    const child = await options.processes.spawn(agent.command, agent.args ?? [], {
+      cwd: options.cwd,
+      env: { ...agent.env, [DELEGATION_DEPTH_ENV]: String(options.depth) },
+      stdin: "piped",
+    });
+    return new AgentProcess(child, options.grace ?? DEFAULT_STOP_GRACE);
+  }
+
+  /** The process id (also its process group id). */
+  get pid(): number {
+    return this.#child.pid;
+  }
+
+  /** How it ended, once it has. */
+  get exit(): AgentExit | undefined {
+    return this.#exit;
+  }
+
+  /** The last few KiB it wrote on stderr. */
+  get stderrTail(): string {
+    return this.#stderr;
+  }
+
+  /**
+   * Stops the agent in tiers: ends its input (stdin EOF), waits `grace.eofMs`, sends its process
+   * group SIGTERM, waits `grace.termMs`, then SIGKILL; resolves once it has exited. Concurrent
+   * and repeated calls share one stop.
+   *
+   * @returns How it ended
+   */
+  stop(): Promise<AgentExit> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<AgentExit> {
+    const child = this.#child;
+    await this.#writer.close().catch(() => {});
+    if (!(await exitsWithin(child, this.#grace.eofMs))) {
+      child.kill("SIGTERM");
+      if (!(await exitsWithin(child, this.#grace.termMs))) child.kill("SIGKILL");
+    }
+    return await child.exited;
+  }
+
+  async #readStderr(stderr: ReadableStream<Uint8Array>): Promise<void> {
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of stderr) {
+        this.#stderr = (this.#stderr + decoder.decode(chunk, { stream: true })).slice(
+          -STDERR_TAIL_CHARS,
+        );
+      }
+    } catch {
+      // The process ended; what was read is kept.
+    }
+  }
+}
+
+/** Whether the process exits within `ms`. */
+async function exitsWithin(child: PipedHostProcess, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([child.exited.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
