@@ -3,7 +3,8 @@
  * OpenAI-compatible provider on loopback compacts its conversation when the provider's count
  * nears the window, shows it to a client that takes compaction updates, replays it on load in a
  * new process that continues from the compacted history, and recovers from the provider's
- * "context too long" error with one compaction and one retry.
+ * "context too long" error with one compaction and one retry; and the built-in slash commands over
+ * stdio.
  *
  * @module
  */
@@ -204,3 +205,51 @@ Deno.test("a context-too-long error compacts once and the turn goes on; a client
     await stop(agent);
   }
 });
+
+for (const runtime of RUNTIMES) {
+  Deno.test(`${runtime.name}: the built-in slash commands over stdio`, async () => {
+    await using dir = await tempDir("acp-harness-commands-");
+    await using server = await startFakeLlmServer();
+    const paths = await setup(dir.path, server);
+    const agent = spawn(runtime, paths);
+    try {
+      await agent.client.initialize();
+      const sessionId = await agent.client.newSession(paths.cwd);
+      await agent.client.waitForUpdate(sessionId, "available_commands_update");
+      const offered = agent.client.updates(sessionId).find(({ update }) =>
+        update.sessionUpdate === "available_commands_update"
+      )?.update.availableCommands as { name: string }[];
+      assert.deepEqual(offered.map((command) => command.name), [
+        "compact",
+        "model",
+        "mode",
+        "clear",
+      ]);
+      assert.equal(await agent.client.prompt(sessionId, "/mode read-only"), "end_turn");
+      assert.ok(
+        agent.client.updates(sessionId).some(({ update }) =>
+          update.sessionUpdate === "current_mode_update" && update.currentModeId === "read-only"
+        ),
+      );
+      await assert.rejects(
+        agent.client.prompt(sessionId, "/model nope/none"),
+        (error: { code?: number; message?: string }) =>
+          error.code === -32602 && /nope\/none/.test(String(error.message)),
+      );
+      server.enqueue(openAiTurn({ text: ["noted"] }), openAiTurn({ text: ["fresh"] }));
+      assert.equal(await agent.client.prompt(sessionId, "/remember the number 7"), "end_turn");
+      assert.equal(await agent.client.prompt(sessionId, "/clear"), "end_turn");
+      assert.equal(await agent.client.prompt(sessionId, "what number?"), "end_turn");
+      // No command reached the model; the unknown /word did, and /clear left nothing before.
+      assert.equal(server.requests.length, 2);
+      assert.equal(textOf(messagesOf(server.requests[0]).at(-1)), "/remember the number 7");
+      assert.deepEqual(
+        messagesOf(server.requests[1]).slice(1).map((message) => textOf(message)),
+        ["what number?"],
+      );
+      assert.deepEqual(agent.client.problems, []);
+    } finally {
+      await stop(agent);
+    }
+  });
+}
