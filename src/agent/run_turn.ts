@@ -510,7 +510,7 @@ async function runToolCall(options: Turn, entry: PreparedCall): Promise<LlmMessa
       emit({ type: "tool-call-update", toolCallId: call.id, status: "in_progress" });
       let running = true;
       try {
-        result = await tool.execute(input, toolContext(options, tool, call.id, () => running));
+        result = await tool.execute(input, toolContext(options, entry, () => running));
       } catch (error) {
         result = { content: `Tool failed: ${String(error)}`, isError: true };
       } finally {
@@ -542,11 +542,12 @@ async function runToolCall(options: Turn, entry: PreparedCall): Promise<LlmMessa
 /** What a tool call runs in; `progress` is sent only while `running()` holds. */
 function toolContext(
   options: Turn,
-  tool: Tool,
-  toolCallId: string,
+  entry: PreparedCall,
   running: () => boolean,
 ): ToolContext {
   const { signal, askPermission, mode } = options;
+  const tool = entry.tool as Tool;
+  const toolCallId = entry.call.id;
   return {
     sessionId: options.sessionId,
     cwd: options.cwd,
@@ -562,13 +563,29 @@ function toolContext(
     },
     ...(askPermission
       ? {
-        askPermission: (question) =>
-          askPermission({
+        askPermission: async (question) => {
+          const answer = await askPermission({
             ...question,
             tool,
             toolCallId,
             signal: question.signal ? AbortSignal.any([signal, question.signal]) : signal,
-          }),
+          });
+          // The question showed the asker's title and input on this call: show its own again.
+          if (running() && !signal.aborted) {
+            options.emit({
+              type: "tool-call-update",
+              toolCallId,
+              status: "in_progress",
+              restore: {
+                title: entry.title,
+                kind: tool.kind,
+                rawInput: entry.input,
+                locations: entry.locations,
+              },
+            });
+          }
+          return answer;
+        },
       }
       : {}),
   };

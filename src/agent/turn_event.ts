@@ -25,6 +25,16 @@ export type TurnEvent =
     readonly type: "tool-call-update";
     readonly toolCallId: string;
     readonly status: "in_progress" | "completed" | "failed";
+    /**
+     * The call's own title, kind, input and locations again, after a relayed permission question
+     * showed another's on it.
+     */
+    readonly restore?: {
+      readonly title: string;
+      readonly kind: ToolKind;
+      readonly rawInput: unknown;
+      readonly locations: readonly ToolLocation[];
+    };
     /** The result text the model sees (the text form of `parts` when they are set). */
     readonly text?: string;
     /** The result as parts, when it carries images or resource links. */

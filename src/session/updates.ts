@@ -37,10 +37,19 @@ export function toSessionUpdate(
     case "tool-call-update": {
       const display: readonly ToolDisplay[] | undefined = event.display ?? event.parts ??
         (event.text === undefined ? undefined : [{ type: "text", text: event.text }]);
+      const restore = event.restore;
       return {
         sessionUpdate: "tool_call_update",
         toolCallId: event.toolCallId,
         status: event.status,
+        ...(restore
+          ? {
+            title: restore.title,
+            kind: restore.kind,
+            rawInput: restore.rawInput,
+            locations: locationsOf(restore.locations),
+          }
+          : {}),
         ...(display ? { content: display.map(toolCallContent) } : {}),
         ...(event.locations ? { locations: locationsOf(event.locations) } : {}),
         ...(event.rawOutput === undefined ? {} : { rawOutput: event.rawOutput }),

@@ -206,6 +206,13 @@ for (const runtime of RUNTIMES) {
       assert.ok(shown !== -1 && shown < asking, `${shown} < ${asking}`);
 
       const updates = callUpdates(agent, sessionId, "call_delegate");
+      // After the answer the call shows its own title and input again.
+      const restored = updates.find((update) =>
+        update.sessionUpdate === "tool_call_update" && update.title !== undefined
+      );
+      assert.equal(restored?.title, "Delegate to worker");
+      assert.equal(restored?.kind, "other");
+      assert.equal((restored?.rawInput as { agent?: string } | undefined)?.agent, "worker");
       const progress = updates.filter((update) =>
         update.sessionUpdate === "tool_call_update" && update.status === "in_progress" &&
         update.content !== undefined
