@@ -14,23 +14,14 @@
  *
  * @module
  */
+import type { McpBenchAgent } from "./mcp.ts";
 import { median } from "./stats.ts";
 
 /** The part of a running agent (an `AgentProcess` of `bench/main.ts`) this benchmark uses. */
-export interface DelegationBenchAgent {
-  /** `performance.now()` of the spawn. */
-  readonly spawnedAt: number;
-  /** Sends a request; resolves with its result and arrival time, rejects on an error reply. */
-  request(
-    method: string,
-    params: unknown,
-    timeoutMs?: number,
-  ): Promise<{ readonly result: unknown; readonly at: number }>;
-  /** Closes stdin; returns when. */
-  closeStdin(): number;
-  /** Waits for the exit (killing the process after a timeout); resolves with when it exited. */
-  waitExit(timeoutMs?: number): Promise<number>;
-}
+export type DelegationBenchAgent = Pick<
+  McpBenchAgent,
+  "spawnedAt" | "request" | "closeStdin" | "waitExit"
+>;
 
 /** A command line of ours on the runtime measured. */
 export interface DelegationCommandLine {

@@ -5,6 +5,7 @@
  * @module
  */
 import type { AgentConfig } from "../config/config.ts";
+import { exitsWithin, StreamTail } from "../host/child_output.ts";
 import type { HostProcesses, PipedHostProcess } from "../host/host.ts";
 import { DELEGATION_DEPTH_ENV } from "./delegation_depth.ts";
 
@@ -57,7 +58,7 @@ export class AgentProcess {
   readonly #child: PipedHostProcess;
   readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
   readonly #grace: StopGrace;
-  #stderr = "";
+  readonly #stderr = new StreamTail(STDERR_TAIL_CHARS);
   #exit: AgentExit | undefined;
   #stopping: Promise<AgentExit> | undefined;
 
@@ -71,7 +72,7 @@ export class AgentProcess {
     this.input = new WritableStream<Uint8Array>({ write: (chunk) => writer.write(chunk) });
     this.output = child.stdout;
     void child.exited.then((exit) => this.#exit = exit);
-    void this.#readStderr(child.stderr);
+    void this.#stderr.read(child.stderr);
   }
 
   /**
@@ -104,7 +105,7 @@ export class AgentProcess {
 
   /** The last few KiB it wrote on stderr. */
   get stderrTail(): string {
-    return this.#stderr;
+    return this.#stderr.text;
   }
 
   /**
@@ -127,31 +128,5 @@ export class AgentProcess {
       if (!(await exitsWithin(child, this.#grace.termMs))) child.kill("SIGKILL");
     }
     return await child.exited;
-  }
-
-  async #readStderr(stderr: ReadableStream<Uint8Array>): Promise<void> {
-    const decoder = new TextDecoder();
-    try {
-      for await (const chunk of stderr) {
-        this.#stderr = (this.#stderr + decoder.decode(chunk, { stream: true })).slice(
-          -STDERR_TAIL_CHARS,
-        );
-      }
-    } catch {
-      // The process ended; what was read is kept.
-    }
-  }
-}
-
-/** Whether the process exits within `ms`. */
-async function exitsWithin(child: PipedHostProcess, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([child.exited.then(() => true), late]);
-  } finally {
-    clearTimeout(timer);
   }
 }

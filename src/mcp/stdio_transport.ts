@@ -7,6 +7,7 @@
  */
 import type { JSONRPCMessage, Transport } from "@modelcontextprotocol/client";
 import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/client";
+import { exitsWithin, StreamTail } from "../host/child_output.ts";
 import type { HostProcesses, PipedHostProcess } from "../host/host.ts";
 
 /**
@@ -68,7 +69,7 @@ export class HostStdioTransport implements Transport {
   readonly #options: StdioTransportOptions;
   #child: PipedHostProcess | undefined;
   #writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
-  #stderr = "";
+  readonly #stderr = new StreamTail(STDERR_TAIL_BYTES);
   #exit: ExitInfo | undefined;
   #closed: Promise<void> | undefined;
   /** When the current slice of message handling began (see {@link SLICE_MS}). */
@@ -115,7 +116,7 @@ export class HostStdioTransport implements Transport {
 
   /** The last few KiB the server wrote on stderr. */
   get stderrTail(): string {
-    return this.#stderr;
+    return this.#stderr.text;
   }
 
   /** Starts the process; rejects when it cannot be started. */
@@ -137,10 +138,10 @@ export class HostStdioTransport implements Transport {
     this.#writer = child.stdin.getWriter();
     // A write to a server that already exited must not surface as an unhandled rejection.
     this.#writer.closed.catch(() => {});
-    void this.#readStderr(child.stderr);
+    void this.#stderr.read(child.stderr);
     void this.#readMessages(child.stdout);
     void child.exited.then(({ code, signal }) => {
-      this.#exit = { code, signal, stderr: this.#stderr };
+      this.#exit = { code, signal, stderr: this.#stderr.text };
       this.onclose?.();
     });
   }
@@ -259,32 +260,6 @@ export class HostStdioTransport implements Transport {
     if (this.#toolsChangedInSlice) return true;
     this.#toolsChangedInSlice = true;
     return false;
-  }
-
-  async #readStderr(stderr: ReadableStream<Uint8Array>): Promise<void> {
-    const decoder = new TextDecoder();
-    try {
-      for await (const chunk of stderr) {
-        this.#stderr = (this.#stderr + decoder.decode(chunk, { stream: true })).slice(
-          -STDERR_TAIL_BYTES,
-        );
-      }
-    } catch {
-      // The process ended; what was read is kept.
-    }
-  }
-}
-
-/** Whether the process exits within `ms`. */
-async function exitsWithin(child: PipedHostProcess, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([child.exited.then(() => true), late]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -8,32 +8,14 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import process from "node:process";
 import { exitWithin, spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
+import { MARK, marked } from "../_helpers/marked_processes.ts";
 import { pollUntil } from "../_helpers/wait.ts";
-
-const MARK = "ACP_HARNESS_TEST_MARK";
-
-/** The live (non-zombie) processes whose environment carries the marker. */
-async function marked(mark: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = await readFile(`/proc/${entry}/stat`, "utf8");
-      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
-      const environ = await readFile(`/proc/${entry}/environ`, "latin1");
-      if (environ.split("\0").includes(`${MARK}=${mark}`)) found.push(Number(entry));
-    } catch {
-      // Gone meanwhile, or not ours.
-    }
-  }
-  return found;
-}
 
 /** Kills whatever carries the marker, so a failing test leaves nothing behind. */
 async function killMarked(mark: string): Promise<void> {

@@ -13,9 +13,8 @@ import { join } from "node:path";
 import process from "node:process";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
+import { MARK, marked } from "../_helpers/marked_processes.ts";
 import { pollUntil } from "../_helpers/wait.ts";
-
-const MARK = "ACP_HARNESS_TEST_MARK";
 
 /** A temporary workspace and data directory, a unique marker, and the cleanup of both. */
 interface Fixture {
@@ -33,23 +32,6 @@ async function fixture(): Promise<Fixture> {
   await mkdir(cwd);
   const mark = crypto.randomUUID();
   return { cwd, dataDir: join(base, "data"), base, mark, exportMark: `export ${MARK}=${mark}; ` };
-}
-
-/** The live (non-zombie) processes whose environment carries the marker. */
-async function marked(mark: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = await readFile(`/proc/${entry}/stat`, "utf8");
-      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
-      const environ = await readFile(`/proc/${entry}/environ`, "latin1");
-      if (environ.split("\0").includes(`${MARK}=${mark}`)) found.push(Number(entry));
-    } catch {
-      // Gone meanwhile, or not ours.
-    }
-  }
-  return found;
 }
 
 /**
