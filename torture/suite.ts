@@ -6,6 +6,7 @@
 import { type Scenario, ScenarioContext, type Size, type Tally } from "./context.ts";
 import type { RuntimeSpec } from "./driver.ts";
 import { cancelRaces } from "./scenarios/cancel.ts";
+import { compaction } from "./scenarios/compaction.ts";
 import { confinement } from "./scenarios/confinement.ts";
 import { frames } from "./scenarios/frames.ts";
 import { http } from "./scenarios/http.ts";
@@ -22,6 +23,7 @@ export const SCENARIOS: readonly Scenario[] = [
   frames,
   ordering,
   cancelRaces,
+  compaction,
   permission,
   confinement,
   pathological,

@@ -1,0 +1,4 @@
+import { compaction } from "../../torture/scenarios/compaction.ts";
+import { tortureTest } from "./_torture.ts";
+
+tortureTest(compaction);
