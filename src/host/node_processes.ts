@@ -62,6 +62,8 @@ export class NodeProcesses implements HostProcesses {
   #supervisor: ProcessSupervisor | undefined;
   #record: ProcessRecord | undefined;
   #stopping: Promise<void> | undefined;
+  /** Whether anything was ever started: only then can a process carry this host's marker. */
+  #started = false;
 
   /**
    * Creates the process part of a host.
@@ -127,6 +129,7 @@ export class NodeProcesses implements HostProcesses {
     }
     Object.assign(env, options.env);
     env[ownerVariable(this.#token)] = "1";
+    this.#started = true;
     // Running before the command is, so that even a SIGKILL right after the spawn is covered.
     this.#supervisor?.start();
     return new Promise((resolve, reject) => {
@@ -203,8 +206,11 @@ export class NodeProcesses implements HostProcesses {
       child.stop(graceMs);
       return child.exited;
     }));
-    // Descendants that left their group (setsid) but kept the environment.
-    await terminatePids(await findOwned(this.#token), Math.max(0, deadline - Date.now()));
+    // Descendants that left their group (setsid) but kept the environment. With nothing ever
+    // started none can exist: the sweep of every process's environment is skipped.
+    if (this.#started) {
+      await terminatePids(await findOwned(this.#token), Math.max(0, deadline - Date.now()));
+    }
     await this.#supervisor?.close();
     await this.#record?.remove();
   }
