@@ -65,10 +65,12 @@ start() {
     rm -rf "$dir"
     exit 1
   }
+  # autovacuum off: a worker inside a test database belongs to the superuser, which the test role
+  # may not terminate, so `DROP DATABASE ... WITH (FORCE)` would fail while it is there.
   for attempt in 1 2 3 4 5; do
     port=$(free_port)
     if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-      -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=300" start >/dev/null; then
+      -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=300 -c autovacuum=off" start >/dev/null; then
       break
     fi
     if [ "$attempt" = 5 ]; then

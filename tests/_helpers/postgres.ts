@@ -89,28 +89,10 @@ export async function withTestDatabase(serverUrl?: string): Promise<TestDatabase
     name,
     async [Symbol.asyncDispose](): Promise<void> {
       try {
-        await dropDatabase(admin, name);
+        await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       } finally {
         await admin.end({ timeout: 5 });
       }
     },
   };
-}
-
-/**
- * Drops a database with its connections. An autovacuum worker that happens to be in the new
- * database belongs to the superuser, whom the test role may not terminate (SQLSTATE 42501): the
- * drop is tried again until the worker has moved on.
- */
-async function dropDatabase(admin: postgres.Sql, name: string): Promise<void> {
-  for (let attempt = 1;; attempt++) {
-    try {
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      return;
-    } catch (error) {
-      const code = (error as { code?: string }).code;
-      if (code !== "42501" || attempt >= 50) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 20 * attempt));
-    }
-  }
 }
