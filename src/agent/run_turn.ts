@@ -219,15 +219,25 @@ export async function runTurn(turnOptions: TurnOptions): Promise<StopReason> {
   }
 }
 
-/** One model step, retried on retryable failures. */
-async function runStep(options: Turn): Promise<StepResult> {
-  const retry = options.retry ?? DEFAULT_RETRY;
-  const { context, signal } = options;
-  const tools = options.tools.list().map(({ name, description, inputSchema }) => ({
+/**
+ * The tools of a set as the model is offered them.
+ *
+ * @param tools The set
+ * @returns Their names, descriptions and input schemas
+ */
+export function toolSpecs(tools: ToolSet): LlmToolSpec[] {
+  return tools.list().map(({ name, description, inputSchema }) => ({
     name,
     description,
     inputSchema,
   }));
+}
+
+/** One model step, retried on retryable failures. */
+async function runStep(options: Turn): Promise<StepResult> {
+  const retry = options.retry ?? DEFAULT_RETRY;
+  const { context, signal } = options;
+  const tools = toolSpecs(options.tools);
   const parts: RequestParts = { system: options.system, tools, history: options.history };
   if (context) {
     await context.beforeRequest(parts, signal);

@@ -4,7 +4,10 @@
  *
  * @module
  */
+import type { RequestParts } from "../agent/run_turn.ts";
 import type { LlmMessage, LlmToolSpec, LlmUsage } from "../llm/provider.ts";
+
+export type { RequestParts };
 
 /** Tokens an image is taken to cost when nothing better is known. */
 const IMAGE_TOKENS = 1_500;
@@ -54,16 +57,6 @@ export function estimateMessageTokens(message: LlmMessage): number {
       return tokens + estimateTextTokens(message.content) + images * IMAGE_TOKENS;
     }
   }
-}
-
-/** What a model request is made of, for measuring. */
-export interface RequestParts {
-  /** The system prompt. */
-  readonly system: string;
-  /** The tools offered. */
-  readonly tools: readonly LlmToolSpec[];
-  /** The conversation. */
-  readonly history: readonly LlmMessage[];
 }
 
 /**

@@ -7,9 +7,12 @@
  */
 import type { LlmMessage } from "../llm/provider.ts";
 
+/** How the note of a pruned tool result starts. */
+const PRUNED = "[Pruned when the context was compacted";
+
 /** The text a pruned tool result is replaced with. */
 export function prunedNote(name: string, chars: number): string {
-  return `[Pruned when the context was compacted: the ${name} result of ${chars} characters. ` +
+  return `${PRUNED}: the ${name} result of ${chars} characters. ` +
     "Run the tool again if you need it.]";
 }
 
@@ -77,7 +80,7 @@ export function prunable(history: readonly LlmMessage[], end: number): string[] 
   for (let index = 0; index < end; index++) {
     const message = history[index];
     if (message?.role !== "tool" || message.content.length < PRUNE_MIN_CHARS) continue;
-    if (message.content.startsWith("[Pruned when the context was compacted")) continue;
+    if (message.content.startsWith(PRUNED)) continue;
     ids.push(message.toolCallId);
   }
   return ids;

@@ -8,6 +8,7 @@ import {
   type RetryPolicy,
   runTurn,
   type StopReason,
+  toolSpecs,
   TurnError,
   type TurnOptions,
 } from "../agent/run_turn.ts";
@@ -151,7 +152,7 @@ export class TurnRunner {
       provider,
       info,
       system: this.#options.systemPrompt.get(info.name),
-      tools: this.#toolSpecs(),
+      tools: toolSpecs(this.#options.tools),
       reason: "command",
       signal,
     });
@@ -171,20 +172,12 @@ export class TurnRunner {
     const { info } = catalog.resolve(pinned.model);
     const used = meter.measure({
       system: systemPrompt.get(info.name),
-      tools: this.#toolSpecs(),
+      tools: toolSpecs(this.#options.tools),
       history: conversation.messages,
     });
     const report = usage.add({ input: 0, output: 0 }, info, used);
     outbox.record([report.event], false, "later");
     if (report.update) outbox.send(report.update);
-  }
-
-  #toolSpecs(): readonly LlmToolSpec[] {
-    return this.#options.tools.list().map(({ name, description, inputSchema }) => ({
-      name,
-      description,
-      inputSchema,
-    }));
   }
 
   /** The turn's context control: compaction before requests and after a context error. */

@@ -9,7 +9,7 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Scenario, ScenarioContext } from "../context.ts";
-import { random, writeScript } from "../driver.ts";
+import { type Frame, random, type Server, writeScript } from "../driver.ts";
 import { load, missing } from "./kill.ts";
 
 /** See the module doc. */
@@ -53,20 +53,11 @@ export const cancelRaces: Scenario = {
         : server.notification("session/cancel", { sessionId });
       const before = server.frames.length;
       context.run();
-      if (variant === 0) {
-        await server.write(prompt.frame, cancel);
-      } else {
-        await server.write(prompt.frame);
-        if (variant === 1) {
-          const k = Math.floor(next() * 8);
-          await server.waitFor(() => server.updates(sessionId, before).length >= k, 2_000);
-        } else {
-          // A random number of round trips to the server: the turn moves on meanwhile, by events.
-          const trips = Math.floor(next() * 6);
-          for (let trip = 0; trip < trips; trip++) await server.call("torture/ping", {}, 2_000);
-        }
-        await server.write(cancel);
-      }
+      await sendRacing(server, sessionId, prompt.frame, cancel, {
+        when: variant === 0 ? "with" : variant === 1 ? "updates" : "trips",
+        updates: 8,
+        next,
+      });
       const response = await server.response(prompt.id, 10_000);
       if (response === undefined) {
         if (!(await context.checkAnswers(server, `race ${n}`))) return;
@@ -120,3 +111,36 @@ export const cancelRaces: Scenario = {
     await second.stop();
   },
 };
+
+/** When a race's cancel is sent, and the randomness that picks how far the turn got. */
+export interface RaceTiming {
+  /** In the prompt's write; after 0 to `updates` − 1 of the session's updates; or after 0–5 round trips. */
+  readonly when: "with" | "updates" | "trips";
+  readonly updates: number;
+  readonly next: () => number;
+}
+
+/**
+ * Writes a prompt and its cancel with the turn at a random point in between, waiting for events
+ * (updates, answers to round trips), never for time.
+ */
+export async function sendRacing(
+  server: Server,
+  sessionId: string,
+  prompt: Frame,
+  cancel: Frame,
+  timing: RaceTiming,
+): Promise<void> {
+  if (timing.when === "with") return await server.write(prompt, cancel);
+  const before = server.frames.length;
+  await server.write(prompt);
+  if (timing.when === "updates") {
+    const k = Math.floor(timing.next() * timing.updates);
+    await server.waitFor(() => server.updates(sessionId, before).length >= k, 2_000);
+  } else {
+    // A random number of round trips to the server: the turn moves on meanwhile, by events.
+    const trips = Math.floor(timing.next() * 6);
+    for (let trip = 0; trip < trips; trip++) await server.call("torture/ping", {}, 2_000);
+  }
+  await server.write(cancel);
+}

@@ -12,6 +12,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Scenario, ScenarioContext } from "../context.ts";
 import { random, writeScript } from "../driver.ts";
+import { sendRacing } from "./cancel.ts";
 import { load } from "./kill.ts";
 
 type Update = Record<string, unknown>;
@@ -56,20 +57,12 @@ export const compaction: Scenario = {
       if (!(await ended(context, server, sessionId, `race ${n} first`))) continue;
       const prompt = server.promptRequest(sessionId, `race ${n}`);
       const cancel = server.notification("session/cancel", { sessionId });
-      const before = server.frames.length;
       const variant = n % 3;
-      if (variant === 0) await server.write(prompt.frame, cancel);
-      else {
-        await server.write(prompt.frame);
-        if (variant === 1) {
-          const k = Math.floor(next() * 6);
-          await server.waitFor(() => server.updates(sessionId, before).length >= k, 2_000);
-        } else {
-          const trips = Math.floor(next() * 6);
-          for (let trip = 0; trip < trips; trip++) await server.call("torture/ping", {}, 2_000);
-        }
-        await server.write(cancel);
-      }
+      await sendRacing(server, sessionId, prompt.frame, cancel, {
+        when: variant === 0 ? "with" : variant === 1 ? "updates" : "trips",
+        updates: 6,
+        next,
+      });
       const response = await server.response(prompt.id, 10_000);
       if (response === undefined) {
         if (!(await context.checkAnswers(server, `race ${n}`))) return;
