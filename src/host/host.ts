@@ -162,6 +162,18 @@ export interface HostDurableFiles {
   /** Creates `path` with `data` only if it does not exist (`O_CREAT|O_EXCL`); `false` if it does. */
   createExclusive(path: string, data: string | Uint8Array, options?: SyncOptions): Promise<boolean>;
   /**
+   * Gives the file at `existing` a second name, `path` (a hard link), only if `path` does not
+   * exist: an exclusive create without a new file, which on some file systems costs a tenth or
+   * less of {@link createExclusive}.
+   *
+   * @returns `false` if `path` exists
+   * @throws When `existing` is gone or the file system has no hard links (callers fall back to
+   *   {@link createExclusive})
+   */
+  linkExclusive(existing: string, path: string): Promise<boolean>;
+  /** Sets a file's modification (and access) time to now. */
+  touch(path: string): Promise<void>;
+  /**
    * Removes `path` if its content is exactly `expected`, synchronously (one read, one unlink): a
    * lock file this process still owns. Cheaper than the asynchronous calls when many locks go at
    * once; callers keep each burst of calls short.

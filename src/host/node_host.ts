@@ -458,6 +458,25 @@ export class NodeHost implements Host {
     return true;
   }
 
+  /** Links `file` as `existing`'s second name unless `file` exists (`false` then). */
+  async linkExclusive(existing: string, file: string): Promise<boolean> {
+    const fs = await fsPromises();
+    try {
+      await fs.link(existing, file);
+      return true;
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code === "EEXIST") return false;
+      throw error;
+    }
+  }
+
+  /** Sets `file`'s modification and access times to now. */
+  async touch(file: string): Promise<void> {
+    const fs = await fsPromises();
+    const now = new Date();
+    await fs.utimes(file, now, now);
+  }
+
   /** Renames atomically, replacing `to`. */
   rename(from: string, to: string): Promise<void> {
     this.#forget(from);

@@ -77,6 +77,13 @@ export interface SessionOptions {
    * {@link Outbox}).
    */
   readonly defer?: (task: () => void) => void;
+  /**
+   * Settles once the session is written to the store, when that happens after it is made (a new
+   * session, written once its `session/new` is answered); rejects when it could not be. Until
+   * then its prompts wait for it (cancellable), so that every update the client sees follows
+   * its records in the log.
+   */
+  readonly created?: Promise<void>;
 }
 
 /**
@@ -99,6 +106,8 @@ export class Session {
   readonly #outbox: Outbox;
   readonly #turns: TurnRunner;
   #closing: Promise<void> | undefined;
+  /** {@link SessionOptions.created} until it resolves. */
+  #created: Promise<void> | undefined;
 
   /** @param options What the session is built from */
   constructor(options: SessionOptions) {
@@ -120,6 +129,20 @@ export class Session {
       options.defer,
     );
     this.#turns = buildTurnRunner(options, this.#outbox);
+    const created = options.created;
+    if (created) {
+      this.#created = created;
+      created.then(() => this.#created = undefined, () => {});
+    }
+  }
+
+  /**
+   * Settles once the session is written to the store (see {@link SessionOptions.created});
+   * `undefined` when it is. Requests that record and answer at once (a config change) wait for
+   * it first.
+   */
+  get created(): Promise<void> | undefined {
+    return this.#created;
   }
 
   /**
@@ -218,26 +241,32 @@ export class Session {
   prompt(content: readonly LlmContentPart[], signal: AbortSignal): Promise<StopReason> {
     const pinned = this.#selection.current;
     const builtin = invokedCommand(content, BUILTIN_COMMANDS);
+    let run: (controller: AbortController) => Promise<StopReason>;
     if (builtin) {
       const first = content[0];
       const text = first?.type === "text" ? first.text.trim() : `/${builtin.name}`;
-      return this.#slot.take(
-        signal,
-        (controller) =>
-          runBuiltinCommand(builtin.name, builtin.input, text, {
-            sessionId: this.id,
-            catalog: this.#options.catalog,
-            turns: this.#turns,
-            output: this.#outbox,
-            logger: this.#options.logger,
-            pinned,
-            setOption: (configId, value) => {
-              this.setConfigOption(configId, value);
-            },
-          }, controller.signal),
-      );
+      run = (controller) =>
+        runBuiltinCommand(builtin.name, builtin.input, text, {
+          sessionId: this.id,
+          catalog: this.#options.catalog,
+          turns: this.#turns,
+          output: this.#outbox,
+          logger: this.#options.logger,
+          pinned,
+          setOption: (configId, value) => {
+            this.setConfigOption(configId, value);
+          },
+        }, controller.signal);
+    } else {
+      run = (controller) => this.#turns.run(content, controller, pinned);
     }
-    return this.#slot.take(signal, (controller) => this.#turns.run(content, controller, pinned));
+    const created = this.#created;
+    if (created === undefined) return this.#slot.take(signal, run);
+    // The slot is taken now (a cancel finds it); the turn starts once the session is written.
+    return this.#slot.take(signal, async (controller) => {
+      if (!await settledUnlessAborted(created, controller.signal)) return "cancelled";
+      return await run(controller);
+    });
   }
 
   /**
@@ -346,4 +375,27 @@ function flushingWorkspace(workspace: Workspace, outbox: Outbox): Workspace {
       return workspace.runCommand(command, options);
     },
   };
+}
+
+/**
+ * Waits for `promise` unless `signal` aborts first.
+ *
+ * @returns `true` once it resolved, `false` when the signal aborted first; rejects as it does
+ */
+function settledUnlessAborted(promise: Promise<void>, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise<boolean>((resolve, reject) => {
+    const onAbort = (): void => resolve(false);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      () => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(true);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
 }

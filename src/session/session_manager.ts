@@ -9,6 +9,7 @@ import type { SessionUpdate } from "../protocol/acp_types.ts";
 import {
   type AttachmentStore,
   type ListOptions,
+  type SessionHeader,
   type SessionLease,
   SessionLockedError,
   type SessionPage,
@@ -16,6 +17,7 @@ import {
   type SessionStore,
 } from "../store/session_store.ts";
 import { loadRecordStream } from "../store/record_stream.ts";
+import { createLeased, DeferredCreationStore } from "../store/deferred_creation_store.ts";
 import type { McpServerSpec } from "../mcp/mcp_declarations.ts";
 import type { Tool } from "../tools/tool.ts";
 import { ToolSet } from "../tools/tool_set.ts";
@@ -95,7 +97,8 @@ const REPLAY_BATCHES_IN_FLIGHT = 4;
 
 interface OpenSession {
   readonly session: Session;
-  readonly lease: SessionLease;
+  /** The lease; a new session's comes once the session is written (rejects when it failed). */
+  readonly lease: Promise<SessionLease>;
   /** Releases what the session's tools hold; runs after the session closed. */
   readonly disposer: SessionDisposer;
   closing?: Promise<void>;
@@ -164,24 +167,34 @@ export class SessionManager {
       ...(effort === undefined ? {} : { effort }),
     };
     // Tools first: a session whose MCP servers do not start is never recorded.
-    const built = await this.#build(id, params, selection);
-    let lease: SessionLease;
-    // The lease and the log at once (a new id: nobody else can hold or write it meanwhile).
-    const leased = store.acquire(id);
-    const created = store.create({
+    // Settled (in the deferred case) once the session is written; its prompts wait for it.
+    let written!: { resolve: () => void; reject: (error: unknown) => void };
+    const created = new Promise<void>((resolve, reject) => written = { resolve, reject });
+    created.catch(() => {});
+    const deferred = store instanceof DeferredCreationStore;
+    const built = await this.#build(id, params, selection, deferred ? created : undefined);
+    const header: SessionHeader = {
       version: 1,
       id,
       cwd: params.cwd,
       additionalDirectories: params.additionalDirectories,
       createdAt: new Date(now()).toISOString(),
-    });
-    try {
-      [lease] = await Promise.all([leased, created]);
-    } catch (error) {
-      await Promise.allSettled([created]);
-      await leased.then((held) => held.release(), () => {});
-      await built.disposer.dispose();
-      throw error;
+    };
+    let lease: Promise<SessionLease>;
+    if (store instanceof DeferredCreationStore) {
+      // Written once this task is done (after the answer): see DeferredCreationStore.
+      lease = store.createLeased(header);
+      lease.then(() => written.resolve(), (error: unknown) => {
+        this.#options.logger.error("cannot create the session's log", { sessionId: id, error });
+        written.reject(error);
+      });
+    } else {
+      try {
+        lease = Promise.resolve(await createLeased(store, header));
+      } catch (error) {
+        await built.disposer.dispose();
+        throw error;
+      }
     }
     built.session.start();
     return await this.#register(built, lease);
@@ -229,7 +242,7 @@ export class SessionManager {
       reopened.built.session.start(reopened.fellBack);
       const held = lease;
       lease = undefined;
-      return await this.#register(reopened.built, held);
+      return await this.#register(reopened.built, Promise.resolve(held));
     } finally {
       await lease?.release();
     }
@@ -381,7 +394,7 @@ export class SessionManager {
         await open.session.close();
       } finally {
         await open.disposer.dispose();
-        await open.lease.release();
+        await releaseLease(open.lease);
         this.#sessions.delete(id);
         this.#options.openSessions?.delete(id);
       }
@@ -427,14 +440,17 @@ export class SessionManager {
     if (this.#closing) throw new SessionStateError("the server is shutting down");
   }
 
-  async #register({ session, disposer }: Built, lease: SessionLease): Promise<Session> {
+  async #register(
+    { session, disposer }: Built,
+    lease: Promise<SessionLease>,
+  ): Promise<Session> {
     if (this.#closing) {
       // Shutdown began while the session was being created or opened: do not leak it.
       try {
         await session.close();
       } finally {
         await disposer.dispose();
-        await lease.release();
+        await releaseLease(lease);
       }
       throw new SessionStateError("the server is shutting down");
     }
@@ -448,10 +464,14 @@ export class SessionManager {
     id: string,
     params: CreateSessionOptions,
     selection: Selection,
+    created?: Promise<void>,
   ): Promise<Built> {
     const { equipment, disposer } = await this.#equipment(id, params);
     try {
-      return { session: this.#session(id, params, selection, equipment), disposer };
+      return {
+        session: this.#session(id, params, selection, equipment, undefined, created),
+        disposer,
+      };
     } catch (error) {
       await disposer.dispose();
       throw error;
@@ -515,6 +535,7 @@ export class SessionManager {
     selection: Selection,
     equipment: Equipment,
     restored?: RestoredSession,
+    created?: Promise<void>,
   ): Session {
     const { catalog, host, logger, now, sinkFor, workspaceFor, ask, retry, config } = this.#options;
     return new Session({
@@ -542,6 +563,13 @@ export class SessionManager {
       attachments: this.#options.attachments,
       ...(restored ? { restored } : {}),
       ...(this.#options.defer ? { defer: this.#options.defer } : {}),
+      ...(created ? { created } : {}),
     });
   }
+}
+
+/** Gives a lease back; one that was never taken (its session's creation failed) is fine. */
+async function releaseLease(lease: Promise<SessionLease>): Promise<void> {
+  const held = await lease.catch(() => undefined);
+  await held?.release();
 }

@@ -17,7 +17,7 @@ import {
   sleep,
 } from "./_common.ts";
 import { type JsonlLogs, type LogState, SYNC_DELAY_MS } from "./_jsonl_log.ts";
-import { tryLock } from "./_lock_file.ts";
+import { type HeldLock, tryLock } from "./_lock_file.ts";
 import {
   type IndexLine,
   type IndexUpdate,
@@ -77,6 +77,8 @@ export interface JsonlIndexOptions {
   readonly slack: number;
   /** Creates the data directory's subdirectories. */
   readonly ensureDirs: () => Promise<void>;
+  /** A lock file this process holds, which `index.lock` can be a hard link to (no new file). */
+  readonly lockTemplate?: () => HeldLock | undefined;
 }
 
 /** `index.jsonl` and its in-memory image; its operations run one at a time. */
@@ -88,6 +90,7 @@ export class JsonlIndex {
   readonly #interval: number;
   readonly #slack: number;
   readonly #ensureDirs: () => Promise<void>;
+  readonly #lockTemplate: () => HeldLock | undefined;
   #index = new SessionIndex();
   #file: IndexFile | undefined;
   /** Index operations of this process run one at a time. */
@@ -112,6 +115,7 @@ export class JsonlIndex {
     this.#interval = options.interval;
     this.#slack = options.slack;
     this.#ensureDirs = options.ensureDirs;
+    this.#lockTemplate = options.lockTemplate ?? (() => undefined);
   }
 
   get #path(): string {
@@ -534,7 +538,11 @@ export class JsonlIndex {
     const path = `${this.#dir}/index.lock`;
     let waited = 0;
     for (let delay = 1;; delay = Math.min(delay * 2, 25)) {
-      const attempt = await tryLock(this.#host, path, { staleAfterMs: INDEX_LOCK_STALE_MS });
+      const template = this.#lockTemplate();
+      const attempt = await tryLock(this.#host, path, {
+        staleAfterMs: INDEX_LOCK_STALE_MS,
+        ...(template ? { sameAs: template } : {}),
+      });
       if (attempt.acquired) {
         try {
           return await task();

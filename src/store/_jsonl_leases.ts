@@ -25,6 +25,8 @@ export class JsonlLeases {
   readonly #leases = new Map<string, JsonlSessionLease | null>();
   /** Removes the lock files of leases released together in one burst. */
   readonly #releaser = new LockReleaser();
+  /** The locks held, by session: a new lock is a hard link to one of them (no new file). */
+  readonly #locks = new Map<string, HeldLock>();
 
   /**
    * @param host File access and process checks
@@ -35,6 +37,14 @@ export class JsonlLeases {
     this.#host = host;
     this.#dir = dir;
     this.#ensureDirs = ensureDirs;
+  }
+
+  /**
+   * A lock file this store holds (any), for a new lock to be a hard link to: the same owner
+   * without a new file.
+   */
+  template(): HeldLock | undefined {
+    return this.#locks.values().next().value;
   }
 
   /** The lease this store holds on a session (`null` while it is being taken). */
@@ -59,9 +69,15 @@ export class JsonlLeases {
     let lock: HeldLock | undefined;
     try {
       await this.#ensureDirs();
-      const attempt = await tryLock(this.#host, `${this.#dir}/${id}.lock`);
+      const template = this.template();
+      const attempt = await tryLock(
+        this.#host,
+        `${this.#dir}/${id}.lock`,
+        template ? { sameAs: template } : {},
+      );
       if (!attempt.acquired) throw lockedError(id, attempt.holder, this.#host);
       lock = attempt.lock;
+      this.#locks.set(id, lock);
       signal?.throwIfAborted();
       await hooks.acquired();
       const held = lock;
@@ -72,6 +88,7 @@ export class JsonlLeases {
       return lease;
     } catch (error) {
       this.#leases.delete(id);
+      this.#locks.delete(id);
       await lock?.release();
       throw error;
     }
@@ -85,6 +102,8 @@ export class JsonlLeases {
   ): Promise<void> {
     try {
       await hooks.releasing();
+      // No longer a template for new locks: its file goes now.
+      if (this.#locks.get(id) === lock) this.#locks.delete(id);
       await this.#releaser.release(lock);
     } finally {
       if (this.#leases.get(id) === lease) this.#leases.delete(id);

@@ -137,8 +137,9 @@ export class JsonlLogs {
   }
 
   /**
-   * Writes a new log holding the header with one synchronous exclusive create and write (in the
-   * operating system's hands when this returns) and remembers it. Nothing is flushed yet: the
+   * Writes a new log holding the header with one exclusive create and write (in the operating
+   * system's hands when this resolves; off the main thread, as creating a file can cost a
+   * millisecond of kernel time) and remembers it. Nothing is flushed yet: the
    * log's first commit point ({@link sync}) flushes the header with its records, and the
    * directory entry with those of the other logs it finds unflushed (one directory `fsync`).
    *
@@ -146,18 +147,10 @@ export class JsonlLogs {
    * @returns The log's state
    * @throws {SessionExistsError} The log exists
    */
-  create(header: SessionHeader, flushAlso: () => Promise<void>): LogState {
+  async create(header: SessionHeader, flushAlso: () => Promise<void>): Promise<LogState> {
     const { id } = header;
     const text = JSON.stringify(header) + "\n";
-    const path = this.path(id);
-    try {
-      this.#host.appendFileSync(path, text, { create: "exclusive" });
-    } catch (error) {
-      if ((error as { code?: unknown } | null)?.code === "EEXIST") {
-        throw new SessionExistsError(id);
-      }
-      throw error;
-    }
+    if (!await this.#host.createExclusive(this.path(id), text)) throw new SessionExistsError(id);
     const state: LogState = {
       header,
       seq: 0,

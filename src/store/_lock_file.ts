@@ -1,5 +1,6 @@
 /**
- * Lock files: `{pid, hostname, time, nonce}` created with `O_EXCL`. A lock whose process is dead
+ * Lock files: `{pid, hostname, time, nonce}` created with `O_EXCL` (or, for a holder's further
+ * locks, as hard links to its first: the same content without a new file). A lock whose process is dead
  * (same host) is taken over under a second exclusive "takeover" file, so two processes never both
  * win the same stale lock; the lock path itself never disappears during a takeover (temp + rename).
  *
@@ -33,6 +34,12 @@ export type LockAttempt =
 export interface TryLockOptions {
   /** Also treat a live holder's lock as stale after this long (for locks held only briefly). */
   readonly staleAfterMs?: number;
+  /**
+   * A lock this holder has: the new lock is made a hard link to its file (same owner, no new
+   * file), falling back to a file of its own when that cannot be done. With `staleAfterMs`, the
+   * file's modification time is set to now first, so the new lock does not look old.
+   */
+  readonly sameAs?: HeldLock;
 }
 
 interface ReadLock {
@@ -59,6 +66,11 @@ export class HeldLock {
     this.#path = path;
     this.owner = owner;
     this.#raw = JSON.stringify(owner);
+  }
+
+  /** The lock file. */
+  get path(): string {
+    return this.#path;
   }
 
   /** Removes the lock file if it still says it is ours (a takeover may have replaced it). */
@@ -168,7 +180,8 @@ export async function tryLock(
   path: string,
   options: TryLockOptions = {},
 ): Promise<LockAttempt> {
-  const owner: LockOwner = {
+  const template = options.sameAs;
+  const owner: LockOwner = template?.owner ?? {
     pid: host.pid(),
     hostname: host.hostname(),
     time: new Date(host.now()).toISOString(),
@@ -177,7 +190,7 @@ export async function tryLock(
   const raw = JSON.stringify(owner);
   let holder: LockOwner | undefined;
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-    if (await host.createExclusive(path, raw)) {
+    if (await create(host, path, raw, template, options.staleAfterMs !== undefined)) {
       return { acquired: true, lock: new HeldLock(host, path, owner) };
     }
     const existing = await readLock(host, path);
@@ -195,6 +208,29 @@ export async function tryLock(
     await sleep(1 + attempt * 2);
   }
   return { acquired: false, holder };
+}
+
+/**
+ * Creates the lock file exclusively: as a hard link to `template`'s file when there is one and
+ * that works (its content is `raw` too; `fresh`: its modification time set to now first), else as
+ * a file of its own.
+ */
+async function create(
+  host: Host,
+  path: string,
+  raw: string,
+  template: HeldLock | undefined,
+  fresh: boolean,
+): Promise<boolean> {
+  if (template !== undefined) {
+    try {
+      if (fresh) await host.touch(template.path);
+      return await host.linkExclusive(template.path, path);
+    } catch {
+      // The template was released meanwhile, or the file system has no hard links.
+    }
+  }
+  return await host.createExclusive(path, raw);
 }
 
 function staleness(

@@ -164,6 +164,7 @@ export class JsonlSessionStore implements SessionStore {
       interval: options.indexUpdateIntervalMs ?? 1_000,
       slack: options.indexCompactSlack ?? 100,
       ensureDirs,
+      lockTemplate: () => this.#leases.template(),
     });
     this.#leases = new JsonlLeases(host, `${dir}/locks`, ensureDirs);
   }
@@ -177,7 +178,7 @@ export class JsonlSessionStore implements SessionStore {
   }
 
   /**
-   * Writes a new log holding the header (one synchronous write) and its index line: once this
+   * Writes a new log holding the header (one exclusive create) and its index line: once this
    * resolves, the session survives a crash of this process and every process lists it. Nothing
    * is flushed to disk here: the session's first commit point (an `append` with `sync`, such as
    * an admitted prompt) flushes the log, its directory entry and the index line, each with group
@@ -199,7 +200,7 @@ export class JsonlSessionStore implements SessionStore {
     await this.#logs.serial(id, async () => {
       signal?.throwIfAborted();
       // The first commit point flushes the index line too.
-      const state = this.#logs.create(header, () => this.#index.flushSoon());
+      const state = await this.#logs.create(header, () => this.#index.flushSoon());
       await this.#index.created(id, state);
     });
   }

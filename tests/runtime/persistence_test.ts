@@ -128,6 +128,38 @@ Deno.test("a server killed with SIGKILL mid-turn restarts with the committed his
   await stop(second);
 });
 
+Deno.test("a session is durable once its first prompt is admitted, though written after its session/new answer", async () => {
+  await using f = await setup();
+  const { cwd, base } = f;
+  const script = join(base, "script.json");
+  await writeFile(script, JSON.stringify([{ delayMs: 60_000, text: "never committed" }]));
+  const first = f.server(["--model", "scripted", "--script", script]);
+  await first.client.initialize();
+  // The prompt goes out the moment the answer arrives: the session may not be written yet.
+  const sessionId = await first.client.newSession(cwd);
+  void first.client.prompt(sessionId, "Kept across a crash").catch(() => {});
+  // The title follows the admitted prompt's record.
+  await first.client.waitForUpdate(sessionId, "session_info_update");
+  // A second session, killed before anything was recorded in it (listed or not, never broken).
+  const unused = await first.client.newSession(cwd);
+  Deno.kill(first.child.pid as number, "SIGKILL");
+  await first.exited;
+
+  const second = f.server();
+  await second.client.initialize();
+  const list = await second.client.request<{ sessions: Update[] }>("session/list", { cwd });
+  const listed = list.sessions.map((s) => [s.sessionId, s.title ?? null]);
+  assert.deepEqual(listed.filter(([id]) => id === sessionId), [[sessionId, "Kept across a crash"]]);
+  assert.ok(listed.every(([id]) => id === sessionId || id === unused), JSON.stringify(listed));
+  await second.client.request("session/load", { sessionId, cwd, mcpServers: [] });
+  const users = second.client.updates(sessionId).map(({ update }) => update)
+    .filter((u) => u.sessionUpdate === "user_message_chunk")
+    .map((u) => (u.content as { text: string }).text);
+  assert.deepEqual(users, ["Kept across a crash"]);
+  assert.deepEqual(second.client.problems, []);
+  await stop(second);
+});
+
 Deno.test("a corrupt index is rebuilt from the logs", async () => {
   await using f = await setup();
   const { cwd, dataDir } = f;

@@ -16,6 +16,7 @@ import type { SessionToolsInfo } from "../../src/session/tool_set_factory.ts";
 import type { SyncOptions } from "../../src/host/host.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
 import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
+import { DeferredCreationStore } from "../../src/store/deferred_creation_store.ts";
 import type { SessionStore } from "../../src/store/session_store.ts";
 import { HostWorkspace } from "../../src/tools/host_workspace.ts";
 import { builtinTools } from "../../src/tools/builtin_tools.ts";
@@ -172,4 +173,62 @@ Deno.test("SessionManager.closeAll() on a JSONL store: every session's final ind
     const log = (await readFile(`${dir.path}/sessions/${id}.jsonl`, "utf8")).trimEnd().split("\n");
     assert.equal(updatedAt.get(id), JSON.parse(log.at(-1)!).time, `updatedAt of ${id}`);
   }
+});
+
+/** A manager on a {@link DeferredCreationStore} whose deferred tasks run when the test says. */
+function deferredManager(inner = new MemorySessionStore()) {
+  const tasks: Array<() => void> = [];
+  const deferred = new DeferredCreationStore(inner, (task) => tasks.push(task));
+  const made = manager(Object.assign(deferred, { attachments: inner.attachments }));
+  return {
+    ...made,
+    inner,
+    run(): void {
+      for (const task of tasks.splice(0)) task();
+    },
+  };
+}
+
+Deno.test("SessionManager.create() on a DeferredCreationStore: the session is written after, and a prompt, a config change and the list wait for it", async () => {
+  const { sessions, inner, updates, run } = deferredManager();
+  const session = await sessions.create(ROOTS);
+  assert.equal(await inner.exists(session.id), false, "not written yet");
+  assert.ok(session.created, "its creation is pending");
+  const prompted = session.prompt(text("written first"), signal);
+  const listed = sessions.list({ limit: 10 });
+  await Promise.resolve();
+  assert.deepEqual(updates, [], "nothing shown before the session is written");
+  run();
+  assert.equal(await prompted, "end_turn");
+  assert.equal(session.created, undefined);
+  assert.deepEqual((await listed).sessions.map((summary) => summary.id), [session.id]);
+  const records = (await inner.load(session.id))?.records.map((record) => record.type);
+  assert.deepEqual(records?.slice(0, 3), ["config", "turn_start", "user"]);
+  await sessions.closeAll();
+});
+
+Deno.test("SessionManager: a prompt waiting for its session to be written is cancelled by a cancel, recording nothing", async () => {
+  const { sessions, inner, run } = deferredManager();
+  const session = await sessions.create(ROOTS);
+  const prompted = session.prompt(text("never admitted"), signal);
+  session.cancel();
+  assert.equal(await prompted, "cancelled");
+  run();
+  await sessions.closeAll();
+  const records = (await inner.load(session.id))?.records.map((record) => record.type);
+  assert.deepEqual(records, ["config"]);
+});
+
+Deno.test("SessionManager: when a session cannot be written, its first prompt fails with the store's error", async () => {
+  const inner = new MemorySessionStore();
+  const { sessions, run } = deferredManager(
+    Object.assign(inner, {
+      create: () => Promise.reject(new Error("disk full")),
+    }),
+  );
+  const session = await sessions.create(ROOTS);
+  const prompted = session.prompt(text("lost"), signal);
+  run();
+  await assert.rejects(prompted, /disk full/);
+  await sessions.closeAll();
 });

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import type { AppendFileOptions } from "../../src/host/host.ts";
+import type { AppendFileOptions, SyncOptions } from "../../src/host/host.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
 import { nullLogger } from "../../src/log/logger.ts";
 import { ClockHost, header, sessionId, tempStore } from "./_helpers.ts";
@@ -71,11 +71,11 @@ Deno.test("an empty append with sync is a commit point: it makes a new session d
   await lease.release();
 });
 
-Deno.test("sessions created in one tick share one index write", async () => {
+Deno.test("sessions whose logs are created at once share one index write", async () => {
   await using temp = await tempStore();
-  const host = new IndexWriteCountingHost();
-  const store = new JsonlSessionStore({ host, dataDir: temp.dir, logger: nullLogger });
   const ids = [3, 4, 5, 6].map(sessionId);
+  const host = new IndexWriteCountingHost(ids.length);
+  const store = new JsonlSessionStore({ host, dataDir: temp.dir, logger: nullLogger });
   const leases = await Promise.all(ids.map((id) => store.acquire(id)));
   await store.list({ limit: 1 });
   host.indexWrites = 0;
@@ -87,9 +87,32 @@ Deno.test("sessions created in one tick share one index write", async () => {
   await Promise.all(leases.map((lease) => lease.release()));
 });
 
-/** A host that counts the appends to `index.jsonl`. */
+/**
+ * A host that counts the appends to `index.jsonl`, and holds each log's creation until `logs`
+ * of them are created, so that they end in one task.
+ */
 class IndexWriteCountingHost extends ClockHost {
   indexWrites = 0;
+  readonly #logs: number;
+  readonly #allCreated = Promise.withResolvers<void>();
+  #created = 0;
+
+  constructor(logs: number) {
+    super();
+    this.#logs = logs;
+  }
+
+  override async createExclusive(
+    file: string,
+    data: string | Uint8Array,
+    options?: SyncOptions,
+  ): Promise<boolean> {
+    const created = await super.createExclusive(file, data, options);
+    if (!file.endsWith(".jsonl")) return created;
+    if (++this.#created === this.#logs) this.#allCreated.resolve();
+    await this.#allCreated.promise;
+    return created;
+  }
 
   override appendFile(
     file: string,

@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import type { Host } from "../../src/host/host.ts";
+import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
+import { nullLogger } from "../../src/log/logger.ts";
 import { SessionLockedError } from "../../src/store/session_store.ts";
-import { header, names, sessionId, tempStore } from "./_helpers.ts";
+import { ClockHost, header, names, sessionId, tempStore } from "./_helpers.ts";
 
 /** The pid of a process that has exited (and been reaped). */
 async function deadPid(host: Host): Promise<number> {
@@ -170,4 +172,93 @@ Deno.test("JsonlSessionStore: leases released together remove their locks, but n
   // Released: every other session can be taken again.
   const again = await Promise.all(ids.filter((_, n) => n !== 7).map((id) => store.acquire(id)));
   await Promise.all(again.map((lease) => lease.release()));
+});
+
+Deno.test("JsonlSessionStore.acquire(): a store's further locks are hard links to one it holds, each released on its own", async () => {
+  await using temp = await tempStore();
+  const { store } = temp;
+  const lockOf = (n: number) => `${temp.dir}/locks/${sessionId(n)}.lock`;
+  const first = await store.acquire(sessionId(1));
+  const second = await store.acquire(sessionId(2));
+  const [a, b] = await Promise.all([Deno.stat(lockOf(1)), Deno.stat(lockOf(2))]);
+  assert.equal(a.ino, b.ino, "one file, two names");
+  assert.equal(b.nlink, 2);
+  await first.release();
+  await assert.rejects(Deno.stat(lockOf(1)), Deno.errors.NotFound);
+  assert.equal(JSON.parse(await Deno.readTextFile(lockOf(2))).pid, temp.host.pid());
+  // The next lock links to the one still held.
+  const third = await store.acquire(sessionId(3));
+  assert.equal((await Deno.stat(lockOf(3))).ino, b.ino);
+  // Another store (another holder) has a file of its own, with its own nonce.
+  const other = await temp.open().acquire(sessionId(4));
+  assert.notEqual((await Deno.stat(lockOf(4))).ino, b.ino);
+  assert.notEqual(
+    JSON.parse(await Deno.readTextFile(lockOf(4))).nonce,
+    JSON.parse(await Deno.readTextFile(lockOf(3))).nonce,
+  );
+  await Promise.all([second.release(), third.release(), other.release()]);
+  assert.deepEqual(await names(`${temp.dir}/locks`), []);
+});
+
+/** A host that records its hard links and touches, or (`links: false`) cannot make links. */
+class LinkRecordingHost extends ClockHost {
+  readonly calls: string[] = [];
+  readonly #links: boolean;
+
+  constructor(links: boolean) {
+    super();
+    this.#links = links;
+  }
+
+  override linkExclusive(existing: string, path: string): Promise<boolean> {
+    this.calls.push(`link ${basename(existing)} ${basename(path)}`);
+    if (!this.#links) return Promise.reject(new Error("EPERM: operation not permitted, link"));
+    return super.linkExclusive(existing, path);
+  }
+
+  override touch(path: string): Promise<void> {
+    this.calls.push(`touch ${basename(path)}`);
+    return super.touch(path);
+  }
+}
+
+function basename(path: string): string {
+  return path.slice(path.lastIndexOf("/") + 1);
+}
+
+Deno.test("JsonlSessionStore: without hard links, each lock is a file of its own", async () => {
+  await using temp = await tempStore();
+  const host = new LinkRecordingHost(false);
+  const store = new JsonlSessionStore({ host, dataDir: temp.dir, logger: nullLogger });
+  const first = await store.acquire(sessionId(1));
+  const second = await store.acquire(sessionId(2));
+  assert.deepEqual(host.calls, [`link ${sessionId(1)}.lock ${sessionId(2)}.lock`]);
+  const [a, b] = await Promise.all([
+    Deno.stat(`${temp.dir}/locks/${sessionId(1)}.lock`),
+    Deno.stat(`${temp.dir}/locks/${sessionId(2)}.lock`),
+  ]);
+  assert.notEqual(a.ino, b.ino);
+  await Promise.all([first.release(), second.release()]);
+  assert.deepEqual(await names(`${temp.dir}/locks`), []);
+});
+
+Deno.test("JsonlSessionStore: index.lock is a hard link to a held lock, touched first so it looks fresh", async () => {
+  await using temp = await tempStore();
+  const host = new LinkRecordingHost(true);
+  const store = new JsonlSessionStore({ host, dataDir: temp.dir, logger: nullLogger });
+  const id = sessionId(1);
+  const lease = await store.acquire(id);
+  await store.create(header(id, host));
+  const template = `${id}.lock`;
+  // Each index write (the new index, then the session's line) links after a touch.
+  assert.ok(host.calls.length >= 2);
+  for (let i = 0; i < host.calls.length; i += 2) {
+    assert.deepEqual(host.calls.slice(i, i + 2), [
+      `touch ${template}`,
+      `link ${template} index.lock`,
+    ]);
+  }
+  await assert.rejects(Deno.stat(`${temp.dir}/index.lock`), Deno.errors.NotFound);
+  assert.ok((await Deno.stat(`${temp.dir}/locks/${template}`)).isFile, "the lease's file stays");
+  await lease.release();
 });
