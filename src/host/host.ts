@@ -19,6 +19,10 @@ export interface FileInfo {
   readonly size: number;
   /** Last modification time, in milliseconds since the epoch. */
   readonly mtimeMs: number;
+  /** The file's identity on its device (with {@link dev}), when the host knows it. */
+  readonly ino?: number;
+  /** The device the file is on, when the host knows it. */
+  readonly dev?: number;
 }
 
 /** One directory entry. */
@@ -181,6 +185,13 @@ export interface HostDurableFiles {
    * @returns Whether it was removed (`false` when missing or saying something else)
    */
   removeIfContentSync(path: string, expected: string): boolean;
+  /**
+   * Removes `path` if it is still the file `file` (its device and inode), synchronously (one
+   * `lstat`, one unlink): a lock file that is a hard link of one this process holds.
+   *
+   * @returns Whether it was removed (`false` when missing or another file)
+   */
+  removeIfSameFileSync(path: string, file: { readonly dev: number; readonly ino: number }): boolean;
   /** Cuts a file to `length` bytes. */
   truncate(path: string, length: number, options?: SyncOptions): Promise<void>;
   /** Flushes a directory's entries (after a create or rename) to disk; best effort, never rejects. */

@@ -123,6 +123,8 @@ export class NodeHost implements Host {
         isSymlink: link.isSymbolicLink(),
         size: info.size,
         mtimeMs: info.mtimeMs,
+        ino: info.ino,
+        dev: info.dev,
       };
     } catch (error) {
       if (isNotFound(error)) return undefined;
@@ -353,6 +355,23 @@ export class NodeHost implements Host {
     const { readFileSync, unlinkSync } = fsSync();
     try {
       if (readFileSync(file, "utf8") !== expected) return false;
+      unlinkSync(file);
+      return true;
+    } catch (error) {
+      if (isNotFound(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Removes `file` if it is still the file `expected` (device and inode). */
+  removeIfSameFileSync(
+    file: string,
+    expected: { readonly dev: number; readonly ino: number },
+  ): boolean {
+    const { lstatSync, unlinkSync } = fsSync();
+    const info = lstatSync(file, { throwIfNoEntry: false });
+    if (info === undefined || info.ino !== expected.ino || info.dev !== expected.dev) return false;
+    try {
       unlinkSync(file);
       return true;
     } catch (error) {

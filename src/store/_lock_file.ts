@@ -25,6 +25,12 @@ export interface LockOwner {
   readonly nonce: string;
 }
 
+/** A file's device and inode. */
+export interface FileIdentity {
+  readonly dev: number;
+  readonly ino: number;
+}
+
 /** The outcome of {@link tryLock}. */
 export type LockAttempt =
   | { readonly acquired: true; readonly lock: HeldLock }
@@ -55,17 +61,21 @@ export class HeldLock {
   readonly #raw: string;
   /** What the lock file says. */
   readonly owner: LockOwner;
+  /** The lock file's device and inode, when known (a hard link of a template's). */
+  file: FileIdentity | undefined;
 
   /**
    * @param host File access
    * @param path The lock file
    * @param owner What was written into it
+   * @param file The lock file's device and inode, when known
    */
-  constructor(host: Host, path: string, owner: LockOwner) {
+  constructor(host: Host, path: string, owner: LockOwner, file?: FileIdentity) {
     this.#host = host;
     this.#path = path;
     this.owner = owner;
     this.#raw = JSON.stringify(owner);
+    this.file = file;
   }
 
   /** The lock file. */
@@ -79,9 +89,13 @@ export class HeldLock {
     if (current === this.#raw) await this.#host.remove(this.#path);
   }
 
-  /** {@link release}, synchronously (for {@link LockReleaser}). */
+  /**
+   * {@link release}, synchronously (for {@link LockReleaser}): by the file's identity when it is
+   * known (no read), else by its content.
+   */
   releaseSync(): void {
-    this.#host.removeIfContentSync(this.#path, this.#raw);
+    if (this.file) this.#host.removeIfSameFileSync(this.#path, this.file);
+    else this.#host.removeIfContentSync(this.#path, this.#raw);
   }
 }
 
@@ -190,8 +204,12 @@ export async function tryLock(
   const raw = JSON.stringify(owner);
   let holder: LockOwner | undefined;
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-    if (await create(host, path, raw, template, options.staleAfterMs !== undefined)) {
-      return { acquired: true, lock: new HeldLock(host, path, owner) };
+    const made = await create(host, path, raw, template, options.staleAfterMs !== undefined);
+    if (made !== false) {
+      return {
+        acquired: true,
+        lock: new HeldLock(host, path, owner, made === true ? undefined : made),
+      };
     }
     const existing = await readLock(host, path);
     if (existing === undefined) continue; // released meanwhile
@@ -214,6 +232,8 @@ export async function tryLock(
  * Creates the lock file exclusively: as a hard link to `template`'s file when there is one and
  * that works (its content is `raw` too; `fresh`: its modification time set to now first), else as
  * a file of its own.
+ *
+ * @returns `false` when the lock file exists; for a link, the file's identity when known
  */
 async function create(
   host: Host,
@@ -221,11 +241,18 @@ async function create(
   raw: string,
   template: HeldLock | undefined,
   fresh: boolean,
-): Promise<boolean> {
+): Promise<boolean | FileIdentity> {
   if (template !== undefined) {
     try {
+      if (template.file === undefined) {
+        const info = await host.stat(template.path);
+        if (info?.ino !== undefined && info.dev !== undefined) {
+          template.file = { dev: info.dev, ino: info.ino };
+        }
+      }
       if (fresh) await host.touch(template.path);
-      return await host.linkExclusive(template.path, path);
+      if (!await host.linkExclusive(template.path, path)) return false;
+      return template.file ?? true;
     } catch {
       // The template was released meanwhile, or the file system has no hard links.
     }

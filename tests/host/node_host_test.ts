@@ -346,6 +346,33 @@ Deno.test("NodeHost.createExclusive() creates once", async () => {
   }
 });
 
+Deno.test("NodeHost.linkExclusive(), touch() and removeIfSameFileSync(): a second name for a file, removed only while it is that file", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const host = new NodeHost();
+    const first = `${dir}/a.lock`;
+    const second = `${dir}/b.lock`;
+    await Deno.writeTextFile(first, "mine");
+    await Deno.utime(first, 0, 0);
+    assert.equal(await host.linkExclusive(first, second), true);
+    assert.equal(await host.linkExclusive(first, second), false, "exists");
+    await assert.rejects(host.linkExclusive(`${dir}/gone.lock`, `${dir}/c.lock`));
+    await host.touch(second);
+    assert.ok((await Deno.stat(first)).mtime!.getTime() > 0, "one file: both names touched");
+    const info = await host.stat(first);
+    assert.ok(info?.ino !== undefined && info.dev !== undefined);
+    const identity = { dev: info.dev, ino: info.ino };
+    assert.equal(host.removeIfSameFileSync(second, identity), true);
+    assert.equal(await Deno.readTextFile(first), "mine", "the other name stays");
+    // Another file at the same path is left alone.
+    await Deno.writeTextFile(second, "mine");
+    assert.equal(host.removeIfSameFileSync(second, identity), false);
+    assert.equal(host.removeIfSameFileSync(`${dir}/no/such/x.lock`, identity), false);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("NodeHost.removeIfContentSync() removes a file only when it says exactly what is expected", async () => {
   const dir = await Deno.makeTempDir();
   try {
