@@ -2147,7 +2147,13 @@ function renderReport(
     "The start-up runs' `session/new`, timed from its request (sent once `initialize` was " +
     "answered) to its response: what a client waits for its first session on a freshly " +
     "started agent. Ours gets a fresh, empty data directory each run (`ACP_HARNESS_HOME`), so " +
-    "this is the first session the store ever creates there.",
+    "this is the first session the store ever creates there. Ours answers once its session " +
+    "side (the code the session methods need, imported after the `initialize` answer) and the " +
+    "built-in tools are loaded; the session is written to the store after the answer (the " +
+    "README's durable sessions), so what is left is loading that code: about a hundred source " +
+    "modules on Deno and Bun, a chunk of the bundle on Node.js. Loading it before " +
+    "`initialize` is answered would move the same time into start-up; the start-up table's " +
+    "`ours session/new` column is the sum a client waits for its first session.",
     "",
     `### ${
       settings.sessionsPerRun.toLocaleString("en-US")
@@ -2172,7 +2178,13 @@ function renderReport(
     `then ${settings.sessionsPerRun.toLocaleString("en-US")} \`session/new\` to each, one ` +
     `at a time, ours and bare alternating in blocks of ${settings.sessionBlock}; each is ` +
     "timed from its request to its response. The sessions stay open (idle) for the next " +
-    "section.",
+    "section. Ours answers once the cwd is checked (a stat and a realpath), its `AGENTS.md` " +
+    "looked for and the session built; the session's lock (a hard link to another of the " +
+    "process's locks), its log (one exclusive create, off the main thread) and its index line " +
+    "are written right after the answer, while the next request arrives. Creating a file costs " +
+    "about a millisecond of kernel time on this machine's file system, several times the bare " +
+    "agent's whole answer, so that work still weighs on the next `session/new` of a client " +
+    "that opens them back to back; the data directory is under the bench's `.bench-tmp/`.",
     "",
     `## Exit after stdin EOF with ${settings.sessionsPerRun.toLocaleString("en-US")} open ` +
     `sessions (ms, median of ${settings.sessionRuns} runs)`,
@@ -2183,9 +2195,10 @@ function renderReport(
     ),
     "",
     "The servers of the previous section, once all their sessions are open: stdin closed → " +
-    "process exit, one server at a time (the other idle). Ours closes every session (its " +
-    "final flush to the log) before it exits, so this is how shutdown grows with the number " +
-    "of sessions.",
+    "process exit, one server at a time (the other idle). Ours closes every session before it " +
+    "exits, so this is how shutdown grows with the number of sessions: each session's index " +
+    "line that is due (one write for all of them), its log's open descriptor, and its lock " +
+    "file (an `lstat` and an unlink each, in bursts of a few milliseconds).",
     "",
     renderBuildSection(builds),
     "",
