@@ -14,10 +14,12 @@ export interface NdJsonStreamOptions {
   /** Told about every line that could not be delivered. */
   readonly onInvalid?: (reason: string) => void;
   /**
-   * Schedules the write of a burst of messages; runtimes pass `setImmediate`. Given, every
-   * message waits for it (the messages of one event-loop task, such as a turn's last updates and
-   * its answer, go out in one write, microseconds later); without it, the first few messages of a
-   * burst are written at once and the rest when `setTimeout(flush, 0)` fires.
+   * Schedules the write of a burst of messages; runtimes pass `setImmediate`. Given, the first
+   * message after a quiet spell is written at once (a streamed delta) and the rest of its
+   * event-loop task's messages wait for it, as does everything sent in the task that delivered an
+   * inbound message (a prompt's updates and its answer go out in one write, microseconds later);
+   * without it, the first few messages of a burst are written at once and the rest when
+   * `setTimeout(flush, 0)` fires.
    * @default {setTimeout(flush, 0)}
    */
   readonly defer?: (flush: () => void) => void;
@@ -89,9 +91,12 @@ export function ndJsonStream(
   // Without a `defer` as quick as `setImmediate`, the first few messages after a quiet spell are
   // written at once (no added latency: a turn's last updates and its answer); when more keep
   // coming before `defer` fires (a burst: a replay, streamed deltas) the rest are coalesced into
-  // one write then, instead of one small write each. With one, all of them wait for it.
+  // one write then, instead of one small write each. With one, only the first message after a
+  // quiet spell is written at once (a streamed delta just read from the model goes out without
+  // waiting for the rest of the event-loop task), and what an inbound message brings about in the
+  // task that delivered it (a request's updates and its answer) all waits for `defer`: one write.
   const defer = options.defer ?? ((flush: () => void) => setTimeout(flush, 0));
-  const writeThrough = options.defer === undefined ? WRITE_THROUGH : 0;
+  const writeThrough = options.defer === undefined ? WRITE_THROUGH : 1;
   let writes: Promise<void> = Promise.resolve();
   let batch: string[] = [];
   let batchChars = 0;
@@ -129,19 +134,26 @@ export function ndJsonStream(
     const text = serialize(message) + "\n";
     batch.push(text);
     batchChars += text.length;
-    if (!bursting) {
-      bursting = true;
-      sentInBurst = 0;
-      defer(() => {
-        bursting = false;
-        flushBurst();
-      });
-    }
+    if (!bursting) startBurst();
     if (++sentInBurst <= writeThrough) return flush();
     nextWrite ??= new Promise<void>((resolve, reject) => {
       settleNext = (write) => write.then(resolve, reject);
     });
     return nextWrite;
+  };
+  const startBurst = (): void => {
+    bursting = true;
+    sentInBurst = 0;
+    defer(() => {
+      bursting = false;
+      flushBurst();
+    });
+  };
+  // An inbound message is being delivered: with a `defer`, what it brings about in this task is
+  // held for one write.
+  const holdAnswers = options.defer === undefined ? undefined : (): void => {
+    if (!bursting) startBurst();
+    sentInBurst = writeThrough;
   };
   // Writes the messages held back in a burst and settles their shared promise.
   let settleNext: (write: Promise<void>) => void = () => {};
@@ -242,6 +254,7 @@ export function ndJsonStream(
         }
         split(value);
       }
+      holdAnswers?.();
       controller.enqueue(ready.shift() as AnyMessage);
     },
     cancel(reason) {

@@ -91,6 +91,10 @@ function request(id: number | string, method = "ping", params: unknown = {}): An
   return { jsonrpc: "2.0", id, method, params } as AnyMessage;
 }
 
+function notification(text: string): AnyMessage {
+  return { jsonrpc: "2.0", method: "session/update", params: { text } } as AnyMessage;
+}
+
 function idOf(message: AnyMessage | undefined): unknown {
   return (message as { id?: unknown } | undefined)?.id;
 }
@@ -503,7 +507,7 @@ Deno.test("ndJsonStream() echoes the exact id of an oversized request", async ()
   assert.match(out.text(), new RegExp(`^\\{"jsonrpc":"2.0","id":${big},"error":\\{"code":-32600`));
 });
 
-Deno.test("ndJsonStream() with a defer writes the messages of one task in one write, when it runs", async () => {
+Deno.test("ndJsonStream() with a defer writes the first message at once and the rest of its task in one write", async () => {
   const out = collector();
   const tasks: Array<() => void> = [];
   const stream = ndJsonStream(out.writable, input([]), { defer: (task) => tasks.push(task) });
@@ -511,14 +515,37 @@ Deno.test("ndJsonStream() with a defer writes the messages of one task in one wr
   const sent = [request(1), request(2), request(3)];
   for (const message of sent) void writer.write(message);
   await settle();
-  assert.equal(out.chunks.length, 0, "nothing is written before the task runs");
+  assert.equal(out.chunks.length, 1, "the first message (a streamed delta) is not held");
   assert.equal(tasks.length, 1, "one write scheduled for the burst");
   tasks[0]?.();
   await stream.drained();
-  assert.equal(out.chunks.length, 1, "one write for the three messages");
+  assert.equal(out.chunks.length, 2, "one more write for the other two messages");
   assert.deepEqual(out.lines(), sent);
   await writer.close();
   for await (const _ of stream.readable) assert.fail("no input expected");
+});
+
+Deno.test("ndJsonStream() with a defer holds what the task that delivered a message sends for one write", async () => {
+  const out = collector();
+  const tasks: Array<() => void> = [];
+  const stream = ndJsonStream(out.writable, input([line(request(1))]), {
+    defer: (task) => tasks.push(task),
+  });
+  const reader = stream.readable.getReader();
+  const writer = stream.writable.getWriter();
+  assert.deepEqual((await reader.read()).value, request(1));
+  // A prompt's updates and its answer.
+  const sent = [notification("a"), notification("b"), { jsonrpc: "2.0", id: 1, result: null }];
+  for (const message of sent) void writer.write(message as AnyMessage);
+  await settle();
+  assert.equal(out.chunks.length, 0, "nothing is written before the task runs");
+  assert.equal(tasks.length, 1, "one write scheduled");
+  tasks[0]?.();
+  await stream.drained();
+  assert.equal(out.chunks.length, 1, "one write for the answer and its updates");
+  assert.deepEqual(out.lines(), sent);
+  assert.equal((await reader.read()).done, true);
+  await writer.close();
 });
 
 Deno.test("ndJsonStream() writeFrames() writes framed bytes in order with the messages around them", async () => {
