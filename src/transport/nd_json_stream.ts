@@ -14,11 +14,11 @@ export interface NdJsonStreamOptions {
   /** Told about every line that could not be delivered. */
   readonly onInvalid?: (reason: string) => void;
   /**
-   * Schedules the write of a burst of messages; runtimes pass `setImmediate`. Given, the first
-   * message after a quiet spell is written at once (a streamed delta) and the rest of its
-   * event-loop task's messages wait for it, as does everything sent in the task that delivered an
-   * inbound message (a prompt's updates and its answer go out in one write, microseconds later);
-   * without it, the first few messages of a burst are written at once and the rest when
+   * Schedules the write of a burst of messages; runtimes pass `setImmediate`. Given, what is sent
+   * in the task that delivered an inbound message waits for it (a prompt's updates and its answer
+   * go out in one write, microseconds later); any other message is written at once when no write
+   * is under way (a streamed delta), else with the others sent meanwhile when that write ends.
+   * Without it, the first few messages of a burst are written at once and the rest when
    * `setTimeout(flush, 0)` fires.
    * @default {setTimeout(flush, 0)}
    */
@@ -91,18 +91,23 @@ export function ndJsonStream(
   // Without a `defer` as quick as `setImmediate`, the first few messages after a quiet spell are
   // written at once (no added latency: a turn's last updates and its answer); when more keep
   // coming before `defer` fires (a burst: a replay, streamed deltas) the rest are coalesced into
-  // one write then, instead of one small write each. With one, only the first message after a
-  // quiet spell is written at once (a streamed delta just read from the model goes out without
-  // waiting for the rest of the event-loop task), and what an inbound message brings about in the
-  // task that delivered it (a request's updates and its answer) all waits for `defer`: one write.
+  // one write then, instead of one small write each.
+  // With one, a message is written at once when no write is under way (a streamed delta just read
+  // from the model goes out without waiting for anything), and the messages sent while one is
+  // under way go out together when it ends; what an inbound message brings about in the task that
+  // delivered it (a request's updates and its answer) waits for `defer` instead: one write.
+  const timed = options.defer === undefined;
   const defer = options.defer ?? ((flush: () => void) => setTimeout(flush, 0));
-  const writeThrough = options.defer === undefined ? WRITE_THROUGH : 1;
   let writes: Promise<void> = Promise.resolve();
   let batch: string[] = [];
   let batchChars = 0;
   let bursting = false;
   let sentInBurst = 0;
   let nextWrite: Promise<void> | undefined;
+  // With a `defer`: writes handed to the output and not finished, and whether the messages sent
+  // now are held for `defer` (an inbound message is being answered).
+  let inFlight = 0;
+  let holding = false;
   const flush = (): Promise<void> => {
     if (batch.length === 0) return writes;
     const bytes = encoder.encode(batch.length === 1 ? batch[0] : batch.join(""));
@@ -110,7 +115,15 @@ export function ndJsonStream(
     batchChars = 0;
     const write = writes.then(() => writer.write(bytes));
     writes = write.catch(() => {});
+    if (!timed) {
+      inFlight++;
+      void writes.then(afterWrite);
+    }
     return write;
+  };
+  // The messages sent while the write was under way go out now, unless they are held.
+  const afterWrite = (): void => {
+    if (--inFlight === 0 && batch.length > 0 && !holding) flushBurst();
   };
   // Ids that a number cannot hold exactly (beyond 2^53, fractions) travel inside the process as
   // a placeholder string and go back out as the client wrote them.
@@ -134,26 +147,33 @@ export function ndJsonStream(
     const text = serialize(message) + "\n";
     batch.push(text);
     batchChars += text.length;
-    if (!bursting) startBurst();
-    if (++sentInBurst <= writeThrough) return flush();
+    if (timed) {
+      if (!bursting) {
+        bursting = true;
+        sentInBurst = 0;
+        defer(() => {
+          bursting = false;
+          flushBurst();
+        });
+      }
+      if (++sentInBurst <= WRITE_THROUGH) return flush();
+    } else if (!holding && inFlight === 0) {
+      return flush();
+    }
     nextWrite ??= new Promise<void>((resolve, reject) => {
       settleNext = (write) => write.then(resolve, reject);
     });
     return nextWrite;
   };
-  const startBurst = (): void => {
-    bursting = true;
-    sentInBurst = 0;
-    defer(() => {
-      bursting = false;
-      flushBurst();
-    });
-  };
   // An inbound message is being delivered: with a `defer`, what it brings about in this task is
   // held for one write.
-  const holdAnswers = options.defer === undefined ? undefined : (): void => {
-    if (!bursting) startBurst();
-    sentInBurst = writeThrough;
+  const holdAnswers = timed ? undefined : (): void => {
+    if (holding) return;
+    holding = true;
+    defer(() => {
+      holding = false;
+      flushBurst();
+    });
   };
   // Writes the messages held back in a burst and settles their shared promise.
   let settleNext: (write: Promise<void>) => void = () => {};
@@ -313,7 +333,7 @@ export function ndJsonStream(
         last = writes;
         await last;
         await new Promise((resolve) => setTimeout(resolve, 0));
-      } while (last !== writes || batch.length > 0 || bursting);
+      } while (last !== writes || batch.length > 0 || bursting || holding);
     },
   };
 }
