@@ -52,7 +52,7 @@ import { loadRecordStream } from "./record_stream.ts";
  * });
  * const listed = store.list({ limit: 10 });
  * tasks.forEach((task) => task());
- * assert.deepEqual((await listed).sessions.map((session) => session.sessionId), [id]);
+ * assert.deepEqual((await listed).sessions.map((session) => session.id), [id]);
  * await (await lease).release();
  * ```
  */
