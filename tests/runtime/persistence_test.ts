@@ -148,10 +148,13 @@ Deno.test("a session is durable once its first prompt is admitted, though writte
   const second = f.server();
   await second.client.initialize();
   const list = await second.client.request<{ sessions: Update[] }>("session/list", { cwd });
-  const listed = list.sessions.map((s) => [s.sessionId, s.title ?? null]);
-  assert.deepEqual(listed.filter(([id]) => id === sessionId), [[sessionId, "Kept across a crash"]]);
-  assert.ok(listed.every(([id]) => id === sessionId || id === unused), JSON.stringify(listed));
+  const listed = list.sessions.map((s) => s.sessionId);
+  assert.ok(listed.includes(sessionId), JSON.stringify(listed));
+  assert.ok(listed.every((id) => id === sessionId || id === unused), JSON.stringify(listed));
   await second.client.request("session/load", { sessionId, cwd, mcpServers: [] });
+  // The title may have missed the index (its line follows its update); the load puts it there.
+  const again = await second.client.request<{ sessions: Update[] }>("session/list", { cwd });
+  assert.equal(again.sessions.find((s) => s.sessionId === sessionId)?.title, "Kept across a crash");
   const users = second.client.updates(sessionId).map(({ update }) => update)
     .filter((u) => u.sessionUpdate === "user_message_chunk")
     .map((u) => (u.content as { text: string }).text);

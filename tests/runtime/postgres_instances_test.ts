@@ -257,6 +257,9 @@ postgresTest(
     const agents = [NODE, DENO_RUNTIME, BUN, NODE, BUN].map((runtime) => f.server(runtime));
     await Promise.all(agents.map((agent) => agent.client.initialize()));
     const ids = await Promise.all(agents.map((agent) => agent.client.newSession(f.cwd)));
+    // A session is written after its session/new answer, and at the latest before its first
+    // prompt is admitted: once each has answered a prompt, every instance lists all five.
+    await Promise.all(agents.map((agent, i) => agent.client.prompt(ids[i]!, `s${i}`)));
     const listed = await listAll(agents[0]!);
     assert.deepEqual(new Set(listed.map((s) => s.sessionId)), new Set(ids));
     await Promise.all(agents.map(stop));

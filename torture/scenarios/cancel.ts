@@ -75,8 +75,10 @@ export const cancelRaces: Scenario = {
           `race ${n}: a cancel right behind the prompt gave ${stopReason}`,
         );
       }
-      // The prompt counts as acknowledged once it ended normally or showed any of its turn.
-      const shown = server.updates(sessionId, before).length > 0;
+      // The prompt counts as acknowledged once it ended normally or showed any of its turn (the
+      // session's slash commands, which follow the session/new answer, are not of the turn).
+      const shown = server.updates(sessionId, before)
+        .some((update) => update.sessionUpdate !== "available_commands_update");
       sessions.push({ sessionId, cwd, answered: stopReason === "end_turn" || shown ? [text] : [] });
       // Nothing of the turn after its answer: give stragglers a moment by asking something else.
       await server.call("session/list", { cwd }, 10_000);
