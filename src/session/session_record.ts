@@ -262,8 +262,7 @@ export class SessionRestorer {
   #replay(record: StoredRecord, updates: SessionUpdate[]): void {
     if (record.type === "usage") {
       if (record.size !== undefined) this.#usage = record;
-    }
-    else replayRecord(record, updates, this.#options.notices);
+    } else replayRecord(record, updates, this.#options.notices);
   }
 
   /**

@@ -27,7 +27,12 @@ function notifications(bytes: Uint8Array): unknown[] {
 Deno.test("ReplayFrames: each update is one NDJSON notification, batch by batch", () => {
   const replay = frames("sé");
   assert.equal(replay.empty, true);
-  const texts = ["plain", "é and ✓ and 𝄞", 'quote " backslash \\ newline \n tab \t', "\ud800 alone"];
+  const texts = [
+    "plain",
+    "é and ✓ and 𝄞",
+    'quote " backslash \\ newline \n tab \t',
+    "\ud800 alone",
+  ];
   const updates: SessionUpdate[] = texts.map((text, index) => ({
     sessionUpdate: "agent_message_chunk",
     messageId: `m${index}`,
