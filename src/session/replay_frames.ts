@@ -23,10 +23,12 @@ export interface ReplayFrameSink {
 }
 
 const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 
 /**
- * The notifications of a replay, built batch by batch into one buffer: each is the sink's
- * envelope, encoded once, around its update's JSON; `take` hands over what was built so far.
+ * The notifications of a replay, built batch by batch: each is the sink's envelope around its
+ * update's JSON, and a batch is encoded at once when `take` hands it over (one encoding of a
+ * batch costs less than one per update).
  *
  * @example An update written as a notification
  * ```ts
@@ -45,20 +47,19 @@ const encoder = new TextEncoder();
  * ```
  */
 export class ReplayFrames {
-  readonly #head: Uint8Array;
-  readonly #tail: Uint8Array;
-  #bytes: Uint8Array = new Uint8Array(64 * 1024);
-  #length = 0;
+  readonly #head: string;
+  readonly #tail: string;
+  #text = "";
 
   /** @param sink The envelope of each notification */
   constructor(sink: Pick<ReplayFrameSink, "head" | "tail">) {
-    this.#head = sink.head;
-    this.#tail = sink.tail;
+    this.#head = decoder.decode(sink.head);
+    this.#tail = decoder.decode(sink.tail);
   }
 
   /** Whether nothing was built since the last {@link take}. */
   get empty(): boolean {
-    return this.#length === 0;
+    return this.#text === "";
   }
 
   /**
@@ -67,32 +68,17 @@ export class ReplayFrames {
    * @param update The update
    */
   update(update: SessionUpdate): void {
-    const json = JSON.stringify(update);
-    // Room for the worst case: three bytes of UTF-8 per UTF-16 unit.
-    this.#reserve(this.#head.byteLength + json.length * 3 + this.#tail.byteLength);
-    this.#bytes.set(this.#head, this.#length);
-    this.#length += this.#head.byteLength;
-    this.#length += encoder.encodeInto(json, this.#bytes.subarray(this.#length)).written;
-    this.#bytes.set(this.#tail, this.#length);
-    this.#length += this.#tail.byteLength;
+    this.#text += this.#head + JSON.stringify(update) + this.#tail;
   }
 
   /**
-   * Hands over the notifications built so far (the buffer is not touched again).
+   * Hands over the notifications built so far.
    *
    * @returns Their bytes
    */
   take(): Uint8Array {
-    const taken = this.#bytes.subarray(0, this.#length);
-    this.#bytes = new Uint8Array(Math.max(64 * 1024, this.#length + (this.#length >> 3)));
-    this.#length = 0;
-    return taken;
-  }
-
-  #reserve(bytes: number): void {
-    if (this.#length + bytes <= this.#bytes.byteLength) return;
-    const grown = new Uint8Array(Math.max(this.#bytes.byteLength * 2, this.#length + bytes));
-    grown.set(this.#bytes.subarray(0, this.#length));
-    this.#bytes = grown;
+    const bytes = encoder.encode(this.#text);
+    this.#text = "";
+    return bytes;
   }
 }

@@ -24,6 +24,9 @@ import { locationsOf, planUpdate, toolCallContent } from "./updates.ts";
 
 const NO_NOTICES: CompactionNotices = { compaction: false, notices: false };
 
+/** `T` with its fields writable: an object built field by field before it is handed on. */
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
 /** A session's state rebuilt from its log. */
 export interface RestoredSession {
   /** The conversation, as the model sees it. */
@@ -228,8 +231,8 @@ export class SessionRestorer {
     cost: 0,
     open: false,
   };
-  /** The latest usage update: replayed once, at the end. */
-  #usage: SessionUpdate | undefined;
+  /** The latest usage record that says the context size: replayed once, at the end. */
+  #usage: Extract<StoredEvent, { type: "usage" }> | undefined;
 
   /** @param options Attachments, logger, session id, and whether to replay */
   constructor(options: SessionRestorerOptions) {
@@ -257,8 +260,9 @@ export class SessionRestorer {
 
   /** Adds the updates of a record other than a user message (the latest usage is kept). */
   #replay(record: StoredRecord, updates: SessionUpdate[]): void {
-    if (record.type === "usage") this.#usage = usageUpdate(record) ?? this.#usage;
-    else replayRecord(record, updates, this.#options.notices);
+    if (record.type === "usage") {
+      if (record.size !== undefined) this.#usage = record;
+    } else replayRecord(record, updates, this.#options.notices);
   }
 
   /**
@@ -273,7 +277,8 @@ export class SessionRestorer {
     const updates: SessionUpdate[] = [];
     if (this.#options.replay) {
       for (const event of repair) replayRecord(event, updates);
-      if (this.#usage) updates.push(this.#usage);
+      const usage = this.#usage && usageUpdate(this.#usage);
+      if (usage) updates.push(usage);
     }
     const restored: RestoredSession = {
       history: state.history,
@@ -343,28 +348,41 @@ function restoreRecord(state: RestoreState, record: StoredRecord | StoredEvent):
     case "turn_end":
       state.open = record.type === "turn_start";
       break;
-    case "assistant":
-      state.history.push({
+    case "assistant": {
+      // Optional fields set one by one: cheaper than spreads, on every message of a long log.
+      const message: Mutable<Extract<LlmMessage, { role: "assistant" }>> = {
         role: "assistant",
         text: record.text,
-        ...(record.reasoning ? { reasoning: record.reasoning } : {}),
-        ...(record.toolCalls ? { toolCalls: record.toolCalls } : {}),
-        ...(record.providerState === undefined ? {} : { providerState: record.providerState }),
-        ...(record.provider === undefined ? {} : { provider: record.provider }),
-      });
+      };
+      if (record.reasoning) message.reasoning = record.reasoning;
+      if (record.toolCalls) message.toolCalls = record.toolCalls;
+      if (record.providerState !== undefined) message.providerState = record.providerState;
+      if (record.provider !== undefined) message.provider = record.provider;
+      state.history.push(message);
       for (const call of record.toolCalls ?? []) state.pendingCalls.set(call.id, call.name);
       break;
+    }
     case "tool_result": {
       state.pendingCalls.delete(record.toolCallId);
       const parts = storedToolParts(record);
-      state.history.push({
-        role: "tool",
-        toolCallId: record.toolCallId,
-        name: record.name,
-        content: record.content,
-        ...(parts ? { parts } : {}),
-        isError: record.isError,
-      });
+      state.history.push(
+        parts
+          ? {
+            role: "tool",
+            toolCallId: record.toolCallId,
+            name: record.name,
+            content: record.content,
+            parts,
+            isError: record.isError,
+          }
+          : {
+            role: "tool",
+            toolCallId: record.toolCallId,
+            name: record.name,
+            content: record.content,
+            isError: record.isError,
+          },
+      );
       break;
     }
     case "permission":
@@ -508,17 +526,19 @@ function replayRecord(
         updates.push(textChunk("agent_message_chunk", record.text, record.messageId));
       }
       return;
-    case "tool_call":
-      updates.push({
+    case "tool_call": {
+      const update: Mutable<Extract<SessionUpdate, { sessionUpdate: "tool_call" }>> = {
         sessionUpdate: "tool_call",
         toolCallId: record.toolCallId,
         title: record.title,
         kind: record.kind as ToolKind,
         status: "pending",
         rawInput: record.rawInput,
-        ...(record.locations.length > 0 ? { locations: locationsOf(record.locations) } : {}),
-      });
+      };
+      if (record.locations.length > 0) update.locations = locationsOf(record.locations);
+      updates.push(update);
       return;
+    }
     case "tool_result": {
       // A terminal was released when its command ended; replay shows its output as text.
       const display = (record.display as readonly ToolDisplay[] | undefined) ??
@@ -531,16 +551,17 @@ function replayRecord(
             : toolCallContent(item),
         );
       }
-      updates.push({
+      const update: Mutable<Extract<SessionUpdate, { sessionUpdate: "tool_call_update" }>> = {
         sessionUpdate: "tool_call_update",
         toolCallId: record.toolCallId,
         status: record.isError ? "failed" : "completed",
         content,
-        ...(record.locations ? { locations: locationsOf(record.locations) } : {}),
-        ...("rawOutput" in record && record.rawOutput !== undefined
-          ? { rawOutput: record.rawOutput }
-          : {}),
-      });
+      };
+      if (record.locations) update.locations = locationsOf(record.locations);
+      if ("rawOutput" in record && record.rawOutput !== undefined) {
+        update.rawOutput = record.rawOutput;
+      }
+      updates.push(update);
       return;
     }
     case "title":

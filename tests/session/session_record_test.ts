@@ -370,3 +370,113 @@ Deno.test("each recorded plan replays as a plan update in log order, on both rep
     ["user", "assistant", "tool", "assistant", "tool"],
   );
 });
+
+Deno.test("replay and restore: a tool call and its result with every optional field, and without", async () => {
+  const events: StoredEvent[] = [
+    { type: "turn_start" },
+    {
+      type: "assistant",
+      text: "Reading",
+      reasoning: "the file first",
+      toolCalls: [{ id: "c1", name: "read_file", arguments: "{}" }],
+      providerState: { id: "r1" },
+      provider: "openai",
+    },
+    {
+      type: "tool_call",
+      toolCallId: "c1",
+      name: "read_file",
+      title: "Read a.ts",
+      kind: "read",
+      rawInput: { path: "a.ts" },
+      locations: [{ path: "/w/a.ts", line: 3 }, { path: "/w/b.ts" }],
+    },
+    {
+      type: "tool_result",
+      toolCallId: "c1",
+      name: "read_file",
+      content: "gone",
+      isError: true,
+      locations: [{ path: "/w/a.ts", line: 3 }],
+      rawOutput: { code: 2 },
+    } as StoredEvent,
+    { type: "assistant", text: "Plain" },
+    {
+      type: "tool_call",
+      toolCallId: "c2",
+      name: "run",
+      title: "Run",
+      kind: "execute",
+      rawInput: {},
+      locations: [],
+    },
+    { type: "tool_result", toolCallId: "c2", name: "run", content: "ok", isError: false },
+    { type: "turn_end", stopReason: "end_turn" },
+  ];
+  const store = new MemorySessionStore({ attachments: NO_ATTACHMENTS });
+  const id = crypto.randomUUID();
+  await store.create({
+    version: 1,
+    id,
+    cwd: "/work",
+    additionalDirectories: [],
+    createdAt: "2026-11-30T00:00:00.000Z",
+  });
+  await store.append(id, events, { sync: true });
+  const log = await store.load(id);
+  assert.ok(log);
+  const restorer = new SessionRestorer({
+    attachments: NO_ATTACHMENTS,
+    logger: nullLogger,
+    sessionId: id,
+    replay: true,
+  });
+  const updates = await restorer.add(log.records);
+  const { restored } = restorer.finish();
+  assert.deepEqual(updates.filter((update) => update.sessionUpdate.startsWith("tool_call")), [
+    {
+      sessionUpdate: "tool_call",
+      toolCallId: "c1",
+      title: "Read a.ts",
+      kind: "read",
+      status: "pending",
+      rawInput: { path: "a.ts" },
+      locations: [{ path: "/w/a.ts", line: 3 }, { path: "/w/b.ts" }],
+    },
+    {
+      sessionUpdate: "tool_call_update",
+      toolCallId: "c1",
+      status: "failed",
+      content: [{ type: "content", content: { type: "text", text: "gone" } }],
+      locations: [{ path: "/w/a.ts", line: 3 }],
+      rawOutput: { code: 2 },
+    },
+    {
+      sessionUpdate: "tool_call",
+      toolCallId: "c2",
+      title: "Run",
+      kind: "execute",
+      status: "pending",
+      rawInput: {},
+    },
+    {
+      sessionUpdate: "tool_call_update",
+      toolCallId: "c2",
+      status: "completed",
+      content: [{ type: "content", content: { type: "text", text: "ok" } }],
+    },
+  ]);
+  assert.deepEqual(restored.history, [
+    {
+      role: "assistant",
+      text: "Reading",
+      reasoning: "the file first",
+      toolCalls: [{ id: "c1", name: "read_file", arguments: "{}" }],
+      providerState: { id: "r1" },
+      provider: "openai",
+    },
+    { role: "tool", toolCallId: "c1", name: "read_file", content: "gone", isError: true },
+    { role: "assistant", text: "Plain" },
+    { role: "tool", toolCallId: "c2", name: "run", content: "ok", isError: false },
+  ]);
+});
