@@ -5,7 +5,6 @@ import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
 import type { ToolSetFactory } from "../session/tool_set_factory.ts";
 import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
-import { DeferredCreationStore } from "../store/deferred_creation_store.ts";
 import { HostWorkspace } from "../tools/host_workspace.ts";
 import type { Tool } from "../tools/tool.ts";
 import type { Stream } from "../transport/acp.ts";
@@ -53,7 +52,7 @@ export interface AgentServerOptions {
    * `setImmediate`). Given, each session hands its records and updates over together once per
    * task: one append for a turn that never waits (an offline model), one per network read of a
    * streaming one. Given too, a new session is written to the store once its `session/new`
-   * answer is on its way (see {@link DeferredCreationStore}). Without it, every update is
+   * answer is on its way (see `DeferredCreationStore`). Without it, every update is
    * handed over at once and `session/new` answers once the session is written.
    *
    * @default {none}
@@ -163,7 +162,7 @@ function serverParts(options: AgentServerOptions): ServerParts {
     host: options.host,
     logger: options.logger,
     version: options.version,
-    store: options.defer ? new DeferredCreationStore(options.store, options.defer) : options.store,
+    store: options.store,
     attachments: options.attachments,
     toolsFor: options.toolsFor ?? builtinToolsFor,
     localWorkspace: new HostWorkspace(options.host),

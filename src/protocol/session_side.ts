@@ -10,9 +10,11 @@ import { type AgentContext, methods } from "@agentclientprotocol/sdk";
 import { SessionManager } from "../session/session_manager.ts";
 import type { ReplayFrameSink } from "../session/replay_frames.ts";
 import type { AnyMessage } from "../transport/acp.ts";
+import { DeferredCreationStore } from "../store/deferred_creation_store.ts";
+import type { SessionStore } from "../store/session_store.ts";
 import { createPermissionAsker } from "./ask_permission.ts";
 import { ClientWorkspace } from "./client_workspace.ts";
-import type { ConnectionContext } from "./connection.ts";
+import type { ConnectionContext, ServerParts } from "./connection.ts";
 
 export { cancel } from "./handlers/session_cancel.ts";
 export { closeSession, deleteSession } from "./handlers/session_close.ts";
@@ -75,11 +77,29 @@ export function createSessionManager(
       return { compaction: Boolean(session?.compaction), notices: Boolean(session?.notices) };
     },
     ...(server.retry ? { retry: server.retry } : {}),
-    store: server.store,
+    store: sessionStore(server),
     attachments: server.attachments,
     openSessions: server.openSessions,
     ...(server.defer ? { defer: server.defer } : {}),
   });
+}
+
+/** The store each server's sessions use, by server: shared by its connections. */
+const stores = new WeakMap<ServerParts, SessionStore>();
+
+/**
+ * The store of a server's sessions: with a `defer`, its store wrapped so that a new session is
+ * written after its `session/new` answer ({@link DeferredCreationStore}), one wrapper for all
+ * the server's connections (so that each lists the sessions the others are writing).
+ */
+function sessionStore(server: ServerParts): SessionStore {
+  if (server.defer === undefined) return server.store;
+  let store = stores.get(server);
+  if (store === undefined) {
+    store = new DeferredCreationStore(server.store, server.defer);
+    stores.set(server, store);
+  }
+  return store;
 }
 
 /** How a replay writes serialized `session/update` notifications of a session. */
