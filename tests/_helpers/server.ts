@@ -104,7 +104,9 @@ export function createTestAgentServer(
 }
 
 /** Starts a server over an in-memory pair. */
-export function startServer(options: StartOptions = {}): MemoryServer {
+export function startServer(
+  options: StartOptions & { readonly allowedRoots?: readonly string[] } = {},
+): MemoryServer {
   const [serverSide, clientSide] = createMemoryPair();
   const { server, logs } = createTestAgentServer(options);
   const connection = server.connect(serverSide);

@@ -4,6 +4,7 @@ import type { ConnectionContext } from "../connection.ts";
 import { readInstructions } from "../instructions.ts";
 import { mappingErrors } from "../request_errors.ts";
 import { workspaceRoots } from "../workspace_roots.ts";
+import { isAbsolutePath } from "../../util/path.ts";
 
 /**
  * `session/new`: checks the MCP servers and the workspace roots, then creates and records a
@@ -21,10 +22,19 @@ export async function newSession(
 ): Promise<NewSessionResponse> {
   const mcpServers = mcpServersOf(params.mcpServers);
   const { host } = connection.server;
+  // Without allowed roots, the project instructions are looked for while the cwd is checked (one
+  // wait instead of two; what is read is used only once the cwd passed): the client's path and
+  // its canonical form name the same directory. With them, nothing outside is read, even early.
+  const cwd: unknown = params.cwd;
+  const early = connection.server.allowedRoots === undefined && typeof cwd === "string" &&
+      isAbsolutePath(cwd)
+    ? readInstructions(host, cwd, connection.logger)
+    : undefined;
+  early?.catch(() => {});
   const roots = await workspaceRoots(host, params, connection.server.allowedRoots);
   const session = await connection.openingSession(() =>
     mappingErrors(async () => {
-      const instructions = await readInstructions(host, roots.cwd, connection.logger);
+      const instructions = await (early ?? readInstructions(host, roots.cwd, connection.logger));
       return await connection.sessions.create({
         ...roots,
         ...(instructions ? { instructions } : {}),
