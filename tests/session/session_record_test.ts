@@ -11,7 +11,7 @@ import {
 } from "../../src/session/session_record.ts";
 import { MemoryAttachmentStore } from "../../src/store/memory_attachment_store.ts";
 import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
-import type { LoadedSession, StoredEvent } from "../../src/store/session_store.ts";
+import type { AttachmentStore, LoadedSession, StoredEvent } from "../../src/store/session_store.ts";
 import type { ToolContent } from "../../src/tools/tool.ts";
 
 const NO_ATTACHMENTS = new MemoryAttachmentStore();
@@ -22,6 +22,24 @@ const PARTS: readonly ToolContent[] = [
   { type: "resource_link", uri: "file:///tmp/page.html", name: "page.html" },
 ];
 const TEXT = "Took it\n[image: image/png]\n[resource: page.html file:///tmp/page.html]";
+
+/** Stores `events` as one session in an in-memory store and loads it back. */
+async function storedLog(
+  events: readonly StoredEvent[],
+  attachments: AttachmentStore,
+): Promise<LoadedSession | undefined> {
+  const store = new MemorySessionStore({ attachments });
+  const id = crypto.randomUUID();
+  await store.create({
+    version: 1,
+    id,
+    cwd: "/work",
+    additionalDirectories: [],
+    createdAt: "2026-11-30T00:00:00.000Z",
+  });
+  await store.append(id, events, { sync: true });
+  return await store.load(id);
+}
 
 /** A log of one turn with one tool call and the given result, through the in-memory store. */
 async function logWith(result: StoredEvent): Promise<LoadedSession> {
@@ -46,17 +64,7 @@ async function logWith(result: StoredEvent): Promise<LoadedSession> {
     { type: "assistant", text: "A login page." },
     { type: "turn_end", stopReason: "end_turn" },
   ];
-  const store = new MemorySessionStore({ attachments: NO_ATTACHMENTS });
-  const id = crypto.randomUUID();
-  await store.create({
-    version: 1,
-    id,
-    cwd: "/work",
-    additionalDirectories: [],
-    createdAt: "2026-11-30T00:00:00.000Z",
-  });
-  await store.append(id, events, { sync: true });
-  const loaded = await store.load(id);
+  const loaded = await storedLog(events, NO_ATTACHMENTS);
   assert.ok(loaded);
   return loaded;
 }
@@ -221,18 +229,9 @@ Deno.test("SessionRestorer: batch by batch, the same state and replay as the who
       display: [{ type: "terminal", terminalId: "term-1" }],
     },
   ];
-  const store = new MemorySessionStore({ attachments });
-  const id = crypto.randomUUID();
-  await store.create({
-    version: 1,
-    id,
-    cwd: "/work",
-    additionalDirectories: [],
-    createdAt: "2026-11-30T00:00:00.000Z",
-  });
-  await store.append(id, events, { sync: true });
-  const log = await store.load(id);
+  const log = await storedLog(events, attachments);
   assert.ok(log);
+  const id = log.header.id;
 
   const restored = await restoreSession(log, attachments, nullLogger);
   const replayed = await replayUpdates(
@@ -323,18 +322,9 @@ Deno.test("each recorded plan replays as a plan update in log order, on both rep
     } as unknown as StoredEvent,
     { type: "turn_end", stopReason: "end_turn" },
   ];
-  const store = new MemorySessionStore({ attachments: NO_ATTACHMENTS });
-  const id = crypto.randomUUID();
-  await store.create({
-    version: 1,
-    id,
-    cwd: "/work",
-    additionalDirectories: [],
-    createdAt: "2026-11-30T00:00:00.000Z",
-  });
-  await store.append(id, events, { sync: true });
-  const log = await store.load(id);
+  const log = await storedLog(events, NO_ATTACHMENTS);
   assert.ok(log);
+  const id = log.header.id;
   const replayed = await replayUpdates(log.records, NO_ATTACHMENTS, nullLogger, id);
   const order = replayed.map((update) =>
     update.sessionUpdate === "plan"
@@ -413,18 +403,9 @@ Deno.test("replay and restore: a tool call and its result with every optional fi
     { type: "tool_result", toolCallId: "c2", name: "run", content: "ok", isError: false },
     { type: "turn_end", stopReason: "end_turn" },
   ];
-  const store = new MemorySessionStore({ attachments: NO_ATTACHMENTS });
-  const id = crypto.randomUUID();
-  await store.create({
-    version: 1,
-    id,
-    cwd: "/work",
-    additionalDirectories: [],
-    createdAt: "2026-11-30T00:00:00.000Z",
-  });
-  await store.append(id, events, { sync: true });
-  const log = await store.load(id);
+  const log = await storedLog(events, NO_ATTACHMENTS);
   assert.ok(log);
+  const id = log.header.id;
   const restorer = new SessionRestorer({
     attachments: NO_ATTACHMENTS,
     logger: nullLogger,
