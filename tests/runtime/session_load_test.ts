@@ -6,7 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { appendFile, mkdir, readFile, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { NodeHost } from "../../src/host/node_host.ts";
 import { nullLogger } from "../../src/log/logger.ts";
@@ -18,6 +18,7 @@ import { RpcError, spawnAgent } from "../_helpers/acp_client.ts";
 import { RUNTIMES } from "../_helpers/runtimes.ts";
 import { startServer } from "../_helpers/server.ts";
 import { type TempDir, tempDir } from "../_helpers/temp_dir.ts";
+import { pollUntil } from "../_helpers/wait.ts";
 
 type Update = Record<string, unknown>;
 
@@ -218,6 +219,50 @@ Deno.test("session/load streams a large log on every runtime: all of it, in orde
       assert.deepEqual(agent.client.problems, [], runtime.name);
       assert.deepEqual(agent.impure, [], runtime.name);
     } finally {
+      agent.end();
+      await agent.exited;
+    }
+  }
+});
+
+Deno.test("a client that stops reading during a replay does not hold up the server: on every runtime, a session it creates meanwhile is written", async () => {
+  await using f = await fixture();
+  const { cwd, ids } = f;
+  const sessionsDir = join(f.dataDir, "sessions");
+  for (const runtime of RUNTIMES) {
+    const agent = spawnAgent(runtime.command, [...runtime.args, "--data-dir", f.dataDir], { cwd });
+    try {
+      await agent.client.initialize();
+      const before = new Set(await readdir(sessionsDir));
+      const loaded = agent.client.request("session/load", {
+        sessionId: ids.clean,
+        cwd,
+        mcpServers: [],
+      });
+      // Once the replay (megabytes) is under way, the client stops reading: the pipe fills.
+      await agent.client.waitFor(() => agent.client.updates(ids.clean).length > 0);
+      agent.child.stdout?.pause();
+      const created = agent.client.request<{ sessionId: string }>("session/new", {
+        cwd,
+        mcpServers: [],
+      });
+      // The new session's log is a file the server writes: no event of it reaches a client that
+      // reads nothing, so poll for it.
+      await pollUntil(
+        async () => (await readdir(sessionsDir)).some((name) => !before.has(name)),
+        { what: `${runtime.name}: the new session's log, written while stdout is full` },
+      );
+      agent.child.stdout?.resume();
+      await loaded;
+      const { sessionId } = await created;
+      assert.ok(!before.has(`${sessionId}.jsonl`), runtime.name);
+      sameUpdates(replayed(agent.client.frames, ids.clean).updates, f.expected, runtime.name);
+      await agent.client.request("session/close", { sessionId: ids.clean });
+      await agent.client.request("session/delete", { sessionId });
+      assert.deepEqual(agent.client.problems, [], runtime.name);
+    } finally {
+      // Reading again lets a server stuck on a full pipe finish its writes and exit.
+      agent.child.stdout?.resume();
       agent.end();
       await agent.exited;
     }
