@@ -156,6 +156,9 @@ export class Session {
     // creating one waits for no flush.
     if (!this.#options.restored) this.#outbox.record([this.#selection.configEvent()], false);
     else if (selectionChanged) this.#outbox.record([this.#selection.configEvent()], true);
+    // A restored session's repair (replayed to the client already) is in the store before the
+    // `session/load` or `session/resume` answer can go out.
+    if (this.#options.restored && (repair.length > 0 || selectionChanged)) this.#outbox.flush();
   }
 
   /**
