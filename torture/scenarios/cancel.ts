@@ -58,16 +58,10 @@ export const cancelRaces: Scenario = {
         updates: 8,
         next,
       });
-      const response = await server.response(prompt.id, 10_000);
-      if (response === undefined) {
-        if (!(await context.checkAnswers(server, `race ${n}`))) return;
-        context.fail("other", "hang", `race ${n}: no answer within 10 s of the cancel`);
-        continue;
-      }
-      const stopReason = (response.result as { stopReason?: string } | undefined)?.stopReason;
-      if (stopReason !== "cancelled" && stopReason !== "end_turn") {
-        context.fail("other", "bad-answer", `race ${n}: ${JSON.stringify(response)}`);
-      }
+      const answer = await raceAnswer(context, server, prompt.id, `race ${n}`);
+      if (answer === "dead") return;
+      if (answer === "hang") continue;
+      const { stopReason } = answer;
       if (variant === 0 && stopReason !== "cancelled") {
         context.fail(
           "other",
@@ -80,21 +74,7 @@ export const cancelRaces: Scenario = {
       const shown = server.updates(sessionId, before)
         .some((update) => update.sessionUpdate !== "available_commands_update");
       sessions.push({ sessionId, cwd, answered: stopReason === "end_turn" || shown ? [text] : [] });
-      // Nothing of the turn after its answer: give stragglers a moment by asking something else.
-      await server.call("session/list", { cwd }, 10_000);
-      const at = server.responseIndex(prompt.id);
-      const late = server.frames.slice(at + 1).filter((frame) =>
-        frame.method === "session/update" &&
-        (frame.params as { sessionId?: string }).sessionId === sessionId
-      );
-      if (late.length > 0) {
-        context.fail(
-          "other",
-          "update-after-answer",
-          `race ${n}: ${JSON.stringify(late[0]).slice(0, 200)}`,
-          late.length,
-        );
-      }
+      await checkNothingAfter(context, server, sessionId, prompt.id, `race ${n}`);
     }
     // Reload every session in a new process: what the client saw is all there.
     const live = new Map(sessions.map(({ sessionId }) => [sessionId, server.updates(sessionId)]));
@@ -120,6 +100,62 @@ export interface RaceTiming {
   readonly when: "with" | "updates" | "trips";
   readonly updates: number;
   readonly next: () => number;
+}
+
+/**
+ * Waits for a raced prompt's answer: `dead` when the server stopped answering altogether (the
+ * scenario ends: a crash is reported), `hang` when only this prompt is unanswered after 10 s
+ * (reported), else its stop reason, which must be `cancelled` or `end_turn` (reported if not).
+ */
+export async function raceAnswer(
+  context: ScenarioContext,
+  server: Server,
+  promptId: number,
+  label: string,
+): Promise<{ readonly stopReason: string | undefined } | "hang" | "dead"> {
+  const response = await server.response(promptId, 10_000);
+  if (response === undefined) {
+    if (!(await context.checkAnswers(server, label))) return "dead";
+    context.fail("other", "hang", `${label}: no answer within 10 s of the cancel`);
+    return "hang";
+  }
+  const stopReason = (response.result as { stopReason?: string } | undefined)?.stopReason;
+  if (stopReason !== "cancelled" && stopReason !== "end_turn") {
+    context.fail("other", "bad-answer", `${label}: ${JSON.stringify(response)}`);
+  }
+  return { stopReason };
+}
+
+/**
+ * Checks that nothing of a session's turn follows the prompt's answer: stragglers would arrive
+ * before the answer to a `session/list` sent after it.
+ */
+export async function checkNothingAfter(
+  context: ScenarioContext,
+  server: Server,
+  sessionId: string,
+  promptId: number,
+  label: string,
+): Promise<void> {
+  const list = server.request("session/list", {});
+  await server.write(list.frame);
+  await server.response(list.id, 10_000);
+  const late = server.frames.slice(
+    server.responseIndex(promptId) + 1,
+    server.responseIndex(list.id),
+  )
+    .filter((frame) =>
+      frame.method === "session/update" &&
+      (frame.params as { sessionId?: string }).sessionId === sessionId
+    );
+  if (late.length > 0) {
+    context.fail(
+      "other",
+      "update-after-answer",
+      `${label}: ${JSON.stringify(late[0]).slice(0, 200)}`,
+      late.length,
+    );
+  }
 }
 
 /**

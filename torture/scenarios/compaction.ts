@@ -12,7 +12,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Scenario, ScenarioContext } from "../context.ts";
 import { random, writeScript } from "../driver.ts";
-import { sendRacing } from "./cancel.ts";
+import { checkNothingAfter, raceAnswer, sendRacing } from "./cancel.ts";
 import { load } from "./kill.ts";
 
 type Update = Record<string, unknown>;
@@ -63,31 +63,10 @@ export const compaction: Scenario = {
         updates: 6,
         next,
       });
-      const response = await server.response(prompt.id, 10_000);
-      if (response === undefined) {
-        if (!(await context.checkAnswers(server, `race ${n}`))) return;
-        context.fail("other", "hang", `race ${n}: no answer within 10 s of the cancel`);
-        continue;
-      }
-      const stopReason = (response.result as { stopReason?: string } | undefined)?.stopReason;
-      if (stopReason !== "cancelled" && stopReason !== "end_turn") {
-        context.fail("other", "bad-answer", `race ${n}: ${JSON.stringify(response)}`);
-      }
-      // Nothing of the turn after its answer: stragglers would arrive before this round trip's.
-      const list = server.request("session/list", { cwd });
-      await server.write(list.frame);
-      await server.response(list.id, 10_000);
-      const late = server.frames.slice(
-        server.responseIndex(prompt.id) + 1,
-        server.responseIndex(list.id),
-      )
-        .filter((frame) =>
-          frame.method === "session/update" &&
-          (frame.params as { sessionId?: string }).sessionId === sessionId
-        );
-      if (late.length > 0) {
-        context.fail("other", "update-after-answer", `race ${n}: ${JSON.stringify(late[0])}`);
-      }
+      const answer = await raceAnswer(context, server, prompt.id, `race ${n}`);
+      if (answer === "dead") return;
+      if (answer === "hang") continue;
+      await checkNothingAfter(context, server, sessionId, prompt.id, `race ${n}`);
       // The session goes on (and compacts again).
       if (!(await ended(context, server, sessionId, `race ${n} after`))) continue;
       const outcome = compactions(server.updates(sessionId, from));
