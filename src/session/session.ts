@@ -77,13 +77,6 @@ export interface SessionOptions {
    * {@link Outbox}).
    */
   readonly defer?: (task: () => void) => void;
-  /**
-   * Settles once the session is written to the store, when that happens after it is made (a new
-   * session, written once its `session/new` is answered); rejects when it could not be. Until
-   * then its prompts wait for it (cancellable), so that every update the client sees follows
-   * its records in the log.
-   */
-  readonly created?: Promise<void>;
 }
 
 /**
@@ -106,7 +99,7 @@ export class Session {
   readonly #outbox: Outbox;
   readonly #turns: TurnRunner;
   #closing: Promise<void> | undefined;
-  /** {@link SessionOptions.created} until it resolves. */
+  /** What {@link start} was given as `created`, until it resolves. */
   #created: Promise<void> | undefined;
 
   /** @param options What the session is built from */
@@ -129,16 +122,11 @@ export class Session {
       options.defer,
     );
     this.#turns = buildTurnRunner(options, this.#outbox);
-    const created = options.created;
-    if (created) {
-      this.#created = created;
-      created.then(() => this.#created = undefined, () => {});
-    }
   }
 
   /**
-   * Settles once the session is written to the store (see {@link SessionOptions.created});
-   * `undefined` when it is. Requests that record and answer at once (a config change) wait for
+   * Settles once the session is written to the store (see {@link start}); `undefined` when it
+   * is. Requests that record and answer at once (a config change) wait for
    * it first.
    */
   get created(): Promise<void> | undefined {
@@ -148,8 +136,18 @@ export class Session {
   /**
    * Writes the events a new or restored session starts with: the initial selection for a new
    * one (or a restored one whose selection had to change), the repair of an interrupted turn.
+   *
+   * @param selectionChanged A restored session's selection had to change (a model gone)
+   * @param created Settles once a new session is written to the store, when that happens after
+   *   it is made (written once its `session/new` is answered); rejects when it could not be.
+   *   Until then its prompts wait for it (cancellable), so that every update the client sees
+   *   follows its records in the log.
    */
-  start(selectionChanged = false): void {
+  start(selectionChanged = false, created?: Promise<void>): void {
+    if (created) {
+      this.#created = created;
+      created.then(() => this.#created = undefined, () => {});
+    }
     const repair = this.#options.restored?.repair ?? [];
     if (repair.length > 0) this.#outbox.record(repair, true);
     // A new session's selection is made durable with its first commit point (its first prompt):

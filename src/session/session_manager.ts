@@ -167,12 +167,7 @@ export class SessionManager {
       ...(effort === undefined ? {} : { effort }),
     };
     // Tools first: a session whose MCP servers do not start is never recorded.
-    // Settled (in the deferred case) once the session is written; its prompts wait for it.
-    let written!: { resolve: () => void; reject: (error: unknown) => void };
-    const created = new Promise<void>((resolve, reject) => written = { resolve, reject });
-    created.catch(() => {});
-    const deferred = store instanceof DeferredCreationStore;
-    const built = await this.#build(id, params, selection, deferred ? created : undefined);
+    const built = await this.#build(id, params, selection);
     const header: SessionHeader = {
       version: 1,
       id,
@@ -180,24 +175,24 @@ export class SessionManager {
       additionalDirectories: params.additionalDirectories,
       createdAt: new Date(now()).toISOString(),
     };
-    let lease: Promise<SessionLease>;
     if (store instanceof DeferredCreationStore) {
-      // Written once this task is done (after the answer): see DeferredCreationStore.
-      lease = store.createLeased(header);
-      lease.then(() => written.resolve(), (error: unknown) => {
-        this.#options.logger.error("cannot create the session's log", { sessionId: id, error });
-        written.reject(error);
-      });
-    } else {
-      try {
-        lease = Promise.resolve(await createLeased(store, header));
-      } catch (error) {
-        await built.disposer.dispose();
-        throw error;
-      }
+      // Written once this task is done (after the answer): its prompts wait for it.
+      const lease = store.createLeased(header);
+      lease.catch((error: unknown) =>
+        this.#options.logger.error("cannot create the session's log", { sessionId: id, error })
+      );
+      built.session.start(false, lease.then(() => {}));
+      return await this.#register(built, lease);
+    }
+    let lease: SessionLease;
+    try {
+      lease = await createLeased(store, header);
+    } catch (error) {
+      await built.disposer.dispose();
+      throw error;
     }
     built.session.start();
-    return await this.#register(built, lease);
+    return await this.#register(built, Promise.resolve(lease));
   }
 
   /**
@@ -464,14 +459,10 @@ export class SessionManager {
     id: string,
     params: CreateSessionOptions,
     selection: Selection,
-    created?: Promise<void>,
   ): Promise<Built> {
     const { equipment, disposer } = await this.#equipment(id, params);
     try {
-      return {
-        session: this.#session(id, params, selection, equipment, undefined, created),
-        disposer,
-      };
+      return { session: this.#session(id, params, selection, equipment), disposer };
     } catch (error) {
       await disposer.dispose();
       throw error;
@@ -535,7 +526,6 @@ export class SessionManager {
     selection: Selection,
     equipment: Equipment,
     restored?: RestoredSession,
-    created?: Promise<void>,
   ): Session {
     const { catalog, host, logger, now, sinkFor, workspaceFor, ask, retry, config } = this.#options;
     return new Session({
@@ -563,7 +553,6 @@ export class SessionManager {
       attachments: this.#options.attachments,
       ...(restored ? { restored } : {}),
       ...(this.#options.defer ? { defer: this.#options.defer } : {}),
-      ...(created ? { created } : {}),
     });
   }
 }
