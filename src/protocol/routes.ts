@@ -65,10 +65,11 @@ export function agentApp(connection: ConnectionContext): AgentApp {
     )
     .onRequest(
       methods.agent.session.setConfigOption,
-      ({ params }) => sessions((side) => side.setConfigOption(connection, params)),
+      // Tracked: a change to a session still being written waits for the write.
+      ({ params }) => track(sessions((side) => side.setConfigOption(connection, params))),
     )
     .onRequest(
       methods.agent.session.setMode,
-      ({ params }) => sessions((side) => side.setMode(connection, params)),
+      ({ params }) => track(sessions((side) => side.setMode(connection, params))),
     );
 }

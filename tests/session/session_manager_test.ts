@@ -189,7 +189,7 @@ function deferredManager(inner = new MemorySessionStore()) {
   };
 }
 
-Deno.test("SessionManager.create() on a DeferredCreationStore: the session is written after, and a prompt, a config change and the list wait for it", async () => {
+Deno.test("SessionManager.create() on a DeferredCreationStore: the session is written after, and a prompt and the list wait for it", async () => {
   const { sessions, inner, updates, run } = deferredManager();
   const session = await sessions.create(ROOTS);
   assert.equal(await inner.exists(session.id), false, "not written yet");

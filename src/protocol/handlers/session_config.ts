@@ -4,6 +4,7 @@ import type {
   SetSessionModeRequest,
   SetSessionModeResponse,
 } from "@agentclientprotocol/sdk";
+import type { Session } from "../../session/session.ts";
 import type { ConnectionContext } from "../connection.ts";
 import { invalid, toRequestError } from "../request_errors.ts";
 
@@ -17,16 +18,18 @@ import { invalid, toRequestError } from "../request_errors.ts";
 export function setConfigOption(
   connection: ConnectionContext,
   params: SetSessionConfigOptionRequest,
-): SetSessionConfigOptionResponse {
+): SetSessionConfigOptionResponse | Promise<SetSessionConfigOptionResponse> {
   const session = connection.requireSession(params.sessionId);
   if ("type" in params && params.type === "boolean") {
     throw invalid(`type: config option "${params.configId}" is a select; send a string value`);
   }
-  try {
-    return { configOptions: session.setConfigOption(params.configId, params.value) };
-  } catch (error) {
-    throw toRequestError(error);
-  }
+  return afterCreated(session, () => {
+    try {
+      return { configOptions: session.setConfigOption(params.configId, params.value) };
+    } catch (error) {
+      throw toRequestError(error);
+    }
+  });
 }
 
 /**
@@ -39,12 +42,23 @@ export function setConfigOption(
 export function setMode(
   connection: ConnectionContext,
   params: SetSessionModeRequest,
-): SetSessionModeResponse {
+): SetSessionModeResponse | Promise<SetSessionModeResponse> {
   const session = connection.requireSession(params.sessionId);
-  try {
-    session.setMode(params.modeId);
-  } catch (error) {
-    throw toRequestError(error);
-  }
-  return {};
+  return afterCreated(session, () => {
+    try {
+      session.setMode(params.modeId);
+    } catch (error) {
+      throw toRequestError(error);
+    }
+    return {};
+  });
+}
+
+/**
+ * Runs `apply` at once, or once a new session is written to the store: a config change is
+ * recorded and shown together, and its update must not go out before the session's log exists.
+ */
+function afterCreated<R>(session: Session, apply: () => R): R | Promise<R> {
+  const created = session.created;
+  return created === undefined ? apply() : created.then(apply);
 }
