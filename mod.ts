@@ -62,6 +62,7 @@ export type {
   AppendFileOptions,
   AppendFileSyncOptions,
   DirEntry,
+  FileIdentity,
   FileInfo,
   HostClock,
   HostDurableFiles,

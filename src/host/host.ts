@@ -25,6 +25,14 @@ export interface FileInfo {
   readonly dev?: number;
 }
 
+/** A file's identity: its device and inode. */
+export interface FileIdentity {
+  /** The device the file is on. */
+  readonly dev: number;
+  /** The file's inode number on that device. */
+  readonly ino: number;
+}
+
 /** One directory entry. */
 export interface DirEntry {
   /** File name, without the directory. */
@@ -191,7 +199,7 @@ export interface HostDurableFiles {
    *
    * @returns Whether it was removed (`false` when missing or another file)
    */
-  removeIfSameFileSync(path: string, file: { readonly dev: number; readonly ino: number }): boolean;
+  removeIfSameFileSync(path: string, file: FileIdentity): boolean;
   /** Cuts a file to `length` bytes. */
   truncate(path: string, length: number, options?: SyncOptions): Promise<void>;
   /** Flushes a directory's entries (after a create or rename) to disk; best effort, never rejects. */

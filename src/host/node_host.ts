@@ -19,6 +19,7 @@ import type {
   AppendFileOptions,
   AppendFileSyncOptions,
   DirEntry,
+  FileIdentity,
   FileInfo,
   Host,
   HostOptions,
@@ -366,7 +367,7 @@ export class NodeHost implements Host {
   /** Removes `file` if it is still the file `expected` (device and inode). */
   removeIfSameFileSync(
     file: string,
-    expected: { readonly dev: number; readonly ino: number },
+    expected: FileIdentity,
   ): boolean {
     const { lstatSync, unlinkSync } = fsSync();
     const info = lstatSync(file, { throwIfNoEntry: false });

@@ -1,12 +1,13 @@
 /**
  * Lock files: `{pid, hostname, time, nonce}` created with `O_EXCL` (or, for a holder's further
- * locks, as hard links to its first: the same content without a new file). A lock whose process is dead
- * (same host) is taken over under a second exclusive "takeover" file, so two processes never both
- * win the same stale lock; the lock path itself never disappears during a takeover (temp + rename).
+ * locks, as hard links to one it holds: the same content without a new file). A lock whose
+ * process is dead (same host) is taken over under a second exclusive "takeover" file, so two
+ * processes never both win the same stale lock; the lock path itself never disappears during a
+ * takeover (temp + rename).
  *
  * @module
  */
-import type { Host } from "../host/host.ts";
+import type { FileIdentity, Host } from "../host/host.ts";
 import { isNotFound, isObject, sleep } from "./_common.ts";
 
 /** An unparsable lock younger than this is being written (create, then write): wait for it. */
@@ -23,12 +24,6 @@ export interface LockOwner {
   readonly time: string;
   /** Distinguishes two holders within one process (same pid). */
   readonly nonce: string;
-}
-
-/** A file's device and inode. */
-export interface FileIdentity {
-  readonly dev: number;
-  readonly ino: number;
 }
 
 /** The outcome of {@link tryLock}. */

@@ -72,11 +72,6 @@ export class DeferredCreationStore implements SessionStore {
     this.#defer = defer;
   }
 
-  /** The store written to. */
-  get inner(): SessionStore {
-    return this.#inner;
-  }
-
   /** How many creations are under way. */
   get pending(): number {
     return this.#pending.size;
