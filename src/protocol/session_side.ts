@@ -107,15 +107,12 @@ function replayFrames(
   sessionId: string,
   write: (frames: Uint8Array) => Promise<void>,
 ): ReplayFrameSink {
-  const encoder = new TextEncoder();
   const method = JSON.stringify(methods.client.session.update);
   return {
-    head: encoder.encode(
-      `{"jsonrpc":"2.0","method":${method},"params":{"sessionId":${
-        JSON.stringify(sessionId)
-      },"update":`,
-    ),
-    tail: encoder.encode("}}\n"),
+    head: `{"jsonrpc":"2.0","method":${method},"params":{"sessionId":${
+      JSON.stringify(sessionId)
+    },"update":`,
+    tail: "}}\n",
     write,
   };
 }

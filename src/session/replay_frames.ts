@@ -8,10 +8,10 @@ import type { SessionUpdate } from "../protocol/acp_types.ts";
 
 /** Where a replay can write its notifications already framed. */
 export interface ReplayFrameSink {
-  /** A notification's bytes before its update's JSON (`{"jsonrpc":"2.0",…,"update":`). */
-  readonly head: Uint8Array;
-  /** A notification's bytes after its update's JSON, the newline included (`}}` and `\n`). */
-  readonly tail: Uint8Array;
+  /** A notification's text before its update's JSON (`{"jsonrpc":"2.0",…,"update":`). */
+  readonly head: string;
+  /** A notification's text after its update's JSON, the newline included (`}}` and `\n`). */
+  readonly tail: string;
   /**
    * Writes whole notifications (each a JSON text and a newline), in order with everything else
    * the connection writes.
@@ -23,7 +23,6 @@ export interface ReplayFrameSink {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 /**
  * The notifications of a replay, built batch by batch: each is the sink's envelope around its
@@ -34,10 +33,9 @@ const decoder = new TextDecoder();
  * ```ts
  * import assert from "node:assert/strict";
  * import { ReplayFrames } from "./replay_frames.ts";
- * const encoder = new TextEncoder();
  * const frames = new ReplayFrames({
- *   head: encoder.encode('{"method":"session/update","params":{"sessionId":"s1","update":'),
- *   tail: encoder.encode("}}\n"),
+ *   head: '{"method":"session/update","params":{"sessionId":"s1","update":',
+ *   tail: "}}\n",
  * });
  * frames.update({ sessionUpdate: "session_info_update", title: "Fix it" });
  * assert.deepEqual(JSON.parse(new TextDecoder().decode(frames.take())), {
@@ -53,8 +51,8 @@ export class ReplayFrames {
 
   /** @param sink The envelope of each notification */
   constructor(sink: Pick<ReplayFrameSink, "head" | "tail">) {
-    this.#head = decoder.decode(sink.head);
-    this.#tail = decoder.decode(sink.tail);
+    this.#head = sink.head;
+    this.#tail = sink.tail;
   }
 
   /** Whether nothing was built since the last {@link take}. */

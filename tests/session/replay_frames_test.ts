@@ -2,18 +2,15 @@ import assert from "node:assert/strict";
 import type { SessionUpdate } from "../../src/protocol/acp_types.ts";
 import { ReplayFrames } from "../../src/session/replay_frames.ts";
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /** A sink whose envelope has a non-ASCII session id, as a real one could not but a test may. */
 function frames(sessionId: string): ReplayFrames {
   return new ReplayFrames({
-    head: encoder.encode(
-      `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":${
-        JSON.stringify(sessionId)
-      },"update":`,
-    ),
-    tail: encoder.encode("}}\n"),
+    head: `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":${
+      JSON.stringify(sessionId)
+    },"update":`,
+    tail: "}}\n",
   });
 }
 
