@@ -365,24 +365,15 @@ function restoreRecord(state: RestoreState, record: StoredRecord | StoredEvent):
     case "tool_result": {
       state.pendingCalls.delete(record.toolCallId);
       const parts = storedToolParts(record);
-      state.history.push(
-        parts
-          ? {
-            role: "tool",
-            toolCallId: record.toolCallId,
-            name: record.name,
-            content: record.content,
-            parts,
-            isError: record.isError,
-          }
-          : {
-            role: "tool",
-            toolCallId: record.toolCallId,
-            name: record.name,
-            content: record.content,
-            isError: record.isError,
-          },
-      );
+      const message: Mutable<Extract<LlmMessage, { role: "tool" }>> = {
+        role: "tool",
+        toolCallId: record.toolCallId,
+        name: record.name,
+        content: record.content,
+        isError: record.isError,
+      };
+      if (parts) message.parts = parts;
+      state.history.push(message);
       break;
     }
     case "permission":
