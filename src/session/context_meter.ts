@@ -7,8 +7,6 @@
 import type { RequestParts } from "../agent/run_turn.ts";
 import type { LlmMessage, LlmToolSpec, LlmUsage } from "../llm/provider.ts";
 
-export type { RequestParts };
-
 /** Tokens an image is taken to cost when nothing better is known. */
 const IMAGE_TOKENS = 1_500;
 /** Tokens of framing per message (role, separators). */
