@@ -820,8 +820,11 @@ async function measureStartup(runtime: Runtime, result: RuntimeResult): Promise<
 interface BuildLine {
   /** How the report names it. */
   readonly label: string;
-  /** The runtime, or `binary`: ours and bare of the same key are compared. */
-  readonly key: Runtime | "binary";
+  /**
+   * The runtime, `binary`, or a runtime running a bundle (`deno bundle`, `bun bundle`): ours and
+   * bare of the same key are compared.
+   */
+  readonly key: Runtime | "binary" | "deno bundle" | "bun bundle";
   readonly kind: Kind;
   readonly line: CommandLine;
   /** The executable's size, for the compiled binaries. */
@@ -863,6 +866,27 @@ function buildLines(): BuildLine[] {
     }
   };
   each("ours", { deno: "`deno run -A mod.ts`", node: "`node dist/cli.js`", bun: "`bun mod.ts`" });
+  // The bundles on Deno and Bun, against the bare agent's bundle run the same way.
+  const bundles = (kind: Kind, entry: string, label: (runtime: string) => string): void => {
+    const env = kind === "ours" ? ours : {};
+    if (settings.runtimes.includes("deno")) {
+      lines.push({
+        label: label("deno run -A"),
+        key: "deno bundle",
+        kind,
+        line: { command: DENO, args: ["run", "-A", entry], env },
+      });
+    }
+    if (settings.runtimes.includes("bun")) {
+      lines.push({
+        label: label("bun"),
+        key: "bun bundle",
+        kind,
+        line: { command: BUN, args: [entry], env },
+      });
+    }
+  };
+  bundles("ours", "dist/cli.js", (run) => `\`${run} dist/cli.js\``);
   if (typeof compiled !== "string") {
     const { path, bytes } = compiled.bare;
     lines.push({
@@ -878,6 +902,7 @@ function buildLines(): BuildLine[] {
     node: "bare: `node` bundle",
     bun: "bare: `bun bare_agent.ts`",
   });
+  bundles("bare", BARE_BUNDLE, (run) => `bare: \`${run}\` bundle`);
   return lines;
 }
 
@@ -1849,7 +1874,9 @@ function renderBuildSection(builds: readonly BuildStartup[] | string): string {
     "--bytecode`: the Bun runtime and the bundled program in one file that needs no " +
     "`node_modules`) into `.bench-tmp/bin/` before the run" +
     (buildSeconds === undefined ? "" : `, ours in ${buildSeconds.toFixed(1)} s`) +
-    "; the bare one is `bench/bare_agent.ts` compiled the same way. Ratio to bare: ours over " +
+    "; the bare one is `bench/bare_agent.ts` compiled the same way. The bundles on Deno and Bun " +
+    "are `dist/cli.js` (ours: it runs each runtime's own entry) and the bare agent's Node.js " +
+    "bundle, run with `deno run -A` and `bun`. Ratio to bare: ours over " +
     "the bare agent run the same way. Session/new: spawn → `session/new` response; exit after " +
     "EOF: stdin closed → process exit; idle RSS: VmHWM after `session/new`. The size is the " +
     "executable's (Node.js, Deno and Bun themselves are not counted for the other rows). " +

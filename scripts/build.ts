@@ -1,7 +1,7 @@
 /**
- * Bundles the Node.js entry point into minified ESM, `dist/cli.js`, runnable with
- * `node dist/cli.js` on Node.js 20+. One bundle starts much faster than loading the SDK and zod
- * module by module. Code loaded on demand (the session side of a connection, the built-in tools,
+ * Bundles the CLI entry point into minified ESM, `dist/cli.js`, runnable with `node dist/cli.js`
+ * on Node.js 20+ (and with `deno run -A` or `bun`: each runtime's own entry is a chunk of its own).
+ * One bundle starts much faster than loading the SDK and zod module by module. Code loaded on demand (the session side of a connection, the built-in tools,
  * the MCP client, the HTTP transport, ...) goes in chunks under `dist/chunks/`, so start-up does
  * not read it; what start-up does read is `cli.js` and one shared chunk (see
  * {@link startupChunkPlugin}).

@@ -9,6 +9,8 @@
  * - `--die-after-calls=N`: exit with code 1, unanswered, when the (N+1)th `tools/call` arrives.
  * - `--spawn-grandchild`: start `/bin/sh -c 'sleep 1000; exit 0' fake-mcp-grandchild MARKER` in
  *   this process's group (not detached, stdio ignored); the `grandchild_pid` tool tells its pid.
+ * - `--prompts-only`: advertise prompts but no tools (the MCP client then logs a warning of its own
+ *   when asked for the tools).
  * - `--marker=TEXT`: not used, so tests can find the process by its command line (the grandchild
  *   carries it too, in its argv and as `FAKE_MCP_MARKER` in its environment).
  *
@@ -270,7 +272,9 @@ function serve() {
           id,
           result: {
             protocolVersion: SUPPORTED_VERSIONS.includes(asked) ? asked : PROTOCOL_VERSION,
-            capabilities: { tools: { listChanged: true }, prompts: { listChanged: false } },
+            capabilities: flag("prompts-only")
+              ? { prompts: { listChanged: false } }
+              : { tools: { listChanged: true }, prompts: { listChanged: false } },
             serverInfo: { name: "fake", version: "1.0.0" },
           },
         });

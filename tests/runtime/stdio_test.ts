@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { exitWithin, spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
-import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
+import { fakeStdio } from "../_helpers/mcp_servers.ts";
+import { BUN, DENO, ROOT, type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
 
 /** A test's workspace (with a script that hangs, and the data home), removed on dispose. */
@@ -197,3 +198,31 @@ Deno.test("deno: bad values in flags, environment and config file exit 2 naming 
     assert.match(agent.stderr().split("\n")[0] ?? "", pattern);
   }
 });
+
+/** Every way to start the server: the three runtimes, and the bundle on Deno and Bun too. */
+const ENTRIES: readonly Runtime[] = [
+  ...RUNTIMES,
+  { name: "deno", command: DENO, args: ["run", "-A", `${ROOT}dist/cli.js`] },
+  { name: "bun", command: BUN, args: [`${ROOT}dist/cli.js`] },
+];
+
+for (const entry of ENTRIES) {
+  const how = entry.args.at(-1)?.replace(ROOT, "");
+  Deno.test(`${entry.name} ${how}: what a library prints with console.log or console.debug goes to stderr, not among the frames`, async () => {
+    await using ws = await workspaceDir();
+    const agent = ws.start(entry);
+    // The bundle once left the console alone: the MCP client's console.debug about a server
+    // without tools went to stdout, in the middle of the protocol.
+    const closed = new Promise((resolve) => agent.child.once("close", resolve));
+    await agent.client.initialize();
+    const fake = fakeStdio("--prompts-only");
+    await agent.client.newSession(ws.path, {
+      mcpServers: [{ name: "prompts", command: fake.command, args: fake.args, env: [] }],
+    });
+    agent.end();
+    assert.equal(await exitWithin(agent, 20_000), 0, agent.stderr());
+    await closed;
+    assert.deepEqual(agent.impure, [], "stdout carries frames only");
+    assert.match(agent.stderr(), /listTools\(\) called but server does not advertise tools/);
+  });
+}
