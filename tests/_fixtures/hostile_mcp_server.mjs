@@ -29,6 +29,7 @@
  * - `many-blocks`: `poke` answers 10,000 content blocks of every known type.
  * - `unknown-blocks`: `poke` answers content blocks of unknown types and malformed ones.
  * - `never-answers`: `tools/call` is never answered.
+ * - `no-tools`: advertises no tools capability (a prompts-less, tools-less server).
  * - `immortal`: ignores stdin EOF, SIGTERM, SIGINT and SIGHUP, and starts a child (same process
  *   group) that ignores them too.
  * - `exit-mid-call`: on `tools/call` writes half an answer and exits with code 1.
@@ -409,7 +410,11 @@ function onRequest(id, method, params) {
           protocolVersion: mode === "bad-version"
             ? "1999-01-01"
             : params?.protocolVersion ?? "2025-06-18",
-          capabilities: { tools: { listChanged: true }, logging: {} },
+          // `no-tools` advertises none: the MCP client, asked for them anyway, prints a
+          // `console.debug` of its own, which must not reach the agent's stdout.
+          capabilities: mode === "no-tools"
+            ? { logging: {} }
+            : { tools: { listChanged: true }, logging: {} },
           serverInfo: { name: `hostile-${mode}`, version: "0.0.0" },
         },
       });

@@ -2,7 +2,7 @@
  * Hostile MCP servers (tests/_fixtures/hostile_mcp_server.mjs, one `--mode` per case): garbage on
  * stdout, a 70 MiB line, 5,000 tools, endless pages, schema bombs, a ReDoS output schema, 50 MiB
  * and 10,000-block results, unknown content, a call never answered, a server that ignores EOF and
- * SIGTERM (with a child that does too), one that exits mid-call, notification floods, a
+ * SIGTERM (with a child that does too), one that exits mid-call, one with no tools capability, notification floods, a
  * `list_changed` loop, server-to-client requests, bad `initialize` answers and none at all. For
  * each: the agent keeps serving, the prompt ends (or `session/new` fails with -32603 naming the
  * server), every frame is JSON-RPC and matches the ACP schema, nothing carrying the case's marker
@@ -67,6 +67,8 @@ const MODES: readonly Mode[] = [
   { name: "many-blocks", calls: ["poke"], outcome: "completed" },
   { name: "unknown-blocks", calls: ["poke"], outcome: "any" },
   { name: "never-answers", calls: ["poke"], cancel: true, test: true },
+  // Nothing to call; the MCP client's own console output about it stays off the agent's stdout.
+  { name: "no-tools", test: true },
   { name: "immortal", calls: ["poke"], outcome: "completed", test: true },
   { name: "exit-mid-call", calls: ["poke", "poke"], outcome: "failed", test: true },
   { name: "flood", calls: ["poke"], outcome: "completed" },
