@@ -186,7 +186,16 @@ function handle(connection: Connection): AgentServerConnection {
   };
 }
 
-/** The default tool set: the built-in tools, imported with the first session that needs them. */
-async function builtinToolsFor(): Promise<readonly Tool[]> {
-  return (await import("../tools/builtin_tools.ts")).builtinTools();
+/** The built-in tools, once imported. */
+let builtins: Promise<readonly Tool[]> | undefined;
+
+/**
+ * The default tool set: the built-in tools, imported with the first session that needs them (and
+ * that import shared by every later session, which would otherwise each wait for an `import()`).
+ */
+function builtinToolsFor(): Promise<readonly Tool[]> {
+  builtins ??= import("../tools/builtin_tools.ts").then((module) => module.builtinTools());
+  // A failed import is tried again by the next session.
+  builtins.catch(() => builtins = undefined);
+  return builtins;
 }
