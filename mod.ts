@@ -123,6 +123,7 @@ export {
 } from "./src/store/store_errors.ts";
 export {
   type AppendOptions,
+  type CreateOptions,
   InvalidCursorError,
   type ListOptions,
   type LoadedSession,

@@ -73,8 +73,7 @@ export class SessionSelection {
 
   /** The record of the current selection. */
   configEvent(): StoredEvent {
-    const { model, mode, effort } = this.#selection;
-    return { type: "config", model, mode, ...(effort === undefined ? {} : { effort }) };
+    return configEvent(this.#selection);
   }
 
   /**
@@ -147,4 +146,14 @@ export function turnEffort(pinned: Selection, model: ModelInfo): string | undefi
   return chosen !== undefined && effortValues(model).includes(chosen) && chosen !== DEFAULT_EFFORT
     ? chosen
     : undefined;
+}
+
+/**
+ * The record of a selection (`config`): what a session restores its model, mode and effort from.
+ *
+ * @param selection The selection
+ * @returns The event
+ */
+export function configEvent({ model, mode, effort }: Selection): StoredEvent {
+  return { type: "config", model, mode, ...(effort === undefined ? {} : { effort }) };
 }

@@ -79,6 +79,24 @@ export interface SessionOptions {
   readonly defer?: (task: () => void) => void;
 }
 
+/** How a session starts: see {@link Session.start}. */
+export interface SessionStart {
+  /** A restored session's selection had to change (a model gone). */
+  readonly selectionChanged?: boolean;
+  /**
+   * Settles once a new session is written to the store, when that happens after it is made
+   * (written once its `session/new` is answered); rejects when it could not be. Until then its
+   * prompts wait for it (cancellable), so that every update the client sees follows its records
+   * in the log.
+   */
+  readonly created?: Promise<void>;
+  /**
+   * A new session's selection was stored with the session (the store's `create` events), so it
+   * is not recorded again.
+   */
+  readonly selectionStored?: boolean;
+}
+
 /**
  * One ACP session: its conversation, its selection, its one prompt slot and its ordered updates.
  * A facade over the units that do the work: {@link PromptSlot} (one turn at a time),
@@ -135,15 +153,13 @@ export class Session {
 
   /**
    * Writes the events a new or restored session starts with: the initial selection for a new
-   * one (or a restored one whose selection had to change), the repair of an interrupted turn.
+   * one (unless it was stored with the session), or for a restored one whose selection had to
+   * change, and the repair of an interrupted turn.
    *
-   * @param selectionChanged A restored session's selection had to change (a model gone)
-   * @param created Settles once a new session is written to the store, when that happens after
-   *   it is made (written once its `session/new` is answered); rejects when it could not be.
-   *   Until then its prompts wait for it (cancellable), so that every update the client sees
-   *   follows its records in the log.
+   * @param options What the session starts from
    */
-  start(selectionChanged = false, created?: Promise<void>): void {
+  start(options: SessionStart = {}): void {
+    const { selectionChanged = false, created } = options;
     if (created) {
       this.#created = created;
       created.then(() => this.#created = undefined, () => {});
@@ -152,8 +168,9 @@ export class Session {
     if (repair.length > 0) this.#outbox.record(repair, true);
     // A new session's selection is made durable with its first commit point (its first prompt):
     // creating one waits for no flush.
-    if (!this.#options.restored) this.#outbox.record([this.#selection.configEvent()], false);
-    else if (selectionChanged) this.#outbox.record([this.#selection.configEvent()], true);
+    if (!this.#options.restored) {
+      if (!options.selectionStored) this.#outbox.record([this.#selection.configEvent()], false);
+    } else if (selectionChanged) this.#outbox.record([this.#selection.configEvent()], true);
     // A restored session's repair (replayed to the client already) is in the store before the
     // `session/load` or `session/resume` answer can go out.
     if (this.#options.restored && (repair.length > 0 || selectionChanged)) this.#outbox.flush();

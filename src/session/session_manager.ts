@@ -23,6 +23,7 @@ import type { Tool } from "../tools/tool.ts";
 import { ToolSet } from "../tools/tool_set.ts";
 import type { Workspace } from "../tools/workspace.ts";
 import { initialEffort, type Selection } from "./config_options.ts";
+import { configEvent } from "./selection.ts";
 import { type PermissionAsker, Session, SessionStateError } from "./session.ts";
 import type { SessionCommands } from "./session_commands.ts";
 import { SessionDisposer } from "./session_disposer.ts";
@@ -175,23 +176,25 @@ export class SessionManager {
       additionalDirectories: params.additionalDirectories,
       createdAt: new Date(now()).toISOString(),
     };
+    // The initial selection is stored with the header: one write for a new session.
+    const events = [configEvent(selection)];
     if (store instanceof DeferredCreationStore) {
       // Written once this task is done (after the answer): its prompts wait for it.
-      const lease = store.createLeased(header);
+      const lease = store.createLeased(header, events);
       lease.catch((error: unknown) =>
         this.#options.logger.error("cannot create the session's log", { sessionId: id, error })
       );
-      built.session.start(false, lease.then(() => {}));
+      built.session.start({ created: lease.then(() => {}), selectionStored: true });
       return await this.#register(built, lease);
     }
     let lease: SessionLease;
     try {
-      lease = await createLeased(store, header);
+      lease = await createLeased(store, header, events);
     } catch (error) {
       await built.disposer.dispose();
       throw error;
     }
-    built.session.start();
+    built.session.start({ selectionStored: true });
     return await this.#register(built, Promise.resolve(lease));
   }
 
@@ -234,7 +237,7 @@ export class SessionManager {
         // Lets go of the log (when the replay failed part-way) before the lease goes.
         await stream.close();
       }
-      reopened.built.session.start(reopened.fellBack);
+      reopened.built.session.start({ selectionChanged: reopened.fellBack });
       const held = lease;
       lease = undefined;
       return await this.#register(reopened.built, Promise.resolve(held));

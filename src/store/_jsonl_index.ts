@@ -137,7 +137,9 @@ export class JsonlIndex {
    *   cache of the logs)
    */
   created(id: string, state: LogState): Promise<void> {
-    if (this.#file !== undefined) this.#index.applyAll([updateLine(id, state, [])]);
+    if (this.#file !== undefined) {
+      this.#index.applyAll([updateLine(id, state, [...state.unindexed])]);
+    }
     return this.flush(id, false);
   }
 

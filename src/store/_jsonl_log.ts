@@ -137,24 +137,27 @@ export class JsonlLogs {
   }
 
   /**
-   * Writes a new log holding the header with one exclusive create and write (in the operating
-   * system's hands when this resolves; off the main thread, as creating a file can cost a
-   * millisecond of kernel time) and remembers it. Nothing is flushed yet: the
-   * log's first commit point ({@link sync}) flushes the header with its records, and the
+   * Writes a new log holding the header, and `events` as records after it, with one exclusive
+   * create and write (in the operating system's hands when this resolves; off the main thread, as
+   * creating a file can cost a millisecond of kernel time) and remembers it. Nothing is flushed
+   * yet: the log's first commit point ({@link sync}) flushes the header with its records, and the
    * directory entry with those of the other logs it finds unflushed (one directory `fsync`).
    *
    * @param flushAlso What else the first commit point must make durable (the index line)
+   * @param events Written as records after the header, as {@link write} would
    * @returns The log's state
    * @throws {SessionExistsError} The log exists
    */
-  async create(header: SessionHeader, flushAlso: () => Promise<void>): Promise<LogState> {
+  async create(
+    header: SessionHeader,
+    flushAlso: () => Promise<void>,
+    events: readonly StoredEvent[] = [],
+  ): Promise<LogState> {
     const { id } = header;
-    const text = JSON.stringify(header) + "\n";
-    if (!await this.#host.createExclusive(this.path(id), text)) throw new SessionExistsError(id);
     const state: LogState = {
       header,
       seq: 0,
-      size: new TextEncoder().encode(text).byteLength,
+      size: 0,
       updatedAt: new Date(header.createdAt).toISOString(),
       title: undefined,
       attachments: new Set(),
@@ -164,6 +167,11 @@ export class JsonlLogs {
       indexDirty: true,
       revision: 0,
     };
+    const records = this.#records(state, events);
+    const bytes = new TextEncoder().encode(JSON.stringify(header) + "\n" + (records?.text ?? ""));
+    if (!await this.#host.createExclusive(this.path(id), bytes)) throw new SessionExistsError(id);
+    state.size = bytes.byteLength;
+    if (records) records.apply(0);
     state.creation = () => Promise.all([this.#syncDirSoon(), flushAlso()]).then(() => {});
     this.states.set(id, state);
     return state;
@@ -176,6 +184,31 @@ export class JsonlLogs {
    * @throws {SessionNotFoundError} The log is gone; other write errors as they are
    */
   write(id: string, state: LogState, events: readonly StoredEvent[]): WriteResult | undefined {
+    const records = this.#records(state, events);
+    if (records === undefined) return undefined;
+    const bytes = new TextEncoder().encode(records.text);
+    try {
+      this.#host.appendFileSync(this.path(id), bytes, { create: false });
+    } catch (error) {
+      // The tail may now be torn: forget what we knew, the next append re-reads (and repairs).
+      this.states.delete(id);
+      if (isNotFound(error)) throw new SessionNotFoundError(id);
+      throw error;
+    }
+    return { now: records.now, changed: records.apply(bytes.byteLength) };
+  }
+
+  /**
+   * The records of `events` after the log's last (`{...event, seq, time}`, one line each), and
+   * how to update `state` once they are written.
+   *
+   * @returns The lines, and `apply(bytes)` (the bytes written) telling whether the title or the
+   *   references changed; `undefined` for no events
+   */
+  #records(
+    state: LogState,
+    events: readonly StoredEvent[],
+  ): { text: string; now: number; apply(bytes: number): boolean } | undefined {
     if (events.length === 0) return undefined;
     const now = this.#host.now();
     const time = new Date(now).toISOString();
@@ -186,28 +219,22 @@ export class JsonlLogs {
       text += JSON.stringify({ ...event, seq: state.seq + offset + 1, time }) + "\n";
       collectFacts(event, references, (value) => title = value);
     }
-    const bytes = new TextEncoder().encode(text);
-    try {
-      this.#host.appendFileSync(this.path(id), bytes, { create: false });
-    } catch (error) {
-      // The tail may now be torn: forget what we knew, the next append re-reads (and repairs).
-      this.states.delete(id);
-      if (isNotFound(error)) throw new SessionNotFoundError(id);
-      throw error;
-    }
-    state.seq += events.length;
-    state.size += bytes.byteLength;
-    if (time > state.updatedAt) state.updatedAt = time;
-    let added = false;
-    for (const sha of references) {
-      if (state.attachments.has(sha)) continue;
-      state.attachments.add(sha);
-      state.unindexed.add(sha);
-      added = true;
-    }
-    const retitled = title !== state.title;
-    state.title = title;
-    return { now, changed: retitled || added };
+    const apply = (bytes: number): boolean => {
+      state.seq += events.length;
+      state.size += bytes;
+      if (time > state.updatedAt) state.updatedAt = time;
+      let added = false;
+      for (const sha of references) {
+        if (state.attachments.has(sha)) continue;
+        state.attachments.add(sha);
+        state.unindexed.add(sha);
+        added = true;
+      }
+      const retitled = title !== state.title;
+      state.title = title;
+      return retitled || added;
+    };
+    return { text, now, apply };
   }
 
   /**

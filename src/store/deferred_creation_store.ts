@@ -7,6 +7,7 @@
  */
 import type {
   AppendOptions,
+  CreateOptions,
   ListOptions,
   LoadedSession,
   SessionHeader,
@@ -82,12 +83,13 @@ export class DeferredCreationStore implements SessionStore {
    * wrapped store at once (a new id: nobody else can hold or write it meanwhile).
    *
    * @param header The new session's header (a fresh id)
+   * @param events Its first events, written with it
    * @returns The lease, once the session is written; rejects with the store's error, having
    *   given back whatever of the two succeeded
    */
-  createLeased(header: SessionHeader): Promise<SessionLease> {
+  createLeased(header: SessionHeader, events?: readonly StoredEvent[]): Promise<SessionLease> {
     const leased = new Promise<void>((resolve) => this.#defer(resolve)).then(() =>
-      createLeased(this.#inner, header)
+      createLeased(this.#inner, header, events)
     );
     this.#pending.set(header.id, leased);
     const forget = (): void => {
@@ -101,9 +103,9 @@ export class DeferredCreationStore implements SessionStore {
    * Creates a session at once (not deferred), as the wrapped store does.
    *
    * @param header The session's header
-   * @param options An abort signal
+   * @param options Its first events, and an abort signal
    */
-  async create(header: SessionHeader, options?: StoreCallOptions): Promise<void> {
+  async create(header: SessionHeader, options?: CreateOptions): Promise<void> {
     await this.#settled(header.id);
     await this.#inner.create(header, options);
   }
@@ -196,15 +198,17 @@ export class DeferredCreationStore implements SessionStore {
  *
  * @param store The store
  * @param header The new session's header
+ * @param events Its first events, written with it
  * @returns The lease, once both are done; rejects with the store's error, having given back
  *   whatever of the two succeeded
  */
 export async function createLeased(
   store: SessionStore,
   header: SessionHeader,
+  events?: readonly StoredEvent[],
 ): Promise<SessionLease> {
   const lease = store.acquire(header.id);
-  const created = store.create(header);
+  const created = store.create(header, events === undefined ? {} : { events });
   try {
     const [held] = await Promise.all([lease, created]);
     return held;

@@ -73,6 +73,7 @@ import { encodeCursor, listStart } from "./_session_index.ts";
 import { FileAttachmentStore } from "./attachment_store.ts";
 import type {
   AppendOptions,
+  CreateOptions,
   ListOptions,
   LoadedSession,
   SessionHeader,
@@ -178,18 +179,19 @@ export class JsonlSessionStore implements SessionStore {
   }
 
   /**
-   * Writes a new log holding the header (one exclusive create) and its index line: once this
-   * resolves, the session survives a crash of this process and every process lists it. Nothing
+   * Writes a new log holding the header and `options.events` (one exclusive create) and its index
+   * line: once this resolves, the session survives a crash of this process and every process
+   * lists it. Nothing
    * is flushed to disk here: the session's first commit point (an `append` with `sync`, such as
    * an admitted prompt) flushes the log, its directory entry and the index line, each with group
    * commit, and resolves only once all are durable.
    *
    * @param header The session's header; `createdAt` becomes its first `updatedAt`
-   * @param options An abort signal, honoured until the log is written
+   * @param options The first events, and an abort signal, honoured until the log is written
    * @throws {InvalidSessionIdError} A bad id
    * @throws {SessionExistsError} The session already has a log
    */
-  async create(header: SessionHeader, options?: StoreCallOptions): Promise<void> {
+  async create(header: SessionHeader, options?: CreateOptions): Promise<void> {
     const signal = options?.signal;
     signal?.throwIfAborted();
     checkHeader(header);
@@ -200,7 +202,11 @@ export class JsonlSessionStore implements SessionStore {
     await this.#logs.serial(id, async () => {
       signal?.throwIfAborted();
       // The first commit point flushes the index line too.
-      const state = await this.#logs.create(header, () => this.#index.flushSoon());
+      const state = await this.#logs.create(
+        header,
+        () => this.#index.flushSoon(),
+        options?.events,
+      );
       await this.#index.created(id, state);
     });
   }

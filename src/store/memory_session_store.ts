@@ -12,6 +12,7 @@ import { MemoryAttachmentStore } from "./memory_attachment_store.ts";
 import {
   type AppendOptions,
   type AttachmentStore,
+  type CreateOptions,
   type ListOptions,
   type LoadedSession,
   type SessionHeader,
@@ -96,14 +97,14 @@ export class MemorySessionStore implements SessionStore {
   }
 
   /**
-   * Stores a new session.
+   * Stores a new session, with its first events.
    *
    * @param header The header (validated like the JSONL store's)
-   * @param options An abort signal, honoured first
+   * @param options The first events, and an abort signal, honoured first
    * @throws {InvalidSessionIdError} A bad id
    * @throws {SessionExistsError} The id is taken
    */
-  async create(header: SessionHeader, options?: StoreCallOptions): Promise<void> {
+  async create(header: SessionHeader, options?: CreateOptions): Promise<void> {
     options?.signal?.throwIfAborted();
     checkHeader(header);
     const { id } = header;
@@ -120,7 +121,9 @@ export class MemorySessionStore implements SessionStore {
     };
     this.#sessions.set(id, session);
     this.#index.applyAll([indexLine(id, session, [])]);
-    await Promise.resolve();
+    const events = options?.events ?? [];
+    if (events.length > 0) await this.append(id, events, { sync: false });
+    else await Promise.resolve();
   }
 
   /**

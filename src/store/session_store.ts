@@ -178,6 +178,17 @@ export interface StoreCallOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Options for {@link SessionStore.create}. */
+export interface CreateOptions extends StoreCallOptions {
+  /**
+   * The session's first events, stored with its header as records `{...event, seq, time}` (seq
+   * from 1, one time), as an `append` right after the creation would store them, in the same
+   * write where the store can (the JSONL store: in the log's exclusive create).
+   * @default {[]}
+   */
+  readonly events?: readonly StoredEvent[];
+}
+
 /** Options for {@link SessionStore.list}. */
 export interface ListOptions extends StoreCallOptions {
   /** Absolute canonical cwd to match exactly. */
@@ -252,16 +263,18 @@ export interface SessionLease {
  */
 export interface SessionStore {
   /**
-   * Stores a new session with its header and no events: it survives a crash of this process when
-   * this resolves, and of the machine by the time its first `append` with `sync` resolves.
+   * Stores a new session with its header and `options.events` (none by default), as if they
+   * were appended right after it: it survives a crash of this process when this resolves, and of
+   * the machine by the time its first `append` with `sync` resolves.
    *
    * @param header The session's header; `createdAt` fixes its place in {@link list}
-   * @param options An abort signal, honoured until the session is written
+   * @param options The session's first events, and an abort signal, honoured until the session
+   *   is written
    * @returns Resolves once the session is stored
    * @throws {SessionExistsError} The id is already stored (rejects)
    * @throws {InvalidSessionIdError} An id a store cannot keep (rejects)
    */
-  create(header: SessionHeader, options?: StoreCallOptions): Promise<void>;
+  create(header: SessionHeader, options?: CreateOptions): Promise<void>;
   /**
    * Appends events to a session, in call order (see the contract: order and durability).
    * Never throws: every failure, such as an unknown session, rejects the returned promise, which

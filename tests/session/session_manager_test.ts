@@ -13,7 +13,7 @@ import type { SessionUpdate } from "../../src/protocol/acp_types.ts";
 import { SessionStateError } from "../../src/session/session.ts";
 import { SessionManager, SessionNotFoundError } from "../../src/session/session_manager.ts";
 import type { SessionToolsInfo } from "../../src/session/tool_set_factory.ts";
-import type { SyncOptions } from "../../src/host/host.ts";
+import type { AppendFileOptions, AppendFileSyncOptions } from "../../src/host/host.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
 import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
 import { DeferredCreationStore } from "../../src/store/deferred_creation_store.ts";
@@ -129,17 +129,27 @@ Deno.test("SessionManager.closeAll() closes every session and refuses new ones",
   await assert.rejects(sessions.create(ROOTS), SessionStateError);
 });
 
-/** A host that counts how often the session index is locked (once per index write). */
+/** A host that counts the session index's writes and the appends to session logs. */
 class IndexWritesHost extends NodeHost {
   indexWrites = 0;
+  logAppends = 0;
 
-  override createExclusive(
+  override appendFile(
     path: string,
     data: string | Uint8Array,
-    options?: SyncOptions,
-  ): Promise<boolean> {
-    if (path.endsWith("/index.lock")) this.indexWrites++;
-    return super.createExclusive(path, data, options);
+    options: AppendFileOptions,
+  ): Promise<void> {
+    if (path.endsWith("/index.jsonl")) this.indexWrites++;
+    return super.appendFile(path, data, options);
+  }
+
+  override appendFileSync(
+    path: string,
+    data: string | Uint8Array,
+    options?: AppendFileSyncOptions,
+  ): void {
+    if (path.includes("/sessions/")) this.logAppends++;
+    super.appendFileSync(path, data, options);
   }
 }
 
@@ -156,8 +166,9 @@ Deno.test("SessionManager.closeAll() on a JSONL store: every session's final ind
   }
   const before = host.indexWrites;
   await sessions.closeAll();
-  // Each session had a line due (its configuration record at least): one write took them all,
-  // or two when some sessions finished closing after the first write began.
+  // The sessions with a turn had a line due: one write took them all, or two when some sessions
+  // finished closing after the first write began.
+  assert.ok(host.indexWrites - before >= 1, "the due lines were written");
   assert.ok(host.indexWrites - before <= 2, `${host.indexWrites - before} index writes`);
   assert.deepEqual(await readdir(`${dir.path}/locks`), []);
   const names = await readdir(dir.path);
@@ -173,6 +184,31 @@ Deno.test("SessionManager.closeAll() on a JSONL store: every session's final ind
     const log = (await readFile(`${dir.path}/sessions/${id}.jsonl`, "utf8")).trimEnd().split("\n");
     assert.equal(updatedAt.get(id), JSON.parse(log.at(-1)!).time, `updatedAt of ${id}`);
   }
+});
+
+Deno.test("SessionManager.create() on a JSONL store: a new session is one file written with its selection, and an idle one closes without another write", async () => {
+  await using dir = await tempDir("acp-harness-one-write-");
+  const host = new IndexWritesHost({});
+  const store = new JsonlSessionStore({ host, dataDir: dir.path });
+  const { sessions } = manager(store);
+  const ids: string[] = [];
+  for (let n = 0; n < 3; n++) ids.push((await sessions.create(ROOTS)).id);
+  const indexWrites = host.indexWrites;
+  await sessions.closeAll();
+  assert.equal(host.logAppends, 0, "no append to any log");
+  assert.equal(host.indexWrites, indexWrites, "nothing due in the index at close");
+  for (const id of ids) {
+    const log = (await readFile(`${dir.path}/sessions/${id}.jsonl`, "utf8")).trimEnd().split("\n");
+    assert.deepEqual(log.slice(1).map((line) => JSON.parse(line).type), ["config"]);
+  }
+  // Reopened, each has its selection.
+  const again = manager(new JsonlSessionStore({ host, dataDir: dir.path }));
+  const reopened = await again.sessions.open(ids[0]!, { cwd: ROOTS.cwd, replay: false });
+  assert.equal(
+    reopened.configOptions().find((option) => option.id === "mode")?.currentValue,
+    "ask",
+  );
+  await again.sessions.closeAll();
 });
 
 /** A manager on a {@link DeferredCreationStore} whose deferred tasks run when the test says. */

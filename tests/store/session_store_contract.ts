@@ -159,6 +159,43 @@ export function storeContract(
     assert.equal(await store.exists("../x"), false);
   });
 
+  test("create stores its first events after the header, as an append right after it would", async (t) => {
+    const { store } = t;
+    t.tick(100);
+    const events: StoredEvent[] = [{ type: "config", model: "m", mode: "ask" }, title("first")];
+    await store.create(header(1), { events });
+    await store.create(header(2), { events: [] });
+    const readers = t.reopen ? [store, t.reopen()] : [store];
+    for (const reader of readers) {
+      // Listed with what the events say, by every process.
+      const listed = (await reader.list({ limit: 10 })).sessions.find((s) => s.id === id(1));
+      assert.equal(listed?.title, "first");
+      assert.equal(listed?.updatedAt, new Date(T0 + 100).toISOString());
+    }
+    t.tick(5);
+    await store.append(id(1), [{ type: "turn_start" }], { sync: true });
+    for (const reader of readers) {
+      const loaded = await reader.load(id(1));
+      assert.deepEqual(loaded?.header, header(1));
+      assert.deepEqual(loaded?.records.map((record) => [record.seq, record.type]), [
+        [1, "config"],
+        [2, "title"],
+        [3, "turn_start"],
+      ]);
+      const [config, named, started] = loaded?.records ?? [];
+      assert.deepEqual(config, { ...events[0], seq: 1, time: new Date(T0 + 100).toISOString() });
+      assert.equal(named?.time, config?.time, "one write, one time");
+      assert.equal(started?.time, new Date(T0 + 105).toISOString());
+      assert.deepEqual((await reader.load(id(2)))?.records, []);
+    }
+    // The id is taken: the events of a second create are not stored.
+    await assert.rejects(
+      store.create(header(1), { events: [title("second")] }),
+      SessionExistsError,
+    );
+    assert.equal((await store.load(id(1)))?.records.length, 3);
+  });
+
   test("append never throws: every failure rejects its promise", async (t) => {
     const { store } = t;
     const calls: Promise<void>[] = [];

@@ -55,6 +55,7 @@ import { collectFacts } from "../_session_log.ts";
 import {
   type AppendOptions,
   type AttachmentStore,
+  type CreateOptions,
   type ListOptions,
   type LoadedSession,
   type SessionHeader,
@@ -174,14 +175,15 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   /**
-   * Stores a new session; durable when it resolves.
+   * Stores a new session; durable when it resolves. Its first events (`options.events`) are
+   * appended right after the row is written, in a transaction of their own.
    *
    * @param header The header
-   * @param options An abort signal, honoured until the row is written
+   * @param options The first events, and an abort signal, honoured until the row is written
    * @throws {InvalidSessionIdError} A bad id
    * @throws {SessionExistsError} The id is taken
    */
-  async create(header: SessionHeader, options?: StoreCallOptions): Promise<void> {
+  async create(header: SessionHeader, options?: CreateOptions): Promise<void> {
     const signal = options?.signal;
     signal?.throwIfAborted();
     checkHeader(header);
@@ -199,6 +201,8 @@ export class PostgresSessionStore implements SessionStore {
     } catch (error) {
       throw toStoreError(`create session "${header.id}"`, error, signal);
     }
+    const events = options?.events ?? [];
+    if (events.length > 0) await this.append(header.id, events, { sync: false });
   }
 
   /**
