@@ -346,6 +346,27 @@ Deno.test("NodeHost.createExclusive() creates once", async () => {
   }
 });
 
+Deno.test("NodeHost.createExclusive() and appendFile() write small data and large data (over 64 KiB, written off the main thread) whole, with and without sync", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const host = new NodeHost();
+    const large = "x".repeat(200 * 1024);
+    for (const [name, data] of [["small", "a\n"], ["large", large]] as const) {
+      for (const sync of [false, true]) {
+        const file = `${dir}/${name}-${sync}`;
+        assert.equal(await host.createExclusive(file, data, { sync }), true);
+        assert.equal(await host.createExclusive(file, "again", { sync }), false);
+        await host.appendFile(file, new TextEncoder().encode(data), { sync });
+        await host.appendFile(file, data, { sync, create: false });
+        assert.equal(await Deno.readTextFile(file), data.repeat(3), `${name}, sync ${sync}`);
+        assert.equal((await Deno.stat(file)).mode! & 0o777, 0o644 & ~Deno.umask());
+      }
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("NodeHost.linkExclusive(), touch() and removeIfSameFileSync(): a second name for a file, removed only while it is that file", async () => {
   const dir = await Deno.makeTempDir();
   try {
