@@ -2207,9 +2207,10 @@ function renderReport(
     "timed from its request to its response. The sessions stay open (idle) for the next " +
     "section. Ours answers once the cwd is checked (a stat and a realpath), its `AGENTS.md` " +
     "looked for and the session built; the session's lock (a hard link to another of the " +
-    "process's locks), its log (one exclusive create, off the main thread) and its index line " +
-    "are written right after the answer, while the next request arrives. Creating a file costs " +
-    "about a millisecond of kernel time on this machine's file system, several times the bare " +
+    "process's locks), its log (one exclusive create, opened off the main thread, holding the " +
+    "header and the initial model and mode) and its index line are written right after the " +
+    "answer, while the next request arrives. Creating a file costs up to a millisecond of " +
+    "kernel time on this machine's file system, several times the bare " +
     "agent's whole answer, so that work still weighs on the next `session/new` of a client " +
     "that opens them back to back; the data directory is under the bench's `.bench-tmp/`.",
     "",
@@ -2224,8 +2225,8 @@ function renderReport(
     "The servers of the previous section, once all their sessions are open: stdin closed → " +
     "process exit, one server at a time (the other idle). Ours closes every session before it " +
     "exits, so this is how shutdown grows with the number of sessions: each session's index " +
-    "line that is due (one write for all of them), its log's open descriptor, and its lock " +
-    "file (an `lstat` and an unlink each, in bursts of a few milliseconds).",
+    "line that is due (one write for all of them; none here, as these sessions were never " +
+    "used), and its lock file (an `lstat` and an unlink each, in bursts of a few milliseconds).",
     "",
     renderBuildSection(builds),
     "",
