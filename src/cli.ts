@@ -241,6 +241,7 @@ async function composeServer(
   config: Config,
   catalog: ModelCatalog,
   logger: Logger,
+  transport: "stdio" | "http",
 ): Promise<ComposedServer> {
   // Providers that list their own models (Ollama) are asked in the background: sessions created
   // before the answer offer the listed models only.
@@ -282,6 +283,8 @@ async function composeServer(
     ...(toolsFor ? { toolsFor } : {}),
     ...(allowedRoots ? { allowedRoots } : {}),
     ...(platform.defer ? { defer: platform.defer } : {}),
+    // On stdio the one client names every path: checking them synchronously holds up no one else.
+    blockingPathChecks: transport === "stdio",
   });
   return { server, closeStore: () => opened.close(), startBackgroundWork };
 }
@@ -359,6 +362,7 @@ async function serveStdio(
     config,
     catalog,
     logger,
+    "stdio",
   );
   if (defer) afterFirstAnswer = startBackgroundWork;
   else startBackgroundWork();
@@ -418,6 +422,7 @@ async function serveHttp(
     config,
     catalog,
     logger,
+    "http",
   );
   startBackgroundWork();
   const { createHttpTransport } =

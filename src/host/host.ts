@@ -131,6 +131,13 @@ export interface HostFiles {
   stat(path: string): Promise<FileInfo | undefined>;
   /** The canonical path, with symlinks resolved. Rejects when `path` does not exist. */
   realpath(path: string): Promise<string>;
+  /**
+   * {@link stat}, synchronously. Optional: for a server with one client, which checks the paths
+   * that client names this way (a call costs less than handing it to another thread and back).
+   */
+  statSync?(path: string): FileInfo | undefined;
+  /** {@link realpath}, synchronously (throws instead of rejecting). Optional, as {@link statSync}. */
+  realpathSync?(path: string): string;
   /** Lists a directory's entries. */
   readDir(path: string): Promise<DirEntry[]>;
   /** Creates a directory and any missing parents; an existing one is fine. */

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import type * as NodeFs from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -112,21 +113,27 @@ export class NodeHost implements Host {
     }
   }
 
+  /** {@link stat}, synchronously. */
+  statSync(file: string): FileInfo | undefined {
+    const fs = fsSync();
+    const link = fs.lstatSync(file, { throwIfNoEntry: false });
+    if (link === undefined) return undefined;
+    const info = link.isSymbolicLink() ? fs.statSync(file, { throwIfNoEntry: false }) : link;
+    return info && fileInfo(info, link.isSymbolicLink());
+  }
+
+  /** {@link realpath}, synchronously. */
+  realpathSync(file: string): string {
+    return fsSync().realpathSync.native(file);
+  }
+
   /** Stats without following a final symlink's absence into an error. */
   async stat(file: string): Promise<FileInfo | undefined> {
     const fs = await fsPromises();
     try {
       const link = await fs.lstat(file);
       const info = link.isSymbolicLink() ? await fs.stat(file) : link;
-      return {
-        isFile: info.isFile(),
-        isDirectory: info.isDirectory(),
-        isSymlink: link.isSymbolicLink(),
-        size: info.size,
-        mtimeMs: info.mtimeMs,
-        ino: info.ino,
-        dev: info.dev,
-      };
+      return fileInfo(info, link.isSymbolicLink());
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;
@@ -676,4 +683,17 @@ function datasyncOffThread(fd: number): Promise<void> {
   return new Promise((resolve, reject) =>
     fsSync().fdatasync(fd, (error) => error ? reject(error) : resolve())
   );
+}
+
+/** A host's {@link FileInfo} of `node:fs` stats (`symlink`: the path itself is a link). */
+function fileInfo(info: NodeFs.Stats, symlink: boolean): FileInfo {
+  return {
+    isFile: info.isFile(),
+    isDirectory: info.isDirectory(),
+    isSymlink: symlink,
+    size: info.size,
+    mtimeMs: info.mtimeMs,
+    ino: info.ino,
+    dev: info.dev,
+  };
 }

@@ -8,6 +8,7 @@ import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import { HostWorkspace } from "../tools/host_workspace.ts";
 import type { Tool } from "../tools/tool.ts";
 import type { Stream } from "../transport/acp.ts";
+import { blockingPathChecks } from "./path_checks.ts";
 import { Connection, type ConnectionOptions, type ServerParts } from "./connection.ts";
 
 export { type ConnectionOptions, LIMIT_REACHED } from "./connection.ts";
@@ -58,6 +59,15 @@ export interface AgentServerOptions {
    * @default {none}
    */
   readonly defer?: (task: () => void) => void;
+  /**
+   * Checks the paths clients name (a session's `cwd` and additional directories, its
+   * `AGENTS.md`) with the host's synchronous calls: cheaper, but a path on a file system that
+   * hangs then holds up the whole server. For a server with one client, the one naming the paths
+   * (the CLI on stdio); see `blockingPathChecks`.
+   *
+   * @default {false}
+   */
+  readonly blockingPathChecks?: boolean;
 }
 
 /** A live ACP connection served by acp-harness. */
@@ -170,6 +180,7 @@ function serverParts(options: AgentServerOptions): ServerParts {
     openSessions: new Set(),
     allowedRoots: options.allowedRoots,
     defer: options.defer,
+    pathChecks: options.blockingPathChecks ? blockingPathChecks(options.host) : options.host,
   };
 }
 

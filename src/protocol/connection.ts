@@ -14,6 +14,7 @@ import type { ClientCapabilities } from "./acp_types.ts";
 import { withFields } from "./connection_logger.ts";
 import { describeErrors } from "./describe_errors.ts";
 import { Inflight } from "./inflight.ts";
+import type { PathChecks } from "./path_checks.ts";
 import type { PromptCapabilities } from "./prompt_content.ts";
 import { agentApp } from "./routes.ts";
 import { orderSessionMessages, type SessionOrder } from "./session_order.ts";
@@ -43,6 +44,8 @@ export interface ServerParts {
   readonly openSessions: Set<string>;
   /** Canonical directories sessions may be opened in; `undefined` allows any. */
   readonly allowedRoots?: readonly string[] | undefined;
+  /** How the paths clients name are checked (see `AgentServerOptions.blockingPathChecks`). */
+  readonly pathChecks: PathChecks;
   /** Runs a task once the current event-loop task's work is done (see `AgentServerOptions`). */
   readonly defer?: ((task: () => void) => void) | undefined;
 }

@@ -1,4 +1,4 @@
-import type { Host } from "../host/host.ts";
+import type { PathChecks } from "./path_checks.ts";
 import type { Logger } from "../log/logger.ts";
 
 /** Largest AGENTS.md read into the system prompt, in bytes. */
@@ -8,13 +8,13 @@ export const MAX_INSTRUCTIONS_BYTES = 64 * 1024;
  * The project instructions of a workspace: its `AGENTS.md`, when there is one no larger than
  * {@link MAX_INSTRUCTIONS_BYTES}. A file that cannot be read is logged and skipped.
  *
- * @param host Reads the file
+ * @param host Reads the file (the server's path checks)
  * @param cwd The session's canonical working directory
  * @param logger Told of a file skipped
  * @returns The text, or `undefined`
  */
 export async function readInstructions(
-  host: Host,
+  host: PathChecks,
   cwd: string,
   logger: Logger,
 ): Promise<string | undefined> {

@@ -1,4 +1,5 @@
 import type { Host } from "../host/host.ts";
+import type { PathChecks } from "./path_checks.ts";
 import { normalizePath } from "../tools/posix_path.ts";
 import { isAbsolutePath } from "../util/path.ts";
 import { invalid } from "./request_errors.ts";
@@ -35,13 +36,13 @@ export function checkPath(path: string, field: string): void {
  * Checks and canonicalizes a session's `cwd` and `additionalDirectories`: each must be an
  * existing directory given by an absolute path.
  *
- * @param host Reads the file system
+ * @param host Reads the file system (the server's path checks)
  * @param params The request's roots
  * @returns The canonical roots
  * @throws {RequestError} -32602 naming the offending field
  */
 export async function workspaceRoots(
-  host: Host,
+  host: PathChecks,
   params: { cwd: string; additionalDirectories?: string[] | null | undefined },
   allowed?: readonly string[],
 ): Promise<WorkspaceRoots> {
@@ -93,7 +94,7 @@ export async function canonicalFilter(host: Host, cwd: string): Promise<string> 
 }
 
 async function workspaceDirectory(
-  host: Host,
+  host: PathChecks,
   path: string,
   field: string,
   allowed: readonly string[] | undefined,

@@ -52,6 +52,8 @@ export interface StartOptions {
   readonly dataDir?: string;
   /** The server's clock (the host's `now`), in ms since the epoch; the real one by default. */
   readonly now?: () => number;
+  /** Checks the paths clients name synchronously, as the CLI on stdio does. */
+  readonly blockingPathChecks?: boolean;
 }
 
 /** An agent server built the way the tests build one, with the lines it logs. */
@@ -99,6 +101,7 @@ export function createTestAgentServer(
     retry: options.retry ?? { attempts: 3, baseDelayMs: 5, maxDelayMs: 50 },
     ...(options.tools ? { toolsFor: () => options.tools! } : {}),
     ...(options.allowedRoots ? { allowedRoots: options.allowedRoots } : {}),
+    ...(options.blockingPathChecks ? { blockingPathChecks: true } : {}),
   });
   return built;
 }

@@ -367,6 +367,25 @@ Deno.test("NodeHost.createExclusive() and appendFile() write small data and larg
   }
 });
 
+Deno.test("NodeHost.statSync() and realpathSync() say what stat() and realpath() say", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    const host = new NodeHost();
+    await Deno.writeTextFile(`${dir}/file`, "12345");
+    await Deno.symlink(`${dir}/file`, `${dir}/link`);
+    await Deno.symlink(`${dir}/gone`, `${dir}/dangling`);
+    for (const path of [dir, `${dir}/file`, `${dir}/link`, `${dir}/dangling`, `${dir}/none`]) {
+      assert.deepEqual(host.statSync(path), await host.stat(path), path);
+    }
+    assert.equal(host.realpathSync(`${dir}/link`), await host.realpath(`${dir}/link`));
+    assert.equal(host.realpathSync(`${dir}/link`), `${dir}/file`);
+    assert.throws(() => host.realpathSync(`${dir}/none`));
+    await assert.rejects(host.realpath(`${dir}/none`));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("NodeHost.linkExclusive(), touch() and removeIfSameFileSync(): a second name for a file, removed only while it is that file", async () => {
   const dir = await Deno.makeTempDir();
   try {

@@ -80,76 +80,78 @@ Deno.test("requests before initialize, unknown methods and schema violations get
   await disconnect();
 });
 
-Deno.test("session/new validates cwd, additionalDirectories and mcpServers", async () => {
-  await using workspaceDir = await tempDir("acp-harness-ws-");
-  const workspace = workspaceDir.path;
-  const { client, disconnect } = startServer();
-  await client.initialize();
-  await rejects(client.newSession("relative/dir"), -32602, /cwd: must be an absolute path/);
-  await rejects(client.newSession(join(workspace, "missing")), -32602, /cwd: .*does not exist/);
-  const file = join(workspace, "file.txt");
-  await writeFile(file, "x");
-  await rejects(client.newSession(file), -32602, /cwd: .*is not a directory/);
-  await rejects(
-    client.newSession(workspace, { additionalDirectories: [tmpdir(), "rel"] }),
-    -32602,
-    /additionalDirectories\[1\]: must be an absolute path/,
-  );
-  // Paths the file system refuses are named, not an internal error (issue 7, defect 8).
-  await rejects(client.newSession(`${workspace}/a\0b`), -32602, /cwd: must not contain a NUL/);
-  await rejects(
-    client.newSession(`/${"x".repeat(5000)}`),
-    -32602,
-    /cwd: must be at most 4096 characters long/,
-  );
-  await rejects(
-    client.newSession(`/${"x".repeat(300)}/y`),
-    -32602,
-    /cwd: cannot be used as a directory: a component of the path is too long/,
-  );
-  await rejects(
-    client.newSession(workspace, { additionalDirectories: [`${workspace}\0`] }),
-    -32602,
-    /additionalDirectories\[0\]: must not contain a NUL/,
-  );
-  await rejects(
-    client.request("session/load", {
-      sessionId: "00000000-0000-0000-0000-000000000000",
-      cwd: `/${"x".repeat(5000)}`,
+for (const blocking of [false, true]) {
+  Deno.test(`session/new validates cwd, additionalDirectories and mcpServers (paths checked ${blocking ? "synchronously, as on stdio" : "asynchronously"})`, async () => {
+    await using workspaceDir = await tempDir("acp-harness-ws-");
+    const workspace = workspaceDir.path;
+    const { client, disconnect } = startServer({ blockingPathChecks: blocking });
+    await client.initialize();
+    await rejects(client.newSession("relative/dir"), -32602, /cwd: must be an absolute path/);
+    await rejects(client.newSession(join(workspace, "missing")), -32602, /cwd: .*does not exist/);
+    const file = join(workspace, "file.txt");
+    await writeFile(file, "x");
+    await rejects(client.newSession(file), -32602, /cwd: .*is not a directory/);
+    await rejects(
+      client.newSession(workspace, { additionalDirectories: [tmpdir(), "rel"] }),
+      -32602,
+      /additionalDirectories\[1\]: must be an absolute path/,
+    );
+    // Paths the file system refuses are named, not an internal error (issue 7, defect 8).
+    await rejects(client.newSession(`${workspace}/a\0b`), -32602, /cwd: must not contain a NUL/);
+    await rejects(
+      client.newSession(`/${"x".repeat(5000)}`),
+      -32602,
+      /cwd: must be at most 4096 characters long/,
+    );
+    await rejects(
+      client.newSession(`/${"x".repeat(300)}/y`),
+      -32602,
+      /cwd: cannot be used as a directory: a component of the path is too long/,
+    );
+    await rejects(
+      client.newSession(workspace, { additionalDirectories: [`${workspace}\0`] }),
+      -32602,
+      /additionalDirectories\[0\]: must not contain a NUL/,
+    );
+    await rejects(
+      client.request("session/load", {
+        sessionId: "00000000-0000-0000-0000-000000000000",
+        cwd: `/${"x".repeat(5000)}`,
+        mcpServers: [],
+      }),
+      -32602,
+      /cwd: must be at most/,
+    );
+    await rejects(
+      client.request("session/list", { cwd: "/a\0b" }),
+      -32602,
+      /cwd: must not contain a NUL/,
+    );
+    await rejects(
+      client.newSession(workspace, {
+        mcpServers: [{ name: "x", command: "true", args: [], env: [] }],
+      }),
+      -32602,
+      /mcpServers\[0\]\.command: must be an absolute path/,
+    );
+    const link = join(workspace, "link");
+    await symlink(workspace, link);
+    const result = await client.request<Record<string, unknown>>("session/new", {
+      cwd: link,
       mcpServers: [],
-    }),
-    -32602,
-    /cwd: must be at most/,
-  );
-  await rejects(
-    client.request("session/list", { cwd: "/a\0b" }),
-    -32602,
-    /cwd: must not contain a NUL/,
-  );
-  await rejects(
-    client.newSession(workspace, {
-      mcpServers: [{ name: "x", command: "true", args: [], env: [] }],
-    }),
-    -32602,
-    /mcpServers\[0\]\.command: must be an absolute path/,
-  );
-  const link = join(workspace, "link");
-  await symlink(workspace, link);
-  const result = await client.request<Record<string, unknown>>("session/new", {
-    cwd: link,
-    mcpServers: [],
-    additionalDirectories: [tmpdir()],
+      additionalDirectories: [tmpdir()],
+    });
+    assert.match(result.sessionId as string, /^[0-9a-f-]{36}$/);
+    const options = result.configOptions as Array<{ id: string; currentValue: string }>;
+    assert.deepEqual(options.map((option) => [option.id, option.currentValue]), [
+      ["model", "echo"],
+      ["mode", "ask"],
+    ]);
+    assert.equal((result.modes as { currentModeId: string }).currentModeId, "ask");
+    assert.deepEqual(client.problems, []);
+    await disconnect();
   });
-  assert.match(result.sessionId as string, /^[0-9a-f-]{36}$/);
-  const options = result.configOptions as Array<{ id: string; currentValue: string }>;
-  assert.deepEqual(options.map((option) => [option.id, option.currentValue]), [
-    ["model", "echo"],
-    ["mode", "ask"],
-  ]);
-  assert.equal((result.modes as { currentModeId: string }).currentModeId, "ask");
-  assert.deepEqual(client.problems, []);
-  await disconnect();
-});
+}
 
 Deno.test("the echo model answers with one thought and one message containing the prompt", async () => {
   await using workspaceDir = await tempDir("acp-harness-ws-");

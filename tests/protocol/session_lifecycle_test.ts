@@ -419,34 +419,36 @@ Deno.test("session/delete of a session open elsewhere gets -32602 naming it and 
   }
 });
 
-Deno.test("session/new reads the cwd's AGENTS.md through a symlinked path; with allowed roots, only from inside them", async () => {
-  await using workspaces = new TempDirs("acp-harness-life-");
-  const llm = await startFakeLlmServer();
-  const cwd = await workspaces.make();
-  await writeFile(join(cwd, "AGENTS.md"), "Answer in one word.\n");
-  const link = join(await workspaces.make(), "link");
-  await symlink(cwd, link);
-  const config = {
-    model: "fake/coder",
-    providers: { fake: { api: "openai-chat" as const, baseUrl: `${llm.url}/v1` } },
-  };
-  const systemOf = (index: number): string =>
-    (llm.requests[index]!.body as { messages: Array<{ content: string }> }).messages[0]!.content;
-  const server = await started({ config });
-  const sessionId = await server.client.newSession(link);
-  llm.enqueue(openAiTurn({ text: ["Yes."] }));
-  assert.equal(await server.client.prompt(sessionId, "ok?"), "end_turn");
-  assert.match(systemOf(0), /Answer in one word\./);
-  await server.disconnect();
-  // A cwd outside the allowed roots is refused, and the session inside still gets its AGENTS.md.
-  const elsewhere = await workspaces.make();
-  await writeFile(join(elsewhere, "AGENTS.md"), "Never seen.\n");
-  const fenced = await started({ config, allowedRoots: [cwd] });
-  await rejects(fenced.client.newSession(elsewhere), -32602, /cwd/);
-  const inside = await fenced.client.newSession(cwd);
-  llm.enqueue(openAiTurn({ text: ["Yes."] }));
-  assert.equal(await fenced.client.prompt(inside, "ok?"), "end_turn");
-  assert.match(systemOf(1), /Answer in one word\./);
-  await fenced.disconnect();
-  await llm.close();
-});
+for (const blocking of [false, true]) {
+  Deno.test(`session/new reads the cwd's AGENTS.md through a symlinked path; with allowed roots, only from inside them (paths checked ${blocking ? "synchronously, as on stdio" : "asynchronously"})`, async () => {
+    await using workspaces = new TempDirs("acp-harness-life-");
+    const llm = await startFakeLlmServer();
+    const cwd = await workspaces.make();
+    await writeFile(join(cwd, "AGENTS.md"), "Answer in one word.\n");
+    const link = join(await workspaces.make(), "link");
+    await symlink(cwd, link);
+    const config = {
+      model: "fake/coder",
+      providers: { fake: { api: "openai-chat" as const, baseUrl: `${llm.url}/v1` } },
+    };
+    const systemOf = (index: number): string =>
+      (llm.requests[index]!.body as { messages: Array<{ content: string }> }).messages[0]!.content;
+    const server = await started({ config, blockingPathChecks: blocking });
+    const sessionId = await server.client.newSession(link);
+    llm.enqueue(openAiTurn({ text: ["Yes."] }));
+    assert.equal(await server.client.prompt(sessionId, "ok?"), "end_turn");
+    assert.match(systemOf(0), /Answer in one word\./);
+    await server.disconnect();
+    // A cwd outside the allowed roots is refused, and the session inside still gets its AGENTS.md.
+    const elsewhere = await workspaces.make();
+    await writeFile(join(elsewhere, "AGENTS.md"), "Never seen.\n");
+    const fenced = await started({ config, allowedRoots: [cwd], blockingPathChecks: blocking });
+    await rejects(fenced.client.newSession(elsewhere), -32602, /cwd/);
+    const inside = await fenced.client.newSession(cwd);
+    llm.enqueue(openAiTurn({ text: ["Yes."] }));
+    assert.equal(await fenced.client.prompt(inside, "ok?"), "end_turn");
+    assert.match(systemOf(1), /Answer in one word\./);
+    await fenced.disconnect();
+    await llm.close();
+  });
+}

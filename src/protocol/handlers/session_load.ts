@@ -64,10 +64,10 @@ async function reopen(
   if (!(await sessions.exists(params.sessionId))) {
     throw RequestError.sessionNotFound(params.sessionId);
   }
-  const roots = await workspaceRoots(server.host, params, server.allowedRoots);
+  const roots = await workspaceRoots(server.pathChecks, params, server.allowedRoots);
   const session = await connection.openingSession(() =>
     mappingErrors(async () => {
-      const instructions = await readInstructions(server.host, roots.cwd, logger);
+      const instructions = await readInstructions(server.pathChecks, roots.cwd, logger);
       return await sessions.open(params.sessionId, {
         cwd: roots.cwd,
         ...(params.additionalDirectories

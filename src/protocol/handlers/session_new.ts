@@ -21,7 +21,7 @@ export async function newSession(
   requestId?: unknown,
 ): Promise<NewSessionResponse> {
   const mcpServers = mcpServersOf(params.mcpServers);
-  const { host } = connection.server;
+  const host = connection.server.pathChecks;
   // Without allowed roots, the project instructions are looked for while the cwd is checked (one
   // wait instead of two; what is read is used only once the cwd passed): the client's path and
   // its canonical form name the same directory. With them, nothing outside is read, even early.
