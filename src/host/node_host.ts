@@ -116,10 +116,17 @@ export class NodeHost implements Host {
   /** {@link stat}, synchronously. */
   statSync(file: string): FileInfo | undefined {
     const fs = fsSync();
-    const link = fs.lstatSync(file, { throwIfNoEntry: false });
-    if (link === undefined) return undefined;
-    const info = link.isSymbolicLink() ? fs.statSync(file, { throwIfNoEntry: false }) : link;
-    return info && fileInfo(info, link.isSymbolicLink());
+    try {
+      // Missing is the common case (an `AGENTS.md` looked for): answered without an exception.
+      const link = fs.lstatSync(file, { throwIfNoEntry: false });
+      if (link === undefined) return undefined;
+      const info = link.isSymbolicLink() ? fs.statSync(file, { throwIfNoEntry: false }) : link;
+      return info && fileInfo(info, link.isSymbolicLink());
+    } catch (error) {
+      // As `stat`: a path through a file (ENOTDIR) does not exist either.
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
   }
 
   /** {@link realpath}, synchronously. */
@@ -499,8 +506,12 @@ export class NodeHost implements Host {
         }
         if (options?.sync) await datasyncOffThread(fd);
       } catch (error) {
-        fsSync().closeSync(fd);
-        fsSync().rmSync(file, { force: true });
+        closeQuietly(fd);
+        try {
+          fsSync().rmSync(file, { force: true });
+        } catch {
+          // The write's error is the one to report.
+        }
         throw error;
       }
       fsSync().closeSync(fd);

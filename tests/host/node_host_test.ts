@@ -374,7 +374,10 @@ Deno.test("NodeHost.statSync() and realpathSync() say what stat() and realpath()
     await Deno.writeTextFile(`${dir}/file`, "12345");
     await Deno.symlink(`${dir}/file`, `${dir}/link`);
     await Deno.symlink(`${dir}/gone`, `${dir}/dangling`);
-    for (const path of [dir, `${dir}/file`, `${dir}/link`, `${dir}/dangling`, `${dir}/none`]) {
+    const paths = [dir, `${dir}/file`, `${dir}/link`, `${dir}/dangling`, `${dir}/none`];
+    // Through a file (ENOTDIR): does not exist, as for `stat`.
+    paths.push(`${dir}/file/sub`, `${dir}/link/sub`);
+    for (const path of paths) {
       assert.deepEqual(host.statSync(path), await host.stat(path), path);
     }
     assert.equal(host.realpathSync(`${dir}/link`), await host.realpath(`${dir}/link`));
