@@ -35,19 +35,26 @@ export type PathChecks = Pick<Host, "stat" | "realpath" | "readTextFile">;
 export function blockingPathChecks(host: Host): PathChecks {
   const { statSync, realpathSync } = host;
   return {
-    stat: statSync ? (path) => settled(() => statSync.call(host, path)) : (path) => host.stat(path),
+    stat: statSync
+      ? (path) => settled(() => statSync.call(host, path), () => host.stat(path))
+      : (path) => host.stat(path),
     realpath: realpathSync
-      ? (path) => settled(() => realpathSync.call(host, path))
+      ? (path) => settled(() => realpathSync.call(host, path), () => host.realpath(path))
       : (path) => host.realpath(path),
     readTextFile: (path, options) => host.readTextFile(path, options),
   };
 }
 
-/** `call()`'s value as a resolved promise, or what it threw as a rejected one. */
-function settled<T>(call: () => T): Promise<T> {
+/**
+ * `call()`'s value as a resolved promise, or the file system's error as a rejected one; when the
+ * synchronous call could not be made at all (an error without a `code`, such as `node:fs` still
+ * being imported on an older Node.js), the asynchronous `fallback`.
+ */
+function settled<T>(call: () => T, fallback: () => Promise<T>): Promise<T> {
   try {
     return Promise.resolve(call());
   } catch (error) {
-    return Promise.reject(error);
+    const code = (error as { code?: unknown } | null)?.code;
+    return typeof code === "string" ? Promise.reject(error) : fallback();
   }
 }

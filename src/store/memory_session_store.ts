@@ -119,9 +119,11 @@ export class MemorySessionStore implements SessionStore {
       title: undefined,
       attachments: new Set(),
     };
+    const events = options?.events ?? [];
+    // Each must be JSON before anything is stored: a failed create stores nothing.
+    for (const event of events) JSON.stringify(event);
     this.#sessions.set(id, session);
     this.#index.applyAll([indexLine(id, session, [])]);
-    const events = options?.events ?? [];
     if (events.length > 0) await this.append(id, events, { sync: false });
     else await Promise.resolve();
   }

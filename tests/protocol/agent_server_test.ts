@@ -91,6 +91,7 @@ for (const blocking of [false, true]) {
     const file = join(workspace, "file.txt");
     await writeFile(file, "x");
     await rejects(client.newSession(file), -32602, /cwd: .*is not a directory/);
+    await rejects(client.newSession(join(file, "sub")), -32602, /cwd: .*does not exist/);
     await rejects(
       client.newSession(workspace, { additionalDirectories: [tmpdir(), "rel"] }),
       -32602,

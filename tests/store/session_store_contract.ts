@@ -194,6 +194,11 @@ export function storeContract(
       SessionExistsError,
     );
     assert.equal((await store.load(id(1)))?.records.length, 3);
+    // Events that cannot be stored (not JSON): nothing is.
+    const unwritable = { type: "title", title: 1n } as unknown as StoredEvent;
+    await assert.rejects(store.create(header(3), { events: [unwritable] }));
+    assert.equal(await store.exists(id(3)), false);
+    assert.equal((await store.list({ limit: 10 })).sessions.some((s) => s.id === id(3)), false);
   });
 
   test("append never throws: every failure rejects its promise", async (t) => {

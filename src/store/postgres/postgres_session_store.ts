@@ -175,8 +175,8 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   /**
-   * Stores a new session; durable when it resolves. Its first events (`options.events`) are
-   * appended right after the row is written, in a transaction of their own.
+   * Stores a new session with its first events (`options.events`), in one transaction; durable
+   * when it resolves.
    *
    * @param header The header
    * @param options The first events, and an abort signal, honoured until the row is written
@@ -188,21 +188,37 @@ export class PostgresSessionStore implements SessionStore {
     signal?.throwIfAborted();
     checkHeader(header);
     const createdAt = creationTime(header);
+    const events = prepareEvents(header.id, options?.events ?? []);
+    const time = new Date(this.#now()).toISOString();
+    const updatedAt = events.texts.length > 0 && time > createdAt ? time : createdAt;
+    const title = events.title === undefined ? null : pgText(events.title);
+    const attachments = [...events.attachments];
     try {
-      const rows = await this.#sql`
-        INSERT INTO acp_harness.sessions
-          (id, header, cwd, additional_directories, created_at, updated_at)
-        VALUES (${header.id}, ${JSON.stringify(header)}::text::json, ${pgText(header.cwd)},
-          ${header.additionalDirectories.map(pgText)}::text[], ${createdAt}::timestamptz,
-          ${createdAt}::timestamptz)
-        ON CONFLICT (id) DO NOTHING
-        RETURNING id`;
-      if (rows.length === 0) throw new SessionExistsError(header.id);
+      await this.#sql.begin(async (tx) => {
+        const rows = await tx`
+          INSERT INTO acp_harness.sessions
+            (id, header, cwd, additional_directories, created_at, updated_at, title, last_seq)
+          VALUES (${header.id}, ${JSON.stringify(header)}::text::json, ${pgText(header.cwd)},
+            ${header.additionalDirectories.map(pgText)}::text[], ${createdAt}::timestamptz,
+            ${updatedAt}::timestamptz, ${title}::text, ${events.texts.length})
+          ON CONFLICT (id) DO NOTHING
+          RETURNING id`;
+        if (rows.length === 0) throw new SessionExistsError(header.id);
+        if (events.texts.length === 0) return;
+        await Promise.all([
+          tx`
+            INSERT INTO acp_harness.events (session_id, seq, time, event)
+            SELECT ${header.id}, e.ord::integer, ${time}::timestamptz, e.event::json
+            FROM unnest(${events.texts}::text[]) WITH ORDINALITY AS e(event, ord)`,
+          attachments.length === 0 ? undefined : tx`
+            INSERT INTO acp_harness.session_attachments (session_id, sha256)
+            SELECT ${header.id}, unnest(${attachments}::text[])
+            ON CONFLICT DO NOTHING`,
+        ]);
+      });
     } catch (error) {
       throw toStoreError(`create session "${header.id}"`, error, signal);
     }
-    const events = options?.events ?? [];
-    if (events.length > 0) await this.append(header.id, events, { sync: false });
   }
 
   /**
@@ -218,24 +234,13 @@ export class PostgresSessionStore implements SessionStore {
    */
   append(id: string, events: readonly StoredEvent[], options: AppendOptions): Promise<void> {
     if (!isValidSessionId(id)) return Promise.reject(new InvalidSessionIdError(String(id)));
-    const texts: string[] = [];
-    let bytes = 0;
-    let title: string | undefined;
-    const attachments = new Set<string>();
+    let prepared: PreparedEvents;
     try {
-      for (const event of events) {
-        const text = JSON.stringify(event);
-        if (!isObject(event) || typeof text !== "string") {
-          throw new TypeError(`Cannot append to session "${id}": an event is not an object`);
-        }
-        texts.push(text);
-        bytes += text.length;
-        collectFacts(event, attachments, (text) => title = text);
-      }
+      prepared = prepareEvents(id, events);
     } catch (error) {
       return Promise.reject(error);
     }
-    for (const sha of attachments) if (!SHA256_HEX.test(sha)) attachments.delete(sha);
+    const { texts, bytes, title, attachments } = prepared;
     const time = new Date(this.#now()).toISOString();
     let queue = this.#queues.get(id);
     if (queue === undefined) {
@@ -518,6 +523,40 @@ export class PostgresSessionStore implements SessionStore {
       ]);
     });
   }
+}
+
+/** Events as the store writes them: JSON texts, and what they say for the session's row. */
+interface PreparedEvents {
+  readonly texts: readonly string[];
+  /** Characters of the texts, for the batch limits. */
+  readonly bytes: number;
+  /** The last title among them. */
+  readonly title: string | undefined;
+  /** The attachments they reference (valid sha256 only). */
+  readonly attachments: ReadonlySet<string>;
+}
+
+/**
+ * Serializes a session's events and collects their title and references.
+ *
+ * @throws {TypeError} An event that is not an object or cannot be written as JSON
+ */
+function prepareEvents(id: string, events: readonly StoredEvent[]): PreparedEvents {
+  const texts: string[] = [];
+  let bytes = 0;
+  let title: string | undefined;
+  const attachments = new Set<string>();
+  for (const event of events) {
+    const text = JSON.stringify(event);
+    if (!isObject(event) || typeof text !== "string") {
+      throw new TypeError(`Cannot append to session "${id}": an event is not an object`);
+    }
+    texts.push(text);
+    bytes += text.length;
+    collectFacts(event, attachments, (found) => title = found);
+  }
+  for (const sha of attachments) if (!SHA256_HEX.test(sha)) attachments.delete(sha);
+  return { texts, bytes, title, attachments };
 }
 
 /**
