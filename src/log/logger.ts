@@ -16,12 +16,19 @@ export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;
 }
 
+/**
+ * What the loggers of this module have for a level they do not write: it does nothing. A wrapper
+ * that adds to each entry (`withFields`) can pass it on as it is, so an entry below the level
+ * costs no more than the call.
+ */
+export const dropEntry: (message: string, fields?: Record<string, unknown>) => void = () => {};
+
 /** A logger that drops everything. */
 export const nullLogger: Logger = {
-  error(): void {},
-  warn(): void {},
-  info(): void {},
-  debug(): void {},
+  error: dropEntry,
+  warn: dropEntry,
+  info: dropEntry,
+  debug: dropEntry,
 };
 
 /**
@@ -55,7 +62,6 @@ const SECRET_KEY =
 export function createLogger(level: LogLevel, write: (line: string) => void): Logger {
   const limit = LOG_LEVELS.indexOf(level);
   const at = (entry: LogLevel) => (message: string, fields?: Record<string, unknown>): void => {
-    if (LOG_LEVELS.indexOf(entry) > limit) return;
     let suffix = "";
     if (fields && Object.keys(fields).length > 0) {
       try {
@@ -75,5 +81,11 @@ export function createLogger(level: LogLevel, write: (line: string) => void): Lo
     }
     write(`acp-harness ${entry}: ${message}${suffix}\n`);
   };
-  return { error: at("error"), warn: at("warn"), info: at("info"), debug: at("debug") };
+  const method = (entry: LogLevel) => LOG_LEVELS.indexOf(entry) > limit ? dropEntry : at(entry);
+  return {
+    error: method("error"),
+    warn: method("warn"),
+    info: method("info"),
+    debug: method("debug"),
+  };
 }

@@ -1,4 +1,4 @@
-import type { Logger } from "../log/logger.ts";
+import { dropEntry, type Logger } from "../log/logger.ts";
 
 /**
  * A logger that adds `fields` to every line it writes (after the line's own fields), such as the
@@ -20,8 +20,11 @@ import type { Logger } from "../log/logger.ts";
  * @returns The tagging logger
  */
 export function withFields(logger: Logger, fields: Readonly<Record<string, unknown>>): Logger {
-  const at = (write: Logger["info"]) => (message: string, own?: Record<string, unknown>): void =>
-    write.call(logger, message, own ? { ...own, ...fields } : { ...fields });
+  // A level the logger drops stays a call that does nothing: no fields are merged for it.
+  const at = (write: Logger["info"]): Logger["info"] =>
+    write === dropEntry
+      ? dropEntry
+      : (message, own) => write.call(logger, message, own ? { ...own, ...fields } : { ...fields });
   return {
     error: at(logger.error),
     warn: at(logger.warn),

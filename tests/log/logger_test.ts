@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { createLogger, LOG_LEVELS, type LogLevel, nullLogger } from "../../src/log/logger.ts";
+import {
+  createLogger,
+  dropEntry,
+  LOG_LEVELS,
+  type LogLevel,
+  nullLogger,
+} from "../../src/log/logger.ts";
 
 function capture(level: LogLevel): { lines: string[]; log: ReturnType<typeof createLogger> } {
   const lines: string[] = [];
@@ -122,4 +128,14 @@ Deno.test("createLogger() never writes the values of credential fields, at any d
     apiKey: "[redacted]",
     nested: [{ token: "[redacted]", password: "[redacted]", api_key: "[redacted]" }],
   });
+});
+
+Deno.test("createLogger() gives the levels it does not write the shared no-op", () => {
+  const log = createLogger("warn", () => {
+    throw new Error("nothing is written below warn");
+  });
+  assert.equal(log.info, dropEntry);
+  assert.equal(log.debug, dropEntry);
+  assert.notEqual(log.warn, dropEntry);
+  assert.equal(nullLogger.error, dropEntry);
 });
