@@ -15,6 +15,7 @@ import {
   type LogSummary,
   type ParsedLog,
   parseSessionLog,
+  recordText,
   summarizeLog,
 } from "./_session_log.ts";
 import type { SessionHeader, StoredEvent } from "./session_store.ts";
@@ -215,8 +216,9 @@ export class JsonlLogs {
     const references = new Set<string>();
     let title = state.title;
     let text = "";
-    for (const [offset, event] of events.entries()) {
-      text += JSON.stringify({ ...event, seq: state.seq + offset + 1, time }) + "\n";
+    for (let offset = 0; offset < events.length; offset++) {
+      const event = events[offset] as StoredEvent;
+      text += recordText(event, state.seq + offset + 1, time) + "\n";
       collectFacts(event, references, (value) => title = value);
     }
     const apply = (bytes: number): boolean => {

@@ -4,10 +4,30 @@
  * @module
  */
 import { isObject, isStringArray } from "./_common.ts";
-import type { SessionHeader, StoredRecord } from "./session_store.ts";
+import type { SessionHeader, StoredEvent, StoredRecord } from "./session_store.ts";
 import { CorruptSessionLogError } from "./store_errors.ts";
 
 const NEWLINE = 0x0a;
+
+/**
+ * The JSON text of an event recorded as number `seq` at `time`: the same as
+ * `JSON.stringify({ ...event, seq, time })`, built without copying the event (this runs for every
+ * event a session records).
+ *
+ * @param event The event
+ * @param seq Its sequence number
+ * @param time Its ISO 8601 time
+ * @returns One line of JSON, without the newline
+ */
+export function recordText(event: StoredEvent, seq: number, time: string): string {
+  // An event that carries its own `seq` or `time` (a record copied from another store) gets them
+  // replaced in place, as the spread does.
+  if ("seq" in event || "time" in event) return JSON.stringify({ ...event, seq, time });
+  const json = JSON.stringify(event);
+  return `${json.length > 2 ? `${json.slice(0, -1)},` : "{"}"seq":${seq},"time":${
+    JSON.stringify(time)
+  }}`;
+}
 
 /** A log as read from disk. */
 export interface ParsedLog {

@@ -7,7 +7,7 @@
  */
 import { canonicalTime, checkHeader, creationTime, isValidSessionId } from "./_common.ts";
 import { encodeCursor, type IndexUpdate, listStart, SessionIndex } from "./_session_index.ts";
-import { collectFacts } from "./_session_log.ts";
+import { collectFacts, recordText } from "./_session_log.ts";
 import { MemoryAttachmentStore } from "./memory_attachment_store.ts";
 import {
   type AppendOptions,
@@ -146,7 +146,7 @@ export class MemorySessionStore implements SessionStore {
     let lines: string[];
     try {
       lines = events.map((event, offset) =>
-        JSON.stringify({ ...event, seq: session.records.length + offset + 1, time })
+        recordText(event, session.records.length + offset + 1, time)
       );
     } catch (error) {
       return Promise.reject(error);

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { recordText } from "../../src/store/_session_log.ts";
 import type { StoredEvent } from "../../src/store/session_store.ts";
 import {
   CorruptSessionLogError,
@@ -251,4 +252,27 @@ Deno.test("JsonlSessionStore.acquire(): re-reads a log another process appended 
   await store.append(id, [{ type: "turn_start" }], { sync: true });
   assert.deepEqual((await store.load(id))?.records.map((record) => record.seq), [1, 2, 3]);
   await mine.release();
+});
+
+Deno.test("recordText writes what the spread of the event with seq and time would", () => {
+  const time = "2026-01-02T03:04:05.678Z";
+  const events: StoredEvent[] = [
+    { type: "turn_start" },
+    { type: "user", messageId: "m", content: [{ type: "text", text: 'a "quoted"\nline' }] },
+    { type: "assistant", text: "", providerState: { n: 1, u: undefined } },
+    { type: "title", title: "\u2028 and \ud83d\ude00" },
+  ];
+  for (const [index, event] of events.entries()) {
+    const text = recordText(event, index + 1, time);
+    assert.equal(text, JSON.stringify({ ...event, seq: index + 1, time }));
+    assert.deepEqual(
+      JSON.parse(text),
+      JSON.parse(JSON.stringify({ ...event, seq: index + 1, time })),
+    );
+  }
+  // A record copied from elsewhere: its own seq and time are replaced, once each.
+  const copied = { type: "turn_start", seq: 9, time: "old" } as unknown as StoredEvent;
+  assert.equal(recordText(copied, 2, time), `{"type":"turn_start","seq":2,"time":"${time}"}`);
+  // Anything JSON cannot hold throws, as JSON.stringify does.
+  assert.throws(() => recordText({ type: "title", title: 1n } as unknown as StoredEvent, 1, time));
 });
