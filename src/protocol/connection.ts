@@ -10,6 +10,7 @@ import type { ToolSetFactory } from "../session/tool_set_factory.ts";
 import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import type { Workspace } from "../tools/workspace.ts";
 import type { AnyMessage, Stream } from "../transport/acp.ts";
+import type { NdJsonStream } from "../transport/nd_json_stream.ts";
 import type { ClientCapabilities } from "./acp_types.ts";
 import { withFields } from "./connection_logger.ts";
 import { describeErrors } from "./describe_errors.ts";
@@ -161,9 +162,12 @@ export class Connection implements ConnectionContext {
       embeddedContext: true,
     };
     // Messages of one session take effect in arrival order; `session/cancel` is carried out there.
-    this.#order = orderSessionMessages(stream.readable, {
-      cancel: (sessionId) => this.#sessions?.get(sessionId)?.cancel(),
-    });
+    this.#order = orderSessionMessages(
+      (stream as Partial<NdJsonStream>).messages ?? stream.readable,
+      {
+        cancel: (sessionId) => this.#sessions?.get(sessionId)?.cancel(),
+      },
+    );
     const described = describeErrors(stream, this.logger, (id) => {
       this.#order.applied(id);
       const then = this.#afterAnswer.get(id);

@@ -1,4 +1,5 @@
 import type { AnyMessage } from "../transport/acp.ts";
+import type { MessageSource } from "../transport/nd_json_stream.ts";
 
 /** Requests that act on one session, named by their `params.sessionId`. */
 const SESSION_REQUESTS: ReadonlySet<string> = new Set([
@@ -72,16 +73,17 @@ export interface SessionOrderOptions {
  * await writer.close();
  * ```
  *
- * @param input The connection's inbound messages
+ * @param input The connection's inbound messages: a stream, or read one at a time without one
+ *   (an NDJSON transport's `messages`, one hand-off less per message)
  * @param options Where cancels go
  * @returns The sequenced messages and the hook that releases a lane
  */
 export function orderSessionMessages(
-  input: ReadableStream<AnyMessage>,
+  input: ReadableStream<AnyMessage> | MessageSource,
   options: SessionOrderOptions,
 ): SessionOrder {
   const lanes = new Lanes(options);
-  const reader = input.getReader();
+  const reader = "getReader" in input ? streamSource(input) : input;
   const readable = new ReadableStream<AnyMessage>({
     start(controller) {
       lanes.forward = (message) => controller.enqueue(message);
@@ -91,8 +93,8 @@ export function orderSessionMessages(
       // (held messages go through later, from `applied`).
       const before = lanes.forwarded;
       while (lanes.forwarded === before) {
-        const { value, done } = await reader.read();
-        if (done) {
+        const value = await reader.read();
+        if (value === undefined) {
           lanes.forward = () => {};
           controller.close();
           return;
@@ -195,6 +197,18 @@ class Lanes {
     this.forwarded++;
     this.forward(message);
   }
+}
+
+/** A stream read one message at a time. */
+function streamSource(input: ReadableStream<AnyMessage>): MessageSource {
+  const reader = input.getReader();
+  return {
+    read: async () => {
+      const { value, done } = await reader.read();
+      return done ? undefined : value;
+    },
+    cancel: (reason) => reader.cancel(reason),
+  };
 }
 
 function isId(value: unknown): value is Id {

@@ -315,6 +315,66 @@ Deno.test("ndJsonStream() reads input only when a message is asked for", async (
   reader.releaseLock();
 });
 
+Deno.test("ndJsonStream() messages reads what readable would, without the stream", async () => {
+  for (
+    const chunks of [
+      [line(request(1)) + "not json\n" + line(request(2))],
+      // The last message has no newline: it is delivered when the input ends.
+      [line(request(1)), JSON.stringify(request(2))],
+    ]
+  ) {
+    let ended = 0;
+    const out = collector();
+    const stream = ndJsonStream(out.writable, input(chunks), {
+      onInputEnd: () => {
+        ended++;
+        return Promise.resolve();
+      },
+    });
+    assert.deepEqual(await stream.messages.read(), request(1));
+    assert.deepEqual(await stream.messages.read(), request(2));
+    assert.equal(ended, 0, "onInputEnd ran before every message was read");
+    assert.equal(await stream.messages.read(), undefined);
+    assert.equal(await stream.messages.read(), undefined);
+    assert.equal(ended, 1, "onInputEnd runs once");
+    await stream.messages.cancel("done");
+    await stream.drained();
+    const invalid = chunks.length === 1
+      ? [errorLine(null, -32700, "Parse error: the line is not valid JSON")]
+      : [];
+    assert.deepEqual(out.lines(), invalid);
+  }
+});
+
+Deno.test("ndJsonStream() messages.cancel() cancels the input", async () => {
+  let cancelled: unknown;
+  const stream = ndJsonStream(
+    collector().writable,
+    new ReadableStream<Uint8Array>({
+      cancel(reason) {
+        cancelled = reason;
+      },
+    }),
+  );
+  await stream.messages.cancel("closed");
+  assert.equal(cancelled, "closed");
+});
+
+Deno.test("ndJsonStream() writeMessage() keeps its place among the writable's writes", async () => {
+  const out = collector();
+  const stream = ndJsonStream(out.writable, input([]));
+  const writer = stream.writable.getWriter();
+  const sent = [1, 2, 3, 4, 5].map((n) => notification(String(n)));
+  await writer.write(sent[0]!);
+  assert.equal(stream.writeMessage(sent[1]!), undefined, "no push back for a small message");
+  await writer.write(sent[2]!);
+  stream.writeMessage(sent[3]!);
+  stream.writeMessage(sent[4]!);
+  await stream.drained();
+  assert.deepEqual(out.lines(), sent);
+  await writer.close();
+});
+
 Deno.test("ndJsonStream() awaits onInputEnd before closing the readable", async () => {
   const log: string[] = [];
   let release!: () => void;

@@ -1,0 +1,94 @@
+import assert from "node:assert/strict";
+import { createLogger } from "../../src/log/logger.ts";
+import { describeErrors } from "../../src/protocol/describe_errors.ts";
+import type { AnyMessage } from "../../src/transport/acp.ts";
+import { ndJsonStream } from "../../src/transport/nd_json_stream.ts";
+
+/** A transport: an NDJSON stream over an output that keeps what it is given, or a plain pair. */
+function transport(ndjson: boolean): {
+  stream: { readable: ReadableStream<AnyMessage>; writable: WritableStream<AnyMessage> };
+  written(): Promise<unknown[]>;
+} {
+  if (ndjson) {
+    let text = "";
+    const decoder = new TextDecoder();
+    const stream = ndJsonStream(
+      new WritableStream<Uint8Array>({ write: (chunk) => void (text += decoder.decode(chunk)) }),
+      new ReadableStream<Uint8Array>(),
+    );
+    return {
+      stream,
+      written: async () => {
+        await stream.drained();
+        return text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line));
+      },
+    };
+  }
+  const messages: unknown[] = [];
+  return {
+    stream: {
+      readable: new ReadableStream<AnyMessage>(),
+      writable: new WritableStream<AnyMessage>({ write: (message) => void messages.push(message) }),
+    },
+    written: () => Promise.resolve(messages),
+  };
+}
+
+for (const ndjson of [true, false]) {
+  Deno.test(`describeErrors: the SDK's writer-per-message path (${ndjson ? "NDJSON" : "plain"} transport)`, async () => {
+    const { stream, written } = transport(ndjson);
+    const lines: string[] = [];
+    const answered: unknown[] = [];
+    const described = describeErrors(
+      stream,
+      createLogger("warn", (line) => lines.push(line)),
+      (id) => answered.push(id),
+    );
+    const invalid = {
+      jsonrpc: "2.0",
+      id: 2,
+      error: {
+        code: -32602,
+        message: "Invalid params",
+        data: { _errors: [], prompt: { _errors: [], 0: { _errors: ["expected an object"] } } },
+      },
+    } as AnyMessage;
+    const sent: AnyMessage[] = [
+      { jsonrpc: "2.0", method: "session/update", params: { n: 1 } } as AnyMessage,
+      { jsonrpc: "2.0", id: 1, result: {} } as AnyMessage,
+      invalid,
+    ];
+    // As the SDK sends: a writer per message, released after its write.
+    for (const message of sent) {
+      const writer = described.writable.getWriter();
+      await writer.write(message);
+      writer.releaseLock();
+    }
+    assert.deepEqual(await written(), [
+      sent[0],
+      sent[1],
+      {
+        ...invalid,
+        error: {
+          code: -32602,
+          message: "Invalid params: prompt.0: expected an object",
+          data: (invalid as { error: { data: unknown } }).error.data,
+        },
+      },
+    ]);
+    assert.deepEqual(answered, [1, 2]);
+    assert.equal(lines.length, 1);
+    assert.match(lines[0]!, /request failed .*"code":-32602/);
+  });
+}
+
+Deno.test("describeErrors: a write that fails rejects the SDK's write", async () => {
+  const described = describeErrors(
+    ndJsonStream(new WritableStream<Uint8Array>(), new ReadableStream<Uint8Array>()),
+    createLogger("error", () => {}),
+  );
+  const writer = described.writable.getWriter();
+  // A value JSON cannot hold: the transport cannot serialize it.
+  const unwritable = { jsonrpc: "2.0", id: 1, result: { n: 1n } } as unknown as AnyMessage;
+  await assert.rejects(async () => await writer.write(unwritable), TypeError);
+});
