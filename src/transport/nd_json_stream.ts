@@ -15,9 +15,10 @@ export interface NdJsonStreamOptions {
   readonly onInvalid?: (reason: string) => void;
   /**
    * Schedules the write of a burst of messages; runtimes pass `setImmediate`. Given, what is sent
-   * in the task that delivered an inbound message waits for it (a prompt's updates and its answer
-   * go out in one write, microseconds later); any other message is written at once when no write
-   * is under way (a streamed delta), else with the others sent meanwhile when that write ends.
+   * in the task that delivered an inbound message waits for it or for an answer, whichever comes
+   * first (a prompt's updates go out with its answer, in one write); an answer is written at once;
+   * any other message is written at once when no write is under way (a streamed delta), else
+   * with the others sent meanwhile when that write ends.
    * Without it, the first few messages of a burst are written at once and the rest when
    * `setTimeout(flush, 0)` fires.
    * @default {setTimeout(flush, 0)}
@@ -114,7 +115,7 @@ export function ndJsonStream(
   // With one, a message is written at once when no write is under way (a streamed delta just read
   // from the model goes out without waiting for anything), and the messages sent while one is
   // under way go out together when it ends; what an inbound message brings about in the task that
-  // delivered it (a request's updates and its answer) waits for `defer` instead: one write.
+  // delivered it (a request's updates) waits for its answer or for `defer`: one write.
   const timed = options.defer === undefined;
   const defer = options.defer ?? ((flush: () => void) => setTimeout(flush, 0));
   let writes: Promise<void> = Promise.resolve();
@@ -176,6 +177,10 @@ export function ndJsonStream(
         });
       }
       if (++sentInBurst <= WRITE_THROUGH) return flush();
+    } else if (isAnswer(message)) {
+      // An answer goes out at once, with what was held before it (a prompt's updates): the client
+      // waits for it, and whatever else the task does meanwhile can follow in the next write.
+      return flushBurst();
     } else if (!holding && inFlight === 0) {
       return flush();
     }
@@ -196,11 +201,13 @@ export function ndJsonStream(
   };
   // Writes the messages held back in a burst and settles their shared promise.
   let settleNext: (write: Promise<void>) => void = () => {};
-  const flushBurst = (): void => {
+  const flushBurst = (): Promise<void> => {
     const settle = settleNext;
     settleNext = () => {};
     nextWrite = undefined;
-    settle(flush());
+    const write = flush();
+    settle(write);
+    return write;
   };
   const fail = (code: number, message: string, id: string | number | null = null): void => {
     options.onInvalid?.(message);
@@ -403,6 +410,12 @@ function isMessage(value: unknown): value is AnyMessage {
   if (record.jsonrpc !== "2.0") return false;
   if ("method" in record) return typeof record.method === "string";
   return "id" in record && ("result" in record || "error" in record);
+}
+
+/** Whether a message is an answer (a result or an error), not a request or a notification. */
+function isAnswer(message: unknown): boolean {
+  return typeof message === "object" && message !== null && !("method" in message) &&
+    "id" in message;
 }
 
 function idOf(value: unknown): string | number | null {

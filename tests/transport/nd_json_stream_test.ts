@@ -582,7 +582,7 @@ Deno.test("ndJsonStream() with a defer writes a message at once and those sent m
   for await (const _ of stream.readable) assert.fail("no input expected");
 });
 
-Deno.test("ndJsonStream() with a defer holds what the task that delivered a message sends for one write", async () => {
+Deno.test("ndJsonStream() with a defer holds what the task that delivered a message sends until its answer", async () => {
   const out = collector();
   const tasks: Array<() => void> = [];
   const stream = ndJsonStream(out.writable, input([line(request(1))]), {
@@ -591,16 +591,27 @@ Deno.test("ndJsonStream() with a defer holds what the task that delivered a mess
   const reader = stream.readable.getReader();
   const writer = stream.writable.getWriter();
   assert.deepEqual((await reader.read()).value, request(1));
-  // A prompt's updates and its answer.
-  const sent = [notification("a"), notification("b"), { jsonrpc: "2.0", id: 1, result: null }];
-  for (const message of sent) void writer.write(message as AnyMessage);
+  // A prompt's updates: held.
+  const updates = [notification("a"), notification("b")];
+  for (const message of updates) void writer.write(message);
   await settle();
-  assert.equal(out.chunks.length, 0, "nothing is written before the task runs");
+  assert.equal(out.chunks.length, 0, "nothing is written before the answer or the task");
   assert.equal(tasks.length, 1, "one write scheduled");
+  // Its answer: written at once, with them, without waiting for the task.
+  const answer = { jsonrpc: "2.0", id: 1, result: null } as AnyMessage;
+  void writer.write(answer);
+  await settle();
+  assert.equal(out.chunks.length, 1, "one write for the answer and its updates");
+  assert.deepEqual(out.lines(), [...updates, answer]);
+  // What the task sends after the answer waits for the task.
+  const after = notification("after the answer");
+  void writer.write(after);
+  await settle();
+  assert.equal(out.chunks.length, 1);
   tasks[0]?.();
   await stream.drained();
-  assert.equal(out.chunks.length, 1, "one write for the answer and its updates");
-  assert.deepEqual(out.lines(), sent);
+  assert.equal(out.chunks.length, 2);
+  assert.deepEqual(out.lines(), [...updates, answer, after]);
   assert.equal((await reader.read()).done, true);
   await writer.close();
 });
