@@ -1,6 +1,8 @@
 import type * as HttpListener from "./deno_http.ts";
 import process from "node:process";
-import { Readable } from "node:stream";
+import { fstatSync } from "node:fs";
+import { Socket } from "node:net";
+import { Readable, Writable } from "node:stream";
 import { setImmediate } from "node:timers";
 import { runCli } from "../cli.ts";
 import { NodeHost } from "../host/node_host.ts";
@@ -8,21 +10,29 @@ import { NodeHost } from "../host/node_host.ts";
 /**
  * Runs the CLI on Deno and exits with its code.
  *
- * stdin goes through `node:process`; stdout through `Deno.stdout.writable`. Deno 2.9's
- * `process.stdout` writes synchronously: a write larger than the room left in the pipe (64 KiB on
- * Linux), such as a `session/load` replay batch, held the whole server until the client read it.
- * `Deno.stdout.writable` waits for the client without blocking; the protocol stream coalesces the
- * messages sent while a write is under way, so it costs nothing in the bench's throughput, prompt
- * round trip or first-update figures, and `session/load` got about 15–20 % faster.
+ * On a pipe or a socket (how clients start the server), stdin and stdout are `node:net` sockets
+ * over descriptors 0 and 1: they read and write without blocking the process and without a
+ * thread. Deno 2.9's `process.stdout` writes synchronously, so a write larger than the room left
+ * in the pipe (64 KiB on Linux), such as a `session/load` replay batch, held the whole server
+ * until the client read it; `Deno.stdin` and `Deno.stdout` do not block, but hand every read and
+ * write to a thread and back, which cost about a third of a prompt's round trip here. A file or a
+ * terminal keeps `process.stdin` and `Deno.stdout.writable`.
  */
 export async function main(): Promise<void> {
   const encoder = new TextEncoder();
   const signals = ["SIGINT", "SIGTERM"] as const;
+  const stdout: WritableStream<Uint8Array> = isPipe(1)
+    ? Writable.toWeb(new Socket({ fd: 1, readable: false, writable: true })) as WritableStream<
+      Uint8Array
+    >
+    : Deno.stdout.writable;
   const code = await runCli({
     args: Deno.args,
     host: new NodeHost(Deno.env.toObject()),
-    stdin: Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>,
-    stdout: Deno.stdout.writable,
+    stdin: Readable.toWeb(
+      isPipe(0) ? new Socket({ fd: 0, readable: true, writable: false }) : process.stdin,
+    ) as unknown as ReadableStream<Uint8Array>,
+    stdout,
     writeStderr: (text) => void Deno.stderr.writeSync(encoder.encode(text)),
     defer: (task) => void setImmediate(task),
     serveHttp: async (handler, options) =>
@@ -39,4 +49,14 @@ export async function main(): Promise<void> {
     },
   });
   Deno.exit(code);
+}
+
+/** Whether descriptor `fd` is a pipe or a socket, which `node:net` serves without blocking. */
+function isPipe(fd: number): boolean {
+  try {
+    const info = fstatSync(fd);
+    return info.isFIFO() || info.isSocket();
+  } catch {
+    return false;
+  }
 }

@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
-import { writeFile } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { closeSync, openSync } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { exitWithin, spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { fakeStdio } from "../_helpers/mcp_servers.ts";
@@ -168,6 +171,45 @@ Deno.test("deno: flags beat environment variables, which beat the config file", 
     agent.end();
     assert.equal(await exitWithin(agent, 5_000), 0);
   }
+});
+
+Deno.test("deno: stdin and stdout that are files, not pipes, are served too", async () => {
+  // On pipes the Deno entry reads and writes through node:net sockets; files take the other path.
+  await using ws = await workspaceDir();
+  const input = join(ws.path, "in.jsonl");
+  const output = join(ws.path, "out.jsonl");
+  await writeFile(
+    input,
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\nnot json\n',
+  );
+  const [deno] = RUNTIMES;
+  assert.ok(deno);
+  const inputFd = openSync(input, "r");
+  const outputFd = openSync(output, "w");
+  try {
+    const child = spawn(deno.command, [...deno.args], {
+      cwd: ws.path,
+      env: ws.env,
+      stdio: [inputFd, outputFd, "ignore"],
+    });
+    const [code] = await once(child, "exit");
+    assert.equal(code, 0);
+  } finally {
+    closeSync(inputFd);
+    closeSync(outputFd);
+  }
+  const lines = (await readFile(output, "utf8")).trimEnd().split("\n").map((line) =>
+    JSON.parse(line)
+  );
+  // Two answers (in either order: JSON-RPC does not order answers to different requests).
+  assert.equal(lines.length, 2);
+  const initialized = lines.find((line) => line.id === 1);
+  assert.equal(initialized?.result?.protocolVersion, 1);
+  assert.deepEqual(lines.find((line) => line.id === null), {
+    jsonrpc: "2.0",
+    id: null,
+    error: { code: -32700, message: "Parse error: the line is not valid JSON" },
+  });
 });
 
 Deno.test("deno: bad values in flags, environment and config file exit 2 naming them", async () => {
