@@ -66,6 +66,7 @@ export {
 } from "./src/store/jsonl_session_store.ts";
 export { createMemoryPair } from "./src/transport/memory.ts";
 export {
+  type MessageSource,
   type NdJsonStream,
   ndJsonStream,
   type NdJsonStreamOptions,
