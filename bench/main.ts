@@ -273,7 +273,7 @@ function parseSettings(args: readonly string[]): Settings {
     quick,
     runtimes: runtimes.length > 0 ? runtimes : RUNTIMES,
     startupRuns: quick ? 3 : 15,
-    warmupPrompts: quick ? 20 : 1_000,
+    warmupPrompts: quick ? 20 : 4_000,
     prompts: quick ? 200 : 2000,
     promptBlock: quick ? 50 : 100,
     chunks: quick ? 2000 : 20_000,
@@ -2277,9 +2277,13 @@ function renderReport(
     "target is on this one. Memory: the same server with `--store memory:` (sessions kept in " +
     "the process, nothing written), so durability p50 (durable − memory:) is what the log " +
     "costs a prompt and ratio (memory:) is the server without it; the bare agent persists " +
-    "nothing. The warm-up lets all reach steady state (the JIT optimizes more of the larger " +
-    "server later); the first → last block columns show the latency at the start and the end " +
-    "of the measured prompts, as the session's history grows. Before sessions were durable " +
+    "nothing. The warm-up lets all reach steady state: V8 optimizes a function after a few " +
+    "interrupt-budget ticks (about 67 KB of its bytecode run each, in Node.js 20), so a " +
+    "function that runs once per prompt is optimized only after a few thousand prompts (the " +
+    "bare agent's hot functions run many times per prompt and get there sooner); with 1,000 " +
+    "warm-up prompts Node.js's ours went from 0.41 to 0.17 ms within the measured prompts. The " +
+    "first → last block columns show the latency at the start and the end of the measured " +
+    "prompts, as the session's history grows. Before sessions were durable " +
     "(bench/RESULTS.md at commit 78c471b) the same measurement gave 1.06-1.14x.",
     "",
     `## Update throughput: one prompt answered by ${settings.chunks.toLocaleString("en-US")} ` +
