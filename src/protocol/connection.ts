@@ -171,10 +171,11 @@ export class Connection implements ConnectionContext {
     const described = describeErrors(stream, this.logger, (id) => {
       this.#order.applied(id);
       const then = this.#afterAnswer.get(id);
-      if (then) {
-        this.#afterAnswer.delete(id);
-        then();
-      }
+      if (!then) return false;
+      this.#afterAnswer.delete(id);
+      then();
+      // What it sends (a session's commands) goes out in the answer's write.
+      return true;
     });
     // Reading starts after this constructor returns, so no handler runs before `#writeDirect` is set.
     this.#acp = agentApp(this).connect({

@@ -20,13 +20,14 @@ import type { BulkWriter, FrameWriter, NdJsonStream } from "../transport/nd_json
  *
  * @param stream The connection's streams
  * @param logger Where error responses are reported
- * @param onAnswer Told the id of every answer (result or error) as it is written
+ * @param onAnswer Told the id of every answer (result or error) as it is written; `true` when
+ *   the task goes on to send more messages (they share the answer's write)
  * @returns The rewritten outbound side, and `writeDirect`
  */
 export function describeErrors(
   stream: Stream,
   logger: Logger,
-  onAnswer?: (id: unknown) => void,
+  onAnswer?: (id: unknown) => boolean | void,
 ): {
   readonly writable: WritableStream<AnyMessage>;
   writeDirect(messages: readonly AnyMessage[]): Promise<void>;
@@ -36,7 +37,8 @@ export function describeErrors(
   // An NDJSON transport takes a message without its writable around it: one hand-off less.
   const writeMessage = (stream as Partial<NdJsonStream>).writeMessage?.bind(stream);
   const write = (message: AnyMessage): Promise<void> | undefined => {
-    if (onAnswer && !("method" in message)) onAnswer((message as { id?: unknown }).id);
+    const followed = onAnswer !== undefined && !("method" in message) &&
+      onAnswer((message as { id?: unknown }).id) === true;
     if ("error" in message && message.error) {
       let error = message.error as { code: number; message: string; data?: unknown };
       if (error.data !== undefined && nestedDeeperThan(error.data, MAX_DATA_DEPTH)) {
@@ -56,7 +58,9 @@ export function describeErrors(
         message: described.message,
       });
     }
-    return writeMessage ? writeMessage(message) : writer.write(message);
+    return writeMessage
+      ? writeMessage(message, followed ? FOLLOWED : undefined)
+      : writer.write(message);
   };
   const writable = new WriterPerMessage<AnyMessage>({
     write,
@@ -127,6 +131,9 @@ function firstIssue(tree: unknown, path: readonly string[]): string | undefined 
   }
   return undefined;
 }
+
+/** The options of an answer that more messages follow. */
+const FOLLOWED = { followed: true } as const;
 
 /** Settled `undefined`, shared: a write that need not be waited for. */
 const DONE: Promise<void> = Promise.resolve();

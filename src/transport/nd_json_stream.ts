@@ -16,9 +16,10 @@ export interface NdJsonStreamOptions {
   /**
    * Schedules the write of a burst of messages; runtimes pass `setImmediate`. Given, what is sent
    * in the task that delivered an inbound message waits for it or for an answer, whichever comes
-   * first (a prompt's updates go out with its answer, in one write); an answer is written at once;
-   * any other message is written at once when no write is under way (a streamed delta), else
-   * with the others sent meanwhile when that write ends.
+   * first (a prompt's updates go out with its answer, in one write); an answer is written at once
+   * unless it is `followed` (see `writeMessage`); any other message is written at once when no
+   * write is under way (a streamed delta), else with the others sent meanwhile when that write
+   * ends.
    * Without it, the first few messages of a burst are written at once and the rest when
    * `setTimeout(flush, 0)` fires.
    * @default {setTimeout(flush, 0)}
@@ -51,8 +52,15 @@ export interface NdJsonStream extends Stream {
    * Writes a message as `writable`'s `write` does, without the stream around it (one hand-off
    * less per message): in order with every message written through `writable` and these methods.
    * Returns a promise only when a lot is waiting, to wait on before writing more.
+   *
+   * @param message The message
+   * @param options `followed`: an answer that the task sending it follows with more messages
+   *   (`session/new`'s and the session's commands), which then go out in the same write
    */
-  writeMessage(message: AnyMessage): Promise<void> | undefined;
+  writeMessage(
+    message: AnyMessage,
+    options?: { readonly followed?: boolean },
+  ): Promise<void> | undefined;
   /**
    * The inbound messages without the stream around them: what `readable` delivers, read by a
    * consumer that takes them one at a time. Read from this or from `readable`, not both.
@@ -163,7 +171,7 @@ export function ndJsonStream(
     if ((message as { method?: unknown }).method === undefined) exactIds.delete(id);
     return text.replace(`"id":${JSON.stringify(id)}`, () => `"id":${raw}`);
   };
-  const send = (message: unknown): Promise<void> => {
+  const send = (message: unknown, followed = false): Promise<void> => {
     const text = serialize(message) + "\n";
     batch.push(text);
     batchChars += text.length;
@@ -177,7 +185,7 @@ export function ndJsonStream(
         });
       }
       if (++sentInBurst <= WRITE_THROUGH) return flush();
-    } else if (isAnswer(message)) {
+    } else if (!followed && isAnswer(message)) {
       // An answer goes out at once, with what was held before it (a prompt's updates): the client
       // waits for it, and whatever else the task does meanwhile can follow in the next write.
       return flushBurst();
@@ -328,8 +336,11 @@ export function ndJsonStream(
   // Accepting a message does not wait for it to reach the output unless a lot is already
   // waiting: the writer can go on producing while the previous batch is written (order is
   // kept). `drained()` tells when everything has been written.
-  const writeMessage = (message: AnyMessage): Promise<void> | undefined => {
-    const written = send(message);
+  const writeMessage = (
+    message: AnyMessage,
+    options?: { readonly followed?: boolean },
+  ): Promise<void> | undefined => {
+    const written = send(message, options?.followed);
     written.catch(() => {});
     if (batchChars <= HIGH_WATER_CHARS) return undefined;
     // A lot is waiting: write it now and let the producer wait for it.
@@ -337,7 +348,7 @@ export function ndJsonStream(
     return written;
   };
   const writable = new WritableStream<AnyMessage>({
-    write: writeMessage,
+    write: (message) => writeMessage(message),
     async close() {
       flushBurst();
       await writes;

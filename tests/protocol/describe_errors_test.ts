@@ -42,7 +42,7 @@ for (const ndjson of [true, false]) {
     const described = describeErrors(
       stream,
       createLogger("warn", (line) => lines.push(line)),
-      (id) => answered.push(id),
+      (id) => void answered.push(id),
     );
     const invalid = {
       jsonrpc: "2.0",
@@ -91,4 +91,38 @@ Deno.test("describeErrors: a write that fails rejects the SDK's write", async ()
   // A value JSON cannot hold: the transport cannot serialize it.
   const unwritable = { jsonrpc: "2.0", id: 1, result: { n: 1n } } as unknown as AnyMessage;
   await assert.rejects(async () => await writer.write(unwritable), TypeError);
+});
+
+Deno.test("describeErrors: an answer that onAnswer says is followed waits for the task's write", async () => {
+  let text = "";
+  const decoder = new TextDecoder();
+  const tasks: Array<() => void> = [];
+  const encoder = new TextEncoder();
+  const lines = [1, 2].map((id) => `{"jsonrpc":"2.0","id":${id},"method":"ping"}\n`).join("");
+  const stream = ndJsonStream(
+    new WritableStream<Uint8Array>({ write: (chunk) => void (text += decoder.decode(chunk)) }),
+    new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(encoder.encode(lines));
+        controller.close();
+      },
+    }),
+    { defer: (task) => tasks.push(task) },
+  );
+  const described = describeErrors(stream, createLogger("error", () => {}), (id) => id === 1);
+  const write = async (message: AnyMessage): Promise<void> => {
+    const writer = described.writable.getWriter();
+    await writer.write(message);
+    writer.releaseLock();
+  };
+  await stream.messages.read();
+  await write({ jsonrpc: "2.0", id: 1, result: {} } as AnyMessage);
+  const output = (): string => text;
+  assert.equal(output(), "", "a followed answer is held for the task");
+  tasks.shift()?.();
+  await stream.drained();
+  assert.equal(output(), '{"jsonrpc":"2.0","id":1,"result":{}}\n');
+  await stream.messages.read();
+  await write({ jsonrpc: "2.0", id: 2, result: {} } as AnyMessage);
+  assert.equal(output().split("\n").length - 1, 2, "any other answer is written at once");
 });

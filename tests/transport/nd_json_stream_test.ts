@@ -616,6 +616,26 @@ Deno.test("ndJsonStream() with a defer holds what the task that delivered a mess
   await writer.close();
 });
 
+Deno.test("ndJsonStream() with a defer holds a followed answer for the task's one write", async () => {
+  const out = collector();
+  const tasks: Array<() => void> = [];
+  const stream = ndJsonStream(out.writable, input([line(request(1))]), {
+    defer: (task) => tasks.push(task),
+  });
+  assert.deepEqual(await stream.messages.read(), request(1));
+  // A session/new answer, then the session's commands.
+  const answer = { jsonrpc: "2.0", id: 1, result: { sessionId: "s" } } as AnyMessage;
+  assert.equal(stream.writeMessage(answer, { followed: true }), undefined);
+  const commands = notification("commands");
+  stream.writeMessage(commands);
+  await settle();
+  assert.equal(out.chunks.length, 0, "the answer waits for what follows it");
+  tasks[0]?.();
+  await stream.drained();
+  assert.equal(out.chunks.length, 1, "one write");
+  assert.deepEqual(out.lines(), [answer, commands]);
+});
+
 Deno.test("ndJsonStream() writeFrames() writes framed bytes in order with the messages around them", async () => {
   const out = collector();
   const stream = ndJsonStream(out.writable, input([]));
