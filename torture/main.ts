@@ -47,8 +47,7 @@ console.error(
   `[torture] ${size} run, seed ${seed}, ${scenarios.length} scenarios × ${specs.length} runtimes`,
 );
 for (const scenario of scenarios) {
-  // The runtimes of one scenario run side by side.
-  const results = await Promise.all(specs.map(async (runtime) => {
+  const run = async (runtime: typeof specs[number]): Promise<Row> => {
     const tally = await runScenario(scenario, runtime, size, seed);
     console.error(
       `[torture] ${scenario.name} / ${runtime.name}: ${tally.runs} runs, ${
@@ -56,8 +55,10 @@ for (const scenario of scenarios) {
       } failures, ${tally.seconds.toFixed(1)} s`,
     );
     return { scenario: scenario.name, runtime: runtime.name, tally };
-  }));
-  rows.push(...results);
+  };
+  // The runtimes of one scenario run side by side, unless it must run alone.
+  if (scenario.alone) { for (const runtime of specs) rows.push(await run(runtime)); }
+  else rows.push(...await Promise.all(specs.map(run)));
 }
 const seconds = (performance.now() - started) / 1000;
 console.log(formatTable(rows));

@@ -124,6 +124,9 @@ function onPath(name: string): string {
 export const mcp: Scenario = {
   name: "mcp",
   description: `${MODES.length} hostile MCP servers × 4 endings: agent serves, no leftovers`,
+  // Its heavy cases (50 MiB, floods, 1 MiB garbage lines) on three runtimes at once missed the
+  // 8 s and 2 s limits on two cores now and then, in CI and locally, with no server at fault.
+  alone: true,
   async run(context: ScenarioContext): Promise<void> {
     const node = onPath("node");
     const rounds = context.pick(2, 1, 1);
