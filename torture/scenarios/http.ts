@@ -890,6 +890,10 @@ function fixedProbes(env: Env, victims: Victims, rng: Rng): Array<() => Probe> {
   };
   const post = (headers: readonly string[], body?: string, length = true): string =>
     rawRequest(target, "POST /acp HTTP/1.1", [A, J, ...headers], body, { length });
+  // Once answered 500 by the SDK (seed 454368, fuzz 168): an initialize with an array id.
+  raw("initialize whose id is an array, empty Acp-Connection-Id", [
+    post(["Acp-Connection-Id: "], init.replace('"id":"fz-init"', '"id":[]')),
+  ], { expect: [400] });
   raw("Content-Length 10^15, a small body", [
     post(["Content-Length: 1000000000000000"], list, false),
   ], {

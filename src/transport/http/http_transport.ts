@@ -217,8 +217,21 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
   });
   app.all("/acp", async (c) => {
     const request = c.req.raw;
-    const opening = request.method === "POST" && !request.headers.has("acp-connection-id");
+    // As the SDK reads it: an empty `Acp-Connection-Id` opens a connection too (and counts).
+    const opening = request.method === "POST" && !request.headers.get("acp-connection-id");
     if (opening && (draining || open.size >= limits.maxConnections)) return busy(draining);
+    // The SDK waits for the answer to an `initialize` whose id is neither a string nor a number
+    // (an array, an object) and, unable to match it, answers 500: refused here instead.
+    if (opening && await hasBadRequestId(request)) {
+      return Response.json({
+        jsonrpc: "2.0",
+        id: null,
+        error: {
+          code: -32600,
+          message: "Invalid request: a request id must be a string or a number",
+        },
+      }, { status: 400 });
+    }
     const info = c.env?.info ?? {};
     const response = await acp.handleRequest(request, { agent: agentFor("http", info) });
     // The SDK answers a connector that refused (our connection limit, raced) with 500.
@@ -310,6 +323,24 @@ async function withBodyLimit(request: Request, max: number): Promise<Request | u
     body,
     signal: request.signal,
   });
+}
+
+/**
+ * Whether a request's body is a JSON-RPC request whose id is neither a string, a number nor
+ * `null` (which the SDK refuses itself). Reads a copy of the body; anything that does not parse is
+ * left to the SDK.
+ */
+async function hasBadRequestId(request: Request): Promise<boolean> {
+  let message: unknown;
+  try {
+    message = JSON.parse(await request.clone().text());
+  } catch {
+    return false;
+  }
+  if (typeof message !== "object" || message === null || Array.isArray(message)) return false;
+  if (!("method" in message) || !("id" in message)) return false;
+  const { id } = message as { id: unknown };
+  return id !== null && typeof id !== "string" && typeof id !== "number";
 }
 
 /** A refusal as `application/problem+json` (RFC 9457), which `acp-http-client` reads. */

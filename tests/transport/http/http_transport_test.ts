@@ -203,6 +203,24 @@ Deno.test("RFD profile: every status code", async () => {
   assert.equal(await status(post("[]")), 400);
   assert.equal(await status(post('"text"')), 400);
   assert.equal(await status(post("x".repeat(5000))), 413);
+  // An initialize whose id is neither a string nor a number (the SDK answered 500), with or
+  // without an empty Acp-Connection-Id (which opens a connection as none does).
+  for (const badId of ["[]", "{}", "true"]) {
+    const body =
+      `{"jsonrpc":"2.0","id":${badId},"method":"initialize","params":{"protocolVersion":1}}`;
+    for (const headers of [JSON_HEADERS, { ...JSON_HEADERS, "acp-connection-id": "" }]) {
+      const refused = await post(body, headers);
+      assert.equal(refused.status, 400, badId);
+      assert.deepEqual(await refused.json(), {
+        jsonrpc: "2.0",
+        id: null,
+        error: {
+          code: -32600,
+          message: "Invalid request: a request id must be a string or a number",
+        },
+      });
+    }
+  }
   const newSession = JSON.stringify({
     jsonrpc: "2.0",
     id: 1,
@@ -408,6 +426,15 @@ Deno.test("limits: connections, sessions per connection", async () => {
   assert.equal(third.status, 503);
   assert.equal(third.headers.get("retry-after"), "1");
   await third.body?.cancel();
+  // An empty Acp-Connection-Id opens a connection too, so it counts against the limit.
+  const emptyId = await fetch(`${http.url}/acp`, {
+    method: "POST",
+    headers: { ...JSON_HEADERS, "acp-connection-id": "" },
+    body: initializeBody(),
+  });
+  assert.equal(emptyId.status, 503);
+  await emptyId.body?.cancel();
+  assert.equal(http.transport.connections, 2);
   await closeClient(a);
 });
 
