@@ -120,12 +120,13 @@ export class MemorySessionStore implements SessionStore {
       attachments: new Set(),
     };
     const events = options?.events ?? [];
-    // Each must be JSON before anything is stored: a failed create stores nothing.
-    for (const event of events) JSON.stringify(event);
+    const time = new Date(this.#now()).toISOString();
+    // Serialized before anything is stored: a create whose events cannot be stores nothing.
+    const lines = this.#lines(session, events, time);
     this.#sessions.set(id, session);
     this.#index.applyAll([indexLine(id, session, [])]);
-    if (events.length > 0) await this.append(id, events, { sync: false });
-    else await Promise.resolve();
+    if (lines.length > 0) this.#store(id, session, events, lines, time);
+    await Promise.resolve();
   }
 
   /**
@@ -142,22 +143,38 @@ export class MemorySessionStore implements SessionStore {
     if (session === undefined) return Promise.reject(new SessionNotFoundError(id));
     if (events.length === 0) return Promise.resolve();
     const time = new Date(this.#now()).toISOString();
-    const added = new Set<string>();
     let lines: string[];
     try {
-      lines = events.map((event, offset) =>
-        recordText(event, session.records.length + offset + 1, time)
-      );
+      lines = this.#lines(session, events, time);
     } catch (error) {
       return Promise.reject(error);
     }
+    this.#store(id, session, events, lines, time);
+    return Promise.resolve();
+  }
+
+  /** The records of `events` after the session's last, as JSON; throws before anything changes. */
+  #lines(session: MemorySession, events: readonly StoredEvent[], time: string): string[] {
+    return events.map((event, offset) =>
+      recordText(event, session.records.length + offset + 1, time)
+    );
+  }
+
+  /** Adds the records made by {@link #lines} to the session, its title, references and index line. */
+  #store(
+    id: string,
+    session: MemorySession,
+    events: readonly StoredEvent[],
+    lines: readonly string[],
+    time: string,
+  ): void {
+    const added = new Set<string>();
     session.records.push(...lines);
     for (const event of events) collectFacts(event, added, (title) => session.title = title);
     const references = [...added].filter((sha) => !session.attachments.has(sha));
     for (const sha of references) session.attachments.add(sha);
     if (time > session.updatedAt) session.updatedAt = time;
     this.#index.applyAll([indexLine(id, session, references)]);
-    return Promise.resolve();
   }
 
   /**
