@@ -13,9 +13,9 @@ import { NodeHost } from "../host/node_host.ts";
  * over descriptors 0 and 1: they read and write without blocking the process and without a
  * thread. Deno 2.9's `process.stdout` writes synchronously, so a write larger than the room left
  * in the pipe (64 KiB on Linux), such as a `session/load` replay batch, held the whole server
- * until the client read it; `Deno.stdin` and `Deno.stdout` do not block, but hand every read and
- * write to a thread and back, which cost about a third of a prompt's round trip here. A file or a
- * terminal keeps `process.stdin` and `Deno.stdout.writable`.
+ * until the client read it. `Deno.stdout.writable` does not block but hands every write to a
+ * thread and back; with `process.stdin` for reading, that cost about a third of a prompt's round
+ * trip here. A file or a terminal keeps `process.stdin` and `Deno.stdout.writable`.
  */
 export async function main(): Promise<void> {
   const encoder = new TextEncoder();
