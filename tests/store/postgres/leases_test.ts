@@ -150,12 +150,21 @@ postgresTest(
     await a.store.acquire("s1");
     await a.store.create(header("s1"));
     await a.store.append("s1", [{ type: "turn_start" }], { sync: true });
+    let lease: Awaited<ReturnType<typeof b.store.acquire>> | undefined;
     {
-      // As if A had stalled past its lease time without a heartbeat.
+      // As if A had stalled past its lease time without a heartbeat. A's heartbeat (every 200 ms)
+      // renews a lease nobody took yet, and under load it can land between the expiry and B's
+      // acquire: expire it again until B has it.
       await using sql = client(database.url);
-      await sql`UPDATE acp_harness.leases SET expires_at = clock_timestamp() - interval '1 second'`;
+      for (let attempt = 1; lease === undefined; attempt++) {
+        await sql`UPDATE acp_harness.leases SET expires_at = clock_timestamp() - interval '1 second'`;
+        try {
+          lease = await b.store.acquire("s1");
+        } catch (error) {
+          if (!(error instanceof SessionLockedError) || attempt === 20) throw error;
+        }
+      }
     }
-    const lease = await b.store.acquire("s1");
     await assert.rejects(
       a.store.append("s1", [{ type: "turn_end", stopReason: "end_turn" }], { sync: false }),
       (error: unknown) => error instanceof SessionLockedError && /"successor"/.test(error.message),
