@@ -208,11 +208,6 @@ interface ComposedServer {
   readonly server: AgentServer;
   /** Closes the session store (PostgreSQL: stops heartbeats, releases leases, closes the pool). */
   closeStore(): Promise<void>;
-  /**
-   * Starts what serving does not wait for: reaping the processes a killed predecessor left (it
-   * loads the process supervision). Runs once, whoever calls it first.
-   */
-  startBackgroundWork(): void;
 }
 
 /**
@@ -257,19 +252,22 @@ async function composeServer(
     leaseTtlMs: config.leaseTtl * 1000,
   });
   logger.info("session store", { store: opened.description });
-  let backgroundStarted = false;
-  const startBackgroundWork = (): void => {
-    if (backgroundStarted) return;
-    backgroundStarted = true;
-    // Commands die with this process, even by SIGKILL; reap what a killed predecessor left.
-    void platform.host.superviseProcesses(`${dataDir}/processes`).then(
+  // Commands die with this process, even by SIGKILL: supervised from the first on. Reaping what a
+  // killed predecessor left loads the process supervision (over 10 ms on Deno), so on stdio it
+  // waits for the server's first idle moment with its sessions ready (`idleTask`): it delays
+  // neither `initialize` nor the first session. HTTP reaps before it listens.
+  let idle: (() => void) | undefined;
+  const reapAfter = transport === "stdio"
+    ? new Promise<void>((resolve) => idle = resolve)
+    : undefined;
+  void platform.host.superviseProcesses(`${dataDir}/processes`, reapAfter ? { reapAfter } : {})
+    .then(
       (count) => {
         if (count > 0) logger.info("killed processes left by a server that died", { count });
       },
       (error) =>
         logger.warn("cannot reap processes left by earlier servers", { error: String(error) }),
     );
-  };
   // Every session gets the built-in tools (the default), and `delegate` when agents are configured.
   const toolsFor = delegatingToolsFor(config, platform.host, logger);
   const server = createAgentServer({
@@ -283,10 +281,11 @@ async function composeServer(
     ...(toolsFor ? { toolsFor } : {}),
     ...(allowedRoots ? { allowedRoots } : {}),
     ...(platform.defer ? { defer: platform.defer } : {}),
+    ...(idle ? { idleTask: idle } : {}),
     // On stdio the one client names every path: checking them synchronously holds up no one else.
     blockingPathChecks: transport === "stdio",
   });
-  return { server, closeStore: () => opened.close(), startBackgroundWork };
+  return { server, closeStore: () => opened.close() };
 }
 
 /**
@@ -338,34 +337,13 @@ async function serveStdio(
   logger: Logger,
 ): Promise<number> {
   let drainOnInputEnd = (): Promise<void> => Promise.resolve();
-  // What serving does not wait for runs once the first answer is written (`defer` is first
-  // called for it), so that it never delays `initialize`.
-  let afterFirstAnswer: (() => void) | undefined;
-  const defer = platform.defer;
   const stream = ndJsonStream(platform.stdout, platform.stdin, {
     maxMessageBytes: config.maxMessageBytes,
-    ...(defer
-      ? {
-        defer(flush: () => void): void {
-          defer(flush);
-          const run = afterFirstAnswer;
-          afterFirstAnswer = undefined;
-          if (run) defer(run);
-        },
-      }
-      : {}),
+    ...(platform.defer ? { defer: platform.defer } : {}),
     onInvalid: (reason) => logger.warn("bad input", { reason }),
     onInputEnd: () => drainOnInputEnd(),
   });
-  const { server, closeStore, startBackgroundWork } = await composeServer(
-    platform,
-    config,
-    catalog,
-    logger,
-    "stdio",
-  );
-  if (defer) afterFirstAnswer = startBackgroundWork;
-  else startBackgroundWork();
+  const { server, closeStore } = await composeServer(platform, config, catalog, logger, "stdio");
   const connection = server.connect(stream);
   drainOnInputEnd = () => {
     logger.info("stdin closed");
@@ -417,14 +395,7 @@ async function serveHttp(
       );
     }
   }
-  const { server, closeStore, startBackgroundWork } = await composeServer(
-    platform,
-    config,
-    catalog,
-    logger,
-    "http",
-  );
-  startBackgroundWork();
+  const { server, closeStore } = await composeServer(platform, config, catalog, logger, "http");
   const { createHttpTransport } =
     await (import("./transport/http/http_transport" + ".ts") as Promise<
       typeof HttpTransport

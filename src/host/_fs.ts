@@ -34,7 +34,8 @@ function builtin<T>(name: string): T | undefined {
  * does nothing elsewhere.
  */
 export function preloadFs(): void {
-  if (imported || getBuiltinModule()) return;
+  // `in`, not a read: on Deno the property is a getter whose first read takes milliseconds.
+  if (imported || "getBuiltinModule" in process) return;
   imported = Promise.all([import("node:fs"), import("node:fs/promises")]).then(
     ([sync, promises]) => {
       syncModule = sync;

@@ -7,6 +7,16 @@
  * @module
  */
 
+/** Options of {@link HostProcesses.superviseProcesses}. */
+export interface SuperviseOptions {
+  /**
+   * Reaping what dead hosts left waits until this settles, so that start-up work that cannot wait
+   * goes first (on Deno, loading the process part takes milliseconds). Supervision itself starts
+   * at once: a process started meanwhile is supervised, and its start reaps first.
+   */
+  readonly reapAfter?: Promise<unknown>;
+}
+
 /** What {@link HostFiles.stat} reports. */
 export interface FileInfo {
   /** Whether it is a regular file (after following a symlink). */
@@ -231,8 +241,12 @@ export interface HostProcesses {
    * with SIGKILL (a supervisor process; on Linux also a record in `dir` that a later call reaps),
    * and kills what earlier, dead hosts recorded in `dir` left behind.
    * Resolves with how many leftovers were killed.
+   *
+   * @param dir Where the records are kept
+   * @param options `reapAfter`: the killing of leftovers waits until it settles (the processes
+   *   started meanwhile are supervised all the same)
    */
-  superviseProcesses(dir: string): Promise<number>;
+  superviseProcesses(dir: string, options?: SuperviseOptions): Promise<number>;
   /**
    * Ends every process started by {@link spawn} that is still running (SIGTERM, then SIGKILL after
    * `graceMs`, default 2000), resolves once they are gone, and refuses to start more.

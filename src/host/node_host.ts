@@ -27,6 +27,7 @@ import type {
   HostProcess,
   PipedHostProcess,
   SpawnOptions,
+  SuperviseOptions,
   SyncOptions,
 } from "./host.ts";
 
@@ -207,18 +208,29 @@ export class NodeHost implements Host {
 
   /**
    * Makes sure the processes started from now on die with this process; see
-   * {@link NodeProcesses.superviseProcesses}.
+   * {@link NodeProcesses.superviseProcesses}. The directory is taken at once, so every process
+   * started from now on is supervised; with `reapAfter`, loading the process part and reaping wait
+   * for it (unless a process is started first, which does both).
    *
    * @param dir The directory for records; created when needed
+   * @param options `reapAfter`: what the reaping waits for
    * @returns How many leftover processes or groups of dead hosts were killed
    */
-  superviseProcesses(dir: string): Promise<number> {
+  superviseProcesses(dir: string, options?: SuperviseOptions): Promise<number> {
     this.#superviseDir ??= dir;
-    return this.#loadProcesses().then((processes) => {
-      const supervision = processes.superviseProcesses(dir);
-      this.#supervision ??= supervision;
-      return supervision;
-    });
+    const reap = (): Promise<number> => {
+      // A process started meanwhile reaped this directory already.
+      if (this.#supervision && dir === this.#superviseDir) return this.#supervision;
+      // Shut down before the reaping was due: nothing may start, and nothing is loaded for it.
+      if (this.#stoppedEarly) return Promise.resolve(0);
+      return this.#loadProcesses().then((processes) => {
+        const supervision = processes.superviseProcesses(dir);
+        this.#supervision ??= supervision;
+        return supervision;
+      });
+    };
+    const after = options?.reapAfter;
+    return after ? after.then(reap, reap) : reap();
   }
 
   /**

@@ -68,6 +68,17 @@ export interface AgentServerOptions {
    * @default {false}
    */
   readonly blockingPathChecks?: boolean;
+  /**
+   * Work that waits until the server has its first idle moment with its sessions ready: it runs
+   * once, after a connection's session side (the code the session methods need, loaded once
+   * `initialize` is answered) has loaded and the requests in flight then (typically the first
+   * `session/new`, which waited for it) are answered. Start-up work that can wait goes here, so
+   * that it delays neither `initialize` nor the first session; the CLI reaps the processes a
+   * killed predecessor left.
+   *
+   * @default {none}
+   */
+  readonly idleTask?: () => void;
 }
 
 /** A live ACP connection served by acp-harness. */
@@ -180,7 +191,19 @@ function serverParts(options: AgentServerOptions): ServerParts {
     openSessions: new Set(),
     allowedRoots: options.allowedRoots,
     defer: options.defer,
+    idleTask: once(options.idleTask),
     pathChecks: options.blockingPathChecks ? blockingPathChecks(options.host) : options.host,
+  };
+}
+
+/** `task`, run at most once however often the result is called. */
+function once(task: (() => void) | undefined): (() => void) | undefined {
+  if (!task) return undefined;
+  let run = false;
+  return () => {
+    if (run) return;
+    run = true;
+    task();
   };
 }
 

@@ -49,6 +49,8 @@ export interface ServerParts {
   readonly pathChecks: PathChecks;
   /** Runs a task once the current event-loop task's work is done (see `AgentServerOptions`). */
   readonly defer?: ((task: () => void) => void) | undefined;
+  /** The server's `idleTask`, run once however often it is called (see `AgentServerOptions`). */
+  readonly idleTask?: (() => void) | undefined;
 }
 
 /** Options of one connection. */
@@ -216,6 +218,19 @@ export class Connection implements ConnectionContext {
       if (this.#sessionsClosing) void sessions.closeAll();
       this.#sessions = sessions;
       this.#side = side;
+      const idleTask = this.server.idleTask;
+      // Once the requests that waited for the side are answered, a macrotask after their writes.
+      if (idleTask) {
+        void this.#inflight.current().then(() =>
+          setTimeout(() => {
+            try {
+              idleTask();
+            } catch (error) {
+              this.logger.warn("the idle task failed", { error: String(error) });
+            }
+          }, 0)
+        );
+      }
       return side;
     });
     return this.#loadingSide;

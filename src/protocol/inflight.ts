@@ -25,6 +25,11 @@ export class Inflight {
     return result;
   }
 
+  /** Settles once the requests being handled now have settled (not those that start meanwhile). */
+  async current(): Promise<void> {
+    await Promise.all([...this.#pending]);
+  }
+
   /** Settles once no request is being handled, including those that start meanwhile. */
   async settled(): Promise<void> {
     while (this.#pending.size > 0) await Promise.all([...this.#pending]);

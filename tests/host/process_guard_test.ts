@@ -216,6 +216,75 @@ Deno.test("reapRecords() kills only what a dead host verifiably left", async () 
   }
 });
 
+/** A record file of a dead host (a pid that cannot exist) listing `groups` with their start times. */
+function deadHostRecord(groups: readonly number[]): string {
+  const boot = bootId();
+  assert.ok(boot !== undefined, "needs Linux /proc");
+  const owner = JSON.stringify({ pid: 999_999_999, start: "1", boot });
+  return `${owner}\n${groups.map((pgid) => `${pgid} ${procStat(pgid)?.startTime}\n`).join("")}`;
+}
+
+Deno.test("NodeHost.superviseProcesses() with reapAfter reaps once it settles, and not after a shutdown", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "acp-harness-records-"));
+  const left = detachedSleep();
+  try {
+    await writeFile(join(dir, `${"a".repeat(32)}.procs`), deadHostRecord([left]));
+    // Shut down before the reaping was due: nothing is reaped (nor loaded for it).
+    const stopped = new NodeHost();
+    let releaseStopped!: () => void;
+    const notYet = new Promise<void>((resolve) => releaseStopped = resolve);
+    const none = stopped.superviseProcesses(dir, { reapAfter: notYet });
+    await stopped.stopProcesses({ graceMs: 0 });
+    releaseStopped();
+    assert.equal(await none, 0);
+    assert.equal(await isAlive(left), true, "the leftover is still there");
+
+    // Due: what the dead host left is killed, then the count resolves.
+    const host = new NodeHost();
+    let release!: () => void;
+    const reapAfter = new Promise<void>((resolve) => release = resolve);
+    const reaped = host.superviseProcesses(dir, { reapAfter });
+    release();
+    assert.equal(await reaped, 1);
+    assert.deepEqual(await waitGone([left]), []);
+    await host.stopProcesses({ graceMs: 0 });
+  } finally {
+    killAll([left]);
+    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+  }
+});
+
+Deno.test("NodeHost.superviseProcesses() with reapAfter pending: a process started meanwhile is supervised and its start reaps", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "acp-harness-records-"));
+  const left = detachedSleep();
+  const host = new NodeHost();
+  let group = 0;
+  try {
+    await writeFile(join(dir, `${"a".repeat(32)}.procs`), deadHostRecord([left]));
+    let release!: () => void;
+    const reapAfter = new Promise<void>((resolve) => release = resolve);
+    const reaped = host.superviseProcesses(dir, { reapAfter });
+    const child = await host.spawn("sleep", ["300"], { cwd: "/" });
+    group = child.pid;
+    // The start reaped what the dead host left; the call resolves with that reaping's count once
+    // `reapAfter` settles, without reaping again.
+    assert.deepEqual(await waitGone([left]), []);
+    release();
+    assert.equal(await reaped, 1);
+    // Recorded under this host's token: the next server would reap it after a SIGKILL of both.
+    const records = await readdir(dir);
+    assert.equal(records.length, 1, records.join(", "));
+    const text = await Deno.readTextFile(join(dir, records[0] as string));
+    assert.match(text, new RegExp(`^${child.pid} `, "m"));
+    await Promise.all([child.stdout.cancel(), child.stderr.cancel()]);
+  } finally {
+    await host.stopProcesses({ graceMs: 0 });
+    killAll([left]);
+    if (group > 0) killGroup(group);
+    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+  }
+});
+
 Deno.test("ProcessSupervisor signals only groups that still hold one of the host's processes", async () => {
   const token = crypto.randomUUID().replaceAll("-", "");
   // A group of the host's (carries its marker) and a group id that now names someone else's group

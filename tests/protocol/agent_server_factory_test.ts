@@ -37,7 +37,7 @@ interface Fixture {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-async function fixture(toolsFor?: ToolSetFactory): Promise<Fixture> {
+async function fixture(toolsFor?: ToolSetFactory, idleTask?: () => void): Promise<Fixture> {
   const root = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-factory-")));
   const cwd = join(root, "work");
   await Deno.mkdir(cwd);
@@ -61,6 +61,7 @@ async function fixture(toolsFor?: ToolSetFactory): Promise<Fixture> {
       info.disposer.defer(() => void released.push(info.sessionId));
       return tools;
     }),
+    ...(idleTask ? { idleTask } : {}),
   });
   return {
     server,
@@ -196,4 +197,50 @@ Deno.test("a session open on one connection cannot be deleted from another", asy
   assert.deepEqual(list.sessions, []);
   await one.end();
   await two.end();
+});
+
+Deno.test("createAgentServer() runs idleTask once, after the session/new that waited for the session side is answered", async () => {
+  const events: string[] = [];
+  let ran!: () => void;
+  const idle = new Promise<void>((resolve) => ran = resolve);
+  await using f = await fixture(undefined, () => {
+    events.push("idle");
+    ran();
+  });
+  const a = f.connect();
+  // Sent together: session/new waits for the session side, which `initialize`'s answer loads.
+  const [, sessionId] = await Promise.all([
+    a.client.initialize(),
+    a.client.newSession(f.cwd).then((id) => {
+      events.push("session/new answered");
+      return id;
+    }),
+  ]);
+  await idle;
+  assert.deepEqual(events, ["session/new answered", "idle"]);
+  // Once per server: another connection and more sessions do not run it again.
+  const b = f.connect();
+  await b.client.initialize();
+  await b.client.newSession(f.cwd);
+  assert.equal(await a.client.prompt(sessionId, "hello"), "end_turn");
+  await b.end();
+  await b.closed;
+  assert.deepEqual(events, ["session/new answered", "idle"]);
+});
+
+Deno.test("createAgentServer(): a failing idleTask is logged and the server keeps serving", async () => {
+  let ran!: () => void;
+  const idle = new Promise<void>((resolve) => ran = resolve);
+  await using f = await fixture(undefined, () => {
+    ran();
+    throw new Error("idle boom");
+  });
+  const a = f.connect();
+  await a.client.initialize();
+  await idle;
+  const sessionId = await a.client.newSession(f.cwd);
+  assert.equal(await a.client.prompt(sessionId, "still here"), "end_turn");
+  assert.ok(
+    f.logs.some((line) => line.includes("the idle task failed") && line.includes("idle boom")),
+  );
 });

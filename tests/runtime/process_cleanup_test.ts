@@ -154,6 +154,34 @@ for (const runtime of RUNTIMES) {
     });
   }
 
+  Deno.test(`${name}: the next server reaps what a server and its supervisor left when both were SIGKILLed`, async () => {
+    const f = await fixture();
+    const agents: StdioAgent[] = [];
+    try {
+      const agent = await server(runtime, f, `${f.exportMark}sleep 300 & sleep 300`);
+      agents.push(agent);
+      await runUntilMarked(agent, f);
+      assert.ok(await eventually(async () => (await marked(f.mark)).length === 2));
+      for (const pid of await supervisors(f.dataDir)) process.kill(pid, "SIGKILL");
+      assert.ok(await eventually(async () => (await supervisors(f.dataDir)).length === 0));
+      agent.child.kill("SIGKILL");
+      await agent.exited;
+      assert.equal((await marked(f.mark)).length, 2, "nothing killed the command");
+      // The next server on the data directory reaps them once it is idle after `initialize`
+      // (which `server()` waits for): no session needed.
+      const next = await server(runtime, f);
+      agents.push(next);
+      assert.ok(
+        await eventually(async () => (await marked(f.mark)).length === 0),
+        `the next server reaped the command's processes\n${next.stderr()}`,
+      );
+      next.end();
+      assert.equal((await next.exited).code, 0);
+    } finally {
+      await cleanUp(f, agents);
+    }
+  });
+
   Deno.test(`${name}: SIGKILL of the server mid-command kills the command (supervisor)`, async () => {
     const f = await fixture();
     const agents: StdioAgent[] = [];
