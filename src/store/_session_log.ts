@@ -8,6 +8,13 @@ import type { SessionHeader, StoredEvent, StoredRecord } from "./session_store.t
 import { CorruptSessionLogError } from "./store_errors.ts";
 
 const NEWLINE = 0x0a;
+/**
+ * Most bytes decoded into one string. On Node.js 20 a string of 128 KiB or more (64 Ki code
+ * units of two-byte text) costs about forty times as much to make as the same text in pieces of
+ * 120 KiB (it goes to the large-object space): decoding a 3.6 MiB log in 128 KiB blocks took
+ * 20 ms, in 32 KiB ones under 1 ms. Deno and Bun do not mind either way.
+ */
+const DECODE_BYTES = 32 * 1024;
 
 /**
  * The JSON text of an event recorded as number `seq` at `time`: the same as
@@ -163,11 +170,7 @@ export class SessionLogParser {
     const blockStart = this.#complete;
     this.#complete += block.byteLength;
     if (this.#unparsable !== undefined) this.#corrupt(this.#unparsable.line, "is not valid JSON");
-    // A block ends at a newline, so never inside a character: each decodes on its own.
-    const lines = this.#decoder.decode(block).split("\n");
-    // A byte order mark is dropped at the start of the log only (as a whole-file decode does).
-    if (blockStart === 0) this.#decoder = new TextDecoder("utf-8", { ignoreBOM: true });
-    lines.pop();
+    const lines = this.#decodeLines(block, blockStart === 0);
     const lastLine = lines.length - 1;
     const records: StoredRecord[] = [];
     for (let index = 0; index < lines.length; index++) {
@@ -207,6 +210,34 @@ export class SessionLogParser {
       cleanLength: this.#unparsable?.start ?? this.#complete,
       length: this.#length,
     };
+  }
+
+  /**
+   * The lines of a block of whole lines (without the empty text after its last newline), decoded
+   * in pieces of at most {@link DECODE_BYTES} that end at a newline (a longer line is one piece).
+   * A piece ends at a newline, so never inside a character: each decodes on its own.
+   *
+   * @param block Whole lines
+   * @param logStart Whether the block starts the log
+   */
+  #decodeLines(block: Uint8Array, logStart: boolean): string[] {
+    const lines: string[] = [];
+    for (let start = 0; start < block.byteLength;) {
+      let end = block.byteLength;
+      if (end - start > DECODE_BYTES) {
+        const cut = block.lastIndexOf(NEWLINE, start + DECODE_BYTES - 1);
+        end = (cut >= start ? cut : block.indexOf(NEWLINE, start + DECODE_BYTES)) + 1;
+      }
+      const piece = this.#decoder.decode(block.subarray(start, end)).split("\n");
+      // A byte order mark is dropped at the start of the log only (as a whole-file decode does).
+      if (logStart && start === 0) {
+        this.#decoder = new TextDecoder("utf-8", { ignoreBOM: true });
+      }
+      piece.pop();
+      for (const line of piece) lines.push(line);
+      start = end;
+    }
+    return lines;
   }
 
   #corrupt(line: number, detail: string): never {

@@ -62,3 +62,31 @@ Deno.test("ReplayFrames: take() with nothing built gives no bytes", () => {
   assert.equal(replay.take().byteLength, 0);
   assert.equal(replay.empty, true);
 });
+
+Deno.test("ReplayFrames: a batch longer than a piece is the same bytes as encoding it whole", () => {
+  const replay = frames("s1");
+  const updates: SessionUpdate[] = [];
+  let text = "";
+  // About 300 KiB: several pieces, with non-ASCII text crossing their edges.
+  for (let index = 0; index < 1000; index++) {
+    const update: SessionUpdate = {
+      sessionUpdate: "agent_message_chunk",
+      messageId: `m${index}`,
+      content: { type: "text", text: `${index} é✓𝄞 `.repeat(index % 40 + 1) },
+    };
+    updates.push(update);
+    replay.update(update);
+    text += `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":${
+      JSON.stringify(update)
+    }}}\n`;
+  }
+  assert.ok(text.length > 4 * 32 * 1024, "spans several pieces");
+  const bytes = replay.take();
+  assert.deepEqual(bytes, new TextEncoder().encode(text));
+  assert.equal(replay.empty, true);
+  assert.equal(notifications(bytes).length, updates.length);
+  // The next batch starts afresh.
+  replay.update(updates[0] as SessionUpdate);
+  assert.equal(notifications(replay.take()).length, 1);
+  assert.equal(replay.take().byteLength, 0);
+});

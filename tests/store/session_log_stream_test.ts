@@ -217,3 +217,37 @@ Deno.test("SessionLogParser: any split into pieces gives what parseSessionLog gi
     }
   }
 });
+
+Deno.test("SessionLogParser: a block of many 32 KiB pieces decodes every line whole, long lines and a byte order mark too", () => {
+  const head = {
+    version: 1,
+    id: "s1",
+    cwd: "/w",
+    additionalDirectories: [],
+    createdAt: "2025-01-01T00:00:00.000Z",
+  };
+  // Lines of every length around the pieces' edges, multi-byte characters at them, and lines
+  // longer than a piece (one of 100 KiB).
+  const records = Array.from({ length: 400 }, (_, index) => ({
+    type: "assistant",
+    text: index === 123 ? "∑".repeat(35_000) : `${index} ${"日本語 ✓ é ".repeat(index % 50)}`,
+    seq: index + 1,
+    time: "t",
+  }));
+  const lines = [JSON.stringify(head), ...records.map((record) => JSON.stringify(record))];
+  const text = `\uFEFF${lines.join("\n")}\n{"type":"assis`;
+  const bytes = new TextEncoder().encode(text);
+  assert.ok(bytes.byteLength > 8 * 32 * 1024, `${bytes.byteLength} bytes`);
+  const parsed = parseSessionLog(bytes, "/d/s1.jsonl", "s1");
+  assert.deepEqual(parsed?.header, head);
+  assert.deepEqual(parsed?.records, records);
+  assert.equal(parsed?.cleanLength, bytes.byteLength - '{"type":"assis'.length);
+  // A byte order mark is dropped at the start only: in a later line it is a character of its own.
+  const later = new TextEncoder().encode(
+    `${text.slice(1, -14)}\uFEFF${JSON.stringify(records[0])}\n${JSON.stringify(records[1])}\n`,
+  );
+  assert.throws(
+    () => parseSessionLog(later, "/d/s1.jsonl", "s1"),
+    (error: unknown) => error instanceof CorruptSessionLogError && /line 402/.test(error.message),
+  );
+});
