@@ -28,6 +28,7 @@ import {
 } from "./_session_index.ts";
 import { type ParsedLog, summarizeLog } from "./_session_log.ts";
 import type { SessionHeader, SessionSummary } from "./session_store.ts";
+import { decodeLines } from "../util/decode_lines.ts";
 
 /** How long a writer waits for `index.lock` before giving up. */
 const INDEX_LOCK_TIMEOUT_MS = 10_000;
@@ -601,18 +602,16 @@ function parseIndexLines(
   const consumed = bytes.lastIndexOf(0x0a) + 1;
   const lines: IndexLine[] = [];
   if (consumed === 0) return { lines, consumed };
-  const text = new TextDecoder().decode(bytes.subarray(0, consumed));
-  for (let start = 0; start < text.length;) {
-    const end = text.indexOf("\n", start);
+  // In pieces (see decodeLines): an index of many sessions is megabytes.
+  for (const text of decodeLines(bytes.subarray(0, consumed))) {
     let line: IndexLine | undefined;
     try {
-      line = toIndexLine(JSON.parse(text.slice(start, end)));
+      line = toIndexLine(JSON.parse(text));
     } catch {
       return undefined;
     }
     if (line === undefined) return undefined;
     lines.push(line);
-    start = end + 1;
   }
   return { lines, consumed };
 }

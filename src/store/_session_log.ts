@@ -6,15 +6,10 @@
 import { isObject, isStringArray } from "./_common.ts";
 import type { SessionHeader, StoredEvent, StoredRecord } from "./session_store.ts";
 import { CorruptSessionLogError } from "./store_errors.ts";
+import { decodeLines } from "../util/decode_lines.ts";
 
 const NEWLINE = 0x0a;
-/**
- * Most bytes decoded into one string. On Node.js 20 a string of 128 KiB or more (64 Ki code
- * units of two-byte text) costs about forty times as much to make as the same text in pieces of
- * 120 KiB (it goes to the large-object space): decoding a 3.6 MiB log in 128 KiB blocks took
- * 20 ms, in 32 KiB ones under 1 ms. Deno and Bun do not mind either way.
- */
-const DECODE_BYTES = 32 * 1024;
+const CONTINUING = new TextDecoder("utf-8", { ignoreBOM: true });
 
 /**
  * The JSON text of an event recorded as number `seq` at `time`: the same as
@@ -102,7 +97,6 @@ export interface LogEnd {
 export class SessionLogParser {
   readonly #path: string;
   readonly #id: string;
-  #decoder = new TextDecoder();
   /** Bytes after the last newline seen so far (a line still being read). */
   #partial: Uint8Array[] = [];
   #partialSize = 0;
@@ -170,7 +164,9 @@ export class SessionLogParser {
     const blockStart = this.#complete;
     this.#complete += block.byteLength;
     if (this.#unparsable !== undefined) this.#corrupt(this.#unparsable.line, "is not valid JSON");
-    const lines = this.#decodeLines(block, blockStart === 0);
+    // Decoded in pieces (see decodeLines); a byte order mark is dropped at the start of the log
+    // only, as a whole-file decode does.
+    const lines = decodeLines(block, blockStart === 0 ? undefined : CONTINUING);
     const lastLine = lines.length - 1;
     const records: StoredRecord[] = [];
     for (let index = 0; index < lines.length; index++) {
@@ -210,34 +206,6 @@ export class SessionLogParser {
       cleanLength: this.#unparsable?.start ?? this.#complete,
       length: this.#length,
     };
-  }
-
-  /**
-   * The lines of a block of whole lines (without the empty text after its last newline), decoded
-   * in pieces of at most {@link DECODE_BYTES} that end at a newline (a longer line is one piece).
-   * A piece ends at a newline, so never inside a character: each decodes on its own.
-   *
-   * @param block Whole lines
-   * @param logStart Whether the block starts the log
-   */
-  #decodeLines(block: Uint8Array, logStart: boolean): string[] {
-    const lines: string[] = [];
-    for (let start = 0; start < block.byteLength;) {
-      let end = block.byteLength;
-      if (end - start > DECODE_BYTES) {
-        const cut = block.lastIndexOf(NEWLINE, start + DECODE_BYTES - 1);
-        end = (cut >= start ? cut : block.indexOf(NEWLINE, start + DECODE_BYTES)) + 1;
-      }
-      const piece = this.#decoder.decode(block.subarray(start, end)).split("\n");
-      // A byte order mark is dropped at the start of the log only (as a whole-file decode does).
-      if (logStart && start === 0) {
-        this.#decoder = new TextDecoder("utf-8", { ignoreBOM: true });
-      }
-      piece.pop();
-      for (const line of piece) lines.push(line);
-      start = end;
-    }
-    return lines;
   }
 
   #corrupt(line: number, detail: string): never {
