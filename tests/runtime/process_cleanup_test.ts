@@ -109,6 +109,19 @@ async function runUntilMarked(agent: StdioAgent, f: Fixture): Promise<string> {
   return sessionId;
 }
 
+/** Starts a server running a command of two marked processes (a job and itself) until both run. */
+async function serverRunningTwo(
+  runtime: Runtime,
+  f: Fixture,
+  agents: StdioAgent[],
+): Promise<StdioAgent> {
+  const agent = await server(runtime, f, `${f.exportMark}sleep 300 & sleep 300`);
+  agents.push(agent);
+  await runUntilMarked(agent, f);
+  assert.ok(await eventually(async () => (await marked(f.mark)).length === 2));
+  return agent;
+}
+
 for (const runtime of RUNTIMES) {
   const name = runtime.name;
 
@@ -158,10 +171,7 @@ for (const runtime of RUNTIMES) {
     const f = await fixture();
     const agents: StdioAgent[] = [];
     try {
-      const agent = await server(runtime, f, `${f.exportMark}sleep 300 & sleep 300`);
-      agents.push(agent);
-      await runUntilMarked(agent, f);
-      assert.ok(await eventually(async () => (await marked(f.mark)).length === 2));
+      const agent = await serverRunningTwo(runtime, f, agents);
       for (const pid of await supervisors(f.dataDir)) process.kill(pid, "SIGKILL");
       assert.ok(await eventually(async () => (await supervisors(f.dataDir)).length === 0));
       agent.child.kill("SIGKILL");
@@ -186,10 +196,7 @@ for (const runtime of RUNTIMES) {
     const f = await fixture();
     const agents: StdioAgent[] = [];
     try {
-      const agent = await server(runtime, f, `${f.exportMark}sleep 300 & sleep 300`);
-      agents.push(agent);
-      await runUntilMarked(agent, f);
-      assert.ok(await eventually(async () => (await marked(f.mark)).length === 2));
+      const agent = await serverRunningTwo(runtime, f, agents);
       agent.child.kill("SIGKILL");
       await agent.exited;
       assert.ok(
