@@ -90,6 +90,30 @@ Deno.test("deno run mod.ts reads none of the lazy modules before it starts", asy
   }
 });
 
+Deno.test("bun mod.ts loads no node:stream before it answers initialize (over 10 ms on Bun)", async () => {
+  const graph = await sourceStartupGraph(ROOT, findDeno(ROOT), () => false);
+  // What Bun runs: mod.ts and what it imports statically, then the dispatch and the Bun entry.
+  const loaded = new Set<string>();
+  const pending = [
+    `file://${ROOT}/mod.ts`,
+    `file://${ROOT}/src/runtime/main.ts`,
+    `file://${ROOT}/src/runtime/bun.ts`,
+  ];
+  while (pending.length > 0) {
+    const specifier = pending.pop() as string;
+    if (loaded.has(specifier)) continue;
+    loaded.add(specifier);
+    for (const dependency of graph.modules.get(specifier)?.dependencies ?? []) {
+      const target = dependency.code?.specifier;
+      if (target !== undefined && !dependency.isDynamic) {
+        pending.push(graph.redirects[target] ?? target);
+      }
+    }
+  }
+  assert.ok(loaded.has(`file://${ROOT}/src/cli.ts`), "the Bun entry imports the CLI");
+  assert.deepEqual([...loaded].filter((specifier) => specifier.startsWith("node:stream")), []);
+});
+
 Deno.test("node dist/cli.js reads two files at start-up, none of them lazy code", async () => {
   let metafile: Metafile;
   try {

@@ -1,31 +1,8 @@
 import type * as HttpListener from "./node_http.ts";
 import process from "node:process";
 import { Readable, Writable } from "node:stream";
-import { setImmediate } from "node:timers";
-import { type CliPlatform, runCli } from "../cli.ts";
-import { NodeHost } from "../host/node_host.ts";
-
-/**
- * The platform pieces shared by the Node.js and Bun entry points.
- *
- * @returns Args, host, stderr and signal handling on `node:process`
- */
-export function nodePlatformBase(): Omit<CliPlatform, "stdin" | "stdout"> {
-  return {
-    args: process.argv.slice(2),
-    host: new NodeHost(),
-    writeStderr: (text) => void process.stderr.write(text),
-    defer: (task) => void setImmediate(task),
-    onShutdownSignal(handler) {
-      process.on("SIGINT", handler);
-      process.on("SIGTERM", handler);
-      return () => {
-        process.off("SIGINT", handler);
-        process.off("SIGTERM", handler);
-      };
-    },
-  };
-}
+import { runCli } from "../cli.ts";
+import { nodePlatformBase } from "./node_platform.ts";
 
 /** Runs the CLI on Node.js and exits with its code. */
 export async function main(): Promise<void> {
