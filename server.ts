@@ -49,7 +49,7 @@ export {
   type ProviderConfig,
 } from "./src/config/config.ts";
 export { ModelCatalog, type ModelCatalogOptions } from "./src/llm/catalog.ts";
-export type { Host } from "./src/host/host.ts";
+export type { Host, SuperviseOptions } from "./src/host/host.ts";
 export { NodeHost } from "./src/host/node_host.ts";
 export { builtinTools } from "./src/tools/builtin_tools.ts";
 export type { Tool } from "./src/tools/tool.ts";
