@@ -172,7 +172,11 @@ for (const runtime of RUNTIMES) {
     const agents: StdioAgent[] = [];
     try {
       const agent = await serverRunningTwo(runtime, f, agents);
-      for (const pid of await supervisors(f.dataDir)) process.kill(pid, "SIGKILL");
+      // Stopped first, so that it cannot start another supervisor once its own is gone.
+      process.kill(agent.child.pid as number, "SIGSTOP");
+      const found = await supervisors(f.dataDir);
+      assert.ok(found.length > 0, "the server runs a supervisor");
+      for (const pid of found) process.kill(pid, "SIGKILL");
       assert.ok(await eventually(async () => (await supervisors(f.dataDir)).length === 0));
       agent.child.kill("SIGKILL");
       await agent.exited;
