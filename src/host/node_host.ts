@@ -218,16 +218,18 @@ export class NodeHost implements Host {
    */
   superviseProcesses(dir: string, options?: SuperviseOptions): Promise<number> {
     this.#superviseDir ??= dir;
-    const reap = (): Promise<number> => {
+    const reap = async (): Promise<number> => {
       // A process started meanwhile reaped this directory already.
-      if (this.#supervision && dir === this.#superviseDir) return this.#supervision;
+      if (this.#supervision && dir === this.#superviseDir) return await this.#supervision;
       // Shut down before the reaping was due: nothing may start, and nothing is loaded for it.
-      if (this.#stoppedEarly) return Promise.resolve(0);
-      return this.#loadProcesses().then((processes) => {
-        const supervision = processes.superviseProcesses(dir);
-        this.#supervision ??= supervision;
-        return supervision;
-      });
+      if (this.#stoppedEarly) return 0;
+      // No record (no host died with processes running): nothing to reap, nothing to load; the
+      // first process started sets up the supervision.
+      if (!this.#processes && !(await hasRecords(dir))) return 0;
+      const processes = await this.#loadProcesses();
+      const supervision = processes.superviseProcesses(dir);
+      this.#supervision ??= supervision;
+      return await supervision;
     };
     const after = options?.reapAfter;
     return after ? after.then(reap, reap) : reap();
@@ -719,4 +721,22 @@ function fileInfo(info: NodeFs.Stats, symlink: boolean): FileInfo {
     ino: info.ino,
     dev: info.dev,
   };
+}
+
+/**
+ * Whether `dir` holds a record of processes (`<token>.procs`, see `ProcessRecord`): what a host
+ * that died left for reaping. A missing directory holds none.
+ */
+async function hasRecords(dir: string): Promise<boolean> {
+  let names: string[];
+  try {
+    // Synchronous: `node:fs` is loaded by then (the first session's path checks), and on Deno
+    // `node:fs/promises` would cost milliseconds to load for this one call.
+    names = fsSync().readdirSync(dir);
+  } catch (error) {
+    // No directory, no records; `node:fs` not loaded yet (Node.js before 20.16): ask again.
+    if (typeof (error as { code?: unknown } | null)?.code === "string") return false;
+    names = await (await fsPromises()).readdir(dir).catch(() => []);
+  }
+  return names.some((name) => name.endsWith(".procs"));
 }

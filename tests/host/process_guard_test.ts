@@ -254,6 +254,29 @@ Deno.test("NodeHost.superviseProcesses() with reapAfter reaps once it settles, a
   }
 });
 
+Deno.test("NodeHost.superviseProcesses() on a directory without records reaps nothing; a process started later is supervised", async () => {
+  const base = await mkdtemp(join(tmpdir(), "acp-harness-records-"));
+  const dir = join(base, "processes"); // not there yet
+  const host = new NodeHost();
+  let group = 0;
+  try {
+    assert.equal(await host.superviseProcesses(dir), 0);
+    const child = await host.spawn("sleep", ["300"], { cwd: "/" });
+    group = child.pid;
+    const records = await readdir(dir);
+    assert.equal(records.length, 1, records.join(", "));
+    assert.match(
+      await Deno.readTextFile(join(dir, records[0] as string)),
+      new RegExp(`^${group} `, "m"),
+    );
+    await Promise.all([child.stdout.cancel(), child.stderr.cancel()]);
+  } finally {
+    await host.stopProcesses({ graceMs: 0 });
+    if (group > 0) killGroup(group);
+    await rm(base, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+  }
+});
+
 Deno.test("NodeHost.superviseProcesses() with reapAfter pending: a process started meanwhile is supervised and its start reaps", async () => {
   const dir = await mkdtemp(join(tmpdir(), "acp-harness-records-"));
   const left = detachedSleep();
