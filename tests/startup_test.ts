@@ -14,7 +14,7 @@
  */
 import assert from "node:assert/strict";
 import { build, type Metafile, stop } from "esbuild";
-import { sourceStartupGraph } from "../bench/startup_graph.ts";
+import { type SourceStartupGraph, sourceStartupGraph } from "../bench/startup_graph.ts";
 import { cliBuildOptions } from "../scripts/build.ts";
 import { findDeno } from "./_helpers/runtime_binaries.ts";
 
@@ -61,23 +61,38 @@ function lazyAmong(paths: Iterable<string>): string[] {
   return found.sort();
 }
 
+/**
+ * The modules `roots` import as code, transitively (type-only imports are not code); `dynamic`:
+ * `import("literal")` too.
+ */
+function codeClosure(
+  graph: SourceStartupGraph,
+  roots: readonly string[],
+  dynamic: boolean,
+): Set<string> {
+  const found = new Set<string>();
+  const pending = [...roots];
+  while (pending.length > 0) {
+    const specifier = pending.pop() as string;
+    if (found.has(specifier)) continue;
+    found.add(specifier);
+    for (const dependency of graph.modules.get(specifier)?.dependencies ?? []) {
+      const target = dependency.code?.specifier;
+      if (target !== undefined && (dynamic || !dependency.isDynamic)) {
+        pending.push(graph.redirects[target] ?? target);
+      }
+    }
+  }
+  return found;
+}
+
 Deno.test("deno run mod.ts reads none of the lazy modules before it starts", async () => {
   const graph = await sourceStartupGraph(ROOT, findDeno(ROOT), () => false);
   const relative = (specifier: string): string => specifier.replace(`file://${ROOT}/`, "");
   // What `deno run` reads (and whose npm packages it resolves) before the first line runs: the
   // closure over code imports, `import("literal")` included (type-only imports are not read). A
   // lazy import written `import("./x.ts")` would put x.ts and all it imports here.
-  const read = new Set<string>();
-  const pending = [`file://${ROOT}/mod.ts`];
-  while (pending.length > 0) {
-    const specifier = pending.pop() as string;
-    if (read.has(specifier)) continue;
-    read.add(specifier);
-    for (const dependency of graph.modules.get(specifier)?.dependencies ?? []) {
-      const target = dependency.code?.specifier;
-      if (target !== undefined) pending.push(graph.redirects[target] ?? target);
-    }
-  }
+  const read = codeClosure(graph, [`file://${ROOT}/mod.ts`], true);
   // Only source files count here: built-ins are not read, and a package imported by name is only
   // resolved (its import must stay a literal to work once published to JSR); both count where
   // they run, in the start-up graph below.
@@ -93,23 +108,11 @@ Deno.test("deno run mod.ts reads none of the lazy modules before it starts", asy
 Deno.test("bun mod.ts loads no node:stream before it answers initialize (over 10 ms on Bun)", async () => {
   const graph = await sourceStartupGraph(ROOT, findDeno(ROOT), () => false);
   // What Bun runs: mod.ts and what it imports statically, then the dispatch and the Bun entry.
-  const loaded = new Set<string>();
-  const pending = [
+  const loaded = codeClosure(graph, [
     `file://${ROOT}/mod.ts`,
     `file://${ROOT}/src/runtime/main.ts`,
     `file://${ROOT}/src/runtime/bun.ts`,
-  ];
-  while (pending.length > 0) {
-    const specifier = pending.pop() as string;
-    if (loaded.has(specifier)) continue;
-    loaded.add(specifier);
-    for (const dependency of graph.modules.get(specifier)?.dependencies ?? []) {
-      const target = dependency.code?.specifier;
-      if (target !== undefined && !dependency.isDynamic) {
-        pending.push(graph.redirects[target] ?? target);
-      }
-    }
-  }
+  ], false);
   assert.ok(loaded.has(`file://${ROOT}/src/cli.ts`), "the Bun entry imports the CLI");
   assert.deepEqual([...loaded].filter((specifier) => specifier.startsWith("node:stream")), []);
 });
