@@ -235,7 +235,7 @@ function acpx(args: readonly string[], env: Record<string, string>, cwd: string)
     child.on("exit", (code) => {
       clearTimeout(timer);
       if (code === 0) resolve(out);
-      else reject(new Error(`acpx ${args.join(" ")} exited ${code}: ${err}`));
+      else reject(new Error(`acpx ${args.join(" ")} exited ${code}: ${err}\nstdout: ${out}`));
     });
   });
 }
