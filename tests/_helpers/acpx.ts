@@ -37,6 +37,25 @@ export async function removeAcpxSocketDir(home: string): Promise<void> {
 }
 
 /**
+ * The processes running with `home` as HOME other than this one: the queue owners acpx leaves
+ * (each lingers for its `--ttl`) and the agents they run. Only /proc tells: they are not our
+ * children.
+ *
+ * @param home The HOME acpx ran with
+ * @returns Their pids
+ */
+export async function acpxProcesses(home: string): Promise<number[]> {
+  const needle = `\0HOME=${home}\0`;
+  const found: number[] = [];
+  for (const entry of await readdir("/proc").catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const environ = await readFile(`/proc/${entry}/environ`, "latin1").catch(() => "");
+    if (`\0${environ}`.includes(needle)) found.push(Number(entry));
+  }
+  return found;
+}
+
+/**
  * Ends the processes acpx left running with `home` as HOME (its queue owners linger for their
  * `--ttl` and write into HOME as they exit), so that removing the test's directory is final.
  * Only /proc tells which processes those are: they are not our children.
@@ -44,16 +63,7 @@ export async function removeAcpxSocketDir(home: string): Promise<void> {
  * @param home The HOME acpx ran with
  */
 export async function stopAcpxProcesses(home: string): Promise<void> {
-  const needle = `\0HOME=${home}\0`;
-  const find = async (): Promise<number[]> => {
-    const found: number[] = [];
-    for (const entry of await readdir("/proc").catch(() => [] as string[])) {
-      if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-      const environ = await readFile(`/proc/${entry}/environ`, "latin1").catch(() => "");
-      if (`\0${environ}`.includes(needle)) found.push(Number(entry));
-    }
-    return found;
-  };
+  const find = (): Promise<number[]> => acpxProcesses(home);
   const signal = (pids: readonly number[], name: "SIGTERM" | "SIGKILL"): void => {
     for (const pid of pids) {
       try {

@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { appendFile, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
-import { ACPX, removeAcpxSocketDir, stopAcpxProcesses } from "../_helpers/acpx.ts";
+import { ACPX, acpxProcesses, removeAcpxSocketDir, stopAcpxProcesses } from "../_helpers/acpx.ts";
 import { commandLine, RUNTIMES } from "../_helpers/runtimes.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
 import { pollUntil } from "../_helpers/wait.ts";
@@ -280,6 +280,12 @@ Deno.test("acpx persistent sessions resume after the agent process is gone and k
   assert.match(first, /"stopReason":"end_turn"/);
   await agentsGone(dataDir);
   assert.equal(await agentProcesses(dataDir), 0, "the agent process is gone");
+  // And acpx's queue owner, which outlives its agent a little: a second prompt that finds it
+  // still up is sent to it, and fails once it is gone.
+  await pollUntil(async () => (await acpxProcesses(env.HOME)).length === 0, {
+    what: "acpx's queue owner to exit",
+    intervalMs: 100,
+  });
   const second = await acpx(
     ["--agent", agent, "--ttl", "1", "--format", "json", "second prompt"],
     env,
