@@ -9,7 +9,6 @@ import { CorruptSessionLogError } from "./store_errors.ts";
 import { decodeLines } from "../util/decode_lines.ts";
 
 const NEWLINE = 0x0a;
-const CONTINUING = new TextDecoder("utf-8", { ignoreBOM: true });
 
 /**
  * The JSON text of an event recorded as number `seq` at `time`: the same as
@@ -166,7 +165,7 @@ export class SessionLogParser {
     if (this.#unparsable !== undefined) this.#corrupt(this.#unparsable.line, "is not valid JSON");
     // Decoded in pieces (see decodeLines); a byte order mark is dropped at the start of the log
     // only, as a whole-file decode does.
-    const lines = decodeLines(block, blockStart === 0 ? undefined : CONTINUING);
+    const lines = decodeLines(block, blockStart === 0);
     const lastLine = lines.length - 1;
     const records: StoredRecord[] = [];
     for (let index = 0; index < lines.length; index++) {

@@ -121,7 +121,7 @@ export class MemorySessionStore implements SessionStore {
     };
     const events = options?.events ?? [];
     const time = new Date(this.#now()).toISOString();
-    // Serialized before anything is stored: a create whose events cannot be stores nothing.
+    // Serialized before anything is stored: a create whose events cannot be stored stores nothing.
     const lines = this.#lines(session, events, time);
     this.#sessions.set(id, session);
     this.#index.applyAll([indexLine(id, session, [])]);

@@ -13,8 +13,10 @@
 export const DECODE_PIECE_BYTES = 32 * 1024;
 
 const NEWLINE = 0x0a;
-/** Decodes the pieces after the first: a byte order mark there is a character of the text. */
-const continuing = new TextDecoder("utf-8", { ignoreBOM: true });
+/** Drops a byte order mark at the start of what it decodes. */
+const dropping = new TextDecoder();
+/** Keeps one: a byte order mark is then a character of the text. */
+const keeping = new TextDecoder("utf-8", { ignoreBOM: true });
 
 /**
  * The lines of `bytes`, whole lines ending with a newline, without the empty text after the
@@ -31,11 +33,11 @@ const continuing = new TextDecoder("utf-8", { ignoreBOM: true });
  * ```
  *
  * @param bytes Whole lines: empty, or ending with a newline
- * @param first Decodes the first piece (the default drops a byte order mark there, as a
- *   whole-file decode does)
+ * @param atStart Whether `bytes` start the text: a byte order mark is dropped there only, as a
+ *   whole-file decode does
  * @returns The lines, without their newlines
  */
-export function decodeLines(bytes: Uint8Array, first: TextDecoder = new TextDecoder()): string[] {
+export function decodeLines(bytes: Uint8Array, atStart = true): string[] {
   const lines: string[] = [];
   for (let start = 0; start < bytes.byteLength;) {
     let end = bytes.byteLength;
@@ -44,7 +46,8 @@ export function decodeLines(bytes: Uint8Array, first: TextDecoder = new TextDeco
       end = (cut >= start ? cut : bytes.indexOf(NEWLINE, start + DECODE_PIECE_BYTES)) + 1;
       if (end === 0) end = bytes.byteLength;
     }
-    const piece = (start === 0 ? first : continuing).decode(bytes.subarray(start, end)).split("\n");
+    const decoder = atStart && start === 0 ? dropping : keeping;
+    const piece = decoder.decode(bytes.subarray(start, end)).split("\n");
     piece.pop();
     for (const line of piece) lines.push(line);
     start = end;
