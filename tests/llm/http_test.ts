@@ -420,6 +420,33 @@ Deno.test("streamLlmEvents() ends at the decoder's finish and reads nothing afte
   assert.ok(body.cancelled());
 });
 
+Deno.test("streamLlmEvents() hands over a complete stream's events before it cancels the body", async () => {
+  // The body stays open after the stream's end: it is cancelled, but only once the consumer has
+  // taken the finish, so the last deltas (often a short answer's first) do not wait for it.
+  const body = bodyFetch(["data: a\n\ndata: b\n\ndata: .\n\n"], { hold: true });
+  const seen: Array<[LlmEvent["type"], boolean]> = [];
+  for await (
+    const event of streamLlmEvents(
+      NEVER,
+      () => ({ url: "http://127.0.0.1:9/s", body: {}, signal: NEVER, fetch: body.fetch }),
+      TEXT_DECODER,
+    )
+  ) seen.push([event.type, body.cancelled()]);
+  assert.deepEqual(seen, [["text-delta", false], ["finish", false]]);
+  assert.ok(body.cancelled(), "the body is cancelled when the consumer is done");
+
+  // A consumer that stops at the delta cancels it too.
+  const stopped = bodyFetch(["data: a\n\ndata: .\n\n"], { hold: true });
+  for await (
+    const _ of streamLlmEvents(
+      NEVER,
+      () => ({ url: "http://127.0.0.1:9/s", body: {}, signal: NEVER, fetch: stopped.fetch }),
+      TEXT_DECODER,
+    )
+  ) break;
+  assert.ok(stopped.cancelled());
+});
+
 Deno.test("streamLlmEvents() turns decoder throws into finish errors", async () => {
   const thrown = new ProviderError("typed", { kind: "quota", retryable: false });
   const typed = await stream(bodyFetch(["data: x\n\n"]).fetch, {
