@@ -9,6 +9,7 @@ import type { JSONRPCMessage, Transport } from "@modelcontextprotocol/client";
 import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/client";
 import { exitsWithin, StreamTail } from "../host/child_output.ts";
 import type { HostProcesses, PipedHostProcess } from "../host/host.ts";
+import { concatBytes } from "../util/concat_bytes.ts";
 
 /**
  * The host environment variables a stdio MCP server inherits: what programs need to run (a
@@ -268,14 +269,7 @@ const NEWLINE = 0x0a;
 
 /** One line from its chunks, as text. */
 function decodeLine(chunks: readonly Uint8Array[]): string {
-  if (chunks.length === 1) return new TextDecoder().decode(chunks[0]);
-  const bytes = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.length;
-  }
-  return new TextDecoder().decode(bytes);
+  return new TextDecoder().decode(concatBytes(chunks));
 }
 
 function cut(text: string): string {

@@ -5,6 +5,7 @@
  * @module
  */
 import type { SessionUpdate } from "../protocol/acp_types.ts";
+import { concatBytes } from "../util/concat_bytes.ts";
 
 /** Where a replay can write its notifications already framed. */
 export interface ReplayFrameSink {
@@ -58,9 +59,8 @@ export class ReplayFrames {
   readonly #tail: string;
   /** Text not encoded yet. */
   #text = "";
-  /** Pieces encoded since the last {@link take}, and their bytes. */
+  /** Pieces encoded since the last {@link take}. */
   #pieces: Uint8Array[] = [];
-  #bytes = 0;
 
   /** @param sink The envelope of each notification */
   constructor(sink: Pick<ReplayFrameSink, "head" | "tail">) {
@@ -70,7 +70,7 @@ export class ReplayFrames {
 
   /** Whether nothing was built since the last {@link take}. */
   get empty(): boolean {
-    return this.#text === "" && this.#bytes === 0;
+    return this.#text === "" && this.#pieces.length === 0;
   }
 
   /**
@@ -89,27 +89,15 @@ export class ReplayFrames {
    * @returns Their bytes
    */
   take(): Uint8Array {
-    if (this.#text !== "" || this.#bytes === 0) this.#encode();
-    const pieces = this.#pieces;
-    let bytes = pieces[0] as Uint8Array;
-    if (pieces.length > 1) {
-      bytes = new Uint8Array(this.#bytes);
-      let at = 0;
-      for (const piece of pieces) {
-        bytes.set(piece, at);
-        at += piece.byteLength;
-      }
-    }
+    if (this.#text !== "" || this.#pieces.length === 0) this.#encode();
+    const bytes = concatBytes(this.#pieces);
     this.#pieces = [];
-    this.#bytes = 0;
     return bytes;
   }
 
   /** Encodes the text built since the last piece as the next piece. */
   #encode(): void {
-    const piece = encoder.encode(this.#text);
+    this.#pieces.push(encoder.encode(this.#text));
     this.#text = "";
-    this.#pieces.push(piece);
-    this.#bytes += piece.byteLength;
   }
 }

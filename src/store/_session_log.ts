@@ -6,6 +6,7 @@
 import { isObject, isStringArray } from "./_common.ts";
 import type { SessionHeader, StoredEvent, StoredRecord } from "./session_store.ts";
 import { CorruptSessionLogError } from "./store_errors.ts";
+import { concatBytes } from "../util/concat_bytes.ts";
 import { decodeLines } from "../util/decode_lines.ts";
 
 const NEWLINE = 0x0a;
@@ -98,7 +99,6 @@ export class SessionLogParser {
   readonly #id: string;
   /** Bytes after the last newline seen so far (a line still being read). */
   #partial: Uint8Array[] = [];
-  #partialSize = 0;
   /** Bytes pushed. */
   #length = 0;
   /** Bytes up to and including the last newline. */
@@ -140,26 +140,13 @@ export class SessionLogParser {
     this.#length += bytes.byteLength;
     const last = bytes.lastIndexOf(NEWLINE);
     if (last === -1) {
-      if (bytes.byteLength > 0) {
-        this.#partial.push(bytes.slice());
-        this.#partialSize += bytes.byteLength;
-      }
+      if (bytes.byteLength > 0) this.#partial.push(bytes.slice());
       return [];
     }
-    let block = bytes.subarray(0, last + 1);
-    if (this.#partialSize > 0) {
-      const joined = new Uint8Array(this.#partialSize + block.byteLength);
-      let at = 0;
-      for (const part of this.#partial) {
-        joined.set(part, at);
-        at += part.byteLength;
-      }
-      joined.set(block, at);
-      block = joined;
-    }
+    const line = bytes.subarray(0, last + 1);
+    const block = this.#partial.length > 0 ? concatBytes([...this.#partial, line]) : line;
     const rest = bytes.subarray(last + 1);
     this.#partial = rest.byteLength > 0 ? [rest.slice()] : [];
-    this.#partialSize = rest.byteLength;
     const blockStart = this.#complete;
     this.#complete += block.byteLength;
     if (this.#unparsable !== undefined) this.#corrupt(this.#unparsable.line, "is not valid JSON");

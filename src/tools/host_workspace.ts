@@ -5,6 +5,7 @@
  */
 import type { HostFiles, HostProcess, HostProcesses } from "../host/host.ts";
 import { completeUtf8Length, decodeTail } from "./_text.ts";
+import { concatBytes } from "../util/concat_bytes.ts";
 import { dirnamePath } from "./posix_path.ts";
 import type {
   CommandResult,
@@ -198,7 +199,7 @@ class TailBuffer {
     let carry = new Uint8Array(0);
     try {
       for await (const chunk of stream) {
-        const bytes = carry.length === 0 ? chunk : concat([carry, chunk]);
+        const bytes = carry.length === 0 ? chunk : concatBytes([carry, chunk]);
         const complete = completeUtf8Length(bytes);
         carry = bytes.slice(complete);
         this.#push(bytes.subarray(0, complete));
@@ -221,20 +222,8 @@ class TailBuffer {
 
   result(): { text: string; truncated: boolean } {
     return {
-      text: decodeTail(concat(this.#chunks), this.#limit),
+      text: decodeTail(concatBytes(this.#chunks), this.#limit),
       truncated: this.#total > this.#limit,
     };
   }
-}
-
-function concat(chunks: readonly Uint8Array[]): Uint8Array {
-  let length = 0;
-  for (const chunk of chunks) length += chunk.length;
-  const joined = new Uint8Array(length);
-  let offset = 0;
-  for (const chunk of chunks) {
-    joined.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return joined;
 }

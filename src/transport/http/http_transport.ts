@@ -19,6 +19,7 @@ import { Hono } from "hono";
 import { cors } from "hono/cors";
 import type { Logger } from "../../log/logger.ts";
 import type { AgentServer, AgentServerConnection } from "../../protocol/agent_server.ts";
+import { concatBytes } from "../../util/concat_bytes.ts";
 import type { AnyMessage, Stream } from "../acp.ts";
 import type { HttpHandler, RequestInfo, WebSocketUpgrade } from "./http_handler.ts";
 import { checkRequest, type SecurityPolicy } from "./http_security.ts";
@@ -296,7 +297,7 @@ async function withBodyLimit(request: Request, max: number): Promise<Request | u
     await request.body?.cancel().catch(() => {});
     return undefined;
   }
-  const chunks: Uint8Array[] = [];
+  const chunks: Uint8Array<ArrayBuffer>[] = [];
   let size = 0;
   if (request.body) {
     const reader = request.body.getReader();
@@ -311,16 +312,10 @@ async function withBodyLimit(request: Request, max: number): Promise<Request | u
       chunks.push(value);
     }
   }
-  const body = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
   return new Request(request.url, {
     method: request.method,
     headers: request.headers,
-    body,
+    body: concatBytes(chunks),
     signal: request.signal,
   });
 }
