@@ -28,6 +28,7 @@ import {
   type SseResponse,
   startFakeLlmServer,
 } from "../tests/_helpers/fake_llm_server.ts";
+import { concatBytes } from "../src/util/concat_bytes.ts";
 
 /** A command line: what `bench/main.ts` spawns. */
 export interface HttpCommandLine {
@@ -551,18 +552,6 @@ function indexOfBytes(haystack: Uint8Array, needle: readonly number[], from = 0)
     return i;
   }
   return -1;
-}
-
-function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0] as Uint8Array;
-  const size = parts.reduce((total, part) => total + part.byteLength, 0);
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.byteLength;
-  }
-  return out;
 }
 
 /** A response read off a raw socket. */

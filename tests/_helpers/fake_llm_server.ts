@@ -12,6 +12,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { abortableDelay } from "../../src/util/abortable_delay.ts";
+import { concatBytes } from "../../src/util/concat_bytes.ts";
 
 /** One request the server received. */
 export interface CapturedRequest {
@@ -167,7 +168,7 @@ export async function startFakeLlmServer(): Promise<FakeLlmServer> {
     });
     const chunks: Uint8Array[] = [];
     for await (const chunk of req) chunks.push(chunk as Uint8Array);
-    const text = new TextDecoder().decode(concat(chunks));
+    const text = new TextDecoder().decode(concatBytes(chunks));
     let body: unknown = text;
     try {
       body = JSON.parse(text);
@@ -308,17 +309,6 @@ export function serializeSseItem(item: SseItem): string {
   if (item.id !== undefined) text += `id: ${item.id}\n`;
   for (const line of data.split("\n")) text += `data: ${line}\n`;
   return `${text}\n`;
-}
-
-function concat(chunks: readonly Uint8Array[]): Uint8Array {
-  const size = chunks.reduce((total, chunk) => total + chunk.length, 0);
-  const result = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    result.set(chunk, at);
-    at += chunk.length;
-  }
-  return result;
 }
 
 /** Writes and waits until the chunk is flushed; `false` when the client went away first. */
