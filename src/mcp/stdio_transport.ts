@@ -267,9 +267,11 @@ export class HostStdioTransport implements Transport {
 /** The byte of a line end. */
 const NEWLINE = 0x0a;
 
+const decoder = new TextDecoder();
+
 /** One line from its chunks, as text. */
 function decodeLine(chunks: readonly Uint8Array[]): string {
-  return new TextDecoder().decode(concatBytes(chunks));
+  return decoder.decode(concatBytes(chunks));
 }
 
 function cut(text: string): string {

@@ -63,7 +63,6 @@ export async function acpxProcesses(home: string): Promise<number[]> {
  * @param home The HOME acpx ran with
  */
 export async function stopAcpxProcesses(home: string): Promise<void> {
-  const find = (): Promise<number[]> => acpxProcesses(home);
   const signal = (pids: readonly number[], name: "SIGTERM" | "SIGKILL"): void => {
     for (const pid of pids) {
       try {
@@ -73,12 +72,12 @@ export async function stopAcpxProcesses(home: string): Promise<void> {
       }
     }
   };
-  signal(await find(), "SIGTERM");
-  const gone = await pollUntil(async () => (await find()).length === 0, {
+  signal(await acpxProcesses(home), "SIGTERM");
+  const gone = await pollUntil(async () => (await acpxProcesses(home)).length === 0, {
     what: `acpx processes with HOME=${home} gone`,
     timeoutMs: 3_000,
   }).then(() => true, () => false);
-  if (!gone) signal(await find(), "SIGKILL");
+  if (!gone) signal(await acpxProcesses(home), "SIGKILL");
 }
 
 /** What one acpx run printed (with `--format json`: the frames of both directions). */
