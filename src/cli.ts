@@ -64,6 +64,9 @@ export interface CliPlatform {
   readonly serveHttp?: ServeHttp;
 }
 
+/** The line after a command-line error. */
+const USAGE_HINT = 'run "acp-harness --help" for usage\n';
+
 /** How long shutdown waits for turns to settle before giving up on them. */
 export const SHUTDOWN_GRACE_MS = 1500;
 /**
@@ -87,21 +90,27 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   let config: Config;
   let catalog: ModelCatalog;
   let logger: Logger;
+  let usageError = true;
   try {
     const command = parseArgs(platform.args);
+    usageError = false;
     if (command.kind === "help" || command.kind === "version") {
       await out.write(new TextEncoder().encode(command.kind === "help" ? USAGE : `${VERSION}\n`));
       await out.close();
       return 0;
     }
     const env = configFromEnv((name) => platform.host.env(name));
-    const file = command.overrides.configFile ?? env.configFile;
-    const fromFile = file ? configFromFile(await readJson(platform.host, file), file) : {};
+    const given = command.overrides.configFile ?? env.configFile;
+    const file = given === undefined ? undefined : absolutePath(given, platform.host);
+    const fromFile = file
+      ? resolveFilePaths(configFromFile(await readJson(platform.host, file), file), file)
+      : {};
     config = mergeConfig(fromFile, env, command.overrides);
     logger = createLogger(config.logLevel, (line) => platform.writeStderr(line));
     let script: Script | undefined;
     if (config.script) {
-      script = parseScript(await readJson(platform.host, config.script), config.script);
+      const origin = config.script === fromFile.script ? ` ("script" in "${file}")` : "";
+      script = parseScript(await readJson(platform.host, config.script, origin), config.script);
     }
     if (command.kind === "copy-sessions") {
       out.releaseLock();
@@ -125,7 +134,9 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     }
   } catch (error) {
     if (error instanceof ConfigError || error instanceof TypeError) {
-      platform.writeStderr(`acp-harness: ${error.message}\n\n${USAGE}`);
+      // One line says what is wrong; the usage is for --help. A mistyped command line also gets
+      // the pointer to it.
+      platform.writeStderr(`acp-harness: ${error.message}\n${usageError ? USAGE_HINT : ""}`);
       out.releaseLock();
       return 2;
     }
@@ -227,7 +238,43 @@ export function storeLocation(config: Config, host: Host): string {
 /** A store location as given when it is a PostgreSQL URL or `memory:`, else an absolute directory. */
 function resolveLocation(location: string, host: Host): string {
   if (isPostgresUrl(location) || location === MEMORY_STORE) return location;
-  return isAbsolutePath(location) ? location : normalizePath(`${host.cwd()}/${location}`);
+  return absolutePath(location, host);
+}
+
+/** `path` made absolute against the process's working directory. */
+function absolutePath(path: string, host: Host): string {
+  return isAbsolutePath(path) ? path : normalizePath(`${host.cwd()}/${path}`);
+}
+
+/**
+ * The settings of a config file with their relative paths resolved against the file's directory
+ * (not the process's working directory: an editor may start the server anywhere). Program names
+ * without a slash (looked up on `PATH`) stay as they are.
+ */
+function resolveFilePaths(settings: Partial<Config>, file: string): Partial<Config> {
+  const dir = file.slice(0, file.lastIndexOf("/")) || "/";
+  const resolve = (path: string): string =>
+    isAbsolutePath(path) ? path : normalizePath(`${dir}/${path}`);
+  const resolved: { -readonly [K in keyof Config]?: Config[K] } = { ...settings };
+  if (settings.dataDir !== undefined) resolved.dataDir = resolve(settings.dataDir);
+  if (settings.script !== undefined) resolved.script = resolve(settings.script);
+  if (settings.tokenFile !== undefined) resolved.tokenFile = resolve(settings.tokenFile);
+  if (settings.allowedRoots !== undefined) {
+    resolved.allowedRoots = settings.allowedRoots.map(resolve);
+  }
+  const store = settings.store;
+  if (store !== undefined && !isPostgresUrl(store) && store !== MEMORY_STORE) {
+    resolved.store = resolve(store);
+  }
+  if (settings.agents !== undefined) {
+    resolved.agents = Object.fromEntries(
+      Object.entries(settings.agents).map(([name, agent]) => [
+        name,
+        agent.command.includes("/") ? { ...agent, command: resolve(agent.command) } : agent,
+      ]),
+    );
+  }
+  return resolved;
 }
 
 /** The agent server a config describes, with its store and the process supervisor started. */
@@ -572,12 +619,12 @@ export function createCatalog(
   });
 }
 
-async function readJson(host: Host, file: string): Promise<unknown> {
+async function readJson(host: Host, file: string, origin = ""): Promise<unknown> {
   let text: string;
   try {
     text = await host.readTextFile(file);
   } catch (error) {
-    throw new ConfigError(`Cannot read "${file}": ${(error as Error).message}`);
+    throw new ConfigError(`Cannot read "${file}"${origin}: ${(error as Error).message}`);
   }
   try {
     const { parseJsonText } =

@@ -9,6 +9,7 @@
 
 import type { ModelFacts, ProviderApi } from "../llm/presets.ts";
 import { LOG_LEVELS, type LogLevel } from "../log/logger.ts";
+import { nearestWord } from "../util/nearest_word.ts";
 import {
   AGENTS_SECTION,
   BOOLEAN,
@@ -724,7 +725,7 @@ export function parseArgs(args: readonly string[]): Command {
     const key = BY_FLAG.get(flag);
     if (key === undefined) {
       throw new ConfigError(
-        arg.startsWith("-") ? `Unknown option "${flag}"` : `Unexpected argument "${arg}"`,
+        arg.startsWith("-") ? unknownOption(flag) : `Unexpected argument "${arg}"`,
       );
     }
     let text: string | undefined;
@@ -746,6 +747,15 @@ export function parseArgs(args: readonly string[]): Command {
     return { kind: "copy-sessions", from: ends.from, to: ends.to, overrides };
   }
   return { kind: "serve", overrides };
+}
+
+/** The flags of the command line besides the settings' own. */
+const COMMAND_FLAGS = ["--help", "--version", "--json", "--from", "--to"];
+
+/** "Unknown option", with the nearest flag when one is close. */
+function unknownOption(flag: string): string {
+  const near = nearestWord(flag, [...BY_FLAG.keys(), ...COMMAND_FLAGS]);
+  return `Unknown option "${flag}"${near === undefined ? "" : ` (did you mean "${near}"?)`}`;
 }
 
 /**
@@ -782,7 +792,12 @@ export function configFromFile(json: unknown, file: string): Partial<Config> {
   for (const [name, value] of Object.entries(json)) {
     if (name === "$schema") continue;
     const key = BY_FILE_KEY.get(name);
-    if (key === undefined) throw new ConfigError(`${prefix}unknown key "${name}"`);
+    if (key === undefined) {
+      const near = nearestWord(name, BY_FILE_KEY.keys());
+      throw new ConfigError(
+        `${prefix}unknown key "${name}"${near === undefined ? "" : ` (did you mean "${near}"?)`}`,
+      );
+    }
     withPrefix(prefix, () => setFromJson(settings, key, value, name));
   }
   return settings;

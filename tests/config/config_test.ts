@@ -133,6 +133,12 @@ Deno.test("parseArgs() rejects an unknown flag naming it", () => {
   assertConfigError(() => parseArgs(["--bogus"]), `Unknown option "--bogus"`);
   assertConfigError(() => parseArgs(["--bogus=1"]), `Unknown option "--bogus"`);
   assertConfigError(() => parseArgs(["-x"]), `Unknown option "-x"`);
+  assertConfigError(
+    () => parseArgs(["--mdoel", "echo"]),
+    `Unknown option "--mdoel" (did you mean "--model"?)`,
+  );
+  assertConfigError(() => parseArgs(["--verison"]), `(did you mean "--version"?)`);
+  assert.throws(() => parseArgs(["--bogus"]), (error: Error) => !error.message.includes("mean"));
 });
 
 Deno.test("parseArgs() rejects an unexpected positional argument naming it", () => {
@@ -309,7 +315,7 @@ Deno.test("configFromFile() rejects an unknown key naming it and the file", () =
   assertConfigError(
     () => configFromFile({ model: "m", modle: "typo" }, "c.json"),
     `"c.json"`,
-    `unknown key "modle"`,
+    `unknown key "modle" (did you mean "model"?)`,
   );
   // configFile is a flag/env setting, not a file key.
   assertConfigError(() => configFromFile({ configFile: "x" }, "c.json"), `"configFile"`);

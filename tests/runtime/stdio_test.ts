@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { closeSync, openSync } from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { exitWithin, spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { fakeStdio } from "../_helpers/mcp_servers.ts";
@@ -135,16 +135,74 @@ for (const runtime of RUNTIMES) {
     }
   });
 
-  Deno.test(`${runtime.name}: an unknown flag is a one-line error plus usage on stderr, exit 2`, async () => {
+  Deno.test(`${runtime.name}: an unknown flag is a one-line error and a pointer to --help, exit 2`, async () => {
     await using ws = await workspaceDir();
-    const agent = ws.start(runtime, ["--bogus"]);
+    const agent = ws.start(runtime, ["--mdoel", "echo"]);
     assert.equal(await exitWithin(agent, 5_000), 2);
-    const [first, ...rest] = agent.stderr().split("\n");
-    assert.equal(first, 'acp-harness: Unknown option "--bogus"');
-    assert.match(rest.join("\n"), /Usage: acp-harness/);
+    assert.equal(
+      agent.stderr(),
+      'acp-harness: Unknown option "--mdoel" (did you mean "--model"?)\n' +
+        'run "acp-harness --help" for usage\n',
+    );
     assert.deepEqual(agent.impure, []);
   });
+
+  Deno.test(`${runtime.name}: a problem past the command line is one line, without the usage`, async () => {
+    await using ws = await workspaceDir();
+    const agent = ws.start(runtime, ["--config", join(ws.path, "missing.json")]);
+    assert.equal(await exitWithin(agent, 5_000), 2);
+    const lines = agent.stderr().trimEnd().split("\n");
+    assert.equal(lines.length, 1, agent.stderr());
+    assert.match(lines[0] ?? "", /^acp-harness: .*missing\.json/);
+  });
 }
+
+Deno.test("deno: relative paths in the config file resolve against the file's directory", async () => {
+  await using ws = await workspaceDir();
+  const configDir = join(ws.path, "conf");
+  const elsewhere = join(ws.path, "elsewhere");
+  await mkdir(configDir);
+  await mkdir(elsewhere);
+  await writeFile(join(configDir, "demo-script.json"), JSON.stringify([{ text: "from script" }]));
+  await writeFile(
+    join(configDir, "config.json"),
+    JSON.stringify({ model: "scripted", script: "./demo-script.json", dataDir: "data" }),
+  );
+  const [deno] = RUNTIMES;
+  assert.ok(deno);
+  // No ACP_HARNESS_HOME: the file's dataDir decides.
+  const { ACP_HARNESS_HOME: _home, ...env } = ws.env;
+  const agent = spawnAgent(deno.command, [...deno.args, "--config", "../conf/config.json"], {
+    cwd: elsewhere,
+    env,
+  });
+  await agent.client.initialize();
+  const sessionId = await agent.client.newSession(ws.path);
+  assert.equal(await agent.client.prompt(sessionId, "hi"), "end_turn");
+  const texts = agent.client.updates(sessionId).map(({ update }) =>
+    (update.content as { text?: string } | undefined)?.text
+  );
+  assert.ok(texts.includes("from script"), JSON.stringify(texts));
+  agent.end();
+  assert.equal(await exitWithin(agent, 5_000), 0);
+  assert.ok((await readdir(join(configDir, "data"))).length > 0, "the data directory is conf/data");
+
+  // A missing script names the resolved path and the config file it came from.
+  await writeFile(join(configDir, "config.json"), JSON.stringify({ script: "./gone.json" }));
+  const failing = spawnAgent(deno.command, [...deno.args, "--config", "../conf/config.json"], {
+    cwd: elsewhere,
+    env: ws.env,
+  });
+  assert.equal(await exitWithin(failing, 5_000), 2);
+  assert.match(
+    failing.stderr(),
+    new RegExp(
+      `Cannot read "${join(configDir, "gone.json")}" \\("script" in "${
+        join(configDir, "config.json")
+      }"\\)`,
+    ),
+  );
+});
 
 Deno.test("deno: flags beat environment variables, which beat the config file", async () => {
   await using ws = await workspaceDir();
