@@ -53,6 +53,8 @@ export interface CliPlatform {
   readonly stdout: WritableStream<Uint8Array>;
   /** Writes diagnostics (stderr). */
   writeStderr(text: string): void;
+  /** Whether stderr is a terminal (log lines then go without their time). @default {false} */
+  readonly stderrIsTerminal?: boolean;
   /** Calls `handler` on SIGINT or SIGTERM; returns a function that stops listening. */
   onShutdownSignal(handler: () => void): () => void;
   /** Runs `task` soon after pending I/O (`setImmediate`), to coalesce bursts of output. */
@@ -106,7 +108,10 @@ export async function runCli(platform: CliPlatform): Promise<number> {
       ? resolveFilePaths(configFromFile(await readJson(platform.host, file), file), file)
       : {};
     config = mergeConfig(fromFile, env, command.overrides);
-    logger = createLogger(config.logLevel, (line) => platform.writeStderr(line));
+    logger = createLogger(config.logLevel, (line) => platform.writeStderr(line), {
+      format: config.logFormat,
+      timestamps: platform.stderrIsTerminal !== true,
+    });
     let script: Script | undefined;
     if (config.script) {
       const origin = config.script === fromFile.script ? ` ("script" in "${file}")` : "";

@@ -8,7 +8,7 @@
  */
 
 import type { ModelFacts, ProviderApi } from "../llm/presets.ts";
-import { LOG_LEVELS, type LogLevel } from "../log/logger.ts";
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "../log/logger.ts";
 import { nearestWord } from "../util/nearest_word.ts";
 import {
   AGENTS_SECTION,
@@ -56,6 +56,8 @@ export interface Config {
   readonly configFile: string | undefined;
   /** Least severe level logged to stderr. @default {"warn"} */
   readonly logLevel: LogLevel;
+  /** How log lines are written. @default {"text"} */
+  readonly logFormat: LogFormat;
   /** Script file for the `scripted` model. */
   readonly script: string | undefined;
   /** Most model requests in one turn. @default {50} */
@@ -341,6 +343,16 @@ export const SETTINGS: SettingsTable = {
     default: "warn",
     help: "error, warn, info or debug",
     type: oneOf(LOG_LEVELS),
+  },
+  logFormat: {
+    flag: "--log-format",
+    placeholder: "<format>",
+    env: "ACP_HARNESS_LOG_FORMAT",
+    fileKey: "logFormat",
+    default: "text",
+    help: "text, or json (one object a line: time, level, message, fields)",
+    note: "text lines start with the time when stderr is not a terminal",
+    type: oneOf(LOG_FORMATS),
   },
   allowedRoots: {
     flag: "--allowed-roots",

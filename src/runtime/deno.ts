@@ -33,6 +33,7 @@ export async function main(): Promise<void> {
     ) as unknown as ReadableStream<Uint8Array>,
     stdout,
     writeStderr: (text) => void Deno.stderr.writeSync(encoder.encode(text)),
+    stderrIsTerminal: Deno.stderr.isTerminal(),
     defer: (task) => void setImmediate(task),
     serveHttp: async (handler, options) =>
       // The `+` keeps the HTTP listener out of Deno's start-up module graph (./main.ts).

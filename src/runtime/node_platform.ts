@@ -20,6 +20,7 @@ export function nodePlatformBase(): Omit<CliPlatform, "stdin" | "stdout"> {
     args: process.argv.slice(2),
     host: new NodeHost(),
     writeStderr: (text) => void process.stderr.write(text),
+    stderrIsTerminal: process.stderr.isTTY === true,
     defer: (task) => void setImmediate(task),
     onShutdownSignal(handler) {
       process.on("SIGINT", handler);

@@ -139,3 +139,43 @@ Deno.test("createLogger() gives the levels it does not write the shared no-op", 
   assert.notEqual(log.warn, dropEntry);
   assert.equal(nullLogger.error, dropEntry);
 });
+
+Deno.test("createLogger() with timestamps starts each text line with the ISO time", () => {
+  const lines: string[] = [];
+  const log = createLogger("info", (line) => lines.push(line), {
+    timestamps: true,
+    now: () => Date.UTC(2026, 11, 2, 6, 30, 0, 5),
+  });
+  log.info("up", { port: 7 });
+  assert.deepEqual(lines, ['2026-12-02T06:30:00.005Z acp-harness info: up {"port":7}\n']);
+});
+
+Deno.test("createLogger() in json writes one object a line, fields redacted and kept apart", () => {
+  const lines: string[] = [];
+  const log = createLogger("debug", (line) => lines.push(line), { format: "json", now: () => 0 });
+  log.warn("failed", { error: new TypeError("bad"), token: "sk-1", message: "own", n: 1 });
+  log.debug("bare");
+  const cyclic: Record<string, unknown> = {};
+  cyclic["self"] = cyclic;
+  log.error("loop", { cyclic });
+  assert.equal(lines.length, 3);
+  assert.ok(lines.every((line) => line.endsWith("}\n") && !line.slice(0, -1).includes("\n")));
+  assert.deepEqual(lines.map((line) => JSON.parse(line)), [
+    {
+      time: "1970-01-01T00:00:00.000Z",
+      level: "warn",
+      message: "failed",
+      error: "TypeError: bad",
+      token: "[redacted]",
+      _message: "own",
+      n: 1,
+    },
+    { time: "1970-01-01T00:00:00.000Z", level: "debug", message: "bare" },
+    {
+      time: "1970-01-01T00:00:00.000Z",
+      level: "error",
+      message: "loop",
+      unserializableFields: true,
+    },
+  ]);
+});

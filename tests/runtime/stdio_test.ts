@@ -147,6 +147,30 @@ for (const runtime of RUNTIMES) {
     assert.deepEqual(agent.impure, []);
   });
 
+  Deno.test(`${runtime.name}: --log-format json writes one object a line; text lines carry the time`, async () => {
+    await using ws = await workspaceDir();
+    for (const format of ["json", "text"] as const) {
+      const agent = ws.start(runtime, ["--log-format", format, "--log-level", "info"]);
+      await agent.client.initialize();
+      const sessionId = await agent.client.newSession(ws.path);
+      assert.equal(await agent.client.prompt(sessionId, "hi"), "end_turn");
+      agent.end();
+      assert.equal(await exitWithin(agent, 5_000), 0);
+      const lines = agent.stderr().trimEnd().split("\n");
+      assert.ok(lines.some((line) => line.includes("prompt ended")), agent.stderr());
+      for (const line of lines) {
+        if (format === "text") {
+          assert.match(line, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z acp-harness \w+: /);
+          continue;
+        }
+        const entry = JSON.parse(line) as Record<string, unknown>;
+        assert.equal(typeof entry["message"], "string", line);
+        assert.ok(["error", "warn", "info", "debug"].includes(entry["level"] as string), line);
+        assert.ok(!Number.isNaN(Date.parse(entry["time"] as string)), line);
+      }
+    }
+  });
+
   Deno.test(`${runtime.name}: a problem past the command line is one line, without the usage`, async () => {
     await using ws = await workspaceDir();
     const agent = ws.start(runtime, ["--config", join(ws.path, "missing.json")]);
