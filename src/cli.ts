@@ -372,7 +372,8 @@ function delegatingToolsFor(
         processes: host,
         depth,
         disposer: info.disposer,
-        logger,
+        // The session's logger, so that the delegate lines carry its connection's id.
+        logger: info.logger ?? logger,
       }),
     ];
   };

@@ -487,6 +487,7 @@ export class SessionManager {
         cwd: params.cwd,
         additionalDirectories: params.additionalDirectories,
         disposer,
+        logger,
       });
       return { equipment: await this.#equip(id, params, tools, disposer), disposer };
     } catch (error) {

@@ -1,3 +1,4 @@
+import type { Logger } from "../log/logger.ts";
 import type { Tool } from "../tools/tool.ts";
 import type { SessionCleanups } from "./session_disposer.ts";
 
@@ -14,6 +15,8 @@ export interface SessionToolsInfo {
    * runs when the session is closed or deleted, when its connection ends and at shutdown.
    */
   readonly disposer: SessionCleanups;
+  /** The session's logger: its lines carry the connection's id. */
+  readonly logger?: Logger;
 }
 
 /**

@@ -159,6 +159,8 @@ for (const runtime of RUNTIMES) {
       }], [
         "--mode",
         "ask",
+        "--log-level",
+        "info",
       ]);
       agents.push(agent);
       const asked: Array<Record<string, unknown>> = [];
@@ -210,6 +212,10 @@ for (const runtime of RUNTIMES) {
         text: "Wrote notes.txt.",
       });
       assert.deepEqual(agent.client.problems, []);
+      // The delegate lines are the session's: they carry its connection's id.
+      const delegateLines = agent.stderr().split("\n").filter((line) => line.includes("delegate:"));
+      assert.ok(delegateLines.length >= 2, agent.stderr());
+      for (const line of delegateLines) assert.match(line, /"connectionId":"c1"/);
       await pollUntil(async () => (await marked(setup.mark)).length === 0, {
         what: "the child to be gone (its supervisor exits after it)",
       });
