@@ -282,6 +282,34 @@ function resolveFilePaths(settings: Partial<Config>, file: string): Partial<Conf
   return resolved;
 }
 
+/** What the common `mkdir` failures mean for a directory the server needs. */
+const DIRECTORY_PROBLEMS: Readonly<Record<string, string>> = {
+  ENOTDIR: "a part of the path is a file",
+  EEXIST: "it is a file",
+  ENOENT: "cannot create it here",
+  EACCES: "permission denied",
+  EPERM: "permission denied",
+  EROFS: "the file system is read-only",
+  ENOSPC: "no space left",
+};
+
+/**
+ * Makes sure `dir` is a directory the server can use (creating it and its parents), so that a
+ * data directory under a file, or one that cannot be created, stops the start with one line
+ * instead of failing the first prompt.
+ */
+async function usableDirectory(host: Host, dir: string, what: string): Promise<void> {
+  try {
+    await host.mkdir(dir);
+  } catch (error) {
+    const { code, message } = error as { code?: string; message?: string };
+    const reason = code === undefined
+      ? message ?? String(error)
+      : `${DIRECTORY_PROBLEMS[code] ?? "cannot create it"} (${code})`;
+    throw new ConfigError(`Cannot use ${what} "${dir}": ${reason}`);
+  }
+}
+
 /** The agent server a config describes, with its store and the process supervisor started. */
 async function composeServer(
   platform: CliPlatform,
@@ -293,12 +321,19 @@ async function composeServer(
   // Providers that list their own models (Ollama) are asked in the background: sessions created
   // before the answer offer the listed models only.
   void catalog.discover({ timeoutMs: DISCOVERY_TIMEOUT_MS });
-  const allowedRoots = config.allowedRoots === undefined
-    ? undefined
-    : await canonicalRoots(platform.host, config.allowedRoots);
   const dataDir = dataDirectory(config, platform.host);
+  const location = storeLocation(config, platform.host);
+  const [allowedRoots] = await Promise.all([
+    config.allowedRoots === undefined
+      ? undefined
+      : canonicalRoots(platform.host, config.allowedRoots),
+    usableDirectory(platform.host, dataDir, "the data directory"),
+    location === dataDir || isPostgresUrl(location) || location === MEMORY_STORE
+      ? undefined
+      : usableDirectory(platform.host, location, "the store directory"),
+  ]);
   const opened = await openSessionStore({
-    location: storeLocation(config, platform.host),
+    location,
     host: platform.host,
     logger,
     leaseTtlMs: config.leaseTtl * 1000,

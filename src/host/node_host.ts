@@ -164,9 +164,32 @@ export class NodeHost implements Host {
     }));
   }
 
-  /** Creates a directory and its parents. */
+  /**
+   * Creates a directory and its parents. Level by level rather than with `recursive: true`: on
+   * Node.js 20 that never settles (a loop at full CPU) for a directory under `/proc`, where
+   * `mkdir` fails with ENOENT although the parent exists.
+   */
   async mkdir(dir: string): Promise<void> {
-    await (await fsPromises()).mkdir(dir, { recursive: true });
+    const fs = await fsPromises();
+    const make = async (path: string, depth: number): Promise<void> => {
+      try {
+        await fs.mkdir(path);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === "EEXIST") {
+          if ((await fs.stat(path)).isDirectory()) return;
+          throw error;
+        }
+        const parent = path.slice(0, path.lastIndexOf("/"));
+        // The parent is made once; a second ENOENT is final (so nothing can loop).
+        if (code !== "ENOENT" || parent === "" || parent === path || depth > 4096) throw error;
+        await make(parent, depth + 1);
+        await fs.mkdir(path).catch(async (again: NodeJS.ErrnoException) => {
+          if (again.code !== "EEXIST" || !(await fs.stat(path)).isDirectory()) throw again;
+        });
+      }
+    };
+    await make(dir.length > 1 && dir.endsWith("/") ? dir.slice(0, -1) : dir, 0);
   }
 
   /** Removes a file or a directory tree; a missing path is fine. */

@@ -1,6 +1,8 @@
 import { pollUntil } from "../_helpers/wait.ts";
 import assert from "node:assert/strict";
+import { stat, writeFile } from "node:fs/promises";
 import process from "node:process";
+import { tempDir } from "../_helpers/temp_dir.ts";
 import { waitGone as gone } from "./_processes.ts";
 import type { HostProcess } from "../../src/host/host.ts";
 import { NodeHost } from "../../src/host/node_host.ts";
@@ -504,4 +506,17 @@ Deno.test("NodeHost.pid(), hostname() and isProcessAlive()", async () => {
     parent.kill("SIGKILL");
     await Promise.all([parent.exited, rest, parent.stderr.cancel()]);
   }
+});
+
+Deno.test("NodeHost.mkdir() makes parents, accepts an existing directory, and fails where it cannot", async () => {
+  await using dir = await tempDir("acp-harness-mkdir-");
+  const host = new NodeHost();
+  await host.mkdir(`${dir.path}/a/b/c/`);
+  await host.mkdir(`${dir.path}/a/b/c`);
+  assert.ok((await stat(`${dir.path}/a/b/c`)).isDirectory());
+  await writeFile(`${dir.path}/file`, "x");
+  await assert.rejects(host.mkdir(`${dir.path}/file`), { code: "EEXIST" });
+  await assert.rejects(host.mkdir(`${dir.path}/file/sub`), { code: "ENOTDIR" });
+  // Node.js 20's recursive mkdir never settles here; this one fails at once.
+  await assert.rejects(host.mkdir("/proc/acp-harness-nope/sub"), { code: "ENOENT" });
 });

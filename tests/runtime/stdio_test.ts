@@ -171,6 +171,24 @@ for (const runtime of RUNTIMES) {
     }
   });
 
+  Deno.test(`${runtime.name}: a data directory it cannot use stops the start with one line, exit 2`, async () => {
+    await using ws = await workspaceDir();
+    await writeFile(join(ws.path, "file"), "x");
+    const cases = [
+      [join(ws.path, "file", "sub"), "a part of the path is a file (ENOTDIR)"],
+      [join(ws.path, "file"), "it is a file (EEXIST)"],
+      ["/proc/acp-harness-nope", "cannot create it here (ENOENT)"],
+    ] as const;
+    for (const [dir, reason] of cases) {
+      const agent = ws.start(runtime, ["--data-dir", dir]);
+      assert.equal(await exitWithin(agent, 10_000), 2, agent.stderr());
+      assert.equal(
+        agent.stderr(),
+        `acp-harness: Cannot use the data directory "${dir}": ${reason}\n`,
+      );
+    }
+  });
+
   Deno.test(`${runtime.name}: a problem past the command line is one line, without the usage`, async () => {
     await using ws = await workspaceDir();
     const agent = ws.start(runtime, ["--config", join(ws.path, "missing.json")]);
