@@ -1,6 +1,7 @@
 #!/bin/sh
 # A throwaway PostgreSQL cluster for the PostgreSQL store tests: trust auth on 127.0.0.1 and a
-# free port, in a temporary directory, with a role `acp` that may CREATE DATABASE.
+# free port, in a temporary directory, with a role `acp` that may CREATE DATABASE and owns the
+# database `acp` (the printed URL's, usable as `--store` as it is).
 #
 #   scripts/postgres_test_server.sh [start [DIR]]
 #                                              starts one (in DIR, an empty directory, when given;
@@ -80,8 +81,11 @@ start() {
     fi
   done
   as_owner "$bin/createuser" -h 127.0.0.1 -p "$port" -U postgres --createdb acp
+  # A database the role owns, so that the URL works as `--store` as it is (in `postgres` the role
+  # may not create tables); the tests create a database of their own from it.
+  as_owner "$bin/createdb" -h 127.0.0.1 -p "$port" -U postgres -O acp acp
   STARTED_DIR=$dir
-  STARTED_URL="postgres://acp@127.0.0.1:$port/postgres"
+  STARTED_URL="postgres://acp@127.0.0.1:$port/acp"
 }
 
 stop() {
