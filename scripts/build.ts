@@ -6,8 +6,9 @@
  * not read it; what start-up does read is `cli.js` and one shared chunk (see
  * {@link startupChunkPlugin}).
  *
- * With `--package`, or under `npm pack` / `npm publish` (npm runs `prepare`, which runs this,
- * before packing), it also builds what the npm package exports: the
+ * With `--package`, or under `npm pack` / `npm publish` (npm runs `prepack`, which runs this,
+ * before packing; not `prepare`, which every install of the tarball would flag as an unapproved
+ * script), it also builds what the npm package exports: the
  * library API of `mod.ts` as ESM, `dist/mod.js` (its lazy parts in `dist/chunks/` too), and its
  * type declarations in one file, `dist/mod.d.ts` (see `scripts/build_declarations.ts`).
  *
@@ -134,7 +135,7 @@ export function libraryBuildOptions(root: string, outdir: string): BuildOptions 
 
 if (import.meta.main) {
   const root = new URL("..", import.meta.url).pathname;
-  // `npm pack` and `npm publish` run `prepare` too: what is packed needs the library build.
+  // `npm pack` and `npm publish` run `prepack`: what is packed needs the library build.
   const npmCommand = Deno.env.get("npm_command");
   const forPackage = Deno.args.includes("--package") || npmCommand === "pack" ||
     npmCommand === "publish";

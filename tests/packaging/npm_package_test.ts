@@ -1,5 +1,5 @@
 /**
- * The npm package as its users get it: packed with `npm pack` (whose `prepare` runs the build),
+ * The npm package as its users get it: packed with `npm pack` (whose `prepack` runs the build),
  * installed from the tarball into an empty project with no network, then run as `npx`, as the
  * installed bin on Node.js and through `bun x`, and imported as a library on Node.js and Bun.
  *
@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { cp, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { cp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import process from "node:process";
 import * as library from "../../mod.ts";
@@ -241,7 +241,23 @@ Deno.test("npm package: packs, installs offline, runs on Node.js and Bun, import
     JSON.stringify({ name: "consumer", private: true, type: "module" }),
   );
   // --offline: the package has no dependencies, so the tarball is all there is to install.
-  await runOk("npm", ["install", "--offline", tarball], { cwd: project, env, timeoutMs: 60_000 });
+  const installed = await runOk("npm", ["install", "--offline", tarball], {
+    cwd: project,
+    env,
+    timeoutMs: 60_000,
+  });
+
+  await t.step("installing the tarball runs and flags no script of the package", async () => {
+    const manifest = JSON.parse(
+      await readFile(join(project, "node_modules/acp-harness/package.json"), "utf8"),
+    ) as { scripts?: Record<string, string> };
+    const runOnInstall = ["preinstall", "install", "postinstall", "prepare"];
+    assert.deepEqual(
+      Object.keys(manifest.scripts ?? {}).filter((name) => runOnInstall.includes(name)),
+      [],
+    );
+    assert.doesNotMatch(installed.stdout + installed.stderr, /scripts\/build\.ts|install-scripts/);
+  });
   const bin = join(project, "node_modules/.bin/acp-harness");
 
   await t.step("npx acp-harness --version prints the version", async () => {
