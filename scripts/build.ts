@@ -6,9 +6,9 @@
  * not read it; what start-up does read is `cli.js` and one shared chunk (see
  * {@link startupChunkPlugin}).
  *
- * With `--package`, or under `npm pack` / `npm publish` (npm runs `prepack`, which runs this,
- * before packing; not `prepare`, which every install of the tarball would flag as an unapproved
- * script), it also builds what the npm package exports: the
+ * With `--package`, or under `npm pack` / `npm publish` (npm runs `prepack`, which runs this
+ * before packing; `prepare` runs it after `npm install` in a clone, and is left out of the packed
+ * manifest by `scripts/pack_manifest.ts`), it also builds what the npm package exports: the
  * library API of `mod.ts` as ESM, `dist/mod.js` (its lazy parts in `dist/chunks/` too), and its
  * type declarations in one file, `dist/mod.d.ts` (see `scripts/build_declarations.ts`).
  *
