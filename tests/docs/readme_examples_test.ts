@@ -1,0 +1,126 @@
+/**
+ * The README's examples, run as written: the Zed snippet's command, both acpx lines and the
+ * example config file, with `/path/to/acp-harness` replaced by this checkout. A README edit that
+ * breaks one fails here.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import process from "node:process";
+import { ACPX, removeAcpxSocketDir, stopAcpxProcesses } from "../_helpers/acpx.ts";
+import { exitWithin, spawnAgent } from "../_helpers/acp_client.ts";
+import { ROOT } from "../_helpers/runtimes.ts";
+import { tempDir } from "../_helpers/temp_dir.ts";
+
+/** A fenced block of the README: its language and its text. */
+interface Block {
+  readonly lang: string;
+  readonly text: string;
+}
+
+const README = await readFile(join(ROOT, "README.md"), "utf8");
+
+/** The fenced blocks of `markdown`, in order. */
+function fencedBlocks(markdown: string): Block[] {
+  return [...markdown.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((match) => ({
+    lang: match[1] ?? "",
+    text: match[2] ?? "",
+  }));
+}
+
+/** The one block of `lang` whose text includes `marker`. */
+function blockWith(lang: string, marker: string): string {
+  const found = fencedBlocks(README).filter((block) =>
+    block.lang === lang && block.text.includes(marker)
+  );
+  assert.equal(found.length, 1, `one ${lang} block of the README with ${marker}`);
+  return (found[0] as Block).text;
+}
+
+/** The README's placeholder for the checkout replaced by this one (ROOT ends with a slash). */
+function here(text: string): string {
+  return text.replaceAll("/path/to/acp-harness/", ROOT);
+}
+
+/** The words of a shell command line with single-quoted words (all the README's lines use). */
+function shellWords(line: string): string[] {
+  const words: string[] = [];
+  for (const match of line.matchAll(/'([^']*)'|(\S+)/g)) words.push(match[1] ?? match[2] ?? "");
+  return words;
+}
+
+Deno.test("README: the Zed snippet's command serves a session and a prompt", async () => {
+  await using dir = await tempDir("acp-harness-readme-zed-");
+  const snippet = JSON.parse(here(blockWith("json", '"agent_servers"'))) as {
+    agent_servers: Record<
+      string,
+      { command: string; args: string[]; env: Record<string, string> }
+    >;
+  };
+  const server = snippet.agent_servers["acp-harness"];
+  assert.ok(server);
+  const agent = spawnAgent(server.command, server.args, {
+    cwd: dir.path,
+    env: { ...Deno.env.toObject(), ...server.env, ACP_HARNESS_HOME: join(dir.path, "home") },
+  });
+  await agent.client.initialize();
+  const sessionId = await agent.client.newSession(dir.path);
+  assert.equal(await agent.client.prompt(sessionId, "hello from Zed"), "end_turn");
+  agent.end();
+  assert.equal(await exitWithin(agent, 10_000), 0);
+  assert.deepEqual(agent.client.problems, []);
+});
+
+Deno.test("README: both acpx lines run as written", async () => {
+  await using dir = await tempDir("acp-harness-readme-acpx-");
+  const home = join(dir.path, "home");
+  try {
+    const lines = here(blockWith("sh", "exec 'hello'")).split("\n").filter((line) =>
+      line.startsWith("acpx ")
+    );
+    assert.equal(lines.length, 2, "the two acpx lines");
+    for (const line of lines) {
+      const child = spawn(ACPX, shellWords(line).slice(1), {
+        cwd: dir.path,
+        env: { ...process.env, HOME: home, ACP_HARNESS_HOME: join(dir.path, "data") },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let output = "";
+      child.stdout.setEncoding("utf8").on("data", (text: string) => output += text);
+      child.stderr.setEncoding("utf8").on("data", (text: string) => output += text);
+      const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+      const [code] = await new Promise<[number | null]>((resolve) =>
+        child.on("exit", (exitCode) => resolve([exitCode]))
+      );
+      clearTimeout(timer);
+      assert.equal(code, 0, `${line}\n${output}`);
+      assert.match(output, /Echo: hello/, line);
+    }
+  } finally {
+    await stopAcpxProcesses(home);
+    await removeAcpxSocketDir(home);
+  }
+});
+
+Deno.test("README: the example config file works from another directory", async () => {
+  await using dir = await tempDir("acp-harness-readme-config-");
+  const config = blockWith("json", '"script": "./demo-script.json"');
+  const script = JSON.parse(blockWith("json", '"toolCalls"')) as unknown;
+  await writeFile(join(dir.path, "config.json"), config);
+  await writeFile(join(dir.path, "demo-script.json"), JSON.stringify(script));
+  // Started from another directory: the config names the script relative to itself.
+  const elsewhere = spawnAgent(
+    "node",
+    [join(ROOT, "dist/cli.js"), "--config", join(dir.path, "config.json")],
+    { cwd: ROOT, env: { ...Deno.env.toObject(), ACP_HARNESS_HOME: join(dir.path, "home") } },
+  );
+  await elsewhere.client.initialize();
+  const sessionId = await elsewhere.client.newSession(dir.path);
+  assert.equal(await elsewhere.client.prompt(sessionId, "go"), "end_turn");
+  elsewhere.end();
+  assert.equal(await exitWithin(elsewhere, 10_000), 0, elsewhere.stderr());
+  assert.deepEqual(elsewhere.client.problems, []);
+});
