@@ -8,13 +8,19 @@
  * @module
  */
 import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import { client, methods, ndJsonStream, type Stream } from "@agentclientprotocol/sdk";
 
 const prompt = Deno.args.join(" ") || "Hello, acp-harness!";
+// The demo's session goes to a throwaway data directory, not ~/.acp-harness.
+const dataDir = await mkdtemp(join(tmpdir(), "acp-harness-demo-"));
+console.log(`(the demo's session is recorded in ${dataDir}, removed at the end)`);
 const server = spawn(
   Deno.execPath(),
-  ["run", "-A", new URL("../mod.ts", import.meta.url).pathname],
+  ["run", "-A", new URL("../mod.ts", import.meta.url).pathname, "--data-dir", dataDir],
   { stdio: ["pipe", "pipe", "inherit"] },
 );
 
@@ -63,6 +69,7 @@ const stopReason = await client({ name: "acp-harness-demo" })
 
 server.stdin!.end();
 await new Promise((resolve) => server.on("exit", resolve));
+await rm(dataDir, { recursive: true, force: true });
 console.log(
   `\nThe turn ended with "${stopReason}"; the server exited with code ${server.exitCode}.`,
 );
