@@ -12,6 +12,7 @@ import {
   ProviderError,
 } from "./provider.ts";
 import { type Script, ScriptedProvider } from "./scripted.ts";
+import { describeNetworkError } from "../util/network_error.ts";
 
 /** What the server knows about one model. */
 export interface ModelInfo {
@@ -452,8 +453,11 @@ async function listTags(
     }
     return { names, ms: ms() };
   } catch (error) {
-    const reason = controller.signal.aborted ? controller.signal.reason : error;
-    return { error: reason instanceof Error ? reason.message : String(reason), ms: ms() };
+    if (controller.signal.aborted) {
+      const reason: unknown = controller.signal.reason;
+      return { error: reason instanceof Error ? reason.message : String(reason), ms: ms() };
+    }
+    return { error: describeNetworkError(error), ms: ms() };
   } finally {
     clearTimeout(timer);
     options.signal?.removeEventListener("abort", onAbort);

@@ -8,6 +8,7 @@
 import { type LlmEvent, ProviderError, type ProviderErrorKind } from "./provider.ts";
 import { SseDecoder } from "./sse.ts";
 import { isRecord, parseJson } from "../util/json.ts";
+import { describeNetworkError } from "../util/network_error.ts";
 
 /** The `finish` event that ends every provider stream. */
 export type LlmFinishEvent = Extract<LlmEvent, { type: "finish" }>;
@@ -298,7 +299,7 @@ export interface TransportErrorOptions {
  * @returns The error
  */
 export function transportError(cause: unknown, options: TransportErrorOptions = {}): ProviderError {
-  const reason = cause instanceof Error ? cause.message : String(cause);
+  const reason = describeNetworkError(cause);
   const where = options.url === undefined ? "" : ` ${safeUrl(options.url)}`;
   return new ProviderError(redact(`Cannot reach${where}: ${reason}`, options.secrets ?? []), {
     kind: "transport",

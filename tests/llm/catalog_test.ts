@@ -443,6 +443,17 @@ Deno.test("ModelCatalog.discover() contacts nothing when OLLAMA_HOST is not set"
   assert.deepEqual(await catalog.discover(), []);
 });
 
+Deno.test("ModelCatalog.discover() names the cause of a refused connection, not 'fetch failed'", async () => {
+  const ollama = fakeOllama(() => Response.json({ models: [] }));
+  const address = ollama.url;
+  await ollama.close();
+  const env = envOf({ OLLAMA_HOST: address });
+  const catalog = new ModelCatalog({ providers: builtinProviders(env), env });
+  const [result] = await catalog.discover({ timeoutMs: 5_000 });
+  assert.match(String(result?.error), /refused/i);
+  assert.doesNotMatch(String(result?.error), /^fetch failed$/);
+});
+
 Deno.test("ModelCatalog.discover() reports a failing server and never throws", async () => {
   const ollama = fakeOllama(() => new Response("boom", { status: 500 }));
   const lines: string[] = [];
