@@ -165,7 +165,7 @@ export class HostWorkspace implements Workspace, WorkspaceFiles {
         if (!timedOut || signal.aborted) throw error;
         return { output: "", truncated: false, exitCode: null, signal: null, timedOut };
       }
-      const output = new TailBuffer(Math.max(0, options.outputLimit));
+      const output = new TailBuffer(Math.max(0, options.outputLimit), options.onOutput);
       await Promise.all([output.collect(child.stdout), output.collect(child.stderr)]);
       const exit = await child.exited;
       const result = output.result();
@@ -187,11 +187,14 @@ export class HostWorkspace implements Workspace, WorkspaceFiles {
 class TailBuffer {
   readonly #limit: number;
   readonly #chunks: Uint8Array[] = [];
+  readonly #onText: ((text: string) => void) | undefined;
+  readonly #decoder = new TextDecoder();
   #kept = 0;
   #total = 0;
 
-  constructor(limit: number) {
+  constructor(limit: number, onText?: (text: string) => void) {
     this.#limit = limit;
+    this.#onText = onText;
   }
 
   /** Reads `stream` to its end; a multi-byte character split across chunks stays whole. */
@@ -212,6 +215,8 @@ class TailBuffer {
 
   #push(bytes: Uint8Array): void {
     if (bytes.length === 0) return;
+    // The bytes end on a character boundary (collect() keeps a split character for the next).
+    this.#onText?.(this.#decoder.decode(bytes));
     this.#chunks.push(bytes);
     this.#kept += bytes.length;
     this.#total += bytes.length;

@@ -24,6 +24,10 @@ export const RUN_COMMAND_DEFAULT_TIMEOUT_MS = 120_000;
 export const RUN_COMMAND_MAX_TIMEOUT_MS = 600_000;
 /** Bytes of output kept (the end of it). */
 export const RUN_COMMAND_OUTPUT_LIMIT = 30_000;
+/** Characters of output a progress update shows (the end of it). */
+export const RUN_COMMAND_PROGRESS_TAIL = 4_000;
+/** Least time between two progress updates of one command. */
+export const RUN_COMMAND_PROGRESS_INTERVAL_MS = 250;
 
 const schema: ObjectSchema = {
   type: "object",
@@ -122,16 +126,20 @@ async function runCommand(input: unknown, context: ToolContext): Promise<ToolRes
   }
   const timeout = timeoutMs ?? RUN_COMMAND_DEFAULT_TIMEOUT_MS;
   let result: CommandResult;
+  const progress = context.progress ? new OutputProgress(context.progress) : undefined;
   try {
     result = await context.workspace.runCommand(command, {
       cwd: dir,
       timeoutMs: timeout,
       outputLimit: RUN_COMMAND_OUTPUT_LIMIT,
       signal: context.signal,
+      ...(progress ? { onOutput: (text: string) => progress.add(text) } : {}),
     });
   } catch (error) {
     if (context.signal.aborted) return cancelledResult();
     return errorResult(`Cannot run the command: ${describeError(error)}`);
+  } finally {
+    progress?.stop();
   }
   const cancelled = context.signal.aborted && !result.timedOut;
   const status = cancelled
@@ -158,4 +166,49 @@ async function runCommand(input: unknown, context: ToolContext): Promise<ToolRes
     display,
     locations: [{ path: dir }],
   };
+}
+
+/**
+ * Shows a running command's output in its tool call as it arrives: the last
+ * {@link RUN_COMMAND_PROGRESS_TAIL} characters, at most one update per
+ * {@link RUN_COMMAND_PROGRESS_INTERVAL_MS} (the first at once). The updates are live only: the
+ * final result, which the session records and replays, carries the output.
+ */
+class OutputProgress {
+  readonly #show: (display: readonly ToolDisplay[]) => void;
+  #tail = "";
+  #shownAt = -Infinity;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #stopped = false;
+
+  constructor(show: (display: readonly ToolDisplay[]) => void) {
+    this.#show = show;
+  }
+
+  /** Adds output; shows it now, or once the interval since the last update has passed. */
+  add(text: string): void {
+    if (this.#stopped || text === "") return;
+    const joined = this.#tail + text;
+    this.#tail = joined.length > RUN_COMMAND_PROGRESS_TAIL
+      ? joined.slice(joined.length - RUN_COMMAND_PROGRESS_TAIL)
+      : joined;
+    if (this.#timer !== undefined) return;
+    const wait = this.#shownAt + RUN_COMMAND_PROGRESS_INTERVAL_MS - Date.now();
+    if (wait <= 0) this.#flush();
+    else this.#timer = setTimeout(() => this.#flush(), wait);
+  }
+
+  /** Stops: no update after this one (the result follows). */
+  stop(): void {
+    this.#stopped = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #flush(): void {
+    this.#timer = undefined;
+    if (this.#stopped) return;
+    this.#shownAt = Date.now();
+    this.#show([{ type: "text", text: `Running…\n${this.#tail.replace(/\n$/, "")}` }]);
+  }
 }

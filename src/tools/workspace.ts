@@ -27,6 +27,12 @@ export interface RunCommandOptions extends WorkspaceOptions {
   readonly timeoutMs: number;
   /** Keep at most this many bytes of output (the end is kept). */
   readonly outputLimit: number;
+  /**
+   * Told of the output as it arrives (whole characters, stdout and stderr in arrival order), for
+   * showing progress. A workspace whose command output the client shows itself (a client
+   * terminal) need not call it.
+   */
+  readonly onOutput?: (text: string) => void;
 }
 
 /** How a command ended. */

@@ -1,6 +1,7 @@
 import { pollUntil } from "../_helpers/wait.ts";
 import assert from "node:assert/strict";
-import { runCommandTool } from "../../src/tools/run_command.ts";
+import { RUN_COMMAND_PROGRESS_TAIL, runCommandTool } from "../../src/tools/run_command.ts";
+import type { ToolDisplay } from "../../src/tools/tool.ts";
 import type { CommandResult, RunCommandOptions, Workspace } from "../../src/tools/workspace.ts";
 import { waitGone } from "../host/_processes.ts";
 import { tempWorkspace } from "./_context.ts";
@@ -191,4 +192,56 @@ Deno.test("run_command title is short and never throws", () => {
   assert.deepEqual(runCommandTool.locations?.({ command: "ls", cwd: "sub" }, "/w"), [
     { path: "/w/sub" },
   ]);
+});
+
+Deno.test("run_command shows its output while it runs, then the result", async () => {
+  await using ws = await tempWorkspace();
+  const shown: string[] = [];
+  let sawFirst: () => void = () => {};
+  const first = new Promise<void>((resolve) => sawFirst = resolve);
+  const context = {
+    ...ws.context(),
+    progress: (display: readonly ToolDisplay[]) => {
+      const [part] = display;
+      assert.equal(part?.type, "text");
+      const text = (part as { text: string }).text;
+      shown.push(text);
+      if (text.includes("first")) sawFirst();
+    },
+  };
+  // The command goes on only once the test saw its first line as progress: no timing.
+  const running = runCommandTool.execute(
+    {
+      command: "echo first; while [ ! -e go ]; do sleep 0.02; done; echo second",
+      timeout_ms: 30_000,
+    },
+    context,
+  );
+  await first;
+  await Deno.writeTextFile(`${ws.root}/go`, "");
+  const result = await running;
+  assert.equal(result.content, "Exit code: 0\nfirst\nsecond");
+  assert.equal(shown[0], "Running…\nfirst");
+  assert.ok(shown.every((text) => text.startsWith("Running…\n")));
+  // A pending update would be a timer left running: the test's sanitizer fails on it.
+});
+
+Deno.test("run_command's progress shows the end of long output, coalesced", async () => {
+  await using ws = await tempWorkspace();
+  const shown: string[] = [];
+  const context = {
+    ...ws.context(),
+    progress: (display: readonly ToolDisplay[]) =>
+      shown.push((display[0] as { text: string }).text),
+  };
+  const result = await runCommandTool.execute(
+    { command: "for i in $(seq 1 2000); do echo line $i; done" },
+    context,
+  );
+  assert.equal(result.isError, false);
+  assert.ok(shown.length >= 1);
+  assert.ok(shown.length < 2000, `${shown.length} updates for 2,000 lines`);
+  for (const text of shown) {
+    assert.ok(text.length <= "Running…\n".length + RUN_COMMAND_PROGRESS_TAIL, `${text.length}`);
+  }
 });
