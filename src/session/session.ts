@@ -336,6 +336,7 @@ function buildTurnRunner(options: SessionOptions, outbox: Outbox): TurnRunner {
     maxSteps: options.maxSteps,
     stream: options.stream,
     ...(options.retry ? { retry: options.retry } : {}),
+    notices: options.notices?.notices === true,
     logger,
     now,
     attachments: options.attachments,

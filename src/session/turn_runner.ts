@@ -47,6 +47,8 @@ export interface TurnRunnerOptions {
   readonly maxSteps: number;
   readonly stream: boolean;
   readonly retry?: RetryPolicy;
+  /** The client takes `notice` updates: a model request's retry is told as one. */
+  readonly notices?: boolean;
   readonly logger: Logger;
   readonly now: () => number;
   readonly attachments: AttachmentStore;
@@ -288,14 +290,24 @@ export class TurnRunner {
       askPermission: (request) => options.permissions.relay(request),
       maxSteps: options.maxSteps,
       ...(options.retry ? { retry: options.retry } : {}),
-      onRetry: (error, attempt, delayMs) =>
+      onRetry: (error, attempt, delayMs) => {
         options.logger.warn("model request failed", {
           sessionId: options.sessionId,
           model: info.id,
           attempt,
           ...providerErrorFields(error),
           retryInMs: delayMs,
-        }),
+        });
+        // Live only (a retry leaves nothing in the conversation): the user sees why it waits.
+        if (options.notices && state.open) {
+          options.outbox.send({
+            sessionUpdate: "notice",
+            severity: "warning",
+            title: `Model request failed; retrying in ${(delayMs / 1000).toFixed(1)} s`,
+            description: `${info.id}, attempt ${attempt}: ${error.message}`,
+          });
+        }
+      },
       context: this.#context(info, provider),
       stream: options.stream,
       signal,

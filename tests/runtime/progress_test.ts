@@ -1,7 +1,7 @@
 /**
- * A long command shows its output while it runs: real servers on Deno, Node.js and Bun run a
- * scripted `run_command` that waits for the test, which goes on only once the client was shown
- * the command's first line.
+ * Long work shows progress, on real servers on Deno, Node.js and Bun: a scripted `run_command`
+ * that waits for the test, which goes on only once the client was shown the command's first line;
+ * a model request that is retried, told as a `notice` to a client that takes notices.
  *
  * @module
  */
@@ -60,6 +60,44 @@ for (const runtime of RUNTIMES) {
       );
       assert.equal(last?.update.status, "completed");
       assert.match(JSON.stringify(last?.update.content), /first\\nsecond/);
+      assert.deepEqual(agent.client.problems, []);
+      agent.end();
+      assert.equal(await exitWithin(agent, 10_000), 0);
+    } finally {
+      agent.child.kill("SIGKILL");
+    }
+  });
+}
+
+for (const runtime of RUNTIMES) {
+  Deno.test(`${runtime.name}: a retried model request is told as a notice to a client that takes them`, async () => {
+    await using dir = await tempDir("acp-harness-retry-notice-");
+    const script = join(dir.path, "script.json");
+    await writeFile(
+      script,
+      JSON.stringify([
+        { error: { message: "upstream overloaded", kind: "server", status: 529, retryable: true } },
+        { text: "recovered" },
+      ]),
+    );
+    const agent = spawnAgent(runtime.command, [
+      ...runtime.args,
+      ...["--model", "scripted", "--script", script, "--log-level", "warn"],
+    ], { cwd: dir.path, env: { ...Deno.env.toObject(), ACP_HARNESS_HOME: join(dir.path, "h") } });
+    try {
+      await agent.client.initialize({ session: { notices: {} } });
+      const sessionId = await agent.client.newSession(dir.path);
+      assert.equal(await agent.client.prompt(sessionId, "go"), "end_turn");
+      const notices = agent.client.updates(sessionId).filter(({ update }) =>
+        update.sessionUpdate === "notice"
+      );
+      assert.equal(notices.length, 1, JSON.stringify(notices));
+      assert.match(
+        String(notices[0]?.update.title),
+        /^Model request failed; retrying in \d+\.\d s$/,
+      );
+      assert.match(String(notices[0]?.update.description), /attempt 1: .*upstream overloaded/);
+      assert.match(agent.stderr(), /model request failed .*"retryInMs"/);
       assert.deepEqual(agent.client.problems, []);
       agent.end();
       assert.equal(await exitWithin(agent, 10_000), 0);
