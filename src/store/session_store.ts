@@ -262,8 +262,9 @@ export interface SessionLease {
  *   serve several processes (JSONL) or one (memory), and a lease excludes every other holder it
  *   can see: another process, or another `acquire` on the same store.
  * - **Listing.** See {@link list}: an order fixed at creation, and cursors that stay exact while
- *   sessions are updated, created and deleted between pages. A session the store holds but cannot
- *   read is not listed; {@link unreadable} names it, and it is listed again once readable.
+ *   sessions are updated, created and deleted between pages. A store may leave out a session it
+ *   holds but cannot read (the JSONL store does, for a log it cannot parse); then
+ *   {@link unreadable} names it, and it is listed again once readable.
  * - **Attachments.** A session's `user` events reference images by sha256 in an
  *   {@link AttachmentStore}. `delete` hands the attachment store the references that no other
  *   stored session holds any more ({@link AttachmentStore.release}).
@@ -339,11 +340,12 @@ export interface SessionStore {
    */
   list(options: ListOptions): Promise<SessionPage>;
   /**
-   * Optional: the sessions this store holds but cannot read back, which {@link list} leaves out,
-   * in id order (a store that cannot hold such data leaves it out, or reports none). Each call
-   * looks again, and a session that has become readable is listed from then on: the JSONL store
-   * reads every log its index does not list (a log it could not read before, one no index line
-   * names). `copy-sessions` reports them and fails.
+   * Optional: the sessions this store holds but cannot read back and leaves out of {@link list},
+   * in id order (a store that lists every session it holds leaves the method out, or reports
+   * none). Each call looks again, and a session that has become readable is listed from then on:
+   * the JSONL store reads every log its index does not list (a log it could not read before, one
+   * no index line names). `copy-sessions` copies the others, names these and fails. A listed
+   * session whose `load` rejects with `CorruptSessionLogError` is not among them.
    *
    * @param options An abort signal, honoured before each step
    * @returns The unreadable sessions and why
