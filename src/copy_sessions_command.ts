@@ -76,7 +76,8 @@ export interface CopySessionsOptions {
  * ```
  *
  * @param options The two stores, the progress sink, the clock hook and a signal
- * @returns How many sessions were copied, completed and skipped
+ * @returns How many sessions were copied, completed and skipped, and those the source could not
+ *   read (not copied)
  */
 export async function copySessions(options: CopySessionsOptions): Promise<CopySessionsResult> {
   const { from, to, signal } = options;
@@ -85,7 +86,9 @@ export async function copySessions(options: CopySessionsOptions): Promise<CopySe
   for (const { id, reason } of await from.store.unreadable?.(call) ?? []) {
     unreadable.set(id, reason);
   }
-  const ids = (await listIds(from.store, signal)).filter((id) => !unreadable.has(id));
+  const ids = await listIds(from.store, signal);
+  // Listed since (repaired meanwhile): copied, unless it fails to load.
+  for (const id of ids) unreadable.delete(id);
   let copied = 0;
   let completed = 0;
   let skipped = 0;
