@@ -163,7 +163,8 @@ export async function runCli(platform: CliPlatform): Promise<number> {
 
 /**
  * `acp-harness copy-sessions`: copies, then exits 0; 2 when a store cannot be opened, 1 when the
- * copy fails midway (what was copied stays; running it again completes it).
+ * copy fails midway (what was copied stays; running it again completes it) or some sessions of
+ * the source could not be read (the others are copied).
  */
 async function copySessionsCommand(
   platform: CliPlatform,
@@ -175,7 +176,7 @@ async function copySessionsCommand(
     const { runCopySessions } = await (import("./copy_sessions_command" + ".ts") as Promise<
       typeof CopySessionsCommand
     >);
-    await runCopySessions({
+    const result = await runCopySessions({
       from: resolveLocation(command.from, platform.host),
       to: resolveLocation(command.to, platform.host),
       host: platform.host,
@@ -183,7 +184,7 @@ async function copySessionsCommand(
       leaseTtlMs: config.leaseTtl * 1000,
       writeStderr: (text) => platform.writeStderr(text),
     });
-    return 0;
+    return result.unreadable.length > 0 ? 1 : 0;
   } catch (error) {
     platform.writeStderr(`acp-harness copy-sessions: ${(error as Error).message}\n`);
     return error instanceof ConfigError ? 2 : 1;

@@ -3,6 +3,8 @@
  * events (sequence numbers and times kept) and the attachments they reference, from one store to
  * another: a JSONL data directory into PostgreSQL and back. Idempotent: a session already at the
  * destination with as many events is skipped, one with fewer (an interrupted copy) gets the rest.
+ * A session the source holds but cannot read is not copied: it is counted and named, and the
+ * command fails (exit 1) once the others are copied.
  *
  * @module
  */
@@ -14,7 +16,14 @@ import {
   type OpenedSessionStore,
   openSessionStore,
 } from "./store/open_session_store.ts";
-import type { StoredEvent, StoredRecord } from "./store/session_store.ts";
+import type {
+  LoadedSession,
+  SessionStore,
+  StoredEvent,
+  StoredRecord,
+  UnreadableSession,
+} from "./store/session_store.ts";
+import { CorruptSessionLogError } from "./store/store_errors.ts";
 
 /** Sessions between two progress lines. */
 const PROGRESS_EVERY = 100;
@@ -24,7 +33,7 @@ const PAGE_SIZE = 100;
 
 /** What {@link copySessions} did. */
 export interface CopySessionsResult {
-  /** Sessions in the source. */
+  /** Sessions in the source: those copied, completed and skipped, and those it could not read. */
   readonly total: number;
   /** Sessions created at the destination. */
   readonly copied: number;
@@ -32,6 +41,8 @@ export interface CopySessionsResult {
   readonly completed: number;
   /** Sessions already at the destination with as many events (or more), left alone. */
   readonly skipped: number;
+  /** Sessions the source holds but could not read, not copied (in id order). */
+  readonly unreadable: readonly UnreadableSession[];
 }
 
 /** Options for {@link copySessions}. */
@@ -40,7 +51,10 @@ export interface CopySessionsOptions {
   readonly from: Pick<OpenedSessionStore, "store" | "attachments">;
   /** Where they are written. */
   readonly to: Pick<OpenedSessionStore, "store" | "attachments">;
-  /** Receives progress lines (`copied 120/400 sessions`), each ending in a newline. */
+  /**
+   * Receives progress lines (`120/400 listed sessions done: 118 copied, 0 completed, 2 already
+   * there`), each ending in a newline.
+   */
   readonly progress?: (line: string) => void;
   /**
    * Called with each record's time (ms since the epoch) before the append that writes it, so a
@@ -62,38 +76,36 @@ export interface CopySessionsOptions {
  * ```
  *
  * @param options The two stores, the progress sink, the clock hook and a signal
- * @returns How many sessions were copied, completed and skipped
+ * @returns How many sessions were copied, completed and skipped, and those the source could not
+ *   read (not copied)
  */
 export async function copySessions(options: CopySessionsOptions): Promise<CopySessionsResult> {
   const { from, to, signal } = options;
-  const ids: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await from.store.list({
-      limit: PAGE_SIZE,
-      ...(cursor === undefined ? {} : { cursor }),
-      ...(signal ? { signal } : {}),
-    });
-    for (const session of page.sessions) ids.push(session.id);
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
+  const call = signal ? { signal } : {};
+  const unreadable = new Map<string, string>();
+  for (const { id, reason } of await from.store.unreadable?.(call) ?? []) {
+    unreadable.set(id, reason);
+  }
+  const ids = await listIds(from.store, signal);
+  // Listed since (repaired meanwhile): copied, unless it fails to load.
+  for (const id of ids) unreadable.delete(id);
   let copied = 0;
   let completed = 0;
   let skipped = 0;
   let done = 0;
   for (const id of ids) {
     signal?.throwIfAborted();
-    const source = await from.store.load(id, signal ? { signal } : {});
+    const source = await loadSource(from.store, id, unreadable, signal);
     if (source !== undefined) {
-      const lease = await to.store.acquire(id, signal ? { signal } : {});
+      const lease = await to.store.acquire(id, call);
       try {
-        const existing = await to.store.load(id, signal ? { signal } : {});
+        const existing = await to.store.load(id, call);
         const have = existing?.records.length ?? 0;
         if (existing !== undefined && have >= source.records.length) skipped++;
         else {
           if (existing === undefined) {
             options.setTime?.(Date.parse(source.header.createdAt));
-            await to.store.create(source.header, signal ? { signal } : {});
+            await to.store.create(source.header, call);
           }
           await copyAttachments(options, source.records.slice(have));
           await appendRecords(options, id, source.records.slice(have));
@@ -107,11 +119,61 @@ export async function copySessions(options: CopySessionsOptions): Promise<CopySe
     }
     done++;
     if (done % PROGRESS_EVERY === 0 || done === ids.length) {
-      options.progress?.(`copied ${done}/${ids.length} sessions\n`);
+      options.progress?.(
+        `${done}/${ids.length} listed sessions done: ${copied} copied, ${completed} completed, ` +
+          `${skipped} already there\n`,
+      );
     }
   }
-  if (ids.length === 0) options.progress?.("copied 0/0 sessions\n");
-  return { total: ids.length, copied, completed, skipped };
+  if (ids.length === 0) options.progress?.("0/0 listed sessions done\n");
+  return {
+    total: copied + completed + skipped + unreadable.size,
+    copied,
+    completed,
+    skipped,
+    unreadable: [...unreadable]
+      .map(([id, reason]) => ({ id, reason }))
+      .sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+  };
+}
+
+/** The ids of every session the store lists, in list order. */
+async function listIds(store: SessionStore, signal: AbortSignal | undefined): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.list({
+      limit: PAGE_SIZE,
+      ...(cursor === undefined ? {} : { cursor }),
+      ...(signal ? { signal } : {}),
+    });
+    for (const session of page.sessions) ids.push(session.id);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return ids;
+}
+
+/**
+ * Loads a listed session from the source; one that cannot be read (stored data that does not
+ * read back, or nothing found where the store holds something) goes into `unreadable`, one
+ * deleted since it was listed is left out.
+ */
+async function loadSource(
+  store: SessionStore,
+  id: string,
+  unreadable: Map<string, string>,
+  signal: AbortSignal | undefined,
+): Promise<LoadedSession | undefined> {
+  try {
+    const source = await store.load(id, signal ? { signal } : {});
+    if (source === undefined && await store.exists(id)) unreadable.set(id, "it does not load");
+    return source;
+  } catch (error) {
+    // Anything else (the store is gone, say) stops the copy.
+    if (!(error instanceof CorruptSessionLogError)) throw error;
+    unreadable.set(id, error.reason);
+    return undefined;
+  }
 }
 
 /** Puts the images the records reference into the destination's attachment store. */
@@ -204,10 +266,11 @@ export interface RunCopySessionsOptions {
 }
 
 /**
- * Opens both stores, copies, prints a summary and closes them.
+ * Opens both stores, copies, prints a summary (naming the sessions that could not be read) and
+ * closes them.
  *
  * @param options The locations, the host, the logger and the stderr sink
- * @returns What was copied
+ * @returns What was copied; the command exits 1 when `unreadable` is not empty
  * @throws {ConfigError} A store cannot be opened (rejects)
  */
 export async function runCopySessions(
@@ -243,6 +306,13 @@ export async function runCopySessions(
         `copy-sessions: ${result.copied} copied, ${result.completed} completed, ` +
           `${result.skipped} already at ${to.description}\n`,
       );
+      const { unreadable, total } = result;
+      if (unreadable.length > 0) {
+        options.writeStderr(
+          `copy-sessions: ${unreadable.length} of ${total} sessions could not be read and were ` +
+            `not copied:\n${unreadable.map(({ id, reason }) => `  ${id}: ${reason}\n`).join("")}`,
+        );
+      }
       return result;
     } finally {
       await to.close();

@@ -20,14 +20,16 @@ import { type JsonlLogs, type LogState, SYNC_DELAY_MS } from "./_jsonl_log.ts";
 import { type HeldLock, tryLock } from "./_lock_file.ts";
 import {
   type IndexLine,
+  type IndexUnreadable,
   type IndexUpdate,
   type ListKey,
   SessionIndex,
   toIndexHeader,
   toIndexLine,
 } from "./_session_index.ts";
-import { type ParsedLog, summarizeLog } from "./_session_log.ts";
-import type { SessionHeader, SessionSummary } from "./session_store.ts";
+import { type LogSummary, type ParsedLog, summarizeLog } from "./_session_log.ts";
+import type { SessionHeader, SessionSummary, UnreadableSession } from "./session_store.ts";
+import { CorruptSessionLogError } from "./store_errors.ts";
 import { decodeLines } from "../util/decode_lines.ts";
 
 /** How long a writer waits for `index.lock` before giving up. */
@@ -60,6 +62,12 @@ interface FlushBatch {
   /** Settles once the write is done (never rejects). */
   done: Promise<void>;
 }
+
+/**
+ * What reading a log for the index found: its summary line, an unreadable line, or `undefined`
+ * when there is no log.
+ */
+type Probe = IndexUpdate | IndexUnreadable | undefined;
 
 /** `outdated`: written by a version whose lines lack the creation time that orders the list. */
 type IndexState = "ok" | "missing" | "corrupt" | "outdated";
@@ -178,7 +186,9 @@ export class JsonlIndex {
   }
 
   /**
-   * One page in list order, after catching up with the file.
+   * One page in list order, after catching up with the file. The first page also reads again the
+   * unreadable logs that changed since they were read (a size or time of their own), and lists
+   * those now readable.
    *
    * @param before Checked when the task starts (an abort signal's `throwIfAborted`)
    */
@@ -191,7 +201,48 @@ export class JsonlIndex {
     return this.#task(async () => {
       before();
       await this.#sync(false);
+      if (after === undefined) await this.#retryChanged();
       return this.#index.page(cwd, after, limit);
+    });
+  }
+
+  /**
+   * Reads every log the index does not list: one it could not read before, one no line names
+   * (written by hand, or by a process that died before its index line). Lists those readable,
+   * records the others.
+   *
+   * @param before Checked before each step (an abort signal's `throwIfAborted`)
+   * @returns The logs that cannot be read, in id order
+   */
+  unreadable(before: () => void): Promise<UnreadableSession[]> {
+    return this.#task(async () => {
+      before();
+      await this.#sync(false);
+      const ids = new Set((await this.#logIds()).filter((id) => this.#index.get(id) === undefined));
+      for (const id of this.#index.unreadable.keys()) ids.add(id);
+      const probes = await this.#probeAll([...ids], before);
+      await this.#record(probes);
+      return [...this.#index.unreadable]
+        .map(([id, log]) => ({ id, reason: log.reason }))
+        .sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+    });
+  }
+
+  /**
+   * After a load without the lease: lists the session when the index does not (its log could not
+   * be read before, or no line names it). Failures are logged: the index is a cache of the logs.
+   *
+   * @param summary The loaded log's summary, worked out only when needed
+   */
+  listIfMissing(id: string, header: SessionHeader, summary: () => LogSummary): Promise<void> {
+    return this.#task(async () => {
+      try {
+        await this.#sync(false);
+        if (this.#index.get(id) !== undefined) return;
+        await this.#record(new Map([[id, lineFromLog(header, summary())]]));
+      } catch (error) {
+        this.#logger.warn("cannot update the session index", { id, error });
+      }
     });
   }
 
@@ -308,7 +359,9 @@ export class JsonlIndex {
       references = parsed ? [...summarizeLog(parsed.header, parsed.records).attachments] : [];
     }
     await this.#host.remove(this.#logs.path(id));
-    if (entry !== undefined) await this.#appendLocked([{ id, deleted: true }], true);
+    if (entry !== undefined || this.#index.unreadable.has(id)) {
+      await this.#appendLocked([{ id, deleted: true }], true);
+    }
     const unreferenced = references.filter((sha) => !this.#index.isReferenced(sha));
     if (unreferenced.length > 0) await release(unreferenced);
     await this.#compactIfBloated();
@@ -350,7 +403,8 @@ export class JsonlIndex {
   /** Rewrites the index once it has more than twice as many lines as live sessions, plus slack. */
   async #compactIfBloated(): Promise<void> {
     const file = this.#file as IndexFile;
-    if (file.lines - 1 > 2 * this.#index.size + this.#slack) await this.#rewrite();
+    const kept = this.#index.size + this.#index.unreadable.size;
+    if (file.lines - 1 > 2 * kept + this.#slack) await this.#rewrite();
   }
 
   /** Brings the in-memory index up to date; rebuilds the file (under the lock) when needed. */
@@ -447,15 +501,18 @@ export class JsonlIndex {
     }
   }
 
-  /** Rewrites `index.jsonl` with one line per live session (under the lock). */
+  /** Rewrites `index.jsonl` with one line per live session and unreadable log (under the lock). */
   async #rewrite(): Promise<void> {
-    const lines: IndexUpdate[] = [];
+    const lines: IndexLine[] = [];
     for (const { summary, createdAt, guessed, attachments } of this.#index.entries()) {
       lines.push({
         ...summary,
         ...(guessed ? {} : { createdAt }),
         ...(attachments.size === 0 ? {} : { attachments: [...attachments] }),
       });
+    }
+    for (const [id, { reason, size, mtimeMs }] of this.#index.unreadable) {
+      lines.push({ id, deleted: true, unreadable: reason, size, mtimeMs });
     }
     const header = JSON.stringify({ acpHarnessIndex: 1, generation: crypto.randomUUID() }) + "\n";
     const encoder = new TextEncoder();
@@ -472,67 +529,131 @@ export class JsonlIndex {
     };
   }
 
-  /** Rebuilds the index from the session logs (under the lock). */
+  /**
+   * Rebuilds the index from the session logs (under the lock): a line per readable log, and one
+   * per unreadable log, so that it is counted and read again rather than forgotten.
+   */
   async #rebuild(reason: "missing" | "corrupt" | "outdated"): Promise<void> {
-    const lines = await this.#linesFromLogs();
+    const probes = await this.#probeAll(await this.#logIds());
+    const lines = [...probes.values()].filter((line) => line !== undefined);
     this.#index = new SessionIndex();
     this.#index.applyAll(lines);
     this.#reapplyDirty();
     await this.#rewrite();
+    const unreadable = this.#index.unreadable.size;
+    const counts = { sessions: lines.length - unreadable, ...(unreadable ? { unreadable } : {}) };
     if (reason === "outdated") {
       this.#logger.info("added creation times to the session index from the session logs", {
         path: this.#path,
-        sessions: lines.length,
+        ...counts,
       });
     } else if (reason === "corrupt" || lines.length > 0) {
       this.#logger.warn(`the session index was ${reason}; rebuilt it from the session logs`, {
         path: this.#path,
-        sessions: lines.length,
+        ...counts,
       });
     }
   }
 
-  /** One index line per readable session log. */
-  async #linesFromLogs(): Promise<IndexUpdate[]> {
-    let ids: string[] = [];
+  /** The ids of the logs in the `sessions` directory. */
+  async #logIds(): Promise<string[]> {
     try {
-      ids = (await this.#host.readDir(this.#logs.dir))
+      return (await this.#host.readDir(this.#logs.dir))
         .filter((entry) => entry.isFile && entry.name.endsWith(".jsonl"))
         .map((entry) => entry.name.slice(0, -".jsonl".length))
         .filter(isValidSessionId);
     } catch (error) {
       if (!isNotFound(error)) throw error;
+      return [];
     }
-    const lines: IndexUpdate[] = [];
+  }
+
+  /** Reads logs for the index, {@link REBUILD_CONCURRENCY} at a time, warning about bad ones. */
+  async #probeAll(ids: readonly string[], before?: () => void): Promise<Map<string, Probe>> {
+    const probes = new Map<string, Probe>();
     for (let start = 0; start < ids.length; start += REBUILD_CONCURRENCY) {
+      before?.();
       const batch = ids.slice(start, start + REBUILD_CONCURRENCY);
-      const parsed = await Promise.all(batch.map(async (id) => {
-        try {
-          return await this.#logs.read(id, true);
-        } catch (error) {
-          this.#logger.warn("cannot index an unreadable session log", {
-            path: this.#logs.path(id),
-            error,
-          });
-          return undefined;
-        }
-      }));
-      for (const log of parsed) {
-        if (log === undefined) continue;
-        const { header } = log;
-        const summary = summarizeLog(header, log.records);
-        lines.push({
-          id: header.id,
-          cwd: header.cwd,
-          additionalDirectories: header.additionalDirectories,
-          ...(summary.title === undefined ? {} : { title: summary.title }),
-          createdAt: creationTime(header),
-          updatedAt: canonicalTime(summary.updatedAt, header.createdAt),
-          ...(summary.attachments.size === 0 ? {} : { attachments: [...summary.attachments] }),
-        });
-      }
+      const lines = await Promise.all(batch.map((id) => this.#probe(id)));
+      batch.forEach((id, index) => probes.set(id, lines[index]));
     }
-    return lines;
+    for (const [id, line] of probes) {
+      if (line === undefined || !("unreadable" in line) || this.#knows(id, line)) continue;
+      this.#logger.warn(
+        "cannot index an unreadable session log; it is read again once it changes",
+        {
+          path: this.#logs.path(id),
+          reason: line.unreadable,
+        },
+      );
+    }
+    return probes;
+  }
+
+  /** Reads one log for the index. */
+  async #probe(id: string): Promise<Probe> {
+    const path = this.#logs.path(id);
+    let size = 0;
+    let mtimeMs = 0;
+    let reason: string;
+    try {
+      const info = await this.#host.stat(path);
+      if (info === undefined) return undefined;
+      // Whole milliseconds: runtimes differ in the precision they report.
+      ({ size, mtimeMs } = { size: info.size, mtimeMs: Math.trunc(info.mtimeMs) });
+      const log = await this.#logs.read(id, true);
+      if (log !== undefined) return lineFromLog(log.header, summarizeLog(log.header, log.records));
+      reason = "has no complete header line";
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      reason = error instanceof CorruptSessionLogError ? error.reason : String(error);
+    }
+    return { id, deleted: true, unreadable: reason, size, mtimeMs };
+  }
+
+  /** Whether the index already says what `line` says about an unlisted log. */
+  #knows(id: string, line: Probe): boolean {
+    const known = this.#index.unreadable.get(id);
+    if (line === undefined) return known === undefined;
+    if (!("unreadable" in line)) return false;
+    return known !== undefined && known.reason === line.unreadable && known.size === line.size &&
+      known.mtimeMs === line.mtimeMs;
+  }
+
+  /** Reads again the unreadable logs whose size or time changed since they were read. */
+  async #retryChanged(): Promise<void> {
+    if (this.#index.unreadable.size === 0) return;
+    const due: string[] = [];
+    for (const [id, known] of this.#index.unreadable) {
+      const info = await this.#host.stat(this.#logs.path(id)).catch(() => undefined);
+      if (info?.size !== known.size || Math.trunc(info.mtimeMs) !== known.mtimeMs) due.push(id);
+    }
+    if (due.length > 0) await this.#record(await this.#probeAll(due));
+  }
+
+  /**
+   * Writes what reading unlisted logs found, under the lock and after catching up, for each log
+   * the index does not list and says otherwise about: a readable log is listed (if it is still
+   * there: a delete removes it under the lock), an unreadable one recorded, a vanished one
+   * forgotten.
+   */
+  async #record(probes: ReadonlyMap<string, Probe>): Promise<void> {
+    const due = (id: string, line: Probe): boolean =>
+      this.#index.get(id) === undefined && !this.#knows(id, line);
+    if (![...probes].some(([id, line]) => due(id, line))) return;
+    await this.#withLock(async () => {
+      await this.#sync(true);
+      const lines: IndexLine[] = [];
+      for (const [id, line] of probes) {
+        if (!due(id, line)) continue;
+        if (line === undefined) lines.push({ id, deleted: true });
+        else if ("unreadable" in line) lines.push(line);
+        else if (await this.#host.stat(this.#logs.path(id)) !== undefined) lines.push(line);
+      }
+      if (lines.length === 0) return;
+      await this.#appendLocked(lines, false);
+      await this.#compactIfBloated();
+    });
   }
 
   /** Runs `task` holding `index.lock`, waiting for another holder up to a timeout. */
@@ -576,6 +697,19 @@ function headerCreationTime(header: SessionHeader): string {
     creationTimes.set(header, time);
   }
   return time;
+}
+
+/** The index line of a log just read. */
+function lineFromLog(header: SessionHeader, summary: LogSummary): IndexUpdate {
+  return {
+    id: header.id,
+    cwd: header.cwd,
+    additionalDirectories: header.additionalDirectories,
+    ...(summary.title === undefined ? {} : { title: summary.title }),
+    createdAt: creationTime(header),
+    updatedAt: canonicalTime(summary.updatedAt, header.createdAt),
+    ...(summary.attachments.size === 0 ? {} : { attachments: [...summary.attachments] }),
+  };
 }
 
 /** The index line of a session's current summary, adding `attachments` as references. */

@@ -40,8 +40,28 @@ export interface IndexTombstone {
   readonly deleted: true;
 }
 
+/**
+ * An index line that records a log the index could not read: not listed, and read again once it
+ * changes. A version that predates it reads it as the tombstone it also is.
+ */
+export interface IndexUnreadable extends IndexTombstone {
+  /** Why the log could not be read (`line 5 is not valid JSON`). */
+  readonly unreadable: string;
+  /** The log's size when it was read. */
+  readonly size: number;
+  /** The log's modification time when it was read (ms since the epoch). */
+  readonly mtimeMs: number;
+}
+
 /** One line of `index.jsonl` after its first. */
-export type IndexLine = IndexUpdate | IndexTombstone;
+export type IndexLine = IndexUpdate | IndexTombstone | IndexUnreadable;
+
+/** A log the index could not read, as its last {@link IndexUnreadable} line says. */
+export interface UnreadableLog {
+  readonly reason: string;
+  readonly size: number;
+  readonly mtimeMs: number;
+}
 
 /** The first line of `index.jsonl`: a new generation each time the file is rewritten. */
 export interface IndexHeader {
@@ -57,7 +77,19 @@ export interface IndexHeader {
  */
 export function toIndexLine(value: unknown): IndexLine | undefined {
   if (!isObject(value) || !isValidSessionId(value.id)) return undefined;
-  if (value.deleted === true) return { id: value.id, deleted: true };
+  if (value.deleted === true) {
+    const { unreadable, size, mtimeMs } = value;
+    return typeof unreadable === "string" && Number.isSafeInteger(size) && (size as number) >= 0 &&
+        Number.isFinite(mtimeMs)
+      ? {
+        id: value.id,
+        deleted: true,
+        unreadable,
+        size: size as number,
+        mtimeMs: mtimeMs as number,
+      }
+      : { id: value.id, deleted: true };
+  }
   if (
     typeof value.cwd !== "string" || !isStringArray(value.additionalDirectories) ||
     !isCanonicalTime(value.updatedAt) ||
@@ -154,6 +186,8 @@ export class SessionIndex {
   readonly #byCwd = new Map<string, SortedEntries>();
   /** How many live sessions reference each attachment. */
   readonly #references = new Map<string, number>();
+  /** Logs that could not be read, by session id: not listed. */
+  readonly #unreadable = new Map<string, UnreadableLog>();
   #guessed = 0;
 
   /** Live sessions. */
@@ -164,6 +198,11 @@ export class SessionIndex {
   /** Live sessions whose creation time no line gave (lines of an older version). */
   get guessed(): number {
     return this.#guessed;
+  }
+
+  /** The logs that could not be read, by session id (not listed). */
+  get unreadable(): ReadonlyMap<string, UnreadableLog> {
+    return this.#unreadable;
   }
 
   /** A live session's summary, creation time and attachment references. */
@@ -249,6 +288,12 @@ export class SessionIndex {
 
   #apply(line: IndexLine, sorted: boolean): void {
     const entry = this.#entries.get(line.id);
+    if ("unreadable" in line) {
+      const { unreadable: reason, size, mtimeMs } = line;
+      this.#unreadable.set(line.id, { reason, size, mtimeMs });
+    } else {
+      this.#unreadable.delete(line.id);
+    }
     if ("deleted" in line) {
       if (entry === undefined) return;
       this.#entries.delete(line.id);

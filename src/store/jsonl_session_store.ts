@@ -12,7 +12,9 @@
  *                              {id, cwd, additionalDirectories, title?, createdAt, updatedAt,
  *                               attachments?}
  *                                (sets the summary; `attachments` adds references), or
- *                              {id, deleted: true} (a tombstone)
+ *                              {id, deleted: true} (a tombstone), or
+ *                              {id, deleted: true, unreadable, size, mtimeMs}
+ *                                (a log that could not be read: not listed, read again)
  * index.lock                 held (O_EXCL) while a process writes or rewrites index.jsonl
  * locks/<id>.lock            {pid, hostname, time, nonce}: the process that has the session open
  * attachments/<aa>/<sha256>  image bytes by content (see FileAttachmentStore)
@@ -40,6 +42,11 @@
  *   live sessions (plus a slack), and rebuilt from the logs, with a warning, when it is missing or
  *   has a bad line other than a torn tail (and, quietly, when an earlier version wrote it without
  *   creation times).
+ * - **Unreadable logs** (a bad line before the last, no complete header) are not listed, but not
+ *   forgotten either: a rebuild gives each an index line saying why (a tombstone to a version that
+ *   predates it), so every process counts them ({@link JsonlSessionStore.unreadable}). The first
+ *   page of a `list` reads one again once its size or time changes, `unreadable()` reads them
+ *   all again (and every log no index line names), and a `load` that reads one lists it.
  * - **Index updates** follow create, title events, new image references, and otherwise at most
  *   one per `indexUpdateIntervalMs` per session; in between, this process's index is updated in
  *   memory (so `list` is exact here) and the last time is written when the lease is released.
@@ -69,6 +76,7 @@ import { JsonlIndex } from "./_jsonl_index.ts";
 import { JsonlLeases } from "./_jsonl_leases.ts";
 import { JsonlLogs, type LogState } from "./_jsonl_log.ts";
 import { type LogReader, recordStream } from "./_log_reader.ts";
+import { summarizeLog } from "./_session_log.ts";
 import { encodeCursor, listStart } from "./_session_index.ts";
 import { FileAttachmentStore } from "./attachment_store.ts";
 import type {
@@ -83,6 +91,7 @@ import type {
   SessionStore,
   StoreCallOptions,
   StoredEvent,
+  UnreadableSession,
 } from "./session_store.ts";
 import { InvalidSessionIdError } from "./store_errors.ts";
 
@@ -280,6 +289,12 @@ export class JsonlSessionStore implements SessionStore {
         const state = this.#logs.remember(id, parsed);
         await this.#logs.repair(id, state);
         await this.#index.reconcile(id, state);
+      } else {
+        await this.#index.listIfMissing(
+          id,
+          parsed.header,
+          () => summarizeLog(parsed.header, parsed.records),
+        );
       }
       return { header: parsed.header, records: parsed.records };
     });
@@ -325,7 +340,9 @@ export class JsonlSessionStore implements SessionStore {
       finish: async (end, summary) => {
         this.#logs.warnTorn(id, end);
         // Only a lease holder appends, so only then is the log's state worth keeping.
-        if (!this.#leases.held(id)) return;
+        if (!this.#leases.held(id)) {
+          return await this.#index.listIfMissing(id, end.header, () => summary);
+        }
         const state = this.#logs.rememberEnd(id, end, summary);
         await this.#logs.repair(id, state);
         await this.#index.reconcile(id, state);
@@ -353,6 +370,22 @@ export class JsonlSessionStore implements SessionStore {
       () => signal?.throwIfAborted(),
     );
     return next === undefined ? { sessions } : { sessions, nextCursor: encodeCursor(next) };
+  }
+
+  /**
+   * The sessions whose logs cannot be read (a bad line before the last, no complete header), which
+   * {@link list} leaves out. Reads every log the index does not list (one that could not be read
+   * before, one no index line names): those readable are listed from then on. A log that could
+   * not be read is also read again by the first page of a `list` once its size or time changes,
+   * and by a `load` of it.
+   *
+   * @param options An abort signal, honoured between the steps
+   * @returns Each unreadable session and why, in id order
+   */
+  async unreadable(options?: StoreCallOptions): Promise<readonly UnreadableSession[]> {
+    const signal = options?.signal;
+    signal?.throwIfAborted();
+    return await this.#index.unreadable(() => signal?.throwIfAborted());
   }
 
   /**

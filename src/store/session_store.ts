@@ -168,6 +168,14 @@ export interface SessionSummary {
   readonly updatedAt: string;
 }
 
+/** A session a store holds but cannot read back: see {@link SessionStore.unreadable}. */
+export interface UnreadableSession {
+  /** Session id. */
+  readonly id: string;
+  /** Why it cannot be read (`line 5 is not valid JSON`). */
+  readonly reason: string;
+}
+
 /** Options of the store calls that may take a while: an abort signal. */
 export interface StoreCallOptions {
   /**
@@ -254,7 +262,9 @@ export interface SessionLease {
  *   serve several processes (JSONL) or one (memory), and a lease excludes every other holder it
  *   can see: another process, or another `acquire` on the same store.
  * - **Listing.** See {@link list}: an order fixed at creation, and cursors that stay exact while
- *   sessions are updated, created and deleted between pages.
+ *   sessions are updated, created and deleted between pages. A store may leave out a session it
+ *   holds but cannot read (the JSONL store does, for a log it cannot parse); then
+ *   {@link unreadable} names it, and it is listed again once readable.
  * - **Attachments.** A session's `user` events reference images by sha256 in an
  *   {@link AttachmentStore}. `delete` hands the attachment store the references that no other
  *   stored session holds any more ({@link AttachmentStore.release}).
@@ -329,6 +339,18 @@ export interface SessionStore {
    * @throws {RangeError} A limit that is not a positive integer (rejects)
    */
   list(options: ListOptions): Promise<SessionPage>;
+  /**
+   * Optional: the sessions this store holds but cannot read back and leaves out of {@link list},
+   * in id order (a store that lists every session it holds leaves the method out, or reports
+   * none). Each call looks again, and a session that has become readable is listed from then on:
+   * the JSONL store reads every log its index does not list (a log it could not read before, one
+   * no index line names). `copy-sessions` copies the others, names these and fails. A listed
+   * session whose `load` rejects with `CorruptSessionLogError` is not among them.
+   *
+   * @param options An abort signal, honoured before each step
+   * @returns The unreadable sessions and why
+   */
+  unreadable?(options?: StoreCallOptions): Promise<readonly UnreadableSession[]>;
   /**
    * Removes a session (taking its lease for the time, or using the caller's: the lease is
    * released when done), then releases the attachments no other stored session references.

@@ -39,6 +39,8 @@ export class CorruptSessionLogError extends Error {
   readonly path: string;
   /** 1-based line number of the bad line. */
   readonly line: number;
+  /** What is wrong, without the path: `line 5 is not valid JSON`. */
+  readonly reason: string;
 
   /**
    * @param path The log file
@@ -50,5 +52,6 @@ export class CorruptSessionLogError extends Error {
     this.name = "CorruptSessionLogError";
     this.path = path;
     this.line = line;
+    this.reason = `line ${line} ${detail}`;
   }
 }

@@ -272,6 +272,88 @@ Deno.test("JsonlSessionStore: a corrupt index is rebuilt from the logs; a torn i
   }
 });
 
+Deno.test("JsonlSessionStore: a rebuilt index keeps unreadable logs counted and reads them again once repaired", async () => {
+  await using temp = await tempStore();
+  const { store, host } = temp;
+  for (const n of [1, 2, 3, 4]) {
+    await store.create(header(sessionId(n), host));
+    host.tick(1_000);
+    await store.append(sessionId(n), [
+      { type: "title", title: `session ${n}` },
+      { type: "turn_start" },
+      { type: "turn_end", stopReason: "end_turn" },
+    ], { sync: true });
+  }
+  const log = (n: number): string => `${temp.dir}/sessions/${sessionId(n)}.jsonl`;
+  const original = new Map<number, string>();
+  for (const n of [2, 3]) original.set(n, await Deno.readTextFile(log(n)));
+  const lines = original.get(2)!.split("\n");
+  lines[2] = "garbage";
+  await Deno.writeTextFile(log(2), lines.join("\n"));
+  await Deno.writeTextFile(log(3), original.get(3)!.slice(0, 40));
+  const expected = [
+    { id: sessionId(2), reason: "line 3 is not valid JSON" },
+    { id: sessionId(3), reason: "has no complete header line" },
+  ];
+  const listed = async (): Promise<string[]> =>
+    (await temp.open().list({ limit: 10 })).sessions.map((session) => session.id);
+
+  await Deno.remove(`${temp.dir}/index.jsonl`);
+  temp.warnings.length = 0;
+  const rebuilt = temp.open();
+  assert.deepEqual((await rebuilt.list({ limit: 10 })).sessions.map((s) => s.id), [
+    sessionId(4),
+    sessionId(1),
+  ]);
+  assert.ok(warned(temp, "cannot index an unreadable session log"), temp.warnings.join("\n"));
+  assert.deepEqual(await rebuilt.unreadable(), expected);
+  // Kept in the index: another process counts them without reading every log.
+  assert.deepEqual(await temp.open().unreadable(), expected);
+  const text = await Deno.readTextFile(`${temp.dir}/index.jsonl`);
+  assert.equal(indexLines(text).filter((line) => "unreadable" in line).length, 2);
+  // A second rebuild still counts them.
+  await Deno.remove(`${temp.dir}/index.jsonl`);
+  assert.deepEqual(await listed(), [sessionId(4), sessionId(1)]);
+  assert.deepEqual(await temp.open().unreadable(), expected);
+
+  // Repaired: the first page of a list reads it again and lists it, everywhere.
+  await Deno.writeTextFile(log(2), original.get(2)!);
+  assert.deepEqual(await listed(), [sessionId(4), sessionId(2), sessionId(1)]);
+  assert.equal((await rebuilt.list({ limit: 10 })).sessions[1]?.title, "session 2");
+  assert.deepEqual(await temp.open().unreadable(), [expected[1]]);
+
+  // Repaired, then loaded by id (no lease) before any list: the load lists it.
+  await Deno.writeTextFile(log(3), original.get(3)!);
+  assert.equal((await temp.open().load(sessionId(3)))?.records.length, 3);
+  const after = indexLines(await Deno.readTextFile(`${temp.dir}/index.jsonl`));
+  assert.equal(after.at(-1)?.id, sessionId(3));
+  assert.equal(after.at(-1)?.title, "session 3");
+  assert.deepEqual(await temp.open().unreadable(), []);
+  assert.equal((await listed()).length, 4);
+});
+
+Deno.test("JsonlSessionStore.unreadable(): reads logs no index line names; delete forgets an unreadable one", async () => {
+  await using temp = await tempStore();
+  const { store, host } = temp;
+  await store.create(header(sessionId(1), host));
+  // Logs the index never heard of (copied in by hand): one readable, one not.
+  const readable = JSON.stringify(header(sessionId(2), host)) + "\n";
+  await Deno.writeTextFile(`${temp.dir}/sessions/${sessionId(2)}.jsonl`, readable);
+  await Deno.writeTextFile(`${temp.dir}/sessions/${sessionId(3)}.jsonl`, readable + "x\ny\n");
+  const fresh = temp.open();
+  assert.deepEqual((await fresh.list({ limit: 10 })).sessions.map((s) => s.id), [sessionId(1)]);
+  assert.deepEqual(await fresh.unreadable(), [
+    { id: sessionId(3), reason: 'line 1 names session "' + sessionId(2) + '"' },
+  ]);
+  assert.deepEqual(
+    (await temp.open().list({ limit: 10 })).sessions.map((s) => s.id).sort(),
+    [sessionId(1), sessionId(2)],
+  );
+  await fresh.delete(sessionId(3));
+  assert.deepEqual(await fresh.unreadable(), []);
+  assert.deepEqual(await temp.open().unreadable(), []);
+});
+
 Deno.test("JsonlSessionStore: a second instance on the same data directory is seen incrementally", async () => {
   await using temp = await tempStore({ indexUpdateIntervalMs: 0 });
   const { host } = temp;

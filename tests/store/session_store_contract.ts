@@ -281,6 +281,19 @@ export function storeContract(
     await assert.rejects(store.list({ limit: 1.5 }), RangeError);
   });
 
+  test("unreadable (optional): none while every session reads back; honours its signal", async (t) => {
+    const { store } = t;
+    if (store.unreadable === undefined) return;
+    assert.deepEqual(await store.unreadable(), []);
+    await store.create(header(1));
+    await store.create(header(2));
+    await store.append(id(2), [title("two")], { sync: true });
+    assert.deepEqual(await store.unreadable(), []);
+    assert.deepEqual((await store.list({ limit: 10 })).sessions.map((s) => s.id), [id(2), id(1)]);
+    const { signal, reason } = aborted();
+    await assert.rejects(store.unreadable({ signal }), (e) => e === reason);
+  });
+
   test("delete: the session goes, unknown ids are fine, unreferenced attachments are released", async (t) => {
     const { store, attachments } = t;
     const shared = await attachments.put(PNG, "image/png");

@@ -3,13 +3,17 @@
  * sessions at the same time; paging goes on while sessions are prompted; a session created in one
  * process, prompted in another, is listed with its title in a third (the second still alive) and
  * a fourth (the second gone). Every session is listed exactly once, with its title, everywhere.
+ * Then two logs are made unreadable (a garbage line in the middle, a cut header) and the index
+ * deleted: `session/list` lists the others, `copy-sessions` copies them, names both and exits 1;
+ * once one is repaired, a list shows it again and a second copy copies it.
  *
  * @module
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Scenario, ScenarioContext } from "../context.ts";
-import type { Server } from "../driver.ts";
+import { MARKER_VARIABLE, type Server } from "../driver.ts";
 
 type Item = { sessionId: string; title?: string | null };
 
@@ -61,6 +65,98 @@ function checkListing(
       );
     }
   }
+}
+
+/** Runs `copy-sessions` on the scenario's runtime; resolves with its exit code and stderr. */
+function copySessions(
+  context: ScenarioContext,
+  from: string,
+  to: string,
+): Promise<{ code: number | null; stderr: string }> {
+  const { command, args } = context.runtime;
+  return new Promise((resolve) => {
+    const child = spawn(command, [...args, "copy-sessions", "--from", from, "--to", to], {
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, NO_COLOR: "1", [MARKER_VARIABLE]: context.marker },
+    });
+    let stderr = "";
+    child.stderr.setEncoding("utf8");
+    child.stderr.on("data", (text: string) => stderr += text);
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000); // a bound on a hung copy
+    child.on("error", (error) => stderr += String(error));
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
+}
+
+/** Checks a `copy-sessions` run: its exit code, what it copied, the sessions it names. */
+function checkCopy(
+  context: ScenarioContext,
+  where: string,
+  result: { code: number | null; stderr: string },
+  copied: number,
+  unreadable: readonly string[],
+): void {
+  context.run();
+  const problems: string[] = [];
+  if (result.code !== 1) problems.push(`exit ${result.code}`);
+  if (!result.stderr.includes(`copy-sessions: ${copied} copied, `)) problems.push("copied count");
+  if (!result.stderr.includes(`copy-sessions: ${unreadable.length} of `)) {
+    problems.push("unreadable count");
+  }
+  for (const id of unreadable) if (!result.stderr.includes(`  ${id}: `)) problems.push(id);
+  if (problems.length > 0) {
+    context.fail(
+      "other",
+      "unreadable-uncounted",
+      `${where}: ${problems.join(", ")}: ${result.stderr.slice(-400)}`,
+    );
+  }
+}
+
+/**
+ * Two logs made unreadable and the index deleted: listed and copied without them, both counted;
+ * the repaired one listed and copied again.
+ */
+async function unreadableLogs(
+  context: ScenarioContext,
+  options: { dataDir: string; cwd: string; args: readonly string[] },
+  expected: ReadonlyMap<string, string>,
+): Promise<void> {
+  const { dataDir, cwd, args } = options;
+  const [garbled, cut] = [...expected.keys()];
+  if (garbled === undefined || cut === undefined) return;
+  const log = (id: string): string => join(dataDir, "sessions", `${id}.jsonl`);
+  const original = await readFile(log(garbled), "utf8");
+  const lines = original.split("\n");
+  lines[Math.floor(lines.length / 2)] = "garbage";
+  await writeFile(log(garbled), lines.join("\n"));
+  await writeFile(log(cut), (await readFile(log(cut), "utf8")).slice(0, 30));
+  await rm(join(dataDir, "index.jsonl"));
+  const readable = new Map([...expected].filter(([id]) => id !== garbled && id !== cut));
+  const copy = join(context.base, "copy");
+
+  const list = async (where: string, wanted: ReadonlyMap<string, string>): Promise<void> => {
+    const server = context.start({ dataDir, cwd: context.base, args });
+    await server.initialize();
+    const listing = await listAll(server, cwd);
+    checkListing(context, where, listing, wanted);
+    const shown = listing?.filter((item) => !wanted.has(item.sessionId)) ?? [];
+    if (shown.length > 0) {
+      context.fail("other", "list-unreadable", `${where}: ${shown.map((item) => item.sessionId)}`);
+    }
+    await server.stop();
+  };
+  await list("unreadable logs, index rebuilt", readable);
+  checkCopy(context, "first copy", await copySessions(context, dataDir, copy), readable.size, [
+    garbled,
+    cut,
+  ]);
+  await writeFile(log(garbled), original);
+  await list("a repaired log", new Map([...readable, [garbled, expected.get(garbled)!]]));
+  checkCopy(context, "second copy", await copySessions(context, dataDir, copy), 1, [cut]);
 }
 
 /** See the module doc. */
@@ -164,5 +260,6 @@ export const sharedData: Scenario = {
       checkListing(context, "paging while the oldest is prompted", seenPaged, expected);
     }
     await e.stop();
+    await unreadableLogs(context, { dataDir, cwd, args }, expected);
   },
 };
