@@ -50,6 +50,16 @@ export interface ModelListing extends ModelInfo {
   readonly offered: boolean;
 }
 
+/** An environment variable holding a provider's API key. */
+export interface ApiKeyVariable {
+  /** The provider id. */
+  readonly provider: string;
+  /** The variable's name (`OPENAI_API_KEY`). */
+  readonly env: string;
+  /** Whether it is set (non-empty). */
+  readonly set: boolean;
+}
+
 /** Options for {@link ModelCatalog.discover}. */
 export interface DiscoverOptions {
   /** Stops the queries. */
@@ -326,6 +336,32 @@ export class ModelCatalog {
     return `Unknown model "${id}": expected one of echo, ${scripted}${
       listed.length > 0 ? `, ${listed.join(", ")}` : ""
     }${forms} (run "acp-harness models" to list them)`;
+  }
+
+  /**
+   * The environment variables that hold the providers' API keys, one per provider that needs
+   * one, and whether each is set: what a client can be told to set (ACP `authMethods`).
+   *
+   * @returns The variables, in provider order
+   */
+  apiKeyVariables(): ReadonlyArray<ApiKeyVariable> {
+    const env = this.#options.env ?? (() => undefined);
+    return Object.entries(this.#options.providers ?? {}).flatMap(([provider, spec]) =>
+      spec.apiKeyEnv ? [{ provider, env: spec.apiKeyEnv, set: Boolean(env(spec.apiKeyEnv)) }] : []
+    );
+  }
+
+  /**
+   * The API-key variable a model needs and does not have, when that is why it cannot be used.
+   *
+   * @param id A model id
+   * @returns The missing variable, or `undefined`
+   */
+  missingApiKey(id: string): ApiKeyVariable | undefined {
+    const provider = this.info(id)?.provider;
+    return this.apiKeyVariables().find((variable) =>
+      variable.provider === provider && !variable.set
+    );
   }
 
   /** Why a provider's models cannot be used now, or `undefined` when they can. */

@@ -1,5 +1,6 @@
 import { agent, type AgentApp, methods } from "@agentclientprotocol/sdk";
 import type { ConnectionContext, SessionSide } from "./connection.ts";
+import { authenticate } from "./auth_methods.ts";
 import { initialize } from "./handlers/initialize.ts";
 
 /**
@@ -25,7 +26,10 @@ export function agentApp(connection: ConnectionContext): AgentApp {
       connection.afterAnswer(requestId, () => connection.preloadSessionSide());
       return initialize(connection, params);
     })
-    .onRequest(methods.agent.authenticate, () => ({}))
+    .onRequest(methods.agent.authenticate, ({ params }) => {
+      authenticate(connection.server.catalog, params.methodId);
+      return {};
+    })
     .onRequest(
       methods.agent.session.new,
       ({ params, requestId }) =>

@@ -42,10 +42,18 @@ Deno.test("initialize answers version 1 with exact capabilities whatever is aske
           delete: {},
         },
       },
-      authMethods: [],
+      authMethods: result.authMethods,
     });
+    assert.deepEqual(
+      (result.authMethods as Array<{ id: string }>).map((method) => method.id),
+      ["env:OPENAI_API_KEY", "env:ANTHROPIC_API_KEY", "env:DEEPSEEK_API_KEY"],
+    );
     assert.match((result.agentInfo as { version: string }).version, /^\d+\.\d+\.\d+/);
-    assert.deepEqual(await server.client.request("authenticate", { methodId: "none" }), {});
+    await rejects(
+      server.client.request("authenticate", { methodId: "none" }),
+      -32602,
+      /methodId: expected one of "env:OPENAI_API_KEY", .*got "none"/,
+    );
     assert.deepEqual(server.client.problems, []);
     await server.disconnect();
   }

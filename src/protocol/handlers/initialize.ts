@@ -4,6 +4,7 @@ import {
   PROTOCOL_VERSION,
 } from "@agentclientprotocol/sdk";
 import { agentCapabilities } from "../agent_capabilities.ts";
+import { authMethods } from "../auth_methods.ts";
 import type { ConnectionContext } from "../connection.ts";
 
 /**
@@ -27,6 +28,6 @@ export function initialize(
     protocolVersion: PROTOCOL_VERSION,
     agentInfo: { name: "acp-harness", title: "acp-harness", version: connection.server.version },
     agentCapabilities: agentCapabilities(connection.promptCapabilities),
-    authMethods: [],
+    authMethods: authMethods(connection.server.catalog),
   };
 }

@@ -1,4 +1,5 @@
 import type { NewSessionRequest, NewSessionResponse } from "@agentclientprotocol/sdk";
+import { missingKey } from "../auth_methods.ts";
 import { mcpServersOf } from "../capabilities.ts";
 import type { ConnectionContext } from "../connection.ts";
 import { readInstructions } from "../instructions.ts";
@@ -21,6 +22,11 @@ export async function newSession(
   requestId?: unknown,
 ): Promise<NewSessionResponse> {
   const mcpServers = mcpServersOf(params.mcpServers);
+  // A default model whose key is not set would fail every prompt: say so now (-32000), as the
+  // peers do, so the client can show what to set.
+  const model = connection.server.config.model;
+  const missing = connection.server.catalog.missingApiKey(model);
+  if (missing) throw missingKey(missing, model);
   const host = connection.server.pathChecks;
   // Without allowed roots, the project instructions are looked for while the cwd is checked (one
   // wait instead of two; what is read is used only once the cwd passed): the client's path and
