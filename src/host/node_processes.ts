@@ -364,9 +364,12 @@ class NodeHostProcess implements HostProcess {
    * until a scan finds none (a few rounds: one may have forked meanwhile).
    */
   async #endStrays(): Promise<void> {
+    // A process SIGKILL could not end at once (stuck in the kernel) is not waited for twice.
+    const ended = new Set<number>();
     for (let round = 0; round < STRAY_ROUNDS; round++) {
-      const strays = await this.#findStrays();
+      const strays = (await this.#findStrays()).filter((pid) => !ended.has(pid));
       if (strays.length === 0) return;
+      for (const pid of strays) ended.add(pid);
       await terminatePids(strays, Math.max(0, this.#killAt - Date.now()));
     }
   }
