@@ -110,8 +110,9 @@ export class AgentProcess {
 
   /**
    * Stops the agent in tiers: ends its input (stdin EOF), waits `grace.eofMs`, sends its process
-   * group SIGTERM, waits `grace.termMs`, then SIGKILL; resolves once it has exited. Concurrent
-   * and repeated calls share one stop.
+   * group SIGTERM, waits `grace.termMs`, then SIGKILL; resolves once it has exited and the host
+   * has ended its descendants that left the group (`setsid`). Concurrent and repeated calls share
+   * one stop.
    *
    * @returns How it ended
    */

@@ -10,6 +10,7 @@ import type { Readable, Writable } from "node:stream";
 import {
   findOwned,
   groupAlive,
+  OwnedScanner,
   ownerVariable,
   ProcessRecord,
   ProcessSupervisor,
@@ -36,6 +37,11 @@ const KILL_CONFIRM_MS = 2_000;
  * are closed on our side so `exited` still settles.
  */
 const PIPE_GRACE_MS = 1_000;
+/**
+ * How many times the end of a process looks for descendants that left its group (each look is a
+ * scan of `/proc`, then SIGTERM and SIGKILL to what it found), in case some forked meanwhile.
+ */
+const STRAY_ROUNDS = 3;
 /** Bytes a process's output stream buffers before the pipe is paused. */
 const STREAM_HIGH_WATER_BYTES = 64 * 1024;
 
@@ -59,6 +65,10 @@ export class NodeProcesses implements HostProcesses {
   readonly #token = crypto.randomUUID().replaceAll("-", "");
   /** Processes started and not yet settled (their group confirmed gone). */
   readonly #processes = new Set<NodeHostProcess>();
+  /** Finds the descendants of one spawn by its marker (`/proc`, shared scans). */
+  readonly #scanner = new OwnedScanner(this.#token);
+  /** How many processes were spawned: the next one's marker value is this plus one. */
+  #spawned = 0;
   #supervisor: ProcessSupervisor | undefined;
   #record: ProcessRecord | undefined;
   #stopping: Promise<void> | undefined;
@@ -76,13 +86,16 @@ export class NodeProcesses implements HostProcesses {
 
   /**
    * Starts `command` in its own process group (`detached`), stdin `/dev/null` (or a pipe with
-   * `stdin: "piped"`), output piped, with `ACP_HARNESS_OWNER_<token>=1` added to its environment
-   * (see {@link superviseProcesses}).
+   * `stdin: "piped"`), output piped, with `ACP_HARNESS_OWNER_<token>=<n>` added to its
+   * environment, `n` numbering this host's spawns (see {@link superviseProcesses}).
    *
    * Aborting `options.signal` sends SIGTERM to the group and SIGKILL 2 s later if it has not
    * ended. When the process itself exits, whatever is left in its group (background jobs) gets
-   * SIGTERM, and SIGKILL 1 s later. `exited` settles once the group is gone and both output
-   * streams are closed: read or cancel them. A piped stdin is closed on our side by then.
+   * SIGTERM, and SIGKILL 1 s later. Once the group is gone, on Linux, its descendants that left
+   * the group (`setsid`, a daemon's double fork) but still carry its marker get SIGTERM, and
+   * SIGKILL when that grace ends; those of other spawns are left alone. `exited` settles once
+   * all of them are gone and both output streams are closed: read or cancel them. A piped stdin
+   * is closed on our side by then.
    *
    * @example Running a command
    * ```ts ignore
@@ -128,7 +141,8 @@ export class NodeProcesses implements HostProcesses {
       if (value !== undefined && (inherit === undefined || inherit.has(name))) env[name] = value;
     }
     Object.assign(env, options.env);
-    env[ownerVariable(this.#token)] = "1";
+    const marker = String(++this.#spawned);
+    env[ownerVariable(this.#token)] = marker;
     this.#started = true;
     // Running before the command is, so that even a SIGKILL right after the spawn is covered.
     this.#supervisor?.start();
@@ -157,9 +171,12 @@ export class NodeProcesses implements HostProcesses {
         const pgid = child.pid as number;
         this.#supervisor?.add(pgid);
         this.#record?.add(pgid);
-        const started = new NodeHostProcess(child, signal, () => {
-          this.#processes.delete(started);
-          this.#supervisor?.remove(pgid);
+        const started = new NodeHostProcess(child, signal, {
+          findStrays: () => this.#scanner.find(marker),
+          onSettled: () => {
+            this.#processes.delete(started);
+            this.#supervisor?.remove(pgid);
+          },
         });
         this.#processes.add(started);
         resolve(started);
@@ -209,11 +226,20 @@ export class NodeProcesses implements HostProcesses {
     // Descendants that left their group (setsid) but kept the environment. With nothing ever
     // started none can exist: the sweep of every process's environment is skipped.
     if (this.#started) {
-      await terminatePids(await findOwned(this.#token), Math.max(0, deadline - Date.now()));
+      const left = (await findOwned(this.#token)).map(({ pid }) => pid);
+      await terminatePids(left, Math.max(0, deadline - Date.now()));
     }
     await this.#supervisor?.close();
     await this.#record?.remove();
   }
+}
+
+/** What a {@link NodeHostProcess} needs from its host. */
+interface ChildHooks {
+  /** The live processes carrying this child's marker (its descendants, wherever they went). */
+  readonly findStrays: () => Promise<number[]>;
+  /** Called once the child, its group and its strays are gone. */
+  readonly onSettled: () => void;
 }
 
 /** A child started by {@link NodeProcesses.spawn}, the leader of its own process group. */
@@ -224,18 +250,16 @@ class NodeHostProcess implements HostProcess {
   readonly stderr: ReadableStream<Uint8Array>;
   readonly exited: Promise<{ readonly code: number | null; readonly signal: string | null }>;
   readonly #child: NodeChild;
+  readonly #findStrays: () => Promise<number[]>;
   #leaderExited = false;
   #settled = false;
   /** When the group gets SIGKILL if it is still there. */
   #killAt = Number.POSITIVE_INFINITY;
   #ending: Promise<void> | undefined;
 
-  constructor(
-    child: NodeChild,
-    signal: AbortSignal | undefined,
-    onSettled: () => void,
-  ) {
+  constructor(child: NodeChild, signal: AbortSignal | undefined, hooks: ChildHooks) {
     this.#child = child;
+    this.#findStrays = hooks.findStrays;
     this.pid = child.pid as number;
     this.stdin = child.stdin ? toWebWritable(child.stdin) : undefined;
     this.stdout = toWebStream(child.stdout);
@@ -272,7 +296,7 @@ class NodeHostProcess implements HostProcess {
       child.stdin?.destroy();
       signal?.removeEventListener("abort", onAbort);
       this.#settled = true;
-      onSettled();
+      hooks.onSettled();
       return result;
     })();
     // A late error (e.g. a failed kill) must not become an unhandled "error" event.
@@ -293,7 +317,8 @@ class NodeHostProcess implements HostProcess {
 
   /**
    * Ends the group: SIGTERM now (once), SIGKILL after `graceMs` (or sooner, if an earlier call
-   * asked for less), until the group is confirmed gone.
+   * asked for less), until the group is confirmed gone; then the same for the descendants that
+   * left it.
    */
   stop(graceMs: number): void {
     if (this.#settled) return;
@@ -311,10 +336,15 @@ class NodeHostProcess implements HostProcess {
   }
 
   async #end(): Promise<void> {
+    await this.#endGroup();
+    await this.#endStrays();
+  }
+
+  async #endGroup(): Promise<void> {
     this.#killQuietly("SIGTERM");
     let giveUpAt = Number.POSITIVE_INFINITY;
     let delay = 1;
-    while (this.#groupAlive()) {
+    while (await this.#groupAlive()) {
       const now = Date.now();
       if (giveUpAt === Number.POSITIVE_INFINITY && now >= this.#killAt) {
         this.#killQuietly("SIGKILL");
@@ -328,7 +358,23 @@ class NodeHostProcess implements HostProcess {
     }
   }
 
-  #groupAlive(): boolean {
+  /**
+   * Ends the processes outside the group that carry this child's marker: its descendants that
+   * called `setsid`. SIGTERM, then SIGKILL once the child's grace is over (at once when it is),
+   * until a scan finds none (a few rounds: one may have forked meanwhile).
+   */
+  async #endStrays(): Promise<void> {
+    // A process SIGKILL could not end at once (stuck in the kernel) is not waited for twice.
+    const ended = new Set<number>();
+    for (let round = 0; round < STRAY_ROUNDS; round++) {
+      const strays = (await this.#findStrays()).filter((pid) => !ended.has(pid));
+      if (strays.length === 0) return;
+      for (const pid of strays) ended.add(pid);
+      await terminatePids(strays, Math.max(0, this.#killAt - Date.now()));
+    }
+  }
+
+  #groupAlive(): Promise<boolean> | boolean {
     // Until its exit is seen, the leader (alive, or a zombie about to be reaped) keeps the group.
     if (!this.#leaderExited) {
       try {

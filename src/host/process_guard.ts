@@ -4,22 +4,19 @@
  * next start reaps when the supervisor died too, and the Linux `/proc` checks both rely on to
  * never touch an unrelated process.
  *
- * Every spawned process carries `ACP_HARNESS_OWNER_<token>=1` in its environment, with a random
- * token of the host that started it; children inherit it (and a nested server adds its own). On
- * Linux a process is recognised as ours by that variable in `/proc/<pid>/environ`, and a process
- * group by its leader's start time in `/proc/<pid>/stat`.
+ * Every spawned process carries `ACP_HARNESS_OWNER_<token>=<child>` in its environment, with a
+ * random token of the host that started it and the number of that spawn; its descendants inherit
+ * it (and a nested server adds its own). On Linux a process is recognised as ours by that variable
+ * in `/proc/<pid>/environ` (and as a descendant of one spawn by its value, even after it left the
+ * process group with `setsid`), and a process group by its leader's start time in
+ * `/proc/<pid>/stat`. Scans of `/proc` are asynchronous and read a few files at a time, so even
+ * with thousands of processes they never hold the event loop.
  *
  * @module
  */
+import { Buffer } from "node:buffer";
 import * as childProcess from "node:child_process";
-import {
-  appendFileSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  writeFileSync,
-} from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import process from "node:process";
 import type { Writable } from "node:stream";
@@ -31,6 +28,8 @@ export const OWNER_PREFIX = "ACP_HARNESS_OWNER_";
 const SUPERVISOR_GRACE_S = 1;
 /** How long the reaper waits for killed processes to be gone before it gives up on them. */
 const REAP_CONFIRM_MS = 2_000;
+/** How many `/proc` files a scan reads at once. */
+const SCAN_CONCURRENCY = 16;
 
 /** What `/proc/<pid>/stat` says about a process (Linux). */
 export interface ProcStat {
@@ -88,28 +87,52 @@ export function bootId(): string | undefined {
  * @param pgid A process group id
  * @returns `false` once no member can run any more
  */
-export function groupAlive(pgid: number): boolean {
+export async function groupAlive(pgid: number): Promise<boolean> {
   try {
     process.kill(-pgid, 0);
   } catch (error) {
     return (error as { code?: unknown } | null)?.code === "EPERM";
   }
-  let entries: string[];
-  try {
-    entries = listProc();
-  } catch {
-    return true;
-  }
-  for (const entry of entries) {
-    const stat = procStat(Number(entry));
-    if (stat?.pgid === pgid && stat.state !== "Z") return true;
-  }
-  return false;
+  let alive = false;
+  const scanned = await eachProcess(async (pid) => {
+    let text: string;
+    try {
+      text = await fs.readFile(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      return false;
+    }
+    const stat = parseStat(text);
+    alive ||= stat?.pgid === pgid && stat.state !== "Z";
+    return alive;
+  });
+  return alive || !scanned;
 }
 
-function listProc(): string[] {
-  // Synchronous on purpose: it only runs while a group has left-over members, and /proc is memory.
-  return readdirSync("/proc").filter((name) => /^\d+$/.test(name));
+/**
+ * Calls `visit` for every process in `/proc`, {@link SCAN_CONCURRENCY} at a time, until one
+ * returns `true`. Asynchronous throughout: each file read is its own turn of the event loop.
+ *
+ * @returns `false` when there is no `/proc` to scan
+ */
+async function eachProcess(visit: (pid: number) => Promise<boolean>): Promise<boolean> {
+  let entries: string[];
+  try {
+    entries = await fs.readdir("/proc");
+  } catch {
+    return false;
+  }
+  let next = 0;
+  let stop = false;
+  const worker = async (): Promise<void> => {
+    while (!stop && next < entries.length) {
+      const name = entries[next++] as string;
+      const pid = Number(name);
+      if (!Number.isSafeInteger(pid) || pid <= 0 || String(pid) !== name) continue;
+      if (await visit(pid)) stop = true;
+    }
+  };
+  await Promise.all(Array.from({ length: SCAN_CONCURRENCY }, worker));
+  return true;
 }
 
 /**
@@ -126,28 +149,88 @@ export function ownerVariable(token: string): string {
  * The processes (Linux) whose environment carries `token`'s marker, this process excluded.
  *
  * @param token A host's token
- * @returns Their pids; empty without `/proc`
+ * @param children Only those whose marker's value (the spawn that started them or their
+ *   ancestor) is one of these @default {any value}
+ * @returns Their pids, each with its marker's value; empty without `/proc`
  */
-export async function findOwned(token: string): Promise<number[]> {
-  const needle = `${ownerVariable(token)}=`;
-  let entries: string[];
-  try {
-    entries = listProc();
-  } catch {
-    return [];
-  }
-  const found: number[] = [];
-  await Promise.all(entries.map(async (entry) => {
-    const pid = Number(entry);
-    if (pid === process.pid) return;
+export async function findOwned(
+  token: string,
+  children?: ReadonlySet<string>,
+): Promise<Array<{ readonly pid: number; readonly child: string }>> {
+  const needle = Buffer.from(`${ownerVariable(token)}=`, "latin1");
+  const found: Array<{ pid: number; child: string }> = [];
+  await eachProcess(async (pid) => {
+    if (pid === process.pid) return false;
+    let environ: Buffer;
     try {
-      const environ = await fs.readFile(`/proc/${pid}/environ`);
-      if (environ.includes(needle)) found.push(pid);
+      environ = await fs.readFile(`/proc/${pid}/environ`);
     } catch {
-      // Gone, or someone else's.
+      return false; // Gone, or someone else's.
     }
-  }));
+    const child = markerValue(environ, needle);
+    if (child !== undefined && (children === undefined || children.has(child))) {
+      found.push({ pid, child });
+    }
+    return false;
+  });
   return found;
+}
+
+/** The value of the variable `needle` (`NAME=`) names in a NUL-separated environment. */
+function markerValue(environ: Buffer, needle: Buffer): string | undefined {
+  let at = environ.indexOf(needle);
+  // Only at the start of an entry: another variable's value may contain the name.
+  while (at > 0 && environ[at - 1] !== 0) at = environ.indexOf(needle, at + 1);
+  if (at < 0) return undefined;
+  const start = at + needle.length;
+  const end = environ.indexOf(0, start);
+  return environ.toString("latin1", start, end < 0 ? environ.length : end);
+}
+
+/**
+ * Finds the processes carrying given spawns' markers for many callers at once: the requests that
+ * arrive while a scan runs share the next one, so a session that stops ten MCP servers, or a
+ * burst of commands that end together, costs one or two reads of `/proc`, not one each.
+ */
+export class OwnedScanner {
+  readonly #token: string;
+  #waiting = new Map<string, Array<(pids: number[]) => void>>();
+  #scanning = false;
+
+  /** @param token The host's token */
+  constructor(token: string) {
+    this.#token = token;
+  }
+
+  /**
+   * The processes (Linux) that carry the marker of spawn `child`, found by a scan that starts
+   * after this call.
+   *
+   * @param child The spawn's marker value
+   * @returns Their pids; empty without `/proc`
+   */
+  find(child: string): Promise<number[]> {
+    return new Promise((resolve) => {
+      const waiting = this.#waiting.get(child);
+      if (waiting) waiting.push(resolve);
+      else this.#waiting.set(child, [resolve]);
+      if (!this.#scanning) void this.#scan();
+    });
+  }
+
+  async #scan(): Promise<void> {
+    this.#scanning = true;
+    while (this.#waiting.size > 0) {
+      const batch = this.#waiting;
+      this.#waiting = new Map();
+      const found = await findOwned(this.#token, new Set(batch.keys())).catch(() => []);
+      for (const [child, resolvers] of batch) {
+        const pids = found.filter((entry) => entry.child === child).map((entry) => entry.pid);
+        for (const resolve of resolvers) resolve(pids);
+      }
+    }
+    this.#scanning = false;
+  }
 }
 
 /**
@@ -222,7 +305,9 @@ export class ProcessSupervisor {
     if (this.#closed || this.#child) return;
     const env: Record<string, string> = {};
     for (const [name, value] of Object.entries(process.env)) {
-      if (value !== undefined && name !== ownerVariable(this.#token)) env[name] = value;
+      // No host's marker, its own nor a parent server's: a sweep for the processes of one spawn
+      // (this server, delegated by another) must not end the supervisor before it did its work.
+      if (value !== undefined && !name.startsWith(OWNER_PREFIX)) env[name] = value;
     }
     const child = childProcess.spawn(
       "/bin/sh",
@@ -385,7 +470,7 @@ export async function reapRecords(dir: string, own: string): Promise<number> {
           pids.push(pgid);
         }
       }
-      for (const pid of await findOwned(token)) {
+      for (const { pid } of await findOwned(token)) {
         if (signal(pid, "SIGKILL")) {
           killed++;
           pids.push(pid);
@@ -438,14 +523,27 @@ function signal(target: number, name: "SIGTERM" | "SIGKILL"): boolean {
 async function waitGone(pids: readonly number[], ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   let delay = 2;
+  let left = pids;
   while (Date.now() < deadline) {
-    const alive = pids.some((pid) => {
-      const stat = procStat(pid);
-      return stat !== undefined && stat.state !== "Z";
-    });
-    if (!alive) return;
+    const alive = await Promise.all(left.map(running));
+    left = left.filter((_, index) => alive[index]);
+    if (left.length === 0) return;
     await new Promise((resolve) => setTimeout(resolve, delay));
     delay = Math.min(delay * 2, 50);
+  }
+}
+
+/** Whether a process exists and is not a zombie (read asynchronously). */
+async function running(pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if ((error as { code?: unknown } | null)?.code !== "EPERM") return false;
+  }
+  try {
+    return parseStat(await fs.readFile(`/proc/${pid}/stat`, "utf8"))?.state !== "Z";
+  } catch {
+    return false;
   }
 }
 

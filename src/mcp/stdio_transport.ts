@@ -64,7 +64,9 @@ export interface ExitInfo {
 
 /**
  * An MCP `Transport` over a child process the host started. Closing it ends the server's input,
- * then, if it is still running, sends its whole process group SIGTERM and at last SIGKILL.
+ * then, if it is still running, sends its whole process group SIGTERM and at last SIGKILL; it
+ * resolves once the host has also ended the server's descendants that left the group (`setsid`,
+ * found by the server's marker, see `NodeProcesses.spawn`), and only those.
  */
 export class HostStdioTransport implements Transport {
   readonly #options: StdioTransportOptions;

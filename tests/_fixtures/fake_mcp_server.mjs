@@ -9,6 +9,9 @@
  * - `--die-after-calls=N`: exit with code 1, unanswered, when the (N+1)th `tools/call` arrives.
  * - `--spawn-grandchild`: start `/bin/sh -c 'sleep 1000; exit 0' fake-mcp-grandchild MARKER` in
  *   this process's group (not detached, stdio ignored); the `grandchild_pid` tool tells its pid.
+ * - `--spawn-setsid-grandchild`: start `/bin/sh -c 'trap "" TERM; sleep 1000; exit 0'
+ *   fake-mcp-setsid-grandchild MARKER` detached (in a session and group of its own, as `setsid`
+ *   makes), ignoring SIGTERM (its `sleep` too), stdio ignored, not waited for.
  * - `--prompts-only`: advertise prompts but no tools (the MCP client then logs a warning of its own
  *   when asked for the tools).
  * - `--marker=TEXT`: not used, so tests can find the process by its command line (the grandchild
@@ -63,6 +66,15 @@ function serve() {
       env: { ...process.env, FAKE_MCP_MARKER: marker },
     });
     grandchild.on("error", (error) => log(`grandchild failed: ${error.message}`));
+  }
+  if (flag("spawn-setsid-grandchild")) {
+    const escaped = spawn(
+      "/bin/sh",
+      ["-c", 'trap "" TERM; sleep 1000; exit 0', "fake-mcp-setsid-grandchild", marker],
+      { detached: true, stdio: "ignore", env: { ...process.env, FAKE_MCP_MARKER: marker } },
+    );
+    escaped.on("error", (error) => log(`setsid grandchild failed: ${error.message}`));
+    escaped.unref();
   }
 
   /** Writes one JSON-RPC message to stdout. */

@@ -32,6 +32,9 @@
  * - `no-tools`: advertises no tools capability (a prompts-less, tools-less server).
  * - `immortal`: ignores stdin EOF, SIGTERM, SIGINT and SIGHUP, and starts a child (same process
  *   group) that ignores them too.
+ * - `setsid-child`: behaves, but starts a child in a session and process group of its own (as
+ *   `setsid` makes: `detached`), not waited for, that ignores SIGTERM, SIGINT and SIGHUP and
+ *   carries the marker in its argv.
  * - `exit-mid-call`: on `tools/call` writes half an answer and exits with code 1.
  * - `flood`: 10,000 `notifications/tools/list_changed`, 10,000 log messages and 10,000 progress
  *   notifications (real and made-up tokens) after `initialized` and again before the call's answer.
@@ -487,12 +490,26 @@ function immortalChild() {
   child.on("error", () => {});
 }
 
+/** Starts the child of `setsid-child`: its own session, deaf to polite signals, not waited for. */
+function setsidChild() {
+  const source = "for (const s of ['SIGTERM','SIGINT','SIGHUP']) process.on(s, () => {});" +
+    "setInterval(() => {}, 1e9);";
+  const child = spawn(
+    process.execPath,
+    ["-e", source, "hostile-mcp-setsid-child", `--marker=${marker}`],
+    { stdio: "ignore", detached: true },
+  );
+  child.on("error", () => {});
+  child.unref();
+}
+
 const ignoresEnd = mode === "immortal" || mode === "no-init";
 if (ignoresEnd) {
   for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(signal, () => {});
   setInterval(() => {}, 1e9);
 }
 if (mode === "immortal") immortalChild();
+if (mode === "setsid-child") setsidChild();
 if (mode === "garbage") garbage();
 
 let buffered = "";

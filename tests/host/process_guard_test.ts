@@ -6,10 +6,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { isAlive, waitGone } from "./_processes.ts";
+import { MARK, marked } from "../_helpers/marked_processes.ts";
 import { NodeHost } from "../../src/host/node_host.ts";
+import type { HostProcess } from "../../src/host/host.ts";
 import {
   bootId,
+  findOwned,
   groupAlive,
+  OwnedScanner,
   ownerVariable,
   ProcessSupervisor,
   procStat,
@@ -60,29 +64,135 @@ Deno.test("NodeHost.spawn() kills a background job left in the group when the co
   }
 });
 
+/**
+ * Starts `/bin/sh -c` running `script` through `host`, with `mark` in its environment; resolves
+ * with the first line it prints and the process (its output drained in the background).
+ */
+async function spawnPrinting(
+  host: NodeHost,
+  script: string,
+  mark: string,
+  signal?: AbortSignal,
+): Promise<{ line: string; child: HostProcess; drained: Promise<void> }> {
+  const child = await host.spawn("/bin/sh", ["-c", script], {
+    cwd: "/",
+    env: { [MARK]: mark },
+    ...(signal ? { signal } : {}),
+  });
+  void child.stderr.cancel();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let line = "";
+  while (!line.endsWith("\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    line += value;
+  }
+  const drained = (async () => {
+    while (!(await reader.read()).done) {
+      // What comes after the first line is not needed.
+    }
+  })();
+  return { line: line.trim(), child, drained };
+}
+
+/**
+ * A shell script that starts `setsid sh -c '<inner>'` (its own session and group), waits until it
+ * has left the group (before that, the group kill would reach it), prints its pid, then `tail`.
+ */
+function setsidScript(inner: string, tail: string): string {
+  return `setsid sh -c '${inner}' >/dev/null 2>&1 & p=$!
+while [ "$(cut -d' ' -f5 /proc/$p/stat 2>/dev/null)" != "$p" ]; do sleep 0.01; done; echo $p; ${tail}`;
+}
+
+Deno.test("NodeHost.spawn(): descendants that called setsid end with their own command, SIGKILL for one ignoring SIGTERM; another command's are untouched", async () => {
+  const host = new NodeHost();
+  const finished = crypto.randomUUID();
+  const running = crypto.randomUUID();
+  const abort = new AbortController();
+  try {
+    // Ends at once, leaving a session of its own that ignores SIGTERM (so does its sleep).
+    const first = await spawnPrinting(
+      host,
+      setsidScript(`trap "" TERM; sleep 300; exit 0`, ""),
+      finished,
+    );
+    // Keeps running, with an escaped sleep of its own.
+    const second = await spawnPrinting(
+      host,
+      setsidScript("sleep 300; exit 0", "wait"),
+      running,
+      abort.signal,
+    );
+    assert.equal((await marked(finished)).length, 2, "the escaped shell and its sleep run");
+    assert.deepEqual(await first.child.exited, { code: 0, signal: null });
+    await first.drained;
+    assert.deepEqual(await marked(finished), [], "gone by the time exited settles");
+    const others = await marked(running);
+    assert.equal(others.length, 3, "the running command and its escaped shell and sleep");
+    assert.ok(others.includes(Number(second.line)));
+    abort.abort();
+    await Promise.all([second.child.exited, second.drained]);
+    assert.deepEqual(await marked(running), [], "gone once the aborted command settled");
+  } finally {
+    await host.stopProcesses({ graceMs: 0 });
+    for (const mark of [finished, running]) killAll(await marked(mark));
+  }
+});
+
+Deno.test("findOwned() finds a host's processes by marker value, only at the start of a variable", async () => {
+  const token = crypto.randomUUID().replaceAll("-", "");
+  const variable = ownerVariable(token);
+  const seven = detachedSleep({ [variable]: "7" });
+  const eight = detachedSleep({ [variable]: "8" });
+  // The name inside another variable's value is no marker.
+  const lookalike = detachedSleep({ OTHER: `${variable}=7` });
+  try {
+    const all = await findOwned(token);
+    assert.deepEqual(
+      all.map(({ pid, child }) => `${pid}=${child}`).sort(),
+      [`${seven}=7`, `${eight}=8`].sort(),
+    );
+    assert.deepEqual(await findOwned(token, new Set(["7"])), [{ pid: seven, child: "7" }]);
+    // Concurrent requests share scans and each gets its own.
+    const scanner = new OwnedScanner(token);
+    assert.deepEqual(
+      await Promise.all([scanner.find("7"), scanner.find("8"), scanner.find("9")]),
+      [[seven], [eight], []],
+    );
+  } finally {
+    killAll([seven, eight, lookalike]);
+  }
+});
+
 Deno.test("NodeHost.stopProcesses() ends every group and marked process, escalating to SIGKILL, then refuses to spawn", async () => {
   const host = new NodeHost();
   const stubborn = await host.spawn("/bin/sh", ["-c", "trap '' TERM; sleep 300 & echo $!; wait"], {
     cwd: "/",
   });
   const polite = await host.spawn("/bin/sh", ["-c", "sleep 300 & echo $!; wait"], { cwd: "/" });
-  // Left its group (and the command ended): only the marker in its environment finds it.
+  // Left its group, while its command still runs: the stop ends it with the command's group.
   const escaper = await host.spawn(
     "/bin/sh",
     [
       "-c",
-      // Ends only once the job has its own group (before, the end of the command would kill it).
+      // Prints its pid once the job has its own group (before, the group kill would reach it).
       `setsid sleep 300 >/dev/null 2>&1 & p=$!
-      while [ "$(cut -d' ' -f5 /proc/$p/stat)" != "$p" ]; do sleep 0.01; done; echo $p`,
+      while [ "$(cut -d' ' -f5 /proc/$p/stat)" != "$p" ]; do sleep 0.01; done; echo $p; wait`,
     ],
     { cwd: "/" },
   );
-  const [escaperOut] = await Promise.all([
-    new Response(escaper.stdout).text(),
-    escaper.stderr.cancel(),
-    escaper.exited,
-  ]);
-  const escaped = Number(escaperOut.trim());
+  void escaper.stderr.cancel();
+  const escaperOut = escaper.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let line = "";
+  while (!line.endsWith("\n")) {
+    const { value, done } = await escaperOut.read();
+    if (done) break;
+    line += value;
+  }
+  const rest = (async () => {
+    while (!(await escaperOut.read()).done) { /* drained */ }
+  })();
+  const escaped = Number(line.trim());
   const pids: number[] = [stubborn.pid, polite.pid, escaped];
   try {
     assert.equal(await isAlive(escaped), true);
@@ -92,7 +202,13 @@ Deno.test("NodeHost.stopProcesses() ends every group and marked process, escalat
     });
     // The jobs' pids are printed at once; the output ends when the groups are gone.
     const stop = host.stopProcesses({ graceMs: 100 });
-    const [stubbornExit, politeExit] = await Promise.all([stubborn.exited, polite.exited, stop]);
+    const [stubbornExit, politeExit] = await Promise.all([
+      stubborn.exited,
+      polite.exited,
+      stop,
+      escaper.exited,
+      rest,
+    ]);
     assert.deepEqual(stubbornExit, { code: null, signal: "SIGKILL" });
     assert.deepEqual(politeExit, { code: null, signal: "SIGTERM" });
     for (const text of await Promise.all(outputs)) pids.push(Number(text.trim()));
@@ -158,9 +274,11 @@ Deno.test("NodeHost.superviseProcesses() covers a child whose stdin is piped whe
     await Promise.all([host.exited, stdout.cancel(), stderr]);
     // The host's end of the pipe is gone, so `cat` ended; `sleep 300` only dies if supervised.
     // The group is not our child: only /proc tells when it is gone.
-    await pollUntil(() => !groupAlive(group), { what: "the whole group gone", timeoutMs: 5_000 })
-      .catch(() => {});
-    assert.equal(groupAlive(group), false, "the whole group is gone");
+    await pollUntil(async () => !(await groupAlive(group)), {
+      what: "the whole group gone",
+      timeoutMs: 5_000,
+    }).catch(() => {});
+    assert.equal(await groupAlive(group), false, "the whole group is gone");
   } finally {
     if (group > 0) killGroup(group);
     await tester.stopProcesses({ graceMs: 0 });

@@ -2,7 +2,8 @@
  * Hostile MCP servers (tests/_fixtures/hostile_mcp_server.mjs, one `--mode` per case): garbage on
  * stdout, a 70 MiB line, 5,000 tools, endless pages, schema bombs, a ReDoS output schema, 50 MiB
  * and 10,000-block results, unknown content, a call never answered, a server that ignores EOF and
- * SIGTERM (with a child that does too), one that exits mid-call, one with no tools capability, notification floods, a
+ * SIGTERM (with a child that does too), one whose child left its group and session (setsid), one
+ * that exits mid-call, one with no tools capability, notification floods, a
  * `list_changed` loop, server-to-client requests, bad `initialize` answers and none at all. For
  * each: the agent keeps serving, the prompt ends (or `session/new` fails with -32603 naming the
  * server), every frame is JSON-RPC and matches the ACP schema, nothing carrying the case's marker
@@ -50,6 +51,8 @@ interface Mode {
   readonly check?: (updates: string) => string | undefined;
   /** Run at the `test` size too. */
   readonly test?: boolean;
+  /** Ended each of these ways (a case each), instead of one way picked at random. */
+  readonly endings?: readonly Ending[];
 }
 
 const MODES: readonly Mode[] = [
@@ -70,6 +73,14 @@ const MODES: readonly Mode[] = [
   // Nothing to call; the MCP client's own console output about it stays off the agent's stdout.
   { name: "no-tools", test: true },
   { name: "immortal", calls: ["poke"], outcome: "completed", test: true },
+  // A child in a session of its own (setsid), deaf to SIGTERM: it ends with its server.
+  {
+    name: "setsid-child",
+    calls: ["poke"],
+    outcome: "completed",
+    test: true,
+    endings: ["session/close", "session/delete"],
+  },
   { name: "exit-mid-call", calls: ["poke", "poke"], outcome: "failed", test: true },
   { name: "flood", calls: ["poke"], outcome: "completed" },
   { name: "list-changed-loop", calls: ["poke"], outcome: "completed", test: true },
@@ -136,7 +147,9 @@ export const mcp: Scenario = {
     const callTimeout = context.pick(5, 5, 3);
     for (let round = 0; round < rounds; round++) {
       for (const mode of modes) {
-        cases.push({ mode, ending: ENDINGS[Math.floor(next() * ENDINGS.length)] as Ending });
+        // Drawn for every mode, so that the other modes' endings stay those of the seed.
+        const drawn = ENDINGS[Math.floor(next() * ENDINGS.length)] as Ending;
+        for (const ending of mode.endings ?? [drawn]) cases.push({ mode, ending });
       }
     }
     // A few at once: most wait on a grace period or a timeout.

@@ -1,11 +1,13 @@
 /**
  * Orphan hunts: after every way a session or the server can end (stdin close, SIGTERM, SIGINT,
  * session/close, session/delete, SIGKILL then a restart), no process the server started may be
- * left: neither a command that ignores SIGTERM nor a background job of a command that finished.
+ * left: neither a command that ignores SIGTERM nor a background job of a command that finished,
+ * nor a job that left the command's process group and session (`setsid`), ignoring SIGTERM too.
  *
  * @module
  */
 import { existsSync } from "node:fs";
+import { pollUntil } from "../../tests/_helpers/wait.ts";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Scenario, ScenarioContext } from "../context.ts";
@@ -20,6 +22,13 @@ const ENDINGS = [
   "SIGKILL+restart",
 ] as const;
 
+/**
+ * Starts `setsid sh -c '<inner>'` in the background and writes its pid to `job.pid` once it has
+ * a process group of its own (before, the command's group kill would still reach it).
+ */
+const SETSID_JOB = `setsid sh -c 'trap "" TERM; sleep 300; exit 0' >/dev/null 2>&1 & p=$!
+while [ "$(cut -d' ' -f5 /proc/$p/stat)" != "$p" ]; do sleep 0.01; done; echo $p > job.pid`;
+
 const COMMANDS = {
   /** Still running when the ending comes; ignores SIGTERM (and so does its sleep). */
   "ignores-TERM": 'trap "" TERM; sleep 300',
@@ -28,7 +37,14 @@ const COMMANDS = {
    * knows the job really started).
    */
   "background-job": "sleep 300 >/dev/null 2>&1 & echo $! > job.pid",
+  /** The command ends at once and leaves a job in a session of its own, ignoring SIGTERM. */
+  "setsid-job": SETSID_JOB,
+  /** Still running when the ending comes, with a job in a session of its own; both ignore TERM. */
+  "setsid-running": `${SETSID_JOB}; trap "" TERM; sleep 300`,
 } as const;
+
+/** The commands that end at once, leaving a job behind. */
+const ENDS_AT_ONCE: ReadonlySet<string> = new Set(["background-job", "setsid-job"]);
 
 /** The server's process supervisor (src/host/process_guard.ts), by its command line. */
 const SUPERVISOR = /acp-harness-supervisor/;
@@ -39,7 +55,8 @@ const GONE_WITHIN_MS = 5_000;
 /** See the module doc. */
 export const orphans: Scenario = {
   name: "orphans",
-  description: "6 endings × {trap '' TERM; sleep 300, sleep 300 &}: no process left",
+  description:
+    "6 endings × {trap '' TERM; sleep 300, sleep 300 &, setsid job ended or running}: none left",
   async run(context: ScenarioContext): Promise<void> {
     const rounds = context.pick(2, 1, 1);
     const cases: Array<[typeof ENDINGS[number], keyof typeof COMMANDS]> = [];
@@ -85,7 +102,7 @@ async function oneCase(
   const prompt = server.promptRequest(sessionId, "start it");
   await server.write(prompt.frame);
   context.run();
-  if (command === "background-job") {
+  if (ENDS_AT_ONCE.has(command)) {
     // The command ends at once: let the turn end, then its job must be gone already (the server
     // ends what a command leaves in its group when the command exits).
     if ((await server.response(prompt.id, 10_000)) === undefined) {
@@ -107,6 +124,9 @@ async function oneCase(
     }
   } else if (!(await waitForProcess(marker, /sleep 300/, 10_000))) {
     context.fail("other", "no-command", `${label}: the command never started`);
+    return;
+  } else if (command === "setsid-running" && !(await jobStarted(cwd))) {
+    context.fail("other", "no-command", `${label}: the command never started its job`);
     return;
   }
   let except: number[] = [];
@@ -164,4 +184,13 @@ async function oneCase(
   }
   if (restarted) await restarted.stop();
   if (!server.exit) await server.stop();
+}
+
+/** Waits (bounded) for the command's `job.pid`: the job has left the command's group by then. */
+async function jobStarted(cwd: string): Promise<boolean> {
+  // Written by the command, a process that is not ours: no event to wait on.
+  return await pollUntil(() => existsSync(join(cwd, "job.pid")), {
+    what: "the command's job.pid",
+    timeoutMs: 10_000,
+  }).then(() => true, () => false);
 }

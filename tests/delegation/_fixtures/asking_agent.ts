@@ -2,7 +2,9 @@
  * A minimal ACP agent for the delegate tool's tests (run with `deno run`): every prompt asks
  * permission once with the options in `ASKING_AGENT_OPTIONS` (kinds, comma-separated; default
  * all four), then answers `chose <optionId>` or `chose cancelled`. A prompt `hang` waits for
- * `session/cancel`; `refuse` ends with `refusal`; `crash` exits mid-prompt.
+ * `session/cancel`; `refuse` ends with `refusal`; `crash` exits mid-prompt; `setsid` starts
+ * `setsid sh -c 'trap "" TERM; sleep 300; exit 0'` (a session of its own, ignoring SIGTERM, not
+ * waited for), says `escaped <pid>`, then waits for `session/cancel` like `hang`.
  *
  * @module
  */
@@ -31,7 +33,17 @@ const app = agent({ name: "asking-agent" })
         sessionId: params.sessionId,
         update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: words } },
       });
-    if (text === "hang") {
+    if (text === "setsid") {
+      const escaped = new Deno.Command("setsid", {
+        args: ["sh", "-c", 'trap "" TERM; sleep 300; exit 0'],
+        stdin: "null",
+        stdout: "null",
+        stderr: "null",
+      }).spawn();
+      escaped.unref();
+      await say(`escaped ${escaped.pid}; `);
+    }
+    if (text === "hang" || text === "setsid") {
       await say("hanging");
       await new Promise<void>((resolve) => cancels.set(params.sessionId, resolve));
       return { stopReason: "cancelled" as const };
