@@ -1,3 +1,5 @@
+import { redactUrls } from "../util/redact_urls.ts";
+
 /** Log levels, most severe first. */
 export type LogLevel = "error" | "warn" | "info" | "debug";
 
@@ -44,7 +46,8 @@ const SECRET_KEY =
  *
  * Fields are written as compact JSON: an `Error` as `name: message`, and the value of any key
  * that names a credential (`authorization`, `x-api-key`, `apiKey`, `token`, `password`, …) as
- * `[redacted]`.
+ * `[redacted]`. URLs in string fields and error messages lose their user name and password and
+ * the values of credential-like query parameters (see `redactUrls`).
  *
  * @example Logging to a buffer
  * ```ts
@@ -72,7 +75,9 @@ export function createLogger(level: LogLevel, write: (line: string) => void): Lo
               SECRET_KEY.test(key)
                 ? "[redacted]"
                 : value instanceof Error
-                ? `${value.name}: ${value.message}`
+                ? redactUrls(`${value.name}: ${value.message}`)
+                : typeof value === "string"
+                ? redactUrls(value)
                 : value,
           );
       } catch {

@@ -24,6 +24,7 @@ import {
 } from "@modelcontextprotocol/client";
 import type { HostProcesses } from "../host/host.ts";
 import type { Logger } from "../log/logger.ts";
+import { redactUrls } from "../util/redact_urls.ts";
 import { VERSION } from "../version.ts";
 import { describeMcpServer, type McpServerSpec } from "./mcp_declarations.ts";
 import { McpStartError } from "./mcp_errors.ts";
@@ -69,17 +70,20 @@ export interface McpConnectionOptions {
   readonly onToolsChanged?: () => void;
 }
 
-/** A call that did not get an answer from the server: the text says why, for the model. */
+/**
+ * A call that did not get an answer from the server: the text says why, for the model (URLs in
+ * it redacted: it is recorded in the session's log).
+ */
 export class McpCallError extends Error {
   /** Whether the call was cancelled (the turn was). */
   readonly cancelled: boolean;
 
   /**
-   * @param message Why
+   * @param message Why (URLs in it are redacted)
    * @param cancelled Whether the call was cancelled
    */
   constructor(message: string, cancelled = false) {
-    super(message);
+    super(redactUrls(message));
     this.name = "McpCallError";
     this.cancelled = cancelled;
   }
@@ -485,12 +489,15 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
+/** An error in words, URLs redacted (the runtimes' fetch errors and the client's quote them). */
 function describe(error: unknown): string {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
-    return typeof code === "string" && !error.message.includes(code)
-      ? `${error.message} (${code})`
-      : error.message;
+    return redactUrls(
+      typeof code === "string" && !error.message.includes(code)
+        ? `${error.message} (${code})`
+        : error.message,
+    );
   }
-  return String(error);
+  return redactUrls(String(error));
 }
