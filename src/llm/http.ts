@@ -9,6 +9,7 @@ import { type LlmEvent, ProviderError, type ProviderErrorKind } from "./provider
 import { SseDecoder } from "./sse.ts";
 import { isRecord, parseJson } from "../util/json.ts";
 import { describeNetworkError } from "../util/network_error.ts";
+import { redactUrls } from "../util/redact_urls.ts";
 
 /** The `finish` event that ends every provider stream. */
 export type LlmFinishEvent = Extract<LlmEvent, { type: "finish" }>;
@@ -550,7 +551,9 @@ export async function* streamLlmEvents(
   } catch (error) {
     if (!signal.aborted) {
       failure = error instanceof ProviderError ? error : new ProviderError(
-        `Cannot read the response stream: ${error instanceof Error ? error.message : error}`,
+        redactUrls(
+          `Cannot read the response stream: ${error instanceof Error ? error.message : error}`,
+        ),
         { kind: "transport", retryable: true, cause: error },
       );
     }
@@ -656,7 +659,8 @@ function safeUrl(url: string): string {
 }
 
 function redact(text: string, secrets: readonly string[]): string {
-  let result = text;
+  // A runtime's fetch error may quote the URL: a base URL's `user:pw@` or `?key=` with it.
+  let result = redactUrls(text);
   for (const secret of secrets) {
     if (secret.length >= 4) result = result.split(secret).join("[redacted]");
   }

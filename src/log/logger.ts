@@ -1,3 +1,5 @@
+import { redactUrls } from "../util/redact_urls.ts";
+
 /** Log levels, most severe first. */
 export type LogLevel = "error" | "warn" | "info" | "debug";
 
@@ -66,7 +68,9 @@ function fieldValue(key: string, value: unknown): unknown {
   return SECRET_KEY.test(key)
     ? "[redacted]"
     : value instanceof Error
-    ? `${value.name}: ${value.message}`
+    ? redactUrls(`${value.name}: ${value.message}`)
+    : typeof value === "string"
+    ? redactUrls(value)
     : value;
 }
 
@@ -76,7 +80,9 @@ function fieldValue(key: string, value: unknown): unknown {
  * Text lines read `acp-harness <level>: <message> {fields as compact JSON}`, after the time when
  * `timestamps` is set. JSON lines are one object: `time`, `level`, `message`, then the fields.
  * Either way an `Error` is written as `name: message`, and the value of any key that names a
- * credential (`authorization`, `x-api-key`, `apiKey`, `token`, `password`, …) as `[redacted]`.
+ * credential (`authorization`, `x-api-key`, `apiKey`, `token`, `password`, …) as `[redacted]`;
+ * URLs in string fields and error messages lose their user name and password and the values of
+ * credential-like query parameters (see `redactUrls`).
  *
  * @example Logging to a buffer
  * ```ts

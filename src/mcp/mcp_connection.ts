@@ -24,10 +24,12 @@ import {
 } from "@modelcontextprotocol/client";
 import type { HostProcesses } from "../host/host.ts";
 import type { Logger } from "../log/logger.ts";
+import { redactUrls } from "../util/redact_urls.ts";
 import { VERSION } from "../version.ts";
 import { describeMcpServer, type McpServerSpec } from "./mcp_declarations.ts";
 import { McpStartError } from "./mcp_errors.ts";
 import { HostStdioTransport } from "./stdio_transport.ts";
+import { type LeftOutTool, screenToolLists } from "./tool_list_screen.ts";
 
 /** The most pages of `tools/list` or `prompts/list` read from one server. */
 const MAX_LIST_PAGES = 100;
@@ -69,17 +71,20 @@ export interface McpConnectionOptions {
   readonly onToolsChanged?: () => void;
 }
 
-/** A call that did not get an answer from the server: the text says why, for the model. */
+/**
+ * A call that did not get an answer from the server: the text says why, for the model (URLs in
+ * it redacted: it is recorded in the session's log).
+ */
 export class McpCallError extends Error {
   /** Whether the call was cancelled (the turn was). */
   readonly cancelled: boolean;
 
   /**
-   * @param message Why
+   * @param message Why (URLs in it are redacted)
    * @param cancelled Whether the call was cancelled
    */
   constructor(message: string, cancelled = false) {
-    super(message);
+    super(redactUrls(message));
     this.name = "McpCallError";
     this.cancelled = cancelled;
   }
@@ -110,6 +115,9 @@ export class McpConnection {
   #refreshQueued = false;
   #reconnecting: Promise<Live> | undefined;
   #closed = false;
+  /** The tools left out of the lists read so far, each once (by name and reason). */
+  readonly #leftOut: LeftOutTool[] = [];
+  readonly #reported = new Set<string>();
 
   private constructor(options: McpConnectionOptions) {
     this.#options = options;
@@ -137,6 +145,14 @@ export class McpConnection {
   /** The server's tools, as it listed them last. */
   get tools(): readonly McpTool[] {
     return this.#tools;
+  }
+
+  /**
+   * The tools left out of the lists the server gave (their definitions were malformed), each
+   * named with the reason, once.
+   */
+  get leftOut(): readonly LeftOutTool[] {
+    return this.#leftOut;
   }
 
   /** The server's prompts, as it listed them at start. */
@@ -291,6 +307,7 @@ export class McpConnection {
     if (outer.aborted) onOuterAbort();
     const signal = controller.signal;
     const transport = this.#transport();
+    screenToolLists(transport, (left) => this.#reportLeftOut(left));
     const client = new Client({ name: "acp-harness", version: VERSION }, {
       capabilities: {},
       jsonSchemaValidator: ACCEPT_ANY,
@@ -317,6 +334,7 @@ export class McpConnection {
       logger.info("MCP server connected", {
         ...this.#fields(),
         tools: tools.length,
+        ...(this.#leftOut.length > 0 ? { toolsLeftOut: this.#leftOut.length } : {}),
         prompts: prompts.length,
         ms: Date.now() - started,
       });
@@ -341,6 +359,25 @@ export class McpConnection {
     } finally {
       clearTimeout(timer);
       outer.removeEventListener("abort", onOuterAbort);
+    }
+  }
+
+  /**
+   * Keeps the tools left out of a list just read, and warns of each once per connection: one
+   * malformed tool costs that tool, not the server.
+   */
+  #reportLeftOut(left: readonly LeftOutTool[]): void {
+    for (const tool of left) {
+      const { name, reason } = tool;
+      const key = `${name}\n${reason}`;
+      if (this.#reported.has(key) || this.#reported.size >= MAX_TOOLS_PER_SERVER) continue;
+      this.#reported.add(key);
+      this.#leftOut.push(tool);
+      this.#options.logger.warn("MCP server tool left out: its definition is malformed", {
+        ...this.#fields(),
+        tool: name,
+        reason,
+      });
     }
   }
 
@@ -485,12 +522,15 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
+/** An error in words, URLs redacted (the runtimes' fetch errors and the client's quote them). */
 function describe(error: unknown): string {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
-    return typeof code === "string" && !error.message.includes(code)
-      ? `${error.message} (${code})`
-      : error.message;
+    return redactUrls(
+      typeof code === "string" && !error.message.includes(code)
+        ? `${error.message} (${code})`
+        : error.message,
+    );
   }
-  return String(error);
+  return redactUrls(String(error));
 }

@@ -44,7 +44,10 @@ export interface McpRemoteServer {
   readonly declaredName: string;
   /** How to reach the server */
   readonly transport: "http" | "sse";
-  /** The server's `http:` or `https:` URL */
+  /**
+   * The server's `http:` or `https:` URL, without user name and password: those become an
+   * `Authorization: Basic` header.
+   */
   readonly url: string;
   /** null-prototype, frozen; names as given (case kept) */
   readonly headers: Readonly<Record<string, string>>;
@@ -76,7 +79,10 @@ const QUOTE_LENGTH = 80;
  * Validates the `mcpServers` of a `session/new`, `session/load` or `session/resume` request and
  * normalizes the servers' names. The input is untrusted: every field is checked, extra fields
  * (such as `_meta`) are ignored. The first problem is thrown as an invalid-params error whose
- * message names the entry and the field; env and header values never appear in a message.
+ * message names the entry and the field; env and header values never appear in a message, nor
+ * does a URL. A remote server's URL with a user name or password (`https://user:pw@host/mcp`)
+ * has them taken out and sent as an `Authorization: Basic` header instead (percent-decoded,
+ * UTF-8); with an `Authorization` header declared too, the declaration is refused.
  *
  * @example A stdio server and an HTTP server
  * ```ts
@@ -170,13 +176,13 @@ export function mcpServerName(declared: string): string {
  *   type: "http",
  *   name: "docs",
  *   url: "https://me:pw@docs.example/mcp?key=k",
- *   headers: [{ name: "Authorization", value: "Bearer t" }],
+ *   headers: [{ name: "X-Trace", value: "1" }],
  * }], { http: true, sse: false });
  * assert.deepEqual(describeMcpServer(server!), {
  *   name: "docs",
  *   transport: "http",
  *   url: "https://docs.example/mcp?…",
- *   headerNames: ["Authorization"],
+ *   headerNames: ["X-Trace", "Authorization"],
  * });
  * ```
  *
@@ -241,13 +247,52 @@ function parseServer(entry: unknown, where: string, transports: McpTransports): 
       env: parseEnv(own(record, "env"), `${where}.env`),
     });
   }
+  const url = parseUrl(own(record, "url"), `${where}.url`);
+  const headers = parseHeaders(own(record, "headers"), `${where}.headers`);
   return Object.freeze({
     name,
     declaredName,
     transport,
-    url: parseUrl(own(record, "url"), `${where}.url`),
-    headers: parseHeaders(own(record, "headers"), `${where}.headers`),
+    ...withoutUserinfo(url, headers, where),
   });
+}
+
+/**
+ * A URL's user name and password as an `Authorization: Basic` header, the URL without them
+ * (`fetch` refuses a URL with credentials, and its error quotes it). Refused when the headers
+ * have an `Authorization` already; the message never repeats the URL.
+ */
+function withoutUserinfo(
+  text: string,
+  headers: Readonly<Record<string, string>>,
+  where: string,
+): { url: string; headers: Readonly<Record<string, string>> } {
+  const url = new URL(text);
+  if (url.username === "" && url.password === "") return { url: text, headers };
+  if (Object.keys(headers).some((name) => name.toLowerCase() === "authorization")) {
+    fail(
+      `${where}.url`,
+      "must not have a user name or password when headers has an Authorization header",
+    );
+  }
+  const credentials = `${percentDecoded(url.username)}:${percentDecoded(url.password)}`;
+  let binary = "";
+  for (const byte of new TextEncoder().encode(credentials)) binary += String.fromCharCode(byte);
+  const withBasic: Record<string, string> = Object.create(null);
+  for (const [name, value] of Object.entries(headers)) define(withBasic, name, value);
+  define(withBasic, "Authorization", `Basic ${btoa(binary)}`);
+  url.username = "";
+  url.password = "";
+  return { url: url.href, headers: Object.freeze(withBasic) };
+}
+
+/** A URL component percent-decoded, or as it is when it is not validly encoded. */
+function percentDecoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 /** Validates a declared server name. */

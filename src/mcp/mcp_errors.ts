@@ -5,9 +5,13 @@
  * @module
  */
 
+import { redactUrls } from "../util/redact_urls.ts";
+
 /**
  * An MCP server of a session could not be connected: it did not start, exited, failed the
- * handshake or did not answer in time. The request that opened the session fails with it.
+ * handshake or did not answer in time. The request that opened the session fails with it. URLs
+ * in the cause are redacted (no user name or password, no credential-like query values): the
+ * message goes to the client and the logs.
  *
  * @example
  * ```ts
@@ -15,6 +19,10 @@
  * import { McpStartError } from "./mcp_errors.ts";
  * const error = new McpStartError("files", "exited with code 3");
  * assert.equal(error.message, 'MCP server "files" did not start: exited with code 3');
+ * assert.equal(
+ *   new McpStartError("web", "fetch http://u:pw@127.0.0.1:1/mcp?token=t failed").message,
+ *   'MCP server "web" did not start: fetch http://127.0.0.1:1/mcp?token=[redacted] failed',
+ * );
  * ```
  */
 export class McpStartError extends Error {
@@ -23,10 +31,10 @@ export class McpStartError extends Error {
 
   /**
    * @param server The server's name
-   * @param cause What went wrong, in words
+   * @param cause What went wrong, in words (URLs in it are redacted)
    */
   constructor(server: string, cause: string) {
-    super(`MCP server ${JSON.stringify(server)} did not start: ${cause}`);
+    super(`MCP server ${JSON.stringify(server)} did not start: ${redactUrls(cause)}`);
     this.name = "McpStartError";
     this.server = server;
   }

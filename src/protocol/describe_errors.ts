@@ -1,6 +1,7 @@
 import type { Logger } from "../log/logger.ts";
 import type { AnyMessage, Stream } from "../transport/acp.ts";
 import type { BulkWriter, FrameWriter, NdJsonStream } from "../transport/nd_json_stream.ts";
+import { redactUrls } from "../util/redact_urls.ts";
 
 /**
  * Wraps a connection's outbound side so every error response names what was wrong, and logs it.
@@ -11,7 +12,8 @@ import type { BulkWriter, FrameWriter, NdJsonStream } from "../transport/nd_json
  * `data` as it was. Every error response is logged to the logger (stderr). A `data` nested deeper
  * than {@link MAX_DATA_DEPTH} (the SDK echoes an invalid message there, which a client may nest
  * thousands deep) is replaced by a note: serializing it could exhaust the stack of the transport
- * that writes it.
+ * that writes it. URLs in an error's message lose their user name and password and the values of
+ * credential-like query parameters.
  *
  * It also offers `writeDirect`: writes straight to the transport, past the SDK's one-at-a-time
  * send path, for bulk notifications (a `session/load` replay). Messages written directly go out
@@ -43,6 +45,11 @@ export function describeErrors(
       let error = message.error as { code: number; message: string; data?: unknown };
       if (error.data !== undefined && nestedDeeperThan(error.data, MAX_DATA_DEPTH)) {
         error = { ...error, data: { omitted: `nested deeper than ${MAX_DATA_DEPTH} levels` } };
+        message = { ...message, error };
+      }
+      if (typeof error.message === "string" && error.message.includes("://")) {
+        // A URL quoted by an error (a fetch failure) loses its credentials on the way out.
+        error = { ...error, message: redactUrls(error.message) };
         message = { ...message, error };
       }
       if (error.code === -32602 && error.message === "Invalid params") {

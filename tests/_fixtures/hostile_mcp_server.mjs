@@ -20,7 +20,10 @@
  *   after normalization (`dup.1`, `dup_1`, `dup 1`), exact duplicates, built-in names
  *   (`read_file`, `run_command`, …), `__proto__`, `""`, 64 KiB descriptions.
  * - `endless-pages`: `tools/list` always has a `nextCursor`.
- * - `schema-deep`: `poke`'s input schema and `deep_out`'s output schema are 10,000 levels deep.
+ * - `schema-deep`: besides `poke`, `deep_in`'s input schema and `deep_out`'s output schema are
+ *   10,000 levels deep.
+ * - `bad-tools`: besides `poke` and `poke_too`, `deep_in` (an input schema 5,000 levels deep),
+ *   `string_in` (input schema `{"type":"string"}`) and `number_in` (input schema `5`).
  * - `schema-refs`: `$ref` cycles (`a` → `b` → `a`, `#`) and a `$ref` fan-out (2^40 nodes when
  *   expanded) in input schemas; `poke` has the fan-out as its output schema.
  * - `redos-output`: `poke` has an output schema whose `pattern` is `^(a+)+$` and answers
@@ -159,10 +162,19 @@ function toolsText() {
       return JSON.stringify(tools.slice(0, 5000));
     }
     case "schema-deep":
-      return `[{"name":"poke","inputSchema":${deepSchemaText(10_000)}},` +
+      return `[${JSON.stringify(POKE)},{"name":"deep_in","inputSchema":${
+        deepSchemaText(10_000)
+      }},` +
         `{"name":"deep_out","inputSchema":{"type":"object"},"outputSchema":${
           deepSchemaText(10_000)
         }}]`;
+    case "bad-tools":
+      return `[${JSON.stringify(POKE)},{"name":"deep_in","inputSchema":${deepSchemaText(5_000)}},` +
+        JSON.stringify([
+          { name: "string_in", inputSchema: { type: "string" } },
+          { name: "number_in", inputSchema: 5 },
+          { ...POKE, name: "poke_too" },
+        ]).slice(1);
     case "schema-refs": {
       const cycle = {
         type: "object",

@@ -494,3 +494,15 @@ Deno.test("streamLlmEvents() ends with aborted once the signal aborts, even if f
   const before = await stream(bodyFetch([]).fetch, TEXT_DECODER, AbortSignal.abort());
   assert.deepEqual(before, [{ type: "finish", reason: "aborted" }]);
 });
+
+Deno.test("transportError() redacts a URL the runtime's error quotes", () => {
+  const error = transportError(
+    new TypeError("error sending request for url (http://user:SECRETP@127.0.0.1:1/v1?key=SECRETK)"),
+    { url: "http://user:SECRETP@127.0.0.1:1/v1?key=SECRETK" },
+  );
+  assert.equal(
+    error.message,
+    "Cannot reach http://127.0.0.1:1/v1: error sending request for url " +
+      "(http://127.0.0.1:1/v1?key=[redacted]",
+  );
+});

@@ -179,3 +179,20 @@ Deno.test("createLogger() in json writes one object a line, fields redacted and 
     },
   ]);
 });
+
+Deno.test("createLogger() redacts the credentials of URLs in strings and errors", () => {
+  const { lines, log } = capture("debug");
+  log.warn("MCP server did not start", {
+    cause: "fetch http://u:SECRETPASS@127.0.0.1:1/mcp?token=SECRETQ failed",
+    error: new TypeError("error sending request for url (https://a:SECRETB@[::1]:9/?key=SECRETK)"),
+    count: 2,
+  });
+  const [line] = lines;
+  assert.ok(line);
+  assert.doesNotMatch(line, /SECRET/);
+  assert.deepEqual(JSON.parse(line.slice(line.indexOf("{"))), {
+    cause: "fetch http://127.0.0.1:1/mcp?token=[redacted] failed",
+    error: "TypeError: error sending request for url (https://[::1]:9/?key=[redacted]",
+    count: 2,
+  });
+});

@@ -422,7 +422,7 @@ Deno.test("describeMcpServer() shows names, never env or header values", () => {
     }),
     remote("sse", {
       url: `https://bot:${SECRET}@docs.example:8443/mcp/sse?token=${SECRET}&x=1#frag`,
-      headers: [{ name: "Authorization", value: `Bearer ${SECRET}` }],
+      headers: [{ name: "X-Key", value: `Bearer ${SECRET}` }],
     }),
   ], ALL);
   const stdioView = describeMcpServer(files!);
@@ -439,7 +439,7 @@ Deno.test("describeMcpServer() shows names, never env or header values", () => {
     name: "docs",
     transport: "sse",
     url: "https://docs.example:8443/mcp/sse?…#frag",
-    headerNames: ["Authorization"],
+    headerNames: ["X-Key", "Authorization"],
   });
   for (const view of [stdioView, remoteView]) {
     assert.ok(!JSON.stringify(view).includes(SECRET));
@@ -454,4 +454,45 @@ Deno.test("describeMcpServer() leaves a URL without query or credentials as it i
     describeMcpServer(oneRemote(remote("http", { url: "https://user@h.example/" }))).url,
     "https://h.example/",
   );
+});
+
+Deno.test("a URL's user name and password become an Authorization: Basic header", () => {
+  const server = oneRemote(remote("http", {
+    url: `http://bot%40home:${SECRET}%3A%C3%A9@127.0.0.1:3000/mcp?token=${SECRET}`,
+    headers: [{ name: "X-Trace", value: "1" }],
+  }));
+  assert.equal(server.url, `http://127.0.0.1:3000/mcp?token=${SECRET}`);
+  assert.deepEqual({ ...server.headers }, {
+    "X-Trace": "1",
+    Authorization: `Basic ${
+      btoa(String.fromCharCode(...new TextEncoder().encode(`bot@home:${SECRET}:é`)))
+    }`,
+  });
+  assert.ok(Object.isFrozen(server.headers));
+  // A user name alone, and a password alone.
+  assert.equal(
+    oneRemote(remote("sse", { url: "https://me@h.example/sse" })).headers.Authorization,
+    `Basic ${btoa("me:")}`,
+  );
+  const passwordOnly = oneRemote(remote("http", { url: `https://:${SECRET}@h.example/` }));
+  assert.equal(passwordOnly.url, "https://h.example/");
+  assert.equal(passwordOnly.headers.Authorization, `Basic ${btoa(`:${SECRET}`)}`);
+  // Without credentials the URL is kept as written and no header is added.
+  const plain = oneRemote(remote("http", { url: "http://127.0.0.1:3000/mcp?token=t" }));
+  assert.equal(plain.url, "http://127.0.0.1:3000/mcp?token=t");
+  assert.deepEqual(Object.keys(plain.headers), []);
+});
+
+Deno.test("a URL with a user name or password beside an Authorization header is refused", () => {
+  for (const name of ["Authorization", "authorization", "AUTHORIZATION"]) {
+    const message = refused(
+      [remote("http", {
+        url: `https://bot:${SECRET}@docs.example/mcp?token=${SECRET}`,
+        headers: [{ name, value: `Bearer ${SECRET}` }],
+      })],
+      /mcpServers\[0\]\.url: must not have a user name or password when headers has an Authorization header/,
+    );
+    assert.ok(!message.includes("bot"), message);
+    assert.ok(!message.includes("docs.example"), message);
+  }
 });

@@ -126,3 +126,21 @@ Deno.test("describeErrors: an answer that onAnswer says is followed waits for th
   await write({ jsonrpc: "2.0", id: 2, result: {} } as AnyMessage);
   assert.equal(output().split("\n").length - 1, 2, "any other answer is written at once");
 });
+
+Deno.test("describeErrors: a URL in an error's message loses its credentials", async () => {
+  const { stream, written } = transport(false);
+  const lines: string[] = [];
+  const described = describeErrors(stream, createLogger("warn", (line) => lines.push(line)));
+  const writer = described.writable.getWriter();
+  await writer.write({
+    jsonrpc: "2.0",
+    id: 3,
+    error: { code: -32603, message: "Cannot fetch http://u:SECRETP@127.0.0.1:1/?token=SECRETQ" },
+  } as AnyMessage);
+  assert.deepEqual(await written(), [{
+    jsonrpc: "2.0",
+    id: 3,
+    error: { code: -32603, message: "Cannot fetch http://127.0.0.1:1/?token=[redacted]" },
+  }]);
+  assert.doesNotMatch(lines.join(""), /SECRET/);
+});

@@ -1,10 +1,12 @@
 /**
  * Hostile MCP servers (tests/_fixtures/hostile_mcp_server.mjs, one `--mode` per case): garbage on
- * stdout, a 70 MiB line, 5,000 tools, endless pages, schema bombs, a ReDoS output schema, 50 MiB
+ * stdout, a 70 MiB line, 5,000 tools, endless pages, schema bombs and malformed tool schemas
+ * (those tools left out, the others working), a ReDoS output schema, 50 MiB
  * and 10,000-block results, unknown content, a call never answered, a server that ignores EOF and
  * SIGTERM (with a child that does too), one whose child left its group and session (setsid), one
- * that exits mid-call, one with no tools capability, notification floods, a
- * `list_changed` loop, server-to-client requests, bad `initialize` answers and none at all. For
+ * that exits mid-call, one with no tools capability, notification floods, a `list_changed` loop,
+ * server-to-client requests, bad `initialize` answers and none at all, and an HTTP server URL
+ * carrying the case's secret as password and `?token=` on a closed port. For
  * each: the agent keeps serving, the prompt ends (or `session/new` fails with -32603 naming the
  * server), every frame is JSON-RPC and matches the ACP schema, nothing carrying the case's marker
  * is left once the session or the agent ended (stdin EOF, SIGTERM, `session/close`,
@@ -14,6 +16,7 @@
  */
 import { accessSync, constants } from "node:fs";
 import { mkdir, readdir, readFile } from "node:fs/promises";
+import { type AddressInfo, createServer } from "node:net";
 import { delimiter, isAbsolute, join } from "node:path";
 import process from "node:process";
 import { schemaProblems } from "../../tests/_helpers/acp_schema.ts";
@@ -37,6 +40,18 @@ interface Mode {
   readonly name: string;
   /** The tools the script calls, in one step. */
   readonly calls?: readonly string[];
+  /**
+   * Tools the server lists with a malformed definition: the script calls them too (after
+   * `calls`); each must be unknown to the model (the call fails `Unknown tool`) and named by a
+   * `MCP server tool left out` warning, while the server starts.
+   */
+  readonly absent?: readonly string[];
+  /**
+   * Instead of the hostile stdio server, an HTTP server whose URL carries the case's secret as
+   * its password and `?token=` (`http://u:SECRET@127.0.0.1:PORT/mcp?token=SECRET`) on a loopback
+   * port nothing listens on: the start fails, and the secret must not leak.
+   */
+  readonly remote?: boolean;
   /**
    * `session/new` must fail (`must`) or may fail (`may`) with -32603 naming the server and a
    * message matching `cause` (for `may`: any cause but one the agent made up by closing it).
@@ -62,8 +77,16 @@ const MODES: readonly Mode[] = [
   { name: "many-tools", calls: ["poke"], outcome: "completed" },
   // The MCP client stops after 64 pages: refusing the server is fine, for the right reason.
   { name: "endless-pages", calls: ["poke"], outcome: "completed", start: { fails: "may" } },
-  // The MCP client's zod validation of a 10,000-deep value overflows the stack: same.
-  { name: "schema-deep", calls: ["poke", "deep_out"], outcome: "any", start: { fails: "may" } },
+  // A 10,000-deep input or output schema leaves that tool out (the client library's validation
+  // of it would overflow the stack and refuse the whole list); `poke` works.
+  { name: "schema-deep", calls: ["poke"], absent: ["deep_in", "deep_out"], outcome: "completed" },
+  {
+    name: "bad-tools",
+    calls: ["poke", "poke_too"],
+    absent: ["deep_in", "string_in", "number_in"],
+    outcome: "completed",
+    test: true,
+  },
   { name: "schema-refs", calls: ["poke", "cycle", "fan_out"], outcome: "any" },
   { name: "redos-output", calls: ["poke"], outcome: "any", test: true },
   { name: "huge-result", calls: ["poke"], outcome: "completed" },
@@ -97,6 +120,7 @@ const MODES: readonly Mode[] = [
   { name: "bad-version", start: { fails: "must", cause: /protocol version|1999-01-01/i } },
   { name: "init-error", start: { fails: "must", cause: /refuses to start/ }, test: true },
   { name: "no-init", start: { fails: "must", cause: /within 1 s/ }, startTimeout: 1 },
+  { name: "url-secrets", remote: true, start: { fails: "must" }, test: true },
 ];
 
 /** A start failure the agent made up: the server exited only because the agent closed it. */
@@ -206,11 +230,10 @@ async function oneCase(context: ScenarioContext, options: CaseOptions): Promise<
   const cwd = join(dir, "ws");
   const dataDir = join(dir, "data");
   await mkdir(cwd, { recursive: true });
-  const calls = (mode.calls ?? []).map((name, call) => ({
-    id: `call-${call}`,
-    name: `mcp__${SERVER_NAME}__${name}`,
-    arguments: { text: "x" },
-  }));
+  const calls = [
+    ...(mode.calls ?? []).map((name, call) => ({ id: `call-${call}`, name })),
+    ...(mode.absent ?? []).map((name, call) => ({ id: `absent-${call}`, name })),
+  ].map(({ id, name }) => ({ id, name: `mcp__${SERVER_NAME}__${name}`, arguments: { text: "x" } }));
   const script = await writeScript(dir, "script.json", [
     ...(calls.length > 0 ? [{ toolCalls: calls }] : []),
     { text: "done" },
@@ -291,12 +314,19 @@ async function body(context: ScenarioContext, options: BodyOptions): Promise<voi
     context.fail("other", "exception", `${label}: initialize: ${JSON.stringify(init)}`);
     return;
   }
-  const declaration = {
-    name: SERVER_NAME,
-    command: node,
-    args: [FIXTURE, `--mode=${mode.name}`, `--marker=${marker}`],
-    env: [{ name: "HOSTILE_SECRET", value: secret }],
-  };
+  const declaration = mode.remote
+    ? {
+      type: "http",
+      name: SERVER_NAME,
+      url: `http://u:${secret}@127.0.0.1:${await closedPort()}/mcp?token=${secret}`,
+      headers: [],
+    }
+    : {
+      name: SERVER_NAME,
+      command: node,
+      args: [FIXTURE, `--mode=${mode.name}`, `--marker=${marker}`],
+      env: [{ name: "HOSTILE_SECRET", value: secret }],
+    };
   const opened = await tracked.call("session/new", { cwd, mcpServers: [declaration] }, 30_000);
   let sessionId: string | undefined;
   if (opened === undefined) {
@@ -394,7 +424,8 @@ async function turn(
   const updates = agent.updates(sessionId, from);
   const ids = updates.filter((update) => update.sessionUpdate === "tool_call")
     .map((update) => String(update.toolCallId));
-  for (const id of ids) {
+  await checkAbsent(context, agent, mode, updates);
+  for (const id of ids.filter((id) => !id.startsWith("absent-"))) {
     const status = updates.filter((update) => update.toolCallId === id && update.status)
       .at(-1)?.status;
     const expected = mode.outcome ?? "any";
@@ -408,11 +439,49 @@ async function turn(
       context.fail("other", "wrong-outcome", `${label}: ${id} ${status}: ${content}`);
     }
   }
-  if (!mode.cancel && ids.length < (mode.calls?.length ?? 0)) {
+  if (!mode.cancel && ids.length < (mode.calls?.length ?? 0) + (mode.absent?.length ?? 0)) {
     context.fail("other", "missing-call", `${label}: ${ids.length} tool calls shown`);
   }
   const problem = mode.check?.(JSON.stringify(updates));
   if (problem !== undefined) context.fail("other", "server-request", problem);
+}
+
+/**
+ * The tools a mode lists malformed were not offered to the model (their calls failed as unknown)
+ * and a warning names each.
+ */
+async function checkAbsent(
+  context: ScenarioContext,
+  agent: Server,
+  mode: Mode,
+  updates: ReadonlyArray<Record<string, unknown>>,
+): Promise<void> {
+  for (const [index, name] of (mode.absent ?? []).entries()) {
+    const last = updates.filter((update) => update.toolCallId === `absent-${index}`).at(-1);
+    if (last?.status !== "failed" || !JSON.stringify(last.content).includes("Unknown tool")) {
+      context.fail(
+        "other",
+        "bad-tool-offered",
+        `${mode.name}: ${name} ${JSON.stringify(last ?? "not shown").slice(0, 300)}`,
+      );
+    }
+    const warning = new RegExp(`warn: MCP server tool left out[^\n]*"tool":"${name}"`);
+    if (!(await agent.waitFor(() => warning.test(agent.stderr), 5_000))) {
+      context.fail("other", "bad-tool-unnamed", `${mode.name}: no warning names ${name}`);
+    }
+  }
+}
+
+/** A loopback port nothing listens on (it was free a moment ago). */
+function closedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 /** Ends the session or the agent, then hunts for whatever carries the marker. */
