@@ -63,6 +63,11 @@ export interface SessionOptions {
   readonly now: () => number;
   /** Where the session's events are recorded. */
   readonly store: SessionStore;
+  /**
+   * How long a prompt's answer (or a tool about to run) waits for the store to confirm the
+   * session's records before the prompt fails, in ms. @default {30_000}
+   */
+  readonly commitTimeoutMs?: number;
   /** Where prompt images are kept. */
   readonly attachments: AttachmentStore;
   /** State rebuilt from the log, for a loaded or resumed session. */
@@ -132,6 +137,7 @@ export class Session {
       sessionId: options.id,
       store: options.store,
       logger: options.logger,
+      ...(options.commitTimeoutMs === undefined ? {} : { commitTimeoutMs: options.commitTimeoutMs }),
       ...(options.defer ? { schedule: () => this.#outbox.schedule() } : {}),
     });
     this.#outbox = new Outbox(

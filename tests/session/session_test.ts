@@ -10,6 +10,7 @@ import type { Host } from "../../src/host/host.ts";
 import { ConfigValueError, Session, SessionStateError } from "../../src/session/session.ts";
 import type { AttachmentStore, SessionStore } from "../../src/store/session_store.ts";
 import type { Workspace } from "../../src/tools/workspace.ts";
+import { SessionLogFailedError } from "../../src/store/store_errors.ts";
 import {
   captureLogger,
   captureSink,
@@ -83,10 +84,9 @@ Deno.test("Session.prompt() fails when the store throws on the admission record"
   assert.equal(store.types().flat().includes("turn_end"), false, "no turn was admitted");
   assert.ok(lines.some((line) => line.startsWith("acp-harness warn: prompt failed")));
   store.behaviour = () => Promise.resolve();
-  const next = s.prompt(text("again"), new AbortController().signal);
-  await provider.started.wait;
-  provider.next.open();
-  assert.equal(await next, "end_turn", "the slot is free again");
+  // The slot is free again, but the log is not: nothing is appended after what failed.
+  await assert.rejects(s.prompt(text("again"), new AbortController().signal), (error) =>
+    error instanceof SessionLogFailedError && /load the session again/.test(error.message));
   await s.close();
 });
 
@@ -103,14 +103,14 @@ Deno.test("Session.prompt() fails when the store rejects the admission record", 
   await assert.rejects(turn, /disk full/);
   await s.close();
   const end = store.calls.flatMap((call) => call.events).find((event) => event.type === "turn_end");
-  assert.deepEqual(end, { type: "turn_end", stopReason: "error", error: "Error: disk full" });
+  assert.equal(end, undefined, "nothing appended after the failed append");
   assert.ok(lines.some((line) => line.startsWith("acp-harness warn: prompt failed")));
   assert.ok(
-    lines.some((line) => line.startsWith("acp-harness error: cannot sync the session log")),
+    lines.some((line) => line.startsWith("acp-harness error: cannot write the session log")),
   );
 });
 
-Deno.test("Session.prompt(): a failed record that is not strict is logged, the prompt ends well", async () => {
+Deno.test("Session.prompt(): a failed record that is not strict fails the prompt at its end", async () => {
   const { session: s, store, provider, lines } = session();
   store.behaviour = (call) =>
     call.events.some((event) => event.type === "assistant")
@@ -119,11 +119,13 @@ Deno.test("Session.prompt(): a failed record that is not strict is logged, the p
   const turn = s.prompt(text("hello"), new AbortController().signal);
   await provider.started.wait;
   provider.next.open();
-  assert.equal(await turn, "end_turn");
+  await assert.rejects(turn, /sync failed/, "never answered when its records are not stored");
   await s.close();
   assert.ok(
-    lines.some((line) => line.startsWith("acp-harness error: cannot sync the session log")),
+    lines.some((line) => line.startsWith("acp-harness error: cannot write the session log")),
   );
+  const end = store.calls.flatMap((call) => call.events).find((event) => event.type === "turn_end");
+  assert.equal(end, undefined, "nothing appended after the failed append");
 });
 
 Deno.test("Session.prompt() is cancelled by cancel() and close() waits for it", async () => {
