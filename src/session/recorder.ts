@@ -179,7 +179,9 @@ export class Recorder {
     try {
       const outcome = await Promise.race([
         written.then(() => "written" as const),
-        new Promise<"timeout">((resolve) => timer = setTimeout(() => resolve("timeout"), timeoutMs)),
+        new Promise<"timeout">((resolve) =>
+          timer = setTimeout(() => resolve("timeout"), timeoutMs)
+        ),
         ...(signal
           ? [
             new Promise<never>((_, reject) => {

@@ -137,7 +137,9 @@ export class Session {
       sessionId: options.id,
       store: options.store,
       logger: options.logger,
-      ...(options.commitTimeoutMs === undefined ? {} : { commitTimeoutMs: options.commitTimeoutMs }),
+      ...(options.commitTimeoutMs === undefined
+        ? {}
+        : { commitTimeoutMs: options.commitTimeoutMs }),
       ...(options.defer ? { schedule: () => this.#outbox.schedule() } : {}),
     });
     this.#outbox = new Outbox(

@@ -76,7 +76,7 @@ Deno.test("Session.prompt() records the admission in its first append, before an
 });
 
 Deno.test("Session.prompt() fails when the store throws on the admission record", async () => {
-  const { session: s, store, provider, lines } = session();
+  const { session: s, store, lines } = session();
   store.behaviour = () => {
     throw new Error("disk full");
   };
@@ -85,8 +85,11 @@ Deno.test("Session.prompt() fails when the store throws on the admission record"
   assert.ok(lines.some((line) => line.startsWith("acp-harness warn: prompt failed")));
   store.behaviour = () => Promise.resolve();
   // The slot is free again, but the log is not: nothing is appended after what failed.
-  await assert.rejects(s.prompt(text("again"), new AbortController().signal), (error) =>
-    error instanceof SessionLogFailedError && /load the session again/.test(error.message));
+  await assert.rejects(
+    s.prompt(text("again"), new AbortController().signal),
+    (error) =>
+      error instanceof SessionLogFailedError && /load the session again/.test(error.message),
+  );
   await s.close();
 });
 
