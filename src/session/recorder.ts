@@ -11,6 +11,12 @@ import { SessionLogFailedError, StoreCommitTimeoutError } from "../store/store_e
 export const DEFAULT_COMMIT_TIMEOUT_MS = 30_000;
 
 /**
+ * Promises of a store's `written` seen settled: the same one again (the JSONL and memory stores'
+ * usual answer) is awaited without a timer.
+ */
+const SETTLED = new WeakSet<Promise<void>>();
+
+/**
  * When a record is handed to the store. `soon`: with whatever else the current microtask records,
  * in one append when it ends. `later`: held for the next append, which something always makes
  * before anything outside the process happens (an update to the client, a tool, the turn's end).
@@ -173,6 +179,11 @@ export class Recorder {
     if (this.#failure) throw this.#refusal();
     const { store, sessionId } = this.#options;
     const written = store.written?.(sessionId) ?? this.#durable;
+    if (SETTLED.has(written) && !signal?.aborted) {
+      await written;
+      return this.#throwFailure();
+    }
+    void written.then(() => SETTLED.add(written));
     const timeoutMs = this.#options.commitTimeoutMs ?? DEFAULT_COMMIT_TIMEOUT_MS;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let onAbort: (() => void) | undefined;

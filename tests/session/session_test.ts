@@ -10,17 +10,19 @@ import type { Host } from "../../src/host/host.ts";
 import { ConfigValueError, Session, SessionStateError } from "../../src/session/session.ts";
 import type { AttachmentStore, SessionStore } from "../../src/store/session_store.ts";
 import type { Workspace } from "../../src/tools/workspace.ts";
-import { SessionLogFailedError } from "../../src/store/store_errors.ts";
+import { SessionLogFailedError, StoreCommitTimeoutError } from "../../src/store/store_errors.ts";
+import { pollUntil, settle } from "../_helpers/wait.ts";
 import {
   captureLogger,
   captureSink,
   fakeCatalog,
   FakeStore,
+  gate,
   GatedProvider,
   modelInfo,
 } from "./_fakes.ts";
 
-function session(options: { efforts?: boolean } = {}) {
+function session(options: { efforts?: boolean; commitTimeoutMs?: number } = {}) {
   const store = new FakeStore();
   const provider = new GatedProvider();
   const { logger, lines } = captureLogger();
@@ -49,6 +51,7 @@ function session(options: { efforts?: boolean } = {}) {
     logger,
     now: () => 0,
     store: store as unknown as SessionStore,
+    ...(options.commitTimeoutMs === undefined ? {} : { commitTimeoutMs: options.commitTimeoutMs }),
     attachments: {} as AttachmentStore,
   });
   return { session: s, store, provider, lines, updates, order };
@@ -129,6 +132,58 @@ Deno.test("Session.prompt(): a failed record that is not strict fails the prompt
   );
   const end = store.calls.flatMap((call) => call.events).find((event) => event.type === "turn_end");
   assert.equal(end, undefined, "nothing appended after the failed append");
+});
+
+Deno.test("Session.prompt(): the answer waits until the store has the turn's end", async () => {
+  const { session: s, store, provider } = session();
+  // The first prompt titles the session; the second is an ordinary turn.
+  const first = s.prompt(text("hello"), new AbortController().signal);
+  provider.next.open();
+  assert.equal(await first, "end_turn");
+  provider.started = gate();
+  provider.next = gate();
+  const before = store.calls.length;
+  const stored = gate();
+  store.behaviour = (call) =>
+    call.events.some((event) => event.type === "turn_end") ? stored.wait : Promise.resolve();
+  let answered = false;
+  const turn = s.prompt(text("hello"), new AbortController().signal).finally(() => answered = true);
+  await provider.started.wait;
+  provider.next.open();
+  await pollUntil(
+    () => store.types().slice(before).flat().includes("turn_end"),
+    { what: "the turn's end" },
+  );
+  await settle();
+  assert.equal(answered, false, "not answered before the store has it");
+  stored.open();
+  assert.equal(await turn, "end_turn");
+  await s.close();
+});
+
+Deno.test("Session.prompt(): a store that never confirms fails the prompt after the commit timeout", async () => {
+  const { session: s, store, provider } = session({ commitTimeoutMs: 50 });
+  Object.assign(store, { name: "PostgreSQL" });
+  store.behaviour = (call) =>
+    call.events.some((event) => event.type === "turn_end")
+      ? new Promise(() => {})
+      : Promise.resolve();
+  const turn = s.prompt(text("hello"), new AbortController().signal);
+  await provider.started.wait;
+  provider.next.open();
+  await assert.rejects(
+    turn,
+    (error) =>
+      error instanceof StoreCommitTimeoutError && /PostgreSQL session store/.test(error.message),
+  );
+  // Nothing more is appended after records the store may not have.
+  await assert.rejects(
+    s.prompt(text("again"), new AbortController().signal),
+    StoreCommitTimeoutError,
+  );
+  const calls = store.calls.length;
+  s.cancel();
+  assert.equal(store.calls.length, calls);
 });
 
 Deno.test("Session.prompt() is cancelled by cancel() and close() waits for it", async () => {
