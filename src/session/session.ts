@@ -271,8 +271,8 @@ export class Session {
     if (builtin) {
       const first = content[0];
       const text = first?.type === "text" ? first.text.trim() : `/${builtin.name}`;
-      run = (controller) =>
-        runBuiltinCommand(builtin.name, builtin.input, text, {
+      run = async (controller) => {
+        const reason = await runBuiltinCommand(builtin.name, builtin.input, text, {
           sessionId: this.id,
           catalog: this.#options.catalog,
           turns: this.#turns,
@@ -283,6 +283,10 @@ export class Session {
             this.setConfigOption(configId, value);
           },
         }, controller.signal);
+        // Answered once the store has what the command recorded, as a turn is.
+        await this.#outbox.acknowledged();
+        return reason;
+      };
     } else {
       run = (controller) => this.#turns.run(content, controller, pinned);
     }
