@@ -305,6 +305,8 @@ export interface SessionStore {
    * @param options `sync`: a commit point, durable when the promise resolves
    * @returns Resolves once the events are stored (with `sync`, durably)
    * @throws {SessionNotFoundError} The session is not stored (rejects)
+   * @throws {SessionLogFailedError} An earlier append of the session failed, and it was not
+   *   loaded again since (rejects)
    */
   append(id: string, events: readonly StoredEvent[], options: AppendOptions): Promise<void>;
   /**

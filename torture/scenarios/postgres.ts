@@ -12,7 +12,7 @@
  * @module
  */
 import { execFile } from "node:child_process";
-import { mkdir, readFile, stat } from "node:fs/promises";
+import { mkdir, readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import process from "node:process";
@@ -58,8 +58,14 @@ export class PrivateCluster {
   async #processes(): Promise<number[]> {
     const text = await readFile(join(this.dir, "data/postmaster.pid"), "utf8");
     const postmaster = Number(text.split("\n")[0]);
-    const { stdout } = await run("ps", ["-o", "pid=", "--ppid", String(postmaster)]);
-    const children = stdout.split("\n").map((line) => Number(line.trim())).filter((pid) => pid > 0);
+    const children: number[] = [];
+    for (const entry of await readdir("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      const stat = await readFile(`/proc/${entry}/stat`, "utf8").catch(() => "");
+      // pid (comm) state ppid …: the command may hold spaces and parentheses.
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === postmaster) children.push(Number(entry));
+    }
     return [postmaster, ...children];
   }
 
