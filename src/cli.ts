@@ -338,6 +338,7 @@ async function composeServer(
     host: platform.host,
     logger,
     leaseTtlMs: config.leaseTtl * 1000,
+    commitTimeoutMs: config.storeCommitTimeout * 1000,
   });
   logger.info("session store", { store: opened.description });
   // Commands die with this process, even by SIGKILL: supervised from the first on. Reaping what a

@@ -16,6 +16,7 @@ import { ordering } from "./scenarios/ordering.ts";
 import { orphans } from "./scenarios/orphans.ts";
 import { pathological } from "./scenarios/pathological.ts";
 import { permission } from "./scenarios/permission.ts";
+import { postgres } from "./scenarios/postgres.ts";
 import { sharedData } from "./scenarios/shared_data.ts";
 
 /** Every scenario, in the order the suite runs them. */
@@ -32,6 +33,7 @@ export const SCENARIOS: readonly Scenario[] = [
   sharedData,
   mcp,
   http,
+  postgres,
 ];
 
 /** Runs one scenario on one runtime; an exception counts as an `other` failure. */

@@ -52,6 +52,11 @@ export interface Config {
   readonly store: string | undefined;
   /** Seconds a PostgreSQL session lease lives without a heartbeat. @default {30} */
   readonly leaseTtl: number;
+  /**
+   * Seconds a prompt's answer (or a tool about to run) waits for the store to confirm the
+   * session's records before the prompt fails. @default {30}
+   */
+  readonly storeCommitTimeout: number;
   /** The config file that was read, if any. */
   readonly configFile: string | undefined;
   /** Least severe level logged to stderr. @default {"warn"} */
@@ -325,6 +330,15 @@ export const SETTINGS: SettingsTable = {
     fileKey: "leaseTtl",
     default: 30,
     help: "PostgreSQL: seconds a session lease outlives its holder's last heartbeat",
+    type: POSITIVE_INTEGER,
+  },
+  storeCommitTimeout: {
+    flag: "--store-commit-timeout",
+    placeholder: "<s>",
+    env: "ACP_HARNESS_STORE_COMMIT_TIMEOUT",
+    fileKey: "storeCommitTimeout",
+    default: 30,
+    help: "Seconds an answer waits for the store to confirm the turn's records before it fails",
     type: POSITIVE_INTEGER,
   },
   configFile: {

@@ -121,6 +121,19 @@ export class Outbox implements SessionOutput {
     await this.#recorder.durable();
   }
 
+  /**
+   * Hands everything held to the store and waits until the store has written it (see
+   * {@link Recorder.acknowledged}): before something that must not leave ahead of its records
+   * (a prompt's answer, a tool that runs).
+   *
+   * @param signal Stops the wait
+   * @throws The store's failure, or its timeout
+   */
+  acknowledged(signal?: AbortSignal): Promise<void> {
+    this.flush();
+    return this.#recorder.acknowledged(signal);
+  }
+
   /** Waits for every update sent, then makes everything recorded durable. */
   async drain(): Promise<void> {
     if (this.#held.length > 0) this.flush();

@@ -63,6 +63,11 @@ export interface SessionOptions {
   readonly now: () => number;
   /** Where the session's events are recorded. */
   readonly store: SessionStore;
+  /**
+   * How long a prompt's answer (or a tool about to run) waits for the store to confirm the
+   * session's records before the prompt fails, in ms. @default {30_000}
+   */
+  readonly commitTimeoutMs?: number;
   /** Where prompt images are kept. */
   readonly attachments: AttachmentStore;
   /** State rebuilt from the log, for a loaded or resumed session. */
@@ -132,6 +137,9 @@ export class Session {
       sessionId: options.id,
       store: options.store,
       logger: options.logger,
+      ...(options.commitTimeoutMs === undefined
+        ? {}
+        : { commitTimeoutMs: options.commitTimeoutMs }),
       ...(options.defer ? { schedule: () => this.#outbox.schedule() } : {}),
     });
     this.#outbox = new Outbox(
@@ -263,8 +271,8 @@ export class Session {
     if (builtin) {
       const first = content[0];
       const text = first?.type === "text" ? first.text.trim() : `/${builtin.name}`;
-      run = (controller) =>
-        runBuiltinCommand(builtin.name, builtin.input, text, {
+      run = async (controller) => {
+        const reason = await runBuiltinCommand(builtin.name, builtin.input, text, {
           sessionId: this.id,
           catalog: this.#options.catalog,
           turns: this.#turns,
@@ -275,6 +283,10 @@ export class Session {
             this.setConfigOption(configId, value);
           },
         }, controller.signal);
+        // Answered once the store has what the command recorded, as a turn is.
+        await this.#outbox.acknowledged();
+        return reason;
+      };
     } else {
       run = (controller) => this.#turns.run(content, controller, pinned);
     }

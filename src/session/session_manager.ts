@@ -554,6 +554,7 @@ export class SessionManager {
       logger,
       now,
       store: this.#options.store,
+      commitTimeoutMs: config.storeCommitTimeout * 1000,
       attachments: this.#options.attachments,
       ...(restored ? { restored } : {}),
       ...(this.#options.defer ? { defer: this.#options.defer } : {}),

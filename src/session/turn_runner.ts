@@ -80,7 +80,10 @@ interface TurnState {
   titled: boolean;
   stopReason?: StopReason;
   failure?: unknown;
-  /** Set when the admission record could not be written: the prompt fails with it. */
+  /**
+   * Set when the admission record, or a record a tool waited for, could not be written: the
+   * prompt fails with it.
+   */
   admission?: { readonly error: unknown };
 }
 
@@ -129,7 +132,7 @@ export class TurnRunner {
       }
       await this.#admit(message, controller, state);
       if (controller.signal.aborted) return state.stopReason = this.#cancelled(state);
-      const reason = await runTurn(this.#turnOptions(info, provider, controller.signal, state));
+      const reason = await runTurn(this.#turnOptions(info, provider, controller, state));
       return state.stopReason = reason === "cancelled" ? this.#cancelled(state) : reason;
     } catch (error) {
       // A cancelled turn is an outcome, even if something below threw on the abort.
@@ -265,10 +268,11 @@ export class TurnRunner {
   #turnOptions(
     info: ModelInfo,
     provider: LlmProvider,
-    signal: AbortSignal,
+    controller: AbortController,
     state: TurnState,
   ): TurnOptions {
     const options = this.#options;
+    const signal = controller.signal;
     const effort = turnEffort(state.pinned, info);
     return {
       sessionId: options.sessionId,
@@ -285,7 +289,22 @@ export class TurnRunner {
       roots: options.roots,
       files: options.files,
       workspace: options.workspace,
-      authorize: (request) => options.permissions.authorize(request, state.pinned.mode),
+      authorize: async (request) => {
+        const authorization = await options.permissions.authorize(request, state.pinned.mode);
+        if (!authorization.allowed) return authorization;
+        // A tool changes the world: its call is in the log first (a stalled store stalls it).
+        try {
+          await options.outbox.acknowledged(request.signal);
+        } catch (error) {
+          // The log cannot follow the turn: it ends, failing with the store's error.
+          if (!request.signal.aborted) {
+            state.admission ??= { error };
+            controller.abort(error);
+          }
+          throw error;
+        }
+        return authorization;
+      },
       mode: state.pinned.mode,
       askPermission: (request) => options.permissions.relay(request),
       maxSteps: options.maxSteps,
@@ -357,6 +376,19 @@ export class TurnRunner {
     // the prompt's answer cannot overtake them; nothing of this turn is sent later.
     outbox.flush();
     state.open = false;
+    // The answer leaves once the store has the turn (a stalled store stalls it, up to the commit
+    // timeout): an answered turn is never missing from the log.
+    try {
+      await outbox.acknowledged();
+    } catch (error) {
+      logger.warn("prompt failed: the session log was not written", {
+        sessionId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      // A turn that failed already fails with its own error.
+      if (failure === undefined) throw error;
+      return;
+    }
     // The session's title is new: once the answer is out, every process lists it (the index
     // line is written, once per session).
     if (state.titled) await outbox.commit();

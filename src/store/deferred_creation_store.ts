@@ -73,6 +73,25 @@ export class DeferredCreationStore implements SessionStore {
     this.#defer = defer;
   }
 
+  /** How messages name the wrapped store. */
+  get name(): string {
+    return this.#inner.name ?? "configured";
+  }
+
+  /**
+   * As the wrapped store's, after the session's creation when it is under way.
+   *
+   * @param id The session
+   * @returns The wrapped store's promise, or `undefined` when it cannot tell
+   */
+  written(id: string): Promise<void> | undefined {
+    const inner = this.#inner;
+    if (inner.written === undefined) return undefined;
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return inner.written(id);
+    return pending.then(() => inner.written?.(id), () => {});
+  }
+
   /** How many creations are under way. */
   get pending(): number {
     return this.#pending.size;

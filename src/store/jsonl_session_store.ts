@@ -93,7 +93,13 @@ import type {
   StoredEvent,
   UnreadableSession,
 } from "./session_store.ts";
-import { InvalidSessionIdError } from "./store_errors.ts";
+import {
+  InvalidSessionIdError,
+  SessionLogFailedError,
+  SessionNotFoundError,
+} from "./store_errors.ts";
+
+const WRITTEN = Promise.resolve();
 
 export { SYNC_DELAY_MS } from "./_jsonl_log.ts";
 
@@ -148,6 +154,14 @@ export class JsonlSessionStore implements SessionStore {
   readonly #index: JsonlIndex;
   readonly #leases: JsonlLeases;
   #dirs: Promise<void> | undefined;
+  /**
+   * Sessions an append of which failed, with the failure: later appends are refused until the
+   * session is loaded again or its lease taken again (see the contract: failed appends).
+   */
+  readonly #failed = new Map<string, unknown>();
+
+  /** How messages name this kind of store. */
+  readonly name = "JSONL";
 
   /**
    * Opens a store in `options.dataDir`.
@@ -236,20 +250,49 @@ export class JsonlSessionStore implements SessionStore {
    *   `SessionNotFoundError` for a session without a log, or the write's error
    */
   append(id: string, events: readonly StoredEvent[], options: AppendOptions): Promise<void> {
+    let appended: Promise<void>;
     try {
       if (!isValidSessionId(id)) throw new InvalidSessionIdError(id);
       const known = this.#logs.states.get(id);
       if (known !== undefined && known.repairTo === undefined && !this.#logs.busy(id)) {
-        return this.#write(id, known, events, options.sync);
+        appended = this.#write(id, known, events, options.sync);
+      } else {
+        appended = this.#logs.serial(id, async () => {
+          this.#refuseFailed(id);
+          const state = await this.#logs.state(id);
+          await this.#logs.repair(id, state);
+          await this.#write(id, state, events, options.sync);
+        });
       }
     } catch (error) {
+      this.#noteFailure(id, error);
       return Promise.reject(error);
     }
-    return this.#logs.serial(id, async () => {
-      const state = await this.#logs.state(id);
-      await this.#logs.repair(id, state);
-      await this.#write(id, state, events, options.sync);
-    });
+    appended.catch((error: unknown) => this.#noteFailure(id, error));
+    return appended;
+  }
+
+  /**
+   * Everything appended is in the operating system's hands once `append` returned, unless it
+   * had to wait for the session's other operations (then once they are done).
+   *
+   * @param id The session
+   * @returns A promise, usually already settled
+   */
+  written(id: string): Promise<void> {
+    return this.#logs.busy(id) ? this.#logs.serial(id, () => WRITTEN) : WRITTEN;
+  }
+
+  /** Throws when an earlier append of the session failed (see {@link #failed}). */
+  #refuseFailed(id: string): void {
+    if (this.#failed.has(id)) throw new SessionLogFailedError(id, this.#failed.get(id));
+  }
+
+  /** Remembers a failed append: later ones are refused (a session that is not there aside). */
+  #noteFailure(id: string, error: unknown): void {
+    if (error instanceof InvalidSessionIdError || error instanceof SessionNotFoundError) return;
+    if (error instanceof SessionLogFailedError || this.#failed.has(id)) return;
+    this.#failed.set(id, error);
   }
 
   /**
@@ -279,6 +322,8 @@ export class JsonlSessionStore implements SessionStore {
     if (!isValidSessionId(id)) return undefined;
     return await this.#logs.serial(id, async () => {
       signal?.throwIfAborted();
+      // Loaded anew: the caller goes on from what is stored.
+      this.#failed.delete(id);
       const parsed = await this.#logs.read(id);
       if (parsed === undefined) {
         this.#logs.states.delete(id);
@@ -329,6 +374,7 @@ export class JsonlSessionStore implements SessionStore {
       release();
       throw error;
     }
+    this.#failed.delete(id);
     if (reader === undefined) {
       this.#logs.states.delete(id);
       release();
@@ -407,6 +453,7 @@ export class JsonlSessionStore implements SessionStore {
       await this.#logs.serial(id, async () => {
         signal?.throwIfAborted();
         this.#logs.states.delete(id);
+        this.#failed.delete(id);
         await this.#index.remove(id, (unreferenced) => this.#attachments.release(unreferenced));
       });
     } finally {
@@ -429,7 +476,11 @@ export class JsonlSessionStore implements SessionStore {
     signal?.throwIfAborted();
     if (!isValidSessionId(id)) throw new InvalidSessionIdError(id);
     return await this.#leases.acquire(id, {
-      acquired: () => this.#logs.serial(id, () => this.#logs.revalidate(id)),
+      acquired: () =>
+        this.#logs.serial(id, () => {
+          this.#failed.delete(id);
+          return this.#logs.revalidate(id);
+        }),
       releasing: () =>
         this.#logs.serial(id, async () => {
           await this.#index.flush(id, false);
@@ -448,6 +499,7 @@ export class JsonlSessionStore implements SessionStore {
     events: readonly StoredEvent[],
     sync: boolean,
   ): Promise<void> {
+    this.#refuseFailed(id);
     const written = this.#logs.write(id, state, events);
     // No events: a commit point still makes what came before durable (a new log, say).
     if (written === undefined) return sync ? this.#logs.sync(id) : Promise.resolve();

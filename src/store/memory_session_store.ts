@@ -24,7 +24,14 @@ import {
   type StoredEvent,
   type StoredRecord,
 } from "./session_store.ts";
-import { InvalidSessionIdError, SessionExistsError, SessionNotFoundError } from "./store_errors.ts";
+import {
+  InvalidSessionIdError,
+  SessionExistsError,
+  SessionLogFailedError,
+  SessionNotFoundError,
+} from "./store_errors.ts";
+
+const WRITTEN = Promise.resolve();
 
 /** Options for {@link MemorySessionStore}. */
 export interface MemorySessionStoreOptions {
@@ -80,6 +87,11 @@ export class MemorySessionStore implements SessionStore {
   readonly #sessions = new Map<string, MemorySession>();
   readonly #index = new SessionIndex();
   readonly #leases = new Map<string, MemoryLease>();
+  /** Sessions whose append failed, with the failure: later appends are refused until a load. */
+  readonly #failed = new Map<string, unknown>();
+
+  /** How messages name this kind of store. */
+  readonly name = "memory";
 
   /**
    * Creates it.
@@ -135,22 +147,38 @@ export class MemorySessionStore implements SessionStore {
    * @param id The session
    * @param events The events, in order
    * @param _options `sync` changes nothing in memory
-   * @returns Resolves at once; rejects with `InvalidSessionIdError` or `SessionNotFoundError`
+   * @returns Resolves at once; rejects with `InvalidSessionIdError`, `SessionNotFoundError`,
+   *   the failure of events that cannot be stored (which refuses later appends until a load) or
+   *   `SessionLogFailedError` (a refused one)
    */
   append(id: string, events: readonly StoredEvent[], _options: AppendOptions): Promise<void> {
     if (!isValidSessionId(id)) return Promise.reject(new InvalidSessionIdError(id));
     const session = this.#sessions.get(id);
     if (session === undefined) return Promise.reject(new SessionNotFoundError(id));
+    if (this.#failed.has(id)) {
+      return Promise.reject(new SessionLogFailedError(id, this.#failed.get(id)));
+    }
     if (events.length === 0) return Promise.resolve();
     const time = new Date(this.#now()).toISOString();
     let lines: string[];
     try {
       lines = this.#lines(session, events, time);
     } catch (error) {
+      this.#failed.set(id, error);
       return Promise.reject(error);
     }
     this.#store(id, session, events, lines, time);
     return Promise.resolve();
+  }
+
+  /**
+   * Everything appended is stored when `append` returns.
+   *
+   * @param _id The session
+   * @returns An already settled promise
+   */
+  written(_id: string): Promise<void> {
+    return WRITTEN;
   }
 
   /** The records of `events` after the session's last, as JSON; throws before anything changes. */
@@ -197,6 +225,8 @@ export class MemorySessionStore implements SessionStore {
     options?.signal?.throwIfAborted();
     const session = this.#sessions.get(id);
     if (session === undefined) return undefined;
+    // Loaded anew: the caller goes on from what is stored.
+    this.#failed.delete(id);
     await Promise.resolve();
     return {
       header: JSON.parse(session.header) as SessionHeader,
@@ -238,6 +268,7 @@ export class MemorySessionStore implements SessionStore {
       const session = this.#sessions.get(id);
       if (session === undefined) return;
       this.#sessions.delete(id);
+      this.#failed.delete(id);
       this.#index.applyAll([{ id, deleted: true }]);
       const unreferenced = [...session.attachments].filter((sha) => !this.#index.isReferenced(sha));
       if (unreferenced.length > 0) await this.#attachments.release(unreferenced);
@@ -261,6 +292,7 @@ export class MemorySessionStore implements SessionStore {
     if (this.#leases.has(id)) {
       throw new SessionLockedError(`session ${id} is already open in this acp-harness process`);
     }
+    this.#failed.delete(id);
     const lease: MemoryLease = new MemoryLease(() => {
       if (this.#leases.get(id) === lease) this.#leases.delete(id);
     });

@@ -38,6 +38,11 @@ export interface OpenSessionStoreOptions {
   readonly logger?: Logger;
   /** PostgreSQL: how long a lease outlives its holder's last heartbeat. @default {30_000} */
   readonly leaseTtlMs?: number;
+  /**
+   * PostgreSQL: how long a batch that cannot reach the database is retried before the session's
+   * log is given up. @default {30_000}
+   */
+  readonly commitTimeoutMs?: number;
   /** PostgreSQL: aborts connecting. */
   readonly signal?: AbortSignal;
   /** PostgreSQL and memory: the clock that times records (the JSONL store uses `host.now()`). */
@@ -119,6 +124,9 @@ export async function openSessionStore(
       url: options.location,
       logger,
       ...(options.leaseTtlMs === undefined ? {} : { leaseTtlMs: options.leaseTtlMs }),
+      ...(options.commitTimeoutMs === undefined
+        ? {}
+        : { commitTimeoutMs: options.commitTimeoutMs }),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.now ? { now: options.now } : {}),
       host: options.host,

@@ -255,9 +255,17 @@ export interface SessionLease {
  *     survives a crash of the machine once an `append` with `sync` to it resolves (a store may
  *     make it durable sooner: the JSONL store does within its group-commit window, PostgreSQL
  *     when `create` resolves). A session is listed by this store object once `create` resolves.
+ * - **Acknowledgements.** What a caller tells the world (a prompt's answer, a tool that runs)
+ *   waits until the events before it are *written*: {@link written} settles, or, for a store
+ *   without it, every earlier `append`'s promise resolved. Written means: the JSONL store, in the
+ *   operating system's hands (survives `SIGKILL` of this process, at once in the session layer's
+ *   case); PostgreSQL, committed (synced for a commit point: survives a crash of the database
+ *   server); memory, at once.
  * - **Failed appends.** A rejected `append` may have stored a prefix of its events (never any
- *   event out of order): the session stays readable, and later appends continue after what was
- *   stored.
+ *   event out of order), and never leaves a hole that later events close up: a store retries a
+ *   failed write in place, or the failure poisons the session for this store object, and every
+ *   later `append` to it rejects (`SessionLogFailedError`) until the session is loaded
+ *   again (`load`, `loadStream`) or its lease taken again. The session stays readable, as stored.
  * - **Ownership.** Only the holder of a session's lease (`acquire`) appends to it; a store may
  *   serve several processes (JSONL) or one (memory), and a lease excludes every other holder it
  *   can see: another process, or another `acquire` on the same store.
@@ -272,6 +280,18 @@ export interface SessionLease {
  *   start and between their steps, and reject with `signal.reason`.
  */
 export interface SessionStore {
+  /** How messages name the kind of store ("JSONL", "PostgreSQL", "memory"). */
+  readonly name?: string;
+  /**
+   * Optional: settles (never rejects) once every `append` to the session this store object was
+   * given so far is written (see the contract: acknowledgements); a failure shows in its
+   * `append`'s promise. `undefined` when the store cannot tell: the caller waits for the appends'
+   * promises instead. Cheap: usually an already settled promise (JSONL, memory).
+   *
+   * @param id The session
+   * @returns The promise, or `undefined`
+   */
+  written?(id: string): Promise<void> | undefined;
   /**
    * Stores a new session with its header and `options.events` (none by default), as if they
    * were appended right after it: it survives a crash of this process when this resolves, and of
@@ -295,6 +315,8 @@ export interface SessionStore {
    * @param options `sync`: a commit point, durable when the promise resolves
    * @returns Resolves once the events are stored (with `sync`, durably)
    * @throws {SessionNotFoundError} The session is not stored (rejects)
+   * @throws {SessionLogFailedError} An earlier append of the session failed, and it was not
+   *   loaded again since (rejects)
    */
   append(id: string, events: readonly StoredEvent[], options: AppendOptions): Promise<void>;
   /**

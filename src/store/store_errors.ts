@@ -55,3 +55,48 @@ export class CorruptSessionLogError extends Error {
     this.reason = `line ${line} ${detail}`;
   }
 }
+
+/**
+ * An append refused because an earlier write of the session's log failed: what the session
+ * recorded since is not in the store, so nothing more is appended after the hole (which would
+ * close it up). The session's log is readable again, as stored, once it is loaded anew (`load`,
+ * `loadStream`) or its lease is taken again, after the store is back.
+ */
+export class SessionLogFailedError extends Error {
+  /**
+   * Creates it.
+   *
+   * @param id The session
+   * @param cause The failure of the earlier write
+   */
+  constructor(id: string, cause: unknown) {
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    super(
+      `Cannot append to session "${id}": an earlier write of its log failed (${detail}); ` +
+        "load the session again once the store is back",
+      { cause },
+    );
+    this.name = "SessionLogFailedError";
+  }
+}
+
+/**
+ * The store did not confirm a session's records within the commit timeout: the turn that waited
+ * for them fails (and the session's later appends are refused, see {@link SessionLogFailedError}).
+ */
+export class StoreCommitTimeoutError extends Error {
+  /**
+   * Creates it.
+   *
+   * @param id The session
+   * @param store How the store is named ("PostgreSQL", "JSONL", "memory")
+   * @param timeoutMs The bound that passed
+   */
+  constructor(id: string, store: string, timeoutMs: number) {
+    super(
+      `Cannot commit session "${id}": the ${store} session store did not confirm its records ` +
+        `within ${timeoutMs / 1000} s (store-commit-timeout)`,
+    );
+    this.name = "StoreCommitTimeoutError";
+  }
+}

@@ -9,6 +9,7 @@ import { Outbox } from "../../src/session/outbox.ts";
 import { Recorder } from "../../src/session/recorder.ts";
 import { UpdateQueue } from "../../src/session/update_queue.ts";
 import type { StoredEvent } from "../../src/store/session_store.ts";
+import { SessionLogFailedError, StoreCommitTimeoutError } from "../../src/store/store_errors.ts";
 import { captureLogger, FakeStore, gate } from "./_fakes.ts";
 
 const title = (text: string): StoredEvent => ({ type: "title", title: text });
@@ -121,23 +122,85 @@ Deno.test("Recorder.recordStrict() returns the store's rejection, and logs it", 
   await assert.rejects(r.recordStrict([{ type: "turn_start" }], true), /disk full/);
   await r.durable();
   assert.ok(
-    lines.some((line) => line.startsWith("acp-harness error: cannot sync the session log")),
+    lines.some((line) => line.startsWith("acp-harness error: cannot write the session log")),
   );
 });
 
-Deno.test("Recorder: a failed non-strict append is logged, never thrown", async () => {
+Deno.test("Recorder: a failed non-strict append is logged, and ends the log's recording", async () => {
   const { store, lines, recorder: r } = recorder();
   store.behaviour = () => {
     throw new Error("disk full");
   };
   r.record([title("a")], false, "later");
   r.flush();
-  store.behaviour = () => Promise.reject(new Error("sync failed"));
+  store.behaviour = () => Promise.resolve();
   r.record([title("b")], true);
   await microtasks();
   await r.durable();
-  assert.ok(lines.some((line) => line.includes("cannot write the session log")));
-  assert.ok(lines.some((line) => line.includes("cannot sync the session log")));
+  assert.equal(store.calls.length, 1, "nothing is appended after the hole");
+  assert.equal(lines.filter((line) => line.includes("cannot write the session log")).length, 1);
+  await assert.rejects(r.acknowledged(), SessionLogFailedError);
+  await assert.rejects(r.recordStrict([title("c")], true), SessionLogFailedError);
+  assert.equal(store.calls.length, 1);
+});
+
+Deno.test("Recorder.acknowledged(): the store's failure, after the append that failed", async () => {
+  const { store, recorder: r } = recorder();
+  const synced = gate();
+  store.behaviour = () => synced.wait.then(() => Promise.reject(new Error("connection lost")));
+  r.record([turnEnd], true);
+  r.flush();
+  let settled = false;
+  const acknowledged = r.acknowledged().finally(() => settled = true);
+  await microtasks();
+  assert.equal(settled, false, "waits for the store");
+  synced.open();
+  await assert.rejects(acknowledged, /connection lost/);
+  r.record([title("after")], false);
+  r.flush();
+  assert.equal(store.calls.length, 1, "refused after the failure");
+});
+
+Deno.test("Recorder.acknowledged(): a store that stalls past the commit timeout fails it, naming the store", async () => {
+  const { logger } = captureLogger();
+  const stalled = new FakeStore();
+  stalled.behaviour = () => new Promise(() => {});
+  const named = Object.assign(stalled, { name: "PostgreSQL" });
+  const r = new Recorder({ sessionId: "s1", store: named, logger, commitTimeoutMs: 30 });
+  r.record([turnEnd], true);
+  r.flush();
+  await assert.rejects(
+    r.acknowledged(),
+    (error) =>
+      error instanceof StoreCommitTimeoutError && /PostgreSQL session store/.test(error.message),
+  );
+  r.record([title("after")], false);
+  r.flush();
+  assert.equal(stalled.calls.length, 1, "nothing appended after the timeout");
+  await assert.rejects(r.acknowledged(), StoreCommitTimeoutError);
+});
+
+Deno.test("Recorder.acknowledged(): a store's `written` is all it waits for, and an abort stops it", async () => {
+  const { logger } = captureLogger();
+  const store = new FakeStore();
+  const durable = gate();
+  store.behaviour = () => durable.wait;
+  const withWritten = Object.assign(store, { written: () => Promise.resolve() });
+  const r = new Recorder({ sessionId: "s1", store: withWritten, logger });
+  r.record([turnEnd], true);
+  r.flush();
+  await r.acknowledged();
+  const controller = new AbortController();
+  const plain = new FakeStore();
+  plain.behaviour = () => durable.wait;
+  const waiting = new Recorder({ sessionId: "s2", store: plain, logger });
+  waiting.record([turnEnd], true);
+  waiting.flush();
+  const stopped = waiting.acknowledged(controller.signal);
+  controller.abort(new Error("cancelled"));
+  await assert.rejects(stopped, /cancelled/);
+  durable.open();
+  await waiting.acknowledged();
 });
 
 Deno.test("Recorder.durable() waits for every commit point appended so far", async () => {

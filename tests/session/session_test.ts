@@ -10,16 +10,19 @@ import type { Host } from "../../src/host/host.ts";
 import { ConfigValueError, Session, SessionStateError } from "../../src/session/session.ts";
 import type { AttachmentStore, SessionStore } from "../../src/store/session_store.ts";
 import type { Workspace } from "../../src/tools/workspace.ts";
+import { SessionLogFailedError, StoreCommitTimeoutError } from "../../src/store/store_errors.ts";
+import { pollUntil, settle } from "../_helpers/wait.ts";
 import {
   captureLogger,
   captureSink,
   fakeCatalog,
   FakeStore,
+  gate,
   GatedProvider,
   modelInfo,
 } from "./_fakes.ts";
 
-function session(options: { efforts?: boolean } = {}) {
+function session(options: { efforts?: boolean; commitTimeoutMs?: number } = {}) {
   const store = new FakeStore();
   const provider = new GatedProvider();
   const { logger, lines } = captureLogger();
@@ -48,6 +51,7 @@ function session(options: { efforts?: boolean } = {}) {
     logger,
     now: () => 0,
     store: store as unknown as SessionStore,
+    ...(options.commitTimeoutMs === undefined ? {} : { commitTimeoutMs: options.commitTimeoutMs }),
     attachments: {} as AttachmentStore,
   });
   return { session: s, store, provider, lines, updates, order };
@@ -75,7 +79,7 @@ Deno.test("Session.prompt() records the admission in its first append, before an
 });
 
 Deno.test("Session.prompt() fails when the store throws on the admission record", async () => {
-  const { session: s, store, provider, lines } = session();
+  const { session: s, store, lines } = session();
   store.behaviour = () => {
     throw new Error("disk full");
   };
@@ -83,10 +87,12 @@ Deno.test("Session.prompt() fails when the store throws on the admission record"
   assert.equal(store.types().flat().includes("turn_end"), false, "no turn was admitted");
   assert.ok(lines.some((line) => line.startsWith("acp-harness warn: prompt failed")));
   store.behaviour = () => Promise.resolve();
-  const next = s.prompt(text("again"), new AbortController().signal);
-  await provider.started.wait;
-  provider.next.open();
-  assert.equal(await next, "end_turn", "the slot is free again");
+  // The slot is free again, but the log is not: nothing is appended after what failed.
+  await assert.rejects(
+    s.prompt(text("again"), new AbortController().signal),
+    (error) =>
+      error instanceof SessionLogFailedError && /load the session again/.test(error.message),
+  );
   await s.close();
 });
 
@@ -103,14 +109,14 @@ Deno.test("Session.prompt() fails when the store rejects the admission record", 
   await assert.rejects(turn, /disk full/);
   await s.close();
   const end = store.calls.flatMap((call) => call.events).find((event) => event.type === "turn_end");
-  assert.deepEqual(end, { type: "turn_end", stopReason: "error", error: "Error: disk full" });
+  assert.equal(end, undefined, "nothing appended after the failed append");
   assert.ok(lines.some((line) => line.startsWith("acp-harness warn: prompt failed")));
   assert.ok(
-    lines.some((line) => line.startsWith("acp-harness error: cannot sync the session log")),
+    lines.some((line) => line.startsWith("acp-harness error: cannot write the session log")),
   );
 });
 
-Deno.test("Session.prompt(): a failed record that is not strict is logged, the prompt ends well", async () => {
+Deno.test("Session.prompt(): a failed record that is not strict fails the prompt at its end", async () => {
   const { session: s, store, provider, lines } = session();
   store.behaviour = (call) =>
     call.events.some((event) => event.type === "assistant")
@@ -119,11 +125,65 @@ Deno.test("Session.prompt(): a failed record that is not strict is logged, the p
   const turn = s.prompt(text("hello"), new AbortController().signal);
   await provider.started.wait;
   provider.next.open();
-  assert.equal(await turn, "end_turn");
+  await assert.rejects(turn, /sync failed/, "never answered when its records are not stored");
   await s.close();
   assert.ok(
-    lines.some((line) => line.startsWith("acp-harness error: cannot sync the session log")),
+    lines.some((line) => line.startsWith("acp-harness error: cannot write the session log")),
   );
+  const end = store.calls.flatMap((call) => call.events).find((event) => event.type === "turn_end");
+  assert.equal(end, undefined, "nothing appended after the failed append");
+});
+
+Deno.test("Session.prompt(): the answer waits until the store has the turn's end", async () => {
+  const { session: s, store, provider } = session();
+  // The first prompt titles the session; the second is an ordinary turn.
+  const first = s.prompt(text("hello"), new AbortController().signal);
+  provider.next.open();
+  assert.equal(await first, "end_turn");
+  provider.started = gate();
+  provider.next = gate();
+  const before = store.calls.length;
+  const stored = gate();
+  store.behaviour = (call) =>
+    call.events.some((event) => event.type === "turn_end") ? stored.wait : Promise.resolve();
+  let answered = false;
+  const turn = s.prompt(text("hello"), new AbortController().signal).finally(() => answered = true);
+  await provider.started.wait;
+  provider.next.open();
+  await pollUntil(
+    () => store.types().slice(before).flat().includes("turn_end"),
+    { what: "the turn's end" },
+  );
+  await settle();
+  assert.equal(answered, false, "not answered before the store has it");
+  stored.open();
+  assert.equal(await turn, "end_turn");
+  await s.close();
+});
+
+Deno.test("Session.prompt(): a store that never confirms fails the prompt after the commit timeout", async () => {
+  const { session: s, store, provider } = session({ commitTimeoutMs: 50 });
+  Object.assign(store, { name: "PostgreSQL" });
+  store.behaviour = (call) =>
+    call.events.some((event) => event.type === "turn_end")
+      ? new Promise(() => {})
+      : Promise.resolve();
+  const turn = s.prompt(text("hello"), new AbortController().signal);
+  await provider.started.wait;
+  provider.next.open();
+  await assert.rejects(
+    turn,
+    (error) =>
+      error instanceof StoreCommitTimeoutError && /PostgreSQL session store/.test(error.message),
+  );
+  // Nothing more is appended after records the store may not have.
+  await assert.rejects(
+    s.prompt(text("again"), new AbortController().signal),
+    StoreCommitTimeoutError,
+  );
+  const calls = store.calls.length;
+  s.cancel();
+  assert.equal(store.calls.length, calls);
 });
 
 Deno.test("Session.prompt() is cancelled by cancel() and close() waits for it", async () => {

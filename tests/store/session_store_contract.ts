@@ -16,6 +16,7 @@ import {
 import {
   InvalidSessionIdError,
   SessionExistsError,
+  SessionLogFailedError,
   SessionNotFoundError,
 } from "../../src/store/store_errors.ts";
 
@@ -230,6 +231,47 @@ export function storeContract(
     await store.append(id(1), [title("synced")], { sync: true });
     const again = t.reopen ? t.reopen() : store;
     assert.deepEqual((await again.load(id(1)))?.records.map((r) => r.seq), [1, 2]);
+  });
+
+  test("acknowledgements: written means stored, as a fresh reader sees it", async (t) => {
+    const { store } = t;
+    await store.create(header(1));
+    const appends = [
+      store.append(id(1), [{ type: "turn_start" }], { sync: true }),
+      store.append(id(1), [title("answer")], { sync: false }),
+      store.append(id(1), [{ type: "turn_end", stopReason: "end_turn" }], { sync: true }),
+    ];
+    // What the session layer waits for before it answers a prompt.
+    await (store.written?.(id(1)) ?? Promise.all(appends));
+    const reader = t.reopen ? t.reopen() : store;
+    assert.deepEqual((await reader.load(id(1)))?.records.map((r) => r.type), [
+      "turn_start",
+      "title",
+      "turn_end",
+    ]);
+    await Promise.all(appends);
+  });
+
+  test("a failed append leaves no hole that a later append closes up", async (t) => {
+    const { store } = t;
+    await store.create(header(1));
+    await store.append(id(1), [title("kept")], { sync: true });
+    // Events that cannot be stored (not JSON): a failure every store reports.
+    const unwritable = { type: "title", title: 1n } as unknown as StoredEvent;
+    await assert.rejects(store.append(id(1), [unwritable], { sync: false }));
+    // Refused, however healthy the store is: storing it would skip what failed.
+    await assert.rejects(
+      store.append(id(1), [title("after the hole")], { sync: true }),
+      SessionLogFailedError,
+    );
+    await assert.rejects(store.append(id(1), [], { sync: true }), SessionLogFailedError);
+    // Loaded again: the session goes on from what is stored.
+    assert.deepEqual((await store.load(id(1)))?.records.map((r) => [r.seq, r.type]), [
+      [1, "title"],
+    ]);
+    await store.append(id(1), [title("again")], { sync: true });
+    const reader = t.reopen ? t.reopen() : store;
+    assert.deepEqual((await reader.load(id(1)))?.records.map((r) => r.seq), [1, 2]);
   });
 
   test("list: newest creation first, ties by id, paging exact while sessions change", async (t) => {

@@ -10,6 +10,16 @@
  * stored twice. Transactions of a session run one after the other, so appends commit in call
  * order and a failed one leaves nothing of its batch behind.
  *
+ * A batch whose transaction failed on the way to the database (the server is down or
+ * restarting, a connection broke) is retried in place, with backoff, for up to
+ * `commitTimeoutMs`; it is never skipped. The store knows the session's `last_seq` as it last
+ * committed it: a retry whose earlier attempt committed after all (the answer was lost) is taken
+ * as done, and a session whose `last_seq` is not what this store committed (a database crash
+ * lost asynchronously committed events) is not written after the hole. Any batch that fails for
+ * good poisons the session for this store: its pending and later appends reject
+ * (`SessionLogFailedError`) until the session is loaded again or its lease taken again, so no
+ * sequence gap ever closes up.
+ *
  * - An append with `sync` resolves once its transaction committed with `synchronous_commit` on:
  *   its events, and every earlier one of the session (committed before it), survive a crash of
  *   this process, of the database server and of its machine.
@@ -72,8 +82,10 @@ import {
   CorruptSessionLogError,
   InvalidSessionIdError,
   SessionExistsError,
+  SessionLogFailedError,
   SessionNotFoundError,
 } from "../store_errors.ts";
+import { type Logger, nullLogger } from "../../log/logger.ts";
 import type { PostgresLeases } from "./_leases.ts";
 import { toStoreError } from "./postgres_store_error.ts";
 
@@ -90,7 +102,19 @@ export interface PostgresSessionStoreOptions {
    * @default {Date.now}
    */
   readonly now?: () => number;
+  /**
+   * How long a batch whose transaction failed on the way to the database is retried before the
+   * session's log is given up (poisoned), in ms.
+   * @default {30_000}
+   */
+  readonly commitTimeoutMs?: number;
+  /** Told when a batch is retried and when a session's log is given up. */
+  readonly logger?: Logger;
 }
+
+/** The first pause between two attempts of a failed batch, doubled up to {@link RETRY_MAX_MS}. */
+const RETRY_FIRST_MS = 50;
+const RETRY_MAX_MS = 1_000;
 
 /** Most events, and most bytes of event JSON, in one append transaction. */
 const BATCH_EVENTS = 1_000;
@@ -119,6 +143,14 @@ interface AppendQueue {
   running: boolean;
   /** Settles (never rejects) once every append queued so far has settled. */
   tail: Promise<void>;
+}
+
+/** What this store knows of a session's log it writes, kept while it holds the session. */
+interface LogWriter {
+  /** The session's `last_seq` as this store last committed it (or read it, first). */
+  lastSeq: number | undefined;
+  /** Set once a batch failed for good: every later append is refused with it. */
+  failed?: { readonly error: unknown };
 }
 
 interface SessionRow {
@@ -156,6 +188,12 @@ export class PostgresSessionStore implements SessionStore {
   readonly #leases: PostgresLeases;
   readonly #now: () => number;
   readonly #queues = new Map<string, AppendQueue>();
+  readonly #writers = new Map<string, LogWriter>();
+  readonly #retryMs: number;
+  readonly #logger: Logger;
+
+  /** How messages name this kind of store. */
+  readonly name = "PostgreSQL";
 
   /**
    * Creates it on a migrated database.
@@ -167,6 +205,8 @@ export class PostgresSessionStore implements SessionStore {
     this.#attachments = options.attachments;
     this.#leases = options.leases;
     this.#now = options.now ?? Date.now;
+    this.#retryMs = options.commitTimeoutMs ?? 30_000;
+    this.#logger = options.logger ?? nullLogger;
   }
 
   /** The attachment store to which `delete` releases attachments. */
@@ -234,10 +274,13 @@ export class PostgresSessionStore implements SessionStore {
    */
   append(id: string, events: readonly StoredEvent[], options: AppendOptions): Promise<void> {
     if (!isValidSessionId(id)) return Promise.reject(new InvalidSessionIdError(String(id)));
+    const failed = this.#writers.get(id)?.failed;
+    if (failed) return Promise.reject(new SessionLogFailedError(id, failed.error));
     let prepared: PreparedEvents;
     try {
       prepared = prepareEvents(id, events);
     } catch (error) {
+      this.#writer(id).failed = { error };
       return Promise.reject(error);
     }
     const { texts, bytes, title, attachments } = prepared;
@@ -295,6 +338,8 @@ export class PostgresSessionStore implements SessionStore {
     if (!isValidSessionId(id)) return undefined;
     await untilSettled(this.#settled(id), signal);
     signal?.throwIfAborted();
+    // Loaded anew: the caller goes on from what is stored (read again before the next write).
+    this.#writers.delete(id);
     let rows: [{ header: string }[], { seq: number; time: string; event: string }[]];
     try {
       rows = await this.#sql.begin(
@@ -407,6 +452,7 @@ export class PostgresSessionStore implements SessionStore {
           )`;
         return rows.map((row) => row.sha256);
       });
+      this.#writers.delete(id);
       if (unreferenced.length > 0) await this.#attachments.release(unreferenced);
     } catch (error) {
       throw toStoreError(`delete session "${id}"`, error, signal);
@@ -425,14 +471,24 @@ export class PostgresSessionStore implements SessionStore {
    */
   async acquire(id: string, options?: StoreCallOptions): Promise<SessionLease> {
     const signal = options?.signal;
+    let lease: SessionLease;
     try {
-      return await this.#leases.acquire(id, {
+      lease = await this.#leases.acquire(id, {
         ...(signal === undefined ? {} : { signal }),
         settle: () => this.#settled(id),
       });
     } catch (error) {
       throw toStoreError(`acquire session "${id}"`, error, signal);
     }
+    // A new holder starts from what is stored.
+    const writer: LogWriter = { lastSeq: undefined };
+    this.#writers.set(id, writer);
+    return {
+      release: async () => {
+        await lease.release();
+        if (this.#writers.get(id) === writer) this.#writers.delete(id);
+      },
+    };
   }
 
   /**
@@ -451,17 +507,41 @@ export class PostgresSessionStore implements SessionStore {
     return this.#queues.get(id)?.tail ?? Promise.resolve();
   }
 
-  /** Writes the session's queued appends, a batch per transaction, until the queue is empty. */
+  /** What this store knows of the session's log (made on first use). */
+  #writer(id: string): LogWriter {
+    let writer = this.#writers.get(id);
+    if (writer === undefined) {
+      writer = { lastSeq: undefined };
+      this.#writers.set(id, writer);
+    }
+    return writer;
+  }
+
+  /**
+   * Writes the session's queued appends, a batch per transaction, until the queue is empty; a
+   * batch that fails for good fails it and everything after it (see the module documentation).
+   */
   async #pump(id: string, queue: AppendQueue): Promise<void> {
     if (queue.running) return;
     queue.running = true;
     try {
       while (queue.pending.length > 0) {
+        const writer = this.#writer(id);
+        if (writer.failed) {
+          const refused = new SessionLogFailedError(id, writer.failed.error);
+          for (const append of queue.pending.splice(0)) append.reject(refused);
+          break;
+        }
         const batch = takeBatch(queue.pending);
         try {
-          await this.#write(id, batch);
+          await this.#writeRetrying(id, writer, batch);
         } catch (error) {
           const failure = toStoreError(`append to session "${id}"`, error);
+          writer.failed = { error: failure };
+          this.#logger.error("cannot write the session log: later appends are refused", {
+            sessionId: id,
+            error: failure,
+          });
           for (const append of batch) append.reject(failure);
           continue;
         }
@@ -473,8 +553,45 @@ export class PostgresSessionStore implements SessionStore {
     }
   }
 
-  /** One transaction: the batch's events after the session's last, in order. */
-  async #write(id: string, batch: readonly PendingAppend[]): Promise<void> {
+  /**
+   * Writes a batch, retrying it in place while the database cannot be reached, up to the commit
+   * timeout.
+   */
+  async #writeRetrying(
+    id: string,
+    writer: LogWriter,
+    batch: readonly PendingAppend[],
+  ): Promise<void> {
+    const deadline = Date.now() + this.#retryMs;
+    for (let attempt = 0;; attempt++) {
+      try {
+        await this.#write(id, writer, batch, attempt > 0);
+        if (attempt > 0) this.#logger.info("wrote the session log again", { sessionId: id });
+        return;
+      } catch (error) {
+        const pause = Math.min(RETRY_FIRST_MS * 2 ** attempt, RETRY_MAX_MS);
+        if (!isTransient(error) || Date.now() + pause > deadline) throw error;
+        if (attempt === 0) {
+          this.#logger.warn("cannot write the session log: retrying", {
+            sessionId: id,
+            error: toStoreError(`append to session "${id}"`, error),
+          });
+        }
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
+    }
+  }
+
+  /**
+   * One transaction: the batch's events after the session's last, in order; `retry` when an
+   * earlier attempt of the same batch failed (it may have committed after all).
+   */
+  async #write(
+    id: string,
+    writer: LogWriter,
+    batch: readonly PendingAppend[],
+    retry: boolean,
+  ): Promise<void> {
     const sync = batch.some((append) => append.sync);
     const texts = batch.flatMap((append) => append.texts);
     const times = batch.flatMap((append) => append.texts.map(() => append.time));
@@ -483,7 +600,7 @@ export class PostgresSessionStore implements SessionStore {
     const title = last === undefined ? null : pgText(last);
     const attachments = [...new Set(batch.flatMap((append) => [...append.attachments]))];
     const owner = this.#leases.owner;
-    await this.#sql.begin(async (tx) => {
+    const committed = await this.#sql.begin(async (tx): Promise<number | undefined> => {
       // One round trip: the lease check runs after the row lock is granted, in a fresh
       // snapshot, so it sees a takeover that committed while this waited for the lock.
       const [, locked, holders] = await Promise.all([
@@ -503,7 +620,20 @@ export class PostgresSessionStore implements SessionStore {
             "this instance lost its lease",
         );
       }
-      if (texts.length === 0) return;
+      const known = writer.lastSeq;
+      if (retry && known !== undefined && last === known + texts.length) {
+        // The earlier attempt committed; only its answer was lost.
+        return last;
+      }
+      if (known !== undefined && last !== known) {
+        throw new SessionLogFailedError(
+          id,
+          `the database holds ${last} events of it where this instance committed ${known}` +
+            " (a crash of the database server lost committed events)",
+        );
+      }
+      writer.lastSeq = last;
+      if (texts.length === 0) return last;
       await Promise.all([
         tx`
           INSERT INTO acp_harness.events (session_id, seq, time, event)
@@ -521,8 +651,34 @@ export class PostgresSessionStore implements SessionStore {
           SELECT ${id}, unnest(${attachments}::text[])
           ON CONFLICT DO NOTHING`,
       ]);
+      return last + texts.length;
     });
+    writer.lastSeq = committed;
   }
+}
+
+/** PostgreSQL's SQLSTATE classes and codes of a failure worth retrying the transaction for. */
+const TRANSIENT_STATES = /^(08|53|57P0[123]|40001|40P01|55006)/;
+/** The client's and the socket's codes of a connection that failed or broke. */
+const TRANSIENT_CODES = new Set([
+  "CONNECTION_CLOSED",
+  "CONNECT_TIMEOUT",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "ENOTCONN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+]);
+
+/** Whether a transaction failed on the way to the database (worth another attempt). */
+function isTransient(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== "string") return false;
+  return TRANSIENT_CODES.has(code) || TRANSIENT_STATES.test(code);
 }
 
 /** Events as the store writes them: JSON texts, and what they say for the session's row. */

@@ -33,6 +33,12 @@ export interface PostgresStoreOptions {
    * @default {30_000}
    */
   readonly leaseTtlMs?: number;
+  /**
+   * How long a session's batch that cannot reach the database is retried before the session's
+   * log is given up (see `PostgresSessionStore`).
+   * @default {30_000}
+   */
+  readonly commitTimeoutMs?: number;
   /** Aborts opening (connecting and migrating). */
   readonly signal?: AbortSignal;
   /** The process and machine, for the default instance id. */
@@ -126,7 +132,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     sql,
     attachments,
     leases,
+    logger,
     ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.commitTimeoutMs === undefined ? {} : { commitTimeoutMs: options.commitTimeoutMs }),
   });
   leases.start();
   logger.info("PostgreSQL store open", { url: where, instance: instanceId, leaseTtlMs });

@@ -9,6 +9,7 @@ import {
   CorruptSessionLogError,
   InvalidSessionIdError,
   SessionExistsError,
+  SessionLogFailedError,
   SessionNotFoundError,
 } from "../store_errors.ts";
 
@@ -53,7 +54,8 @@ export function toStoreError(action: string, error: unknown, signal?: AbortSigna
     error instanceof SessionLockedError || error instanceof SessionNotFoundError ||
     error instanceof SessionExistsError || error instanceof InvalidSessionIdError ||
     error instanceof InvalidCursorError || error instanceof CorruptSessionLogError ||
-    error instanceof PostgresStoreError || error instanceof RangeError ||
+    error instanceof PostgresStoreError || error instanceof SessionLogFailedError ||
+    error instanceof RangeError ||
     error instanceof TypeError
   ) {
     return error;

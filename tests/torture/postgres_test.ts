@@ -1,0 +1,4 @@
+import { postgres } from "../../torture/scenarios/postgres.ts";
+import { tortureTest } from "./_torture.ts";
+
+tortureTest(postgres);
