@@ -76,6 +76,11 @@ export interface Config {
   readonly permissionTimeout: number;
   /** Seconds an MCP server has to start and list its tools. @default {30} */
   readonly mcpStartTimeout: number;
+  /**
+   * Whether one MCP server that does not start fails the request (else the session opens
+   * without it). @default {false}
+   */
+  readonly mcpStrict: boolean;
   /** Seconds one MCP tool call may take. @default {300} */
   readonly mcpCallTimeout: number;
   /** Largest inbound JSON-RPC message in bytes. @default {33554432} */
@@ -283,6 +288,17 @@ export const SETTINGS: SettingsTable = {
     default: 30,
     help: "Seconds an MCP server has to start and list its tools",
     type: POSITIVE_INTEGER,
+  },
+  mcpStrict: {
+    flag: "--mcp-strict",
+    placeholder: "<bool>",
+    bare: true,
+    env: "ACP_HARNESS_MCP_STRICT",
+    fileKey: "mcpStrict",
+    default: false,
+    help: "Fail session/new, load and resume when one of their MCP servers does not start",
+    note: "off: the session opens without it, with a warning and a notice",
+    type: BOOLEAN,
   },
   mcpCallTimeout: {
     flag: "--mcp-call-timeout",

@@ -25,7 +25,10 @@ export interface McpStdioServer {
   readonly declaredName: string;
   /** How to reach the server */
   readonly transport: "stdio";
-  /** The absolute path of the program */
+  /**
+   * The program: an absolute path, or a name without a slash, looked up on the server's own
+   * `PATH` (not the declared env's) when the server starts.
+   */
   readonly command: string;
   /** The program's arguments */
   readonly args: readonly string[];
@@ -97,8 +100,8 @@ const QUOTE_LENGTH = 80;
  * assert.match(servers[1]!.name, /^my_docs_[0-9a-f]{8}$/);
  * assert.deepEqual(parseMcpServers(undefined, { http: true, sse: false }), []);
  * assert.throws(
- *   () => parseMcpServers([{ name: "x", command: "npx", args: [], env: [] }], { http: false, sse: false }),
- *   /mcpServers\[0\]\.command: must be an absolute path, got "npx"/,
+ *   () => parseMcpServers([{ name: "x", command: "./npx", args: [], env: [] }], { http: false, sse: false }),
+ *   /mcpServers\[0\]\.command: must be an absolute path or a program name without a slash, got "\.\/npx"/,
  * );
  * ```
  *
@@ -314,7 +317,14 @@ function parseCommand(value: unknown, where: string): string {
   const command = stringAt(value, where);
   if (command === "") fail(where, "must not be empty");
   if (command.includes("\0")) fail(where, "must not contain NUL");
-  if (!command.startsWith("/")) fail(where, `must be an absolute path, got ${quote(command)}`);
+  // A bare program name is looked up on the server's own PATH when the server starts; a relative
+  // path would name a file relative to some working directory, which nothing here promises.
+  if (!command.startsWith("/") && command.includes("/")) {
+    fail(
+      where,
+      `must be an absolute path or a program name without a slash, got ${quote(command)}`,
+    );
+  }
   return command;
 }
 

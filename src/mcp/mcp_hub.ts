@@ -12,6 +12,8 @@ import type { SessionCommand, SessionCommands } from "../session/session_command
 import type { ToolSet } from "../tools/tool_set.ts";
 import { McpCallError, McpConnection, type McpConnectionOptions } from "./mcp_connection.ts";
 import type { McpServerSpec } from "./mcp_declarations.ts";
+import { McpStartError } from "./mcp_errors.ts";
+import { type ProgramLookup, programPath } from "./program_path.ts";
 import { mcpTool, sessionToolName } from "./mcp_tool.ts";
 
 /** What {@link McpHub.connect} needs. */
@@ -20,6 +22,14 @@ export interface McpHubOptions extends Omit<McpConnectionOptions, "spec" | "onTo
   readonly servers: readonly McpServerSpec[];
   /** Aborting stops the start (the servers started are closed). */
   readonly signal: AbortSignal;
+  /**
+   * Whether one server that does not start fails them all (the others are closed and its error
+   * thrown); else the hub is made of those that started and {@link McpHub.failures} names the
+   * others. @default {false}
+   */
+  readonly strict?: boolean;
+  /** Where a bare program name is looked up (the server's own `PATH`); absent: none is found. */
+  readonly programs?: ProgramLookup;
 }
 
 /** A prompt offered as a command. */
@@ -54,45 +64,59 @@ interface PromptCommand {
  */
 export class McpHub implements SessionCommands {
   readonly #servers: readonly McpConnection[];
+  readonly #failures: readonly McpStartError[];
   #toolSet: ToolSet | undefined;
 
-  private constructor(servers: readonly McpConnection[]) {
+  private constructor(servers: readonly McpConnection[], failures: readonly McpStartError[]) {
     this.#servers = servers;
+    this.#failures = failures;
   }
 
   /**
-   * Connects every server at once, each within the start timeout. When one fails, the others
-   * are closed and the failure is thrown.
+   * Connects every server at once, each within the start timeout. A stdio server's bare program
+   * name is looked up on `options.programs.path` first. When one fails: with `strict`, the others
+   * are closed and the failure is thrown; else the hub holds the others and
+   * {@link McpHub.failures} lists it.
    *
    * @param options The servers and their limits
    * @returns The hub
-   * @throws {McpStartError} For the first server (in the client's order) that did not start
+   * @throws {McpStartError} With `strict`, for the first server (in the client's order) that did
+   *   not start
    */
   static async connect(options: McpHubOptions): Promise<McpHub> {
     // The hub exists once every server is connected; a change announced before then is read in
     // `attach`.
     const made: { hub?: McpHub } = {};
-    const { servers, signal, ...connection } = options;
-    const settled = await Promise.allSettled(servers.map((spec) =>
-      McpConnection.open({
+    const { servers, signal, strict, programs, ...connection } = options;
+    const settled = await Promise.allSettled(servers.map(async (declared) => {
+      const spec = await locateProgram(declared, programs, connection);
+      return await McpConnection.open({
         ...connection,
         spec,
         onToolsChanged: () => {
           if (made.hub) made.hub.#sync();
         },
-      }, signal)
-    ));
-    const failure = settled.find((result) => result.status === "rejected");
-    if (failure) {
+      }, signal);
+    }));
+    const failures = settled.flatMap((result, index) =>
+      result.status === "rejected" ? [startError(result.reason, servers[index]?.name ?? "")] : []
+    );
+    if (strict && failures.length > 0) {
       await Promise.all(
         settled.map((result) => result.status === "fulfilled" ? result.value.close() : undefined),
       );
-      throw failure.reason;
+      throw failures[0];
     }
     made.hub = new McpHub(
-      settled.map((result) => (result as PromiseFulfilledResult<McpConnection>).value),
+      settled.flatMap((result) => result.status === "fulfilled" ? [result.value] : []),
+      failures,
     );
     return made.hub;
+  }
+
+  /** The servers that did not start (without `strict`), in the client's order. */
+  get failures(): readonly McpStartError[] {
+    return this.#failures;
   }
 
   /**
@@ -269,4 +293,39 @@ function joinTexts(parts: readonly LlmContentPart[]): LlmContentPart[] {
     }
   }
   return joined;
+}
+
+/**
+ * The declaration with its stdio program's absolute path (a bare name looked up on the server's
+ * `PATH`, the path found logged).
+ */
+async function locateProgram(
+  spec: McpServerSpec,
+  programs: ProgramLookup | undefined,
+  connection: Pick<McpConnectionOptions, "logger" | "logFields">,
+): Promise<McpServerSpec> {
+  if (spec.transport !== "stdio" || spec.command.startsWith("/")) return spec;
+  let path: string;
+  try {
+    path = await programPath(
+      spec.command,
+      programs ?? { path: undefined, stat: () => Promise.resolve(undefined) },
+    );
+  } catch (error) {
+    throw new McpStartError(spec.name, (error as Error).message);
+  }
+  connection.logger.info("MCP server program found on PATH", {
+    ...connection.logFields,
+    server: spec.name,
+    command: spec.command,
+    path,
+  });
+  return { ...spec, command: path };
+}
+
+/** What a server that did not start is reported as. */
+function startError(reason: unknown, server: string): McpStartError {
+  return reason instanceof McpStartError
+    ? reason
+    : new McpStartError(server, reason instanceof Error ? reason.message : String(reason));
 }

@@ -48,6 +48,8 @@ export interface SessionOptions {
   readonly tools: ToolSet | readonly Tool[];
   /** The session's slash commands. */
   readonly commands?: SessionCommands;
+  /** The MCP servers that did not start (the session opened without them), as messages. */
+  readonly mcpFailures?: readonly string[];
   readonly host: Host;
   readonly workspace: Workspace;
   readonly ask: PermissionAsker;
@@ -201,6 +203,18 @@ export class Session {
    * `session/new`, `session/load` or `session/resume` answer).
    */
   announceCommands(): void {
+    // What did not start is told first, to a client that takes notices (the answer's `_meta`
+    // and the log say it to every client).
+    if (this.#options.notices?.notices) {
+      for (const failure of this.#options.mcpFailures ?? []) {
+        this.#outbox.send({
+          sessionUpdate: "notice",
+          severity: "warning",
+          title: "An MCP server did not start; the session has no tools from it",
+          description: failure,
+        });
+      }
+    }
     const commands = [...BUILTIN_COMMANDS, ...this.#options.commands?.list() ?? []];
     this.#outbox.send({
       sessionUpdate: "available_commands_update",
@@ -210,6 +224,11 @@ export class Session {
         ...(hint === undefined ? {} : { input: { hint } }),
       })),
     });
+  }
+
+  /** The MCP servers that did not start (the session opened without them), as messages. */
+  get mcpFailures(): readonly string[] {
+    return this.#options.mcpFailures ?? [];
   }
 
   /** The selected model's facts. */

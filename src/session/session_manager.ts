@@ -78,6 +78,11 @@ export interface CreateSessionOptions {
   readonly instructions?: string;
   /** The MCP servers the client gave for the session (validated), connected before it opens. */
   readonly mcpServers?: readonly McpServerSpec[];
+  /**
+   * Whether one MCP server that does not start fails the request (else the session opens
+   * without it). @default {config.mcpStrict}
+   */
+  readonly mcpStrict?: boolean;
 }
 
 /** Options for {@link SessionManager.open}. */
@@ -121,6 +126,8 @@ interface Reopened {
 interface Equipment {
   readonly tools: ToolSet;
   readonly commands?: SessionCommands;
+  /** The MCP servers that did not start (the session opened without them), as messages. */
+  readonly mcpFailures?: readonly string[];
 }
 
 /**
@@ -269,6 +276,7 @@ export class SessionManager {
       additionalDirectories: params.additionalDirectories ?? header.additionalDirectories,
       ...(params.instructions ? { instructions: params.instructions } : {}),
       ...(params.mcpServers ? { mcpServers: params.mcpServers } : {}),
+      ...(params.mcpStrict === undefined ? {} : { mcpStrict: params.mcpStrict }),
     };
     const { equipment, disposer } = await this.#equipment(id, roots);
     try {
@@ -518,10 +526,21 @@ export class SessionManager {
       startTimeoutMs: config.mcpStartTimeout * 1000,
       callTimeoutMs: config.mcpCallTimeout * 1000,
       signal: this.#shutdown.signal,
+      strict: params.mcpStrict ?? config.mcpStrict,
+      // Bare program names (`npx`) are looked up on this process's PATH, never the declared env's.
+      programs: { path: host.env("PATH"), stat: (path) => host.stat(path) },
     });
     disposer.defer(() => hub.close());
     hub.attach(toolSet);
-    return { tools: toolSet, commands: hub };
+    const mcpFailures = hub.failures.map((failure) => failure.message);
+    for (const failure of hub.failures) {
+      logger.warn("session opened without an MCP server that did not start", {
+        sessionId: id,
+        server: failure.server,
+        error: failure.message,
+      });
+    }
+    return { tools: toolSet, commands: hub, ...(mcpFailures.length > 0 ? { mcpFailures } : {}) };
   }
 
   #session(
@@ -540,6 +559,7 @@ export class SessionManager {
       catalog,
       tools: equipment.tools,
       ...(equipment.commands ? { commands: equipment.commands } : {}),
+      ...(equipment.mcpFailures ? { mcpFailures: equipment.mcpFailures } : {}),
       host,
       workspace: workspaceFor(id),
       ask,

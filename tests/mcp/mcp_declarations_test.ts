@@ -237,10 +237,15 @@ Deno.test("parseMcpServers() checks a stdio command", () => {
   refused([stdio({ command: ["/bin/sh"] })], /command: must be a string, got array/);
   refused([stdio({ command: "" })], /command: must not be empty/);
   refused(
-    [stdio(), stdio({ name: "b", command: "npx" })],
-    /^Invalid params: mcpServers\[1\]\.command: must be an absolute path, got "npx"$/,
+    [stdio(), stdio({ name: "b", command: "./npx" })],
+    /^Invalid params: mcpServers\[1\]\.command: must be an absolute path or a program name without a slash, got "\.\/npx"$/,
   );
-  refused([stdio({ command: "./bin/x" })], /command: must be an absolute path, got "\.\/bin\/x"/);
+  refused(
+    [stdio({ command: "bin/x" })],
+    /command: must be an absolute path or a program name without a slash, got "bin\/x"/,
+  );
+  // A bare name is looked up on PATH when the server starts.
+  assert.equal(parseMcpServers([stdio({ command: "npx" })], ALL)[0]?.transport, "stdio");
   refused([stdio({ command: "/bin/x\0y" })], /command: must not contain NUL/);
 });
 
@@ -384,10 +389,10 @@ Deno.test("parseMcpServers() refuses strings over 64 KiB of UTF-8", () => {
 Deno.test("parseMcpServers() quotes user strings as JSON, cut to about 80 characters", () => {
   const message = refused(
     [stdio({ command: `bin/${"x".repeat(500)}` })],
-    /command: must be an absolute path, got "bin\/x+"… \(504 characters\)$/,
+    /command: must be an absolute path or a program name without a slash, got "bin\/x+"… \(504 characters\)$/,
   );
-  assert.ok(message.length < 200, message);
-  refused([stdio({ command: 'a\u0085\u2028"b' })], /got "a\\u0085\\u2028\\"b"$/);
+  assert.ok(message.length < 240, message);
+  refused([stdio({ command: 'a/\u0085\u2028"b' })], /got "a\/\\u0085\\u2028\\"b"$/);
   refused([remote("a\nb")], /unknown transport "a\\nb"/);
 });
 

@@ -42,7 +42,7 @@ Deno.test("invalid MCP declarations are refused with -32602 before anything star
   const cases: Array<[string, unknown[], RegExp]> = [
     [
       "relative command",
-      [valid, { ...fakeServer("bad"), command: "node" }],
+      [valid, { ...fakeServer("bad"), command: "bin/node" }],
       /mcpServers\[1\]\.command/,
     ],
     [
@@ -88,11 +88,11 @@ Deno.test("invalid MCP declarations are refused with -32602 before anything star
   assert.deepEqual(server.client.problems, []);
 });
 
-Deno.test("an MCP server that exits at start fails session/new with its exit code and stderr", async () => {
+Deno.test("with mcpStrict, an MCP server that exits at start fails session/new with its exit code and stderr", async () => {
   await using dirs = new TempDirs("acp-harness-mcp-");
   const cwd = await dirs.make();
   const marker = crypto.randomUUID();
-  await using running = await startMcpServer({ markers: [marker] });
+  await using running = await startMcpServer({ markers: [marker], config: { mcpStrict: true } });
   const { server } = running;
   const error = await rejectsWith(
     server.client.request("session/new", {
@@ -111,12 +111,12 @@ Deno.test("an MCP server that exits at start fails session/new with its exit cod
   assert.deepEqual(server.client.problems, []);
 });
 
-Deno.test("an MCP server that never answers initialize fails after mcpStartTimeout", async () => {
+Deno.test("with mcpStrict, an MCP server that never answers initialize fails after mcpStartTimeout", async () => {
   await using dirs = new TempDirs("acp-harness-mcp-");
   const cwd = await dirs.make();
   const marker = crypto.randomUUID();
   await using running = await startMcpServer({
-    config: { mcpStartTimeout: 1 },
+    config: { mcpStartTimeout: 1, mcpStrict: true },
     markers: [marker],
   });
   const { server } = running;
@@ -135,12 +135,12 @@ Deno.test("an MCP server that never answers initialize fails after mcpStartTimeo
   assert.deepEqual(server.client.problems, []);
 });
 
-Deno.test("when one MCP server fails to start, the ones that started are stopped", async () => {
+Deno.test("with mcpStrict, when one MCP server fails to start, the ones that started are stopped", async () => {
   await using dirs = new TempDirs("acp-harness-mcp-");
   const cwd = await dirs.make();
   const good = crypto.randomUUID();
   const bad = crypto.randomUUID();
-  await using running = await startMcpServer({ markers: [good, bad] });
+  await using running = await startMcpServer({ markers: [good, bad], config: { mcpStrict: true } });
   const { server } = running;
   await rejectsWith(
     server.client.request("session/new", {
@@ -231,5 +231,120 @@ Deno.test("an MCP server killed during a call fails it as killed, and the next c
   assert.equal(contentText(again), "echo: again");
   const [fresh] = await processesWithMarker(marker);
   assert.ok(fresh !== undefined && fresh !== pid, "a new server process serves the session");
+  assert.deepEqual(server.client.problems, []);
+});
+
+Deno.test("by default a session opens without an MCP server that did not start, and says so", async () => {
+  await using dirs = new TempDirs("acp-harness-mcp-");
+  const cwd = await dirs.make();
+  const good = crypto.randomUUID();
+  const bad = crypto.randomUUID();
+  await using running = await startMcpServer({
+    markers: [good, bad],
+    config: { mode: "auto" },
+    script: [
+      { toolCalls: [{ id: "c1", name: "mcp__good__echo", arguments: { text: "hi" } }] },
+      { text: "done" },
+    ],
+  });
+  const { server } = running;
+  // A client that takes notices is told after the answer, besides the answer's _meta.
+  await server.client.request("initialize", {
+    protocolVersion: 1,
+    clientCapabilities: { session: { notices: {} } },
+  });
+  const answer = await server.client.request<
+    { sessionId: string; _meta?: Record<string, { mcpServersNotStarted?: string[] }> }
+  >("session/new", {
+    cwd,
+    mcpServers: [
+      fakeServer("good", [`--marker=${good}`]),
+      fakeServer("bad", ["--exit-at-start", `--marker=${bad}`]),
+    ],
+  });
+  const notStarted = answer._meta?.["acp-harness"]?.mcpServersNotStarted ?? [];
+  assert.equal(notStarted.length, 1, JSON.stringify(answer._meta));
+  assert.match(notStarted[0] ?? "", /^MCP server "bad" did not start: exited with code 3/);
+  await server.client.waitFor(() =>
+    server.client.updates(answer.sessionId).some(({ update }) => update.sessionUpdate === "notice")
+  );
+  const notice = server.client.updates(answer.sessionId).find(({ update }) =>
+    update.sessionUpdate === "notice"
+  );
+  assert.match(String(notice?.update.description), /MCP server "bad" did not start/);
+  assert.ok(
+    server.logs.some((line) =>
+      /session opened without an MCP server that did not start/.test(line) &&
+      line.includes('"server":"bad"')
+    ),
+  );
+  assert.equal(await server.client.prompt(answer.sessionId, "use it"), "end_turn");
+  assert.equal(contentText(lastToolUpdate(server, answer.sessionId, "c1")), "echo: hi");
+  assert.deepEqual(await listed(server), [answer.sessionId]);
+  assert.deepEqual(server.client.problems, []);
+});
+
+Deno.test("_meta acp-harness.mcpStrict asks one session to fail when a server does not start", async () => {
+  await using dirs = new TempDirs("acp-harness-mcp-");
+  const cwd = await dirs.make();
+  const bad = crypto.randomUUID();
+  await using running = await startMcpServer({ markers: [bad] });
+  const { server } = running;
+  const mcpServers = [fakeServer("bad", ["--exit-at-start", `--marker=${bad}`])];
+  await rejectsWith(
+    server.client.request("session/new", {
+      cwd,
+      mcpServers,
+      _meta: { "acp-harness": { mcpStrict: true } },
+    }),
+    -32603,
+    /MCP server "bad" did not start/,
+  );
+  await rejectsWith(
+    server.client.request("session/new", {
+      cwd,
+      mcpServers,
+      _meta: { "acp-harness": { mcpStrict: "yes" } },
+    }),
+    -32602,
+    /_meta\.acp-harness\.mcpStrict: must be true or false, got "yes"/,
+  );
+  assert.deepEqual(await listed(server), []);
+  assert.deepEqual(server.client.problems, []);
+});
+
+Deno.test("a bare MCP command is looked up on the server's own PATH, not the declared env's", async () => {
+  await using dirs = new TempDirs("acp-harness-mcp-");
+  const cwd = await dirs.make();
+  const marker = crypto.randomUUID();
+  const node = fakeServer("fake").command;
+  const dir = node.slice(0, node.lastIndexOf("/"));
+  const name = node.slice(node.lastIndexOf("/") + 1);
+  await using running = await startMcpServer({
+    markers: [marker],
+    env: { PATH: `relative/bin:${dir}` },
+    config: { mcpStrict: true },
+  });
+  const { server } = running;
+  const declared = fakeServer("fake", [`--marker=${marker}`]);
+  const sessionId = await server.client.newSession(cwd, {
+    // The declared PATH names nothing: the lookup must not use it.
+    mcpServers: [{ ...declared, command: name, env: [{ name: "PATH", value: "/nonexistent" }] }],
+  });
+  assert.ok(sessionId);
+  assert.ok(
+    server.logs.some((line) =>
+      /MCP server program found on PATH/.test(line) && line.includes(`"path":"${node}"`)
+    ),
+    server.logs.join(""),
+  );
+  await rejectsWith(
+    server.client.request("session/new", {
+      cwd,
+      mcpServers: [{ ...declared, name: "missing", command: "acp-harness-no-such-program" }],
+    }),
+    -32603,
+    /MCP server "missing" did not start: Cannot find the program "acp-harness-no-such-program" on the server's PATH/,
+  );
   assert.deepEqual(server.client.problems, []);
 });

@@ -20,7 +20,7 @@ Deno.test("a declared MCP env secret reaches no log line and no file of the data
   const secret = `s3cr3t-${crypto.randomUUID()}`;
   await using running = await startMcpServer({
     dataDir,
-    config: { mode: "ask" },
+    config: { mode: "ask", mcpStrict: true },
     script: [
       {
         toolCalls: [

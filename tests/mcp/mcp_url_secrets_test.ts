@@ -107,7 +107,7 @@ Deno.test("an MCP URL's password and query token reach no error, log line or fil
       [
         ...runtime.args,
         ...["--data-dir", dataDir, "--model", "scripted", "--script", script],
-        ...["--log-level", "debug", "--mcp-start-timeout", "20"],
+        ...["--log-level", "debug", "--mcp-start-timeout", "20", "--mcp-strict"],
       ],
       { cwd, env: { ...Deno.env.toObject(), ACP_HARNESS_HOME: join(base, "home") } },
     );

@@ -138,10 +138,10 @@ for (const blocking of [false, true]) {
     );
     await rejects(
       client.newSession(workspace, {
-        mcpServers: [{ name: "x", command: "true", args: [], env: [] }],
+        mcpServers: [{ name: "x", command: "bin/true", args: [], env: [] }],
       }),
       -32602,
-      /mcpServers\[0\]\.command: must be an absolute path/,
+      /mcpServers\[0\]\.command: must be an absolute path or a program name without a slash/,
     );
     const link = join(workspace, "link");
     await symlink(workspace, link);

@@ -2322,7 +2322,9 @@ async function crowdMember(env: Env, index: number, rng: Rng): Promise<void> {
 function openConnections(stderr: string): string[] {
   const open = new Map<string, string>();
   for (
-    const match of stderr.matchAll(/^(?:\S+ )?acp-harness info: connection (opened|closed) (\{.*\})$/gm)
+    const match of stderr.matchAll(
+      /^(?:\S+ )?acp-harness info: connection (opened|closed) (\{.*\})$/gm,
+    )
   ) {
     try {
       const fields = JSON.parse(match[2] as string) as {

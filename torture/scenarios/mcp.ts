@@ -258,6 +258,8 @@ async function oneCase(context: ScenarioContext, options: CaseOptions): Promise<
       String(callTimeout),
       "--log-level",
       "debug",
+      // A server that does not start must fail session/new here, as the scenario counts it.
+      "--mcp-strict",
     ],
     env: Object.fromEntries(AGENT_SECRET_NAMES.map((name) => [name, agentSecret])),
   });

@@ -8,6 +8,7 @@ import type {
 } from "@agentclientprotocol/sdk";
 import { RequestError } from "@agentclientprotocol/sdk";
 import { mcpServersOf } from "../capabilities.ts";
+import { answerMeta, sessionMeta } from "../session_meta.ts";
 import type { ConnectionContext } from "../connection.ts";
 import { readInstructions } from "../instructions.ts";
 import { mappingErrors } from "../request_errors.ts";
@@ -59,6 +60,7 @@ async function reopen(
   requestId: unknown,
 ): Promise<{ configOptions: SessionConfigOption[]; modes: SessionModeState }> {
   const mcpServers = mcpServersOf(params.mcpServers);
+  const meta = sessionMeta(params._meta);
   checkPath(params.cwd, "cwd");
   const { sessions, logger, server } = connection;
   if (!(await sessions.exists(params.sessionId))) {
@@ -75,11 +77,16 @@ async function reopen(
           : {}),
         ...(instructions ? { instructions } : {}),
         ...(mcpServers.length > 0 ? { mcpServers } : {}),
+        ...meta,
         replay,
       });
     })
   );
   connection.afterAnswer(requestId, () => session.announceCommands());
   logger.info(replay ? "session loaded" : "session resumed", { sessionId: session.id });
-  return { configOptions: session.configOptions(), modes: session.modes() };
+  return {
+    configOptions: session.configOptions(),
+    modes: session.modes(),
+    ...answerMeta(session.mcpFailures),
+  };
 }

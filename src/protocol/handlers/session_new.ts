@@ -3,6 +3,7 @@ import { missingKey } from "../auth_methods.ts";
 import { mcpServersOf } from "../capabilities.ts";
 import type { ConnectionContext } from "../connection.ts";
 import { readInstructions } from "../instructions.ts";
+import { answerMeta, sessionMeta } from "../session_meta.ts";
 import { mappingErrors } from "../request_errors.ts";
 import { workspaceRoots } from "../workspace_roots.ts";
 import { isAbsolutePath } from "../../util/path.ts";
@@ -22,6 +23,7 @@ export async function newSession(
   requestId?: unknown,
 ): Promise<NewSessionResponse> {
   const mcpServers = mcpServersOf(params.mcpServers);
+  const meta = sessionMeta(params._meta);
   // A default model whose key is not set would fail every prompt: say so now (-32000), as the
   // peers do, so the client can show what to set.
   const model = connection.server.config.model;
@@ -45,6 +47,7 @@ export async function newSession(
         ...roots,
         ...(instructions ? { instructions } : {}),
         ...(mcpServers.length > 0 ? { mcpServers } : {}),
+        ...meta,
       });
     })
   );
@@ -55,5 +58,6 @@ export async function newSession(
     sessionId: session.id,
     configOptions: session.configOptions(),
     modes: session.modes(),
+    ...answerMeta(session.mcpFailures),
   };
 }
