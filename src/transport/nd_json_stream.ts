@@ -539,13 +539,19 @@ function topLevelValues(text: string): Map<string, string> {
 
 /**
  * The id of a line that looks like the client's answer to one of our requests (a top-level `id`
- * that is a number or a string, and no `method`), read from the text of a line that is not JSON.
+ * that is a number or a string, no `method`, and a `result`, an `error` or `"jsonrpc": "2.0"`),
+ * read from the text of a line that is not JSON.
  */
 function answerIdInText(text: string): string | number | undefined {
   if (!text.startsWith("{")) return undefined;
   const values = topLevelValues(text);
   const raw = values.get("id");
   if (raw === undefined || values.has("method")) return undefined;
+  if (
+    !values.has("result") && !values.has("error") && !values.get("jsonrpc")?.startsWith('"2.0"')
+  ) {
+    return undefined;
+  }
   const token = NUMBER.exec(raw)?.[0] ?? STRING.exec(raw)?.[0];
   if (token === undefined) return undefined;
   try {
@@ -558,11 +564,14 @@ function answerIdInText(text: string): string | number | undefined {
 
 /**
  * The id of a JSON value shaped like the client's answer to one of our requests (an object with
- * an `id` that is a string or a safe integer and no `method`) that is not a valid answer.
+ * an `id` that is a string or a safe integer, no `method`, and a `result`, an `error` or
+ * `"jsonrpc": "2.0"`) that is not a valid answer.
  */
 function answerIdOf(value: unknown): string | number | undefined {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
   if ("method" in value) return undefined;
+  const record = value as Record<string, unknown>;
+  if (!("result" in record) && !("error" in record) && record.jsonrpc !== "2.0") return undefined;
   const id = (value as { id?: unknown }).id;
   return typeof id === "string" || Number.isSafeInteger(id) ? id as string | number : undefined;
 }
