@@ -85,6 +85,11 @@ export interface Config {
   readonly mcpCallTimeout: number;
   /** Largest inbound JSON-RPC message in bytes. @default {33554432} */
   readonly maxMessageBytes: number;
+  /**
+   * Most requests of one connection being handled at once: past it the connection stops reading
+   * its input until one is answered (a running prompt counts until its turn starts). @default {64}
+   */
+  readonly maxRequestsInFlight: number;
   /** Sessions per `session/list` page. @default {100} */
   readonly sessionListPageSize: number;
   /**
@@ -317,6 +322,15 @@ export const SETTINGS: SettingsTable = {
     default: 32 * 1024 * 1024,
     shownDefault: "32 MiB",
     help: "Inbound message limit",
+    type: POSITIVE_INTEGER,
+  },
+  maxRequestsInFlight: {
+    flag: "--max-requests-in-flight",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_MAX_REQUESTS_IN_FLIGHT",
+    fileKey: "maxRequestsInFlight",
+    default: 64,
+    help: "Most requests of one connection handled at once; then its input waits",
     type: POSITIVE_INTEGER,
   },
   dataDir: {

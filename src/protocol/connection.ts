@@ -18,7 +18,8 @@ import { Inflight } from "./inflight.ts";
 import type { PathChecks } from "./path_checks.ts";
 import type { PromptCapabilities } from "./prompt_content.ts";
 import { agentApp } from "./routes.ts";
-import { orderSessionMessages, type SessionOrder } from "./session_order.ts";
+import { DEFAULT_MAX_REQUESTS_IN_FLIGHT, RequestBound } from "./request_bound.ts";
+import { orderSessionMessages, type SessionOrder, streamSource } from "./session_order.ts";
 import type * as SessionSideModule from "./session_side.ts";
 
 /**
@@ -57,6 +58,13 @@ export interface ServerParts {
 export interface ConnectionOptions {
   /** Most sessions the connection may have open (and opening) at once; unbounded by default. */
   readonly maxSessions?: number | undefined;
+  /**
+   * Most requests being handled at once; past it the connection reads nothing more until one is
+   * answered (see `RequestBound`).
+   *
+   * @default {the server's `maxRequestsInFlight` setting, else 64}
+   */
+  readonly maxRequestsInFlight?: number | undefined;
 }
 
 /** JSON-RPC error code of a request refused because a connection limit is reached. */
@@ -129,6 +137,8 @@ export class Connection implements ConnectionContext {
   readonly #order: SessionOrder;
   readonly #acp: AgentConnection;
   readonly #inflight = new Inflight();
+  /** Bounds the requests being handled: reading waits at the bound. */
+  readonly #bound: RequestBound;
   /** What runs once the answer to a request is written, by request id. */
   readonly #afterAnswer = new Map<unknown, () => void>();
   readonly #maxSessions: number | undefined;
@@ -163,14 +173,25 @@ export class Connection implements ConnectionContext {
       audio: false,
       embeddedContext: true,
     };
-    // Messages of one session take effect in arrival order; `session/cancel` is carried out there.
-    this.#order = orderSessionMessages(
-      (stream as Partial<NdJsonStream>).messages ?? stream.readable,
-      {
-        cancel: (sessionId) => this.#sessions?.get(sessionId)?.cancel(),
+    const max = options.maxRequestsInFlight ?? server.config.maxRequestsInFlight ??
+      DEFAULT_MAX_REQUESTS_IN_FLIGHT;
+    let toldFull = false;
+    this.#bound = new RequestBound({
+      max,
+      onFull: () => {
+        // Once per connection: a pipelining client reaches it again and again.
+        if (toldFull) return;
+        toldFull = true;
+        this.logger.info("requests in flight at the bound: reading waits for answers", { max });
       },
-    );
+    });
+    const input = (stream as Partial<NdJsonStream>).messages ?? streamSource(stream.readable);
+    // Messages of one session take effect in arrival order; `session/cancel` is carried out there.
+    this.#order = orderSessionMessages(this.#bound.guard(input), {
+      cancel: (sessionId) => this.#sessions?.get(sessionId)?.cancel(),
+    });
     const described = describeErrors(stream, this.logger, (id) => {
+      this.#bound.answered(id);
       this.#order.applied(id);
       const then = this.#afterAnswer.get(id);
       if (!then) return false;
@@ -244,6 +265,7 @@ export class Connection implements ConnectionContext {
   }
 
   applied(requestId: unknown): void {
+    this.#bound.started(requestId);
     this.#order.applied(requestId);
   }
 

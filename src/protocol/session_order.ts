@@ -199,8 +199,13 @@ class Lanes {
   }
 }
 
-/** A stream read one message at a time. */
-function streamSource(input: ReadableStream<AnyMessage>): MessageSource {
+/**
+ * A stream read one message at a time.
+ *
+ * @param input The stream
+ * @returns Its messages, one per `read()`
+ */
+export function streamSource(input: ReadableStream<AnyMessage>): MessageSource {
   const reader = input.getReader();
   return {
     read: async () => {

@@ -136,13 +136,19 @@ export function ndJsonStream(
   // now are held for `defer` (an inbound message is being answered).
   let inFlight = 0;
   let holding = false;
+  // Bytes handed to the output and not written yet: a client that does not read holds them.
+  let unwritten = 0;
   const flush = (): Promise<void> => {
     if (batch.length === 0) return writes;
     const bytes = encoder.encode(batch.length === 1 ? batch[0] : batch.join(""));
     batch = [];
     batchChars = 0;
+    unwritten += bytes.byteLength;
     const write = writes.then(() => writer.write(bytes));
-    writes = write.catch(() => {});
+    const written = (): void => {
+      unwritten -= bytes.byteLength;
+    };
+    writes = write.then(written, written);
     if (!timed) {
       inFlight++;
       void writes.then(afterWrite);
@@ -235,6 +241,11 @@ export function ndJsonStream(
     try {
       value = JSON.parse(text);
     } catch {
+      // An answer to one of our requests that does not parse fails that request at once.
+      const answerId = answerIdInText(text);
+      if (answerId !== undefined) {
+        ready.push(invalidAnswer(answerId, -32700, "Parse error: the answer is not valid JSON"));
+      }
       return fail(-32700, "Parse error: the line is not valid JSON");
     }
     if (Array.isArray(value)) {
@@ -246,6 +257,14 @@ export function ndJsonStream(
       if (raw !== undefined) request.id = exactId(raw, request.id);
     }
     if (!isMessage(value)) {
+      const answerId = answerIdOf(value);
+      if (answerId !== undefined) {
+        // A malformed answer to one of our requests is not answered (nothing answers an answer):
+        // the request it answers fails at once.
+        options.onInvalid?.(`${INVALID_ANSWER} (id ${JSON.stringify(answerId)})`);
+        ready.push(invalidAnswer(answerId, -32600, INVALID_ANSWER));
+        return;
+      }
       return fail(
         -32600,
         'Invalid request: expected a JSON-RPC 2.0 object with "jsonrpc": "2.0" and a method or an id',
@@ -307,6 +326,9 @@ export function ndJsonStream(
         await finished;
         return undefined;
       }
+      // Answers (and errors for bad lines) wait for a client that does not read: read no more
+      // until they are written.
+      if (unwritten > HIGH_WATER_CHARS) await writes;
       const { value, done } = await reader.read();
       if (done) {
         ended = true;
@@ -342,8 +364,9 @@ export function ndJsonStream(
   ): Promise<void> | undefined => {
     const written = send(message, options?.followed);
     written.catch(() => {});
-    if (batchChars <= HIGH_WATER_CHARS) return undefined;
-    // A lot is waiting: write it now and let the producer wait for it.
+    if (batchChars + unwritten <= HIGH_WATER_CHARS) return undefined;
+    // A lot is waiting (to be written, or for the client to read): write it now and let the
+    // producer wait for it.
     flushBurst();
     return written;
   };
@@ -368,7 +391,7 @@ export function ndJsonStream(
       for (const message of messages) {
         last = send(message);
         last.catch(() => {});
-        if (batchChars > HIGH_WATER_CHARS) {
+        if (batchChars + unwritten > HIGH_WATER_CHARS) {
           flushBurst();
           await last;
         }
@@ -378,8 +401,12 @@ export function ndJsonStream(
     writeFrames(frames: Uint8Array): Promise<void> {
       // What was sent before goes out first.
       flushBurst();
+      unwritten += frames.byteLength;
       const write = writes.then(() => writer.write(frames));
-      writes = write.catch(() => {});
+      const written = (): void => {
+        unwritten -= frames.byteLength;
+      };
+      writes = write.then(written, written);
       return write;
     },
     // Messages can still sit in the writable's queue when the last batch finishes, so wait until
@@ -449,6 +476,10 @@ function sniffId(
   }
 }
 
+/** Why an answer-shaped object is not an answer. */
+const INVALID_ANSWER =
+  'Invalid answer: expected a JSON-RPC 2.0 object with "jsonrpc": "2.0", an id and either a result or an error';
+
 /** Prefix of the placeholder ids that stand for ids a number cannot hold exactly. */
 const EXACT_ID_PREFIX = "\u0000acp-harness-exact-id:";
 
@@ -460,9 +491,22 @@ const EXACT_ID_PREFIX = "\u0000acp-harness-exact-id:";
  * @returns The number's text, or `undefined` if the key is absent or not a number
  */
 function topLevelNumber(text: string, key: string): string | undefined {
+  const value = topLevelValues(text).get(key);
+  return value === undefined ? undefined : NUMBER.exec(value)?.[0];
+}
+
+const NUMBER = /^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?/;
+const STRING = /^"(?:[^"\\]|\\.)*"/;
+
+/**
+ * The top-level keys of a JSON object's text, each with the start of its value (up to 400
+ * characters); the last occurrence of a key wins, as in `JSON.parse`. Works on a text cut short
+ * or otherwise broken too, as far as it goes.
+ */
+function topLevelValues(text: string): Map<string, string> {
+  const found = new Map<string, string>();
   let depth = 0;
   let index = 0;
-  let found: string | undefined;
   while (index < text.length) {
     const char = text[index] as string;
     if (char === '"') {
@@ -474,12 +518,15 @@ function topLevelNumber(text: string, key: string): string | undefined {
       let after = index;
       while (after < text.length && /\s/.test(text[after] as string)) after++;
       if (text[after] !== ":") continue;
-      if (JSON.parse(text.slice(start, index)) !== key) continue;
+      let name: unknown;
+      try {
+        name = JSON.parse(text.slice(start, index));
+      } catch {
+        continue;
+      }
       after++;
       while (after < text.length && /\s/.test(text[after] as string)) after++;
-      const number = /^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?/.exec(text.slice(after, after + 400));
-      // The last occurrence wins, as in JSON.parse.
-      found = number ? number[0] : undefined;
+      found.set(String(name), text.slice(after, after + 400));
       index = after;
       continue;
     }
@@ -488,4 +535,52 @@ function topLevelNumber(text: string, key: string): string | undefined {
     index++;
   }
   return found;
+}
+
+/**
+ * The id of a line that looks like the client's answer to one of our requests (a top-level `id`
+ * that is a number or a string, no `method`, and a `result`, an `error` or `"jsonrpc": "2.0"`),
+ * read from the text of a line that is not JSON.
+ */
+function answerIdInText(text: string): string | number | undefined {
+  if (!text.startsWith("{")) return undefined;
+  const values = topLevelValues(text);
+  const raw = values.get("id");
+  if (raw === undefined || values.has("method")) return undefined;
+  if (
+    !values.has("result") && !values.has("error") && !values.get("jsonrpc")?.startsWith('"2.0"')
+  ) {
+    return undefined;
+  }
+  const token = NUMBER.exec(raw)?.[0] ?? STRING.exec(raw)?.[0];
+  if (token === undefined) return undefined;
+  try {
+    const id = JSON.parse(token) as string | number;
+    return typeof id === "string" || Number.isSafeInteger(id) ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The id of a JSON value shaped like the client's answer to one of our requests (an object with
+ * an `id` that is a string or a safe integer, no `method`, and a `result`, an `error` or
+ * `"jsonrpc": "2.0"`) that is not a valid answer.
+ */
+function answerIdOf(value: unknown): string | number | undefined {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
+  if ("method" in value) return undefined;
+  const record = value as Record<string, unknown>;
+  if (!("result" in record) && !("error" in record) && record.jsonrpc !== "2.0") return undefined;
+  const id = (value as { id?: unknown }).id;
+  return typeof id === "string" || Number.isSafeInteger(id) ? id as string | number : undefined;
+}
+
+/**
+ * What the consumer gets in place of an answer it cannot use: an error answer for its id, so the
+ * request waiting for it fails at once (a permission question is refused) instead of waiting for
+ * its timeout.
+ */
+function invalidAnswer(id: string | number, code: number, message: string): AnyMessage {
+  return { jsonrpc: "2.0", id, error: { code, message } } as AnyMessage;
 }

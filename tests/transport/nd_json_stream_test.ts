@@ -5,7 +5,7 @@ import {
   type NdJsonStreamOptions,
 } from "../../src/transport/nd_json_stream.ts";
 import type { AnyMessage } from "../../src/transport/acp.ts";
-import { settle } from "../_helpers/wait.ts";
+import { pollUntil, settle } from "../_helpers/wait.ts";
 
 const encoder = new TextEncoder();
 
@@ -204,7 +204,8 @@ Deno.test("ndJsonStream() answers non-JSON-RPC values with -32600 and their id",
     line({ id: 5, method: "no-version" }),
     line({ jsonrpc: "1.0", id: "v1", method: "old" }),
     line({ jsonrpc: "2.0", id: 6, method: 42 }),
-    line({ jsonrpc: "2.0", id: 8 }),
+    // Not shaped like an answer (no result, no error, no "jsonrpc": "2.0"): answered.
+    line({ hello: "world", id: 7 }),
     line({ hello: "world" }),
     "42\n",
     '"text"\n',
@@ -216,12 +217,54 @@ Deno.test("ndJsonStream() answers non-JSON-RPC values with -32600 and their id",
     errorLine(5, -32600, INVALID_REQUEST),
     errorLine("v1", -32600, INVALID_REQUEST),
     errorLine(6, -32600, INVALID_REQUEST),
-    errorLine(8, -32600, INVALID_REQUEST),
+    errorLine(7, -32600, INVALID_REQUEST),
     errorLine(null, -32600, INVALID_REQUEST),
     errorLine(null, -32600, INVALID_REQUEST),
     errorLine(null, -32600, INVALID_REQUEST),
     errorLine(null, -32600, INVALID_REQUEST),
   ]);
+});
+
+const INVALID_ANSWER =
+  'Invalid answer: expected a JSON-RPC 2.0 object with "jsonrpc": "2.0", an id and either a result or an error';
+
+Deno.test("ndJsonStream() turns a malformed answer into an error answer for its id, unanswered", async () => {
+  const { messages, output, invalid } = await run([
+    line({ jsonrpc: "2.0", id: 8 }),
+    line({ id: 0, result: { outcome: { outcome: "selected", optionId: "allow_once" } } }),
+    line({ jsonrpc: "1.0", id: "s", result: {} }),
+    line(request(9)),
+  ]);
+  assert.deepEqual(messages, [
+    errorLine(8, -32600, INVALID_ANSWER),
+    errorLine(0, -32600, INVALID_ANSWER),
+    errorLine("s", -32600, INVALID_ANSWER),
+    request(9),
+  ]);
+  // Nothing answers an answer.
+  assert.deepEqual(output, []);
+  assert.equal(invalid.length, 3);
+});
+
+Deno.test("ndJsonStream() fails the request an unparseable answer names, and answers -32700", async () => {
+  const { messages, output } = await run([
+    '{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"allow_once"}\n',
+    '{"jsonrpc":"2.0","id":"q","result":\n',
+    // A request cut short, an id inside a value, an unsafe id: not taken for an answer.
+    '{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{\n',
+    '{"jsonrpc":"2.0","result":{"id":4},\n',
+    '{"jsonrpc":"2.0","id":1e400,"result":\n',
+    line(request(9)),
+  ]);
+  assert.deepEqual(messages, [
+    errorLine(0, -32700, "Parse error: the answer is not valid JSON"),
+    errorLine("q", -32700, "Parse error: the answer is not valid JSON"),
+    request(9),
+  ]);
+  assert.deepEqual(
+    output,
+    Array(5).fill(errorLine(null, -32700, "Parse error: the line is not valid JSON")),
+  );
 });
 
 Deno.test("ndJsonStream() answers an oversized line with -32600 and the sniffed id, then continues", async () => {
@@ -654,4 +697,63 @@ Deno.test("ndJsonStream() writeFrames() writes framed bytes in order with the me
   assert.deepEqual(out.lines(), [...before, ...frames, request(102), request(103), request(104)]);
   await writer.close();
   for await (const _ of stream.readable) assert.fail("no input expected");
+});
+
+/** An output whose writes wait until `release()`: a client that does not read. */
+function stuckOutput(): { writable: WritableStream<Uint8Array>; bytes(): number; release(): void } {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => release = resolve);
+  let bytes = 0;
+  return {
+    writable: new WritableStream<Uint8Array>({
+      async write(chunk) {
+        await released;
+        bytes += chunk.byteLength;
+      },
+    }),
+    bytes: () => bytes,
+    release,
+  };
+}
+
+Deno.test("ndJsonStream() makes the writer wait once a megabyte of answers is not read", async () => {
+  const output = stuckOutput();
+  const stream = ndJsonStream(output.writable, input([]), { defer: (flush) => setTimeout(flush) });
+  const result = { items: "x".repeat(1_000) };
+  let waited: Promise<void> | undefined;
+  let sent = 0;
+  // Each answer goes out in a write of its own: none of them is written.
+  while (waited === undefined && sent < 5_000) {
+    waited = stream.writeMessage({ jsonrpc: "2.0", id: sent++, result } as AnyMessage);
+  }
+  assert.ok(waited, "the writer was never asked to wait");
+  // About 1,050 bytes each.
+  assert.ok(sent > 900 && sent < 1_100, `asked to wait after ${sent} answers`);
+  output.release();
+  await waited;
+  await stream.drained();
+});
+
+Deno.test("ndJsonStream() reads no more input while its error answers are not read", async () => {
+  const output = stuckOutput();
+  let pulls = 0;
+  // Endless garbage: every line is answered -32700.
+  const garbage = encoder.encode("not json\n".repeat(1_000));
+  const endless = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      pulls++;
+      controller.enqueue(garbage);
+    },
+  }, { highWaterMark: 0 });
+  const stream = ndJsonStream(output.writable, endless, {
+    defer: (flush) => setTimeout(flush),
+    onInvalid: () => {},
+  });
+  void stream.messages.read();
+  // About 100 bytes of answer per line: a megabyte after 11 chunks.
+  await pollUntil(() => pulls >= 5, { what: "the input read" });
+  for (let turn = 0; turn < 50; turn++) await settle();
+  assert.ok(pulls < 20, `read ${pulls} chunks with nothing written`);
+  await stream.messages.cancel();
+  output.release();
 });

@@ -9,7 +9,7 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Scenario, ScenarioContext } from "../context.ts";
-import { random } from "../driver.ts";
+import { random, type Server } from "../driver.ts";
 
 const METHODS = [
   "initialize",
@@ -181,6 +181,7 @@ export const frames: Scenario = {
         context.fail("other", "id-not-echoed", `id ${id.slice(0, 40)} did not come back as sent`);
       }
     }
+    await flood(context, server);
     // Still serving: a session and a prompt work.
     const sessionId = await server.newSession(cwd);
     const prompt = server.promptRequest(sessionId, "still there?");
@@ -190,3 +191,72 @@ export const frames: Scenario = {
     }
   },
 };
+
+/** How much a server's peak resident set may grow in a flood, in kB. */
+export const MAX_FLOOD_GROWTH_KB = 200 * 1024;
+
+/**
+ * Watches a process's memory through a flood: resets its peak resident set (`VmHWM`) and returns
+ * how to read how far the peak then went past the resident set at the start, in kB (`undefined`
+ * when `/proc` cannot tell).
+ *
+ * @param pid The process
+ * @returns Reads the growth so far
+ */
+export function watchMemory(pid: number): () => number | undefined {
+  const read = (field: string): number | undefined => {
+    try {
+      const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+      const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status);
+      return match ? Number(match[1]) : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const before = read("VmRSS");
+  try {
+    Deno.writeTextFileSync(`/proc/${pid}/clear_refs`, "5");
+  } catch {
+    // The peak then counts from the start: still a bound.
+  }
+  return () => {
+    const peak = read("VmHWM");
+    return before === undefined || peak === undefined ? undefined : peak - before;
+  };
+}
+
+/**
+ * A flood of `session/list` in one write (the server reads it a bounded number of requests at a
+ * time): every one answered, the server's memory bounded.
+ */
+async function flood(context: ScenarioContext, server: Server): Promise<void> {
+  const count = context.pick(50_000, 10_000, 1_000);
+  const growth = watchMemory(server.pid);
+  const from = server.frames.length;
+  const text = Array.from(
+    { length: count },
+    (_, index) => `{"jsonrpc":"2.0","id":"flood-${index}","method":"session/list","params":{}}\n`,
+  ).join("");
+  await server.writeRaw(text);
+  context.run(count);
+  let seen = from;
+  let answered = 0;
+  const done = await server.waitFor(() => {
+    for (; seen < server.frames.length; seen++) {
+      const id = server.frames[seen]?.id;
+      if (typeof id === "string" && id.startsWith("flood-")) answered++;
+    }
+    return answered >= count;
+  }, 120_000);
+  if (!done && !server.exit) {
+    context.fail("other", "hang", `a flood of ${count} session/list: ${answered} answered`);
+  }
+  const grew = growth();
+  if (grew !== undefined && grew > MAX_FLOOD_GROWTH_KB) {
+    context.fail(
+      "other",
+      "unbounded-memory",
+      `a flood of ${count} session/list grew the server by ${Math.round(grew / 1024)} MB`,
+    );
+  }
+}

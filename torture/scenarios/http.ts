@@ -66,6 +66,8 @@ import {
   withTimeout,
   WsClient,
 } from "../http_client.ts";
+import { WebSocket as NodeWebSocket } from "ws";
+import { MAX_FLOOD_GROWTH_KB, watchMemory } from "./frames.ts";
 import { missing } from "./kill.ts";
 
 /** `--max-message-bytes`: small, so that bodies over it are cheap. */
@@ -2256,6 +2258,79 @@ async function dropCase(env: Env, profile: Profile, n: number): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // 5. The crowd, and the end
 
+/**
+ * A flood of `session/list` over one WebSocket, every frame sent at once (200,000 full): the
+ * server lives, its peak RSS stays within 200 MB of its start (`unbounded-memory`), the flooding
+ * socket is answered in full or closed by the inbound limit, and a client with a session open
+ * meanwhile still runs a whole prompt (`interference`).
+ */
+async function flood(env: Env): Promise<void> {
+  const { context } = env;
+  const count = context.pick(200_000, 50_000, 2_000);
+  const victim = client(env, "ws");
+  if (!(await connected(env, "flood: the victim", victim))) return;
+  const cwd = await workspace(env, "flood-victim");
+  const growth = watchMemory(env.server.pid);
+  context.run();
+  const flooding = floodSocket(env, count);
+  const ended = await within(flooding.done, 120_000);
+  const outcome = ended ? await flooding.done : undefined;
+  if (!ended) {
+    flooding.socket.terminate();
+    context.fail("other", "hang", `flood: ${count} session/list neither answered nor closed`);
+  }
+  if (!(await alive(env, "flood"))) return;
+  const grew = growth();
+  if (grew !== undefined && grew > MAX_FLOOD_GROWTH_KB) {
+    context.fail(
+      "other",
+      "unbounded-memory",
+      `flood: ${count} session/list over one WebSocket grew the server by ${
+        Math.round(grew / 1024)
+      } MB (${JSON.stringify(outcome)})`,
+    );
+  }
+  context.run();
+  if (!(await wholePrompt(env, "flood: the victim", victim, cwd))) {
+    context.fail("other", "interference", "flood: the victim's prompt failed after the flood");
+  }
+  await closeClient(env, "flood: the victim", victim);
+}
+
+/** Floods one WebSocket; `done` resolves with how many were answered and how it closed. */
+function floodSocket(
+  env: Env,
+  count: number,
+): { socket: NodeWebSocket; done: Promise<{ answers: number; code: number }> } {
+  const socket = new NodeWebSocket(`${env.target.url.replace("http", "ws")}/acp`, {
+    headers: bearer(env.target),
+  });
+  const done = new Promise<{ answers: number; code: number }>((resolve) => {
+    let answers = 0;
+    let initialized = false;
+    socket.on("error", () => {});
+    socket.on("close", (code: number) => resolve({ answers, code }));
+    socket.on(
+      "open",
+      () =>
+        socket.send(
+          JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: INITIALIZE }),
+        ),
+    );
+    socket.on("message", () => {
+      if (!initialized) {
+        initialized = true;
+        for (let id = 0; id < count; id++) {
+          socket.send(`{"jsonrpc":"2.0","id":${id},"method":"session/list","params":{}}`);
+        }
+        return;
+      }
+      if (++answers === count) socket.close(1000);
+    });
+  });
+  return { socket, done };
+}
+
 async function crowd(env: Env): Promise<void> {
   const { context } = env;
   const clients = context.pick(100, 40, 12);
@@ -2469,7 +2544,7 @@ export const http: Scenario = {
       broken: false,
     };
     try {
-      for (const phase of [hostile, auth, isolation, drops, crowd, ending]) {
+      for (const phase of [hostile, auth, isolation, drops, flood, crowd, ending]) {
         if (env.broken) break;
         await phase(env);
         context.checkCrash(server, phase.name);

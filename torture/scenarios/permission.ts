@@ -80,8 +80,11 @@ const REFUSING: ReadonlyArray<[string, Answer]> = [
   ],
 ];
 
-/** Answers the server cannot attribute: the turn must still end (bounded) and nothing may run. */
-const UNUSABLE: ReadonlyArray<[string, Answer]> = [
+/**
+ * Answers for the question's id that are not valid answers: refused at once (the turn ends by
+ * itself, never by `--permission-timeout`) and nothing may run.
+ */
+const MALFORMED_FOR_ID: ReadonlyArray<[string, Answer]> = [
   [
     "unparseable answer",
     raw((frame) =>
@@ -90,6 +93,19 @@ const UNUSABLE: ReadonlyArray<[string, Answer]> = [
       },"result":{"outcome":{"outcome":"selected","optionId":"allow_once"}\n`
     ),
   ],
+  ["neither result nor error", raw((frame) => line({ jsonrpc: "2.0", id: frame.id }))],
+  [
+    "no jsonrpc",
+    raw((frame) => line({ id: frame.id, result: selected("allow_once") })),
+  ],
+  [
+    'jsonrpc "1.0"',
+    raw((frame) => line({ jsonrpc: "1.0", id: frame.id, result: selected("allow_once") })),
+  ],
+];
+
+/** Answers the server cannot attribute: the turn must still end (bounded) and nothing may run. */
+const UNUSABLE: ReadonlyArray<[string, Answer]> = [
   [
     "string id for a numeric id",
     raw((frame) => line({ jsonrpc: "2.0", id: String(frame.id), result: selected("allow_once") })),
@@ -108,10 +124,17 @@ function unusableWaitMs(context: ScenarioContext): number {
   return Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : context.pick(60_000, 30_000, 10_000);
 }
 
+/** Whether the server's log says a permission question of a session timed out. */
+function timedOut(stderr: string, sessionId: string): boolean {
+  return stderr.split("\n").some((entry) =>
+    entry.includes("permission request timed out") && entry.includes(sessionId)
+  );
+}
+
 /** See the module doc. */
 export const permission: Scenario = {
   name: "permission",
-  description: "33 kinds of permission answer in --mode ask to run_command and write_file",
+  description: "36 kinds of permission answer in --mode ask to run_command and write_file",
   async run(context: ScenarioContext): Promise<void> {
     const rounds = context.pick(2, 1, 1);
     const script = await writeScript(context.base, "script.json", [
@@ -145,6 +168,13 @@ export const permission: Scenario = {
     const cases = [
       ...ALLOWING.map(([name, answer]) => ({ name, answer, allows: true, unusable: false })),
       ...REFUSING.map(([name, answer]) => ({ name, answer, allows: false, unusable: false })),
+      ...MALFORMED_FOR_ID.map(([name, answer]) => ({
+        name,
+        answer,
+        allows: false,
+        unusable: false,
+        atOnce: true,
+      })),
       ...UNUSABLE.map(([name, answer]) => ({ name, answer, allows: false, unusable: true })),
     ];
     const wait = unusableWaitMs(context);
@@ -175,6 +205,14 @@ export const permission: Scenario = {
           if (response === undefined) {
             context.fail("other", "cancel-ignored", `${item.name}: a cancel did not end the turn`);
           }
+        }
+        // An answer for the question's id is refused at once, not when the question times out.
+        if ("atOnce" in item && timedOut(server.stderr, sessionId)) {
+          context.fail(
+            "other",
+            "unbounded-wait",
+            `${item.name}: refused by --permission-timeout, not at once`,
+          );
         }
         const ran = existsSync(join(cwd, "ran.txt"));
         const written = existsSync(join(cwd, "written.txt"));
