@@ -47,7 +47,6 @@ export function createPermissionAsker(
   const timeoutMs = options.timeoutMs ?? DEFAULT_PERMISSION_TIMEOUT_MS;
   return async (question: PermissionQuestion): Promise<PermissionAnswer | "cancelled"> => {
     if (question.signal.aborted) return "cancelled";
-    const started = Date.now();
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(), timeoutMs);
     const log = { sessionId: question.sessionId, toolCallId: question.toolCallId };
@@ -84,7 +83,7 @@ export function createPermissionAsker(
         logger.warn("malformed permission answer; refusing", { ...log, problem: answer.problem });
         return "reject_once";
       }
-      logger.info("permission answered", { ...log, answer, ms: Date.now() - started });
+      // The session's gate logs the answer with the tool (one line per answer).
       return answer;
     } catch (error) {
       if (question.signal.aborted) return "cancelled";

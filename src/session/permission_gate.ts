@@ -73,6 +73,7 @@ export class PermissionGate {
       logger.info("permission: denied by policy", facts);
       return { allowed: false, reason: decision.reason };
     }
+    const asked = Date.now();
     const answer = await this.#options.ask({
       sessionId,
       toolCallId: request.toolCallId,
@@ -82,7 +83,7 @@ export class PermissionGate {
       locations: request.locations,
       signal: request.signal,
     });
-    logger.info("permission: answered", { ...facts, answer });
+    logger.info("permission: answered", { ...facts, answer, ms: Date.now() - asked });
     this.#options.output.record([permissionEvent(request.toolCallId, tool.name, answer)], true);
     if (answer === "allow_always" || answer === "reject_always") grants.set(tool.name, answer);
     return authorization(answer, tool.name);
@@ -99,6 +100,7 @@ export class PermissionGate {
    */
   async relay(request: RelayedPermission): Promise<PermissionAnswer | "cancelled"> {
     const { sessionId, logger } = this.#options;
+    const asked = Date.now();
     const answer = await this.#options.ask({
       sessionId,
       toolCallId: request.toolCallId,
@@ -114,6 +116,7 @@ export class PermissionGate {
       toolCallId: request.toolCallId,
       tool,
       answer,
+      ms: Date.now() - asked,
     });
     this.#options.output.record([permissionEvent(request.toolCallId, tool, answer)], true);
     return answer;

@@ -45,6 +45,9 @@ Deno.test("a turn logs its prompt, tool calls, permission decisions and end", as
       find(/^acp-harness info: permission: answered .*"tool":"write_file"/),
       /"answer":"reject_once"/,
     );
+    // One answer, one line (the protocol's round trip logs only failures).
+    assert.equal(lines.filter((line) => /permission:? answered/.test(line)).length, 1);
+    assert.match(find(/^acp-harness info: permission: answered /), /"ms":\d+/);
     assert.match(find(/^acp-harness info: tool call ended .*"toolCallId":"r1"/), /"ms":\d+/);
     assert.match(find(/^acp-harness info: tool call ended .*"toolCallId":"w1"/), /"failed"/);
     assert.match(find(/^acp-harness info: prompt ended /), /"stopReason":"end_turn","ms":\d+/);
