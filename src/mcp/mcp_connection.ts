@@ -30,6 +30,7 @@ import { describeMcpServer, type McpServerSpec } from "./mcp_declarations.ts";
 import { McpStartError } from "./mcp_errors.ts";
 import { HostStdioTransport } from "./stdio_transport.ts";
 import { type LeftOutTool, screenToolLists } from "./tool_list_screen.ts";
+import { describeNetworkError } from "../util/network_error.ts";
 
 /** The most pages of `tools/list` or `prompts/list` read from one server. */
 const MAX_LIST_PAGES = 100;
@@ -525,6 +526,10 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 /** An error in words, URLs redacted (the runtimes' fetch errors and the client's quote them). */
 function describe(error: unknown): string {
   if (error instanceof Error) {
+    // The runtime's `fetch failed` (an HTTP or SSE server not reached): its cause says why.
+    if (error.cause !== undefined && /fetch failed/i.test(error.message)) {
+      return redactUrls(describeNetworkError(error));
+    }
     const code = (error as { code?: unknown }).code;
     return redactUrls(
       typeof code === "string" && !error.message.includes(code)

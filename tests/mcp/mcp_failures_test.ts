@@ -348,3 +348,27 @@ Deno.test("a bare MCP command is looked up on the server's own PATH, not the dec
   );
   assert.deepEqual(server.client.problems, []);
 });
+
+Deno.test("an HTTP MCP server that is not reached names the cause, not 'fetch failed'", async () => {
+  await using dirs = new TempDirs("acp-harness-mcp-");
+  const cwd = await dirs.make();
+  await using running = await startMcpServer({ config: { mcpStrict: true } });
+  const { server } = running;
+  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = probe.addr as Deno.NetAddr;
+  probe.close();
+  const error = await rejectsWith(
+    server.client.request("session/new", {
+      cwd,
+      mcpServers: [{
+        type: "http",
+        name: "docs",
+        url: `http://127.0.0.1:${port}/mcp`,
+        headers: [],
+      }],
+    }),
+    -32603,
+    /MCP server "docs" did not start: .*(refused|ECONNREFUSED)/i,
+  );
+  assert.doesNotMatch(error.message, /did not start: fetch failed$/);
+});
