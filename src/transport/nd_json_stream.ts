@@ -1,4 +1,5 @@
 import type { AnyMessage, Stream } from "./acp.ts";
+import { topLevelNumber } from "./json_number.ts";
 
 /** Default cap on one inbound message, in bytes. */
 export const DEFAULT_MAX_MESSAGE_BYTES: number = 32 * 1024 * 1024;
@@ -451,41 +452,3 @@ function sniffId(
 
 /** Prefix of the placeholder ids that stand for ids a number cannot hold exactly. */
 const EXACT_ID_PREFIX = "\u0000acp-harness-exact-id:";
-
-/**
- * Finds the text of a number value of a top-level key of a JSON object, as written.
- *
- * @param text A JSON object's text (already known to parse)
- * @param key The key
- * @returns The number's text, or `undefined` if the key is absent or not a number
- */
-function topLevelNumber(text: string, key: string): string | undefined {
-  let depth = 0;
-  let index = 0;
-  let found: string | undefined;
-  while (index < text.length) {
-    const char = text[index] as string;
-    if (char === '"') {
-      const start = index;
-      index++;
-      while (index < text.length && text[index] !== '"') index += text[index] === "\\" ? 2 : 1;
-      index++;
-      if (depth !== 1) continue;
-      let after = index;
-      while (after < text.length && /\s/.test(text[after] as string)) after++;
-      if (text[after] !== ":") continue;
-      if (JSON.parse(text.slice(start, index)) !== key) continue;
-      after++;
-      while (after < text.length && /\s/.test(text[after] as string)) after++;
-      const number = /^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?/.exec(text.slice(after, after + 400));
-      // The last occurrence wins, as in JSON.parse.
-      found = number ? number[0] : undefined;
-      index = after;
-      continue;
-    }
-    if (char === "{" || char === "[") depth++;
-    else if (char === "}" || char === "]") depth--;
-    index++;
-  }
-  return found;
-}
