@@ -15,7 +15,10 @@ import type { ServerWebSocket, WebSocketUpgrade } from "./http_handler.ts";
 const PREFIX = `\u0000acp-harness-exact-id:${crypto.randomUUID()}:`;
 /** The placeholder's start as JSON text (`JSON.stringify` writes the NUL as `\u0000`). */
 const PREFIX_JSON = JSON.stringify(PREFIX).slice(0, -1);
-const PLACEHOLDER = new RegExp(`${PREFIX_JSON.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&")}([^"]*)"`, "g");
+const PLACEHOLDER = new RegExp(
+  `${PREFIX_JSON.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&")}([^"]*)"`,
+  "g",
+);
 /** A number that may not survive `JSON.parse`: 16 digits or more, a fraction, an exponent. */
 const MAYBE_INEXACT = /:\s*-?\d+(?:[.eE]|\d{15})/;
 
@@ -102,7 +105,9 @@ export function restoreExactIdsIn(response: Response): Response {
       if (done) return controller.close();
       if (!issued) return controller.enqueue(value);
       const text = decoder.decode(value);
-      controller.enqueue(text.includes(PREFIX_JSON) ? encoder.encode(restoreExactIds(text)) : value);
+      controller.enqueue(
+        text.includes(PREFIX_JSON) ? encoder.encode(restoreExactIds(text)) : value,
+      );
     },
     cancel(reason) {
       return reader.cancel(reason);
