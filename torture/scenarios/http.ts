@@ -66,6 +66,7 @@ import {
   withTimeout,
   WsClient,
 } from "../http_client.ts";
+import { httpLimits } from "./http_limits.ts";
 import { missing } from "./kill.ts";
 
 /** `--max-message-bytes`: small, so that bodies over it are cheap. */
@@ -2483,5 +2484,7 @@ export const http: Scenario = {
       const log = Deno.env.get("TORTURE_HTTP_LOG");
       if (log) await Deno.writeTextFile(`${log}-${context.runtime.name}.log`, server.stderr);
     }
+    // Body drips and stalls, idle connections, the per-address cap, exact ids: servers of its own.
+    await httpLimits(context);
   },
 };
