@@ -2441,6 +2441,9 @@ export const http: Scenario = {
         "2",
         "--max-message-bytes",
         String(LIMIT),
+        // Every client is on 127.0.0.1; the per-address cap has a phase of its own (http_limits.ts).
+        "--max-connections-per-address",
+        "1000",
         "--log-level",
         "info",
       ],
