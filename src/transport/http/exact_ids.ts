@@ -97,7 +97,8 @@ export function restoreExactIds(text: string): string {
  */
 export function restoreExactIdsIn(response: Response): Response {
   const body = response.body;
-  if (body === null) return response;
+  const type = response.headers.get("content-type") ?? "";
+  if (body === null || !/json|event-stream/i.test(type)) return response;
   const reader = body.getReader();
   const rewritten = new ReadableStream<Uint8Array>({
     async pull(controller) {
