@@ -750,7 +750,11 @@ async function startServe(
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
 ): Promise<ServeProcess> {
-  const child = host.spawn(host.ours(["serve", "--http", "--port", "0", ...args], env));
+  // Every bench client comes from 127.0.0.1: up to 200 connections at once, past the default cap.
+  const perAddress = ["--max-connections-per-address", "1000"];
+  const child = host.spawn(
+    host.ours(["serve", "--http", "--port", "0", ...perAddress, ...args], env),
+  );
   let stderr = "";
   const listeners = new Set<() => void>();
   child.stderr?.setEncoding("utf8");

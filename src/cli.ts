@@ -501,10 +501,12 @@ async function serveHttp(
     limits: {
       maxBodyBytes: config.maxMessageBytes,
       maxConnections: config.maxConnections,
+      maxConnectionsPerAddress: config.maxConnectionsPerAddress,
       maxSessionsPerConnection: config.maxSessionsPerConnection,
       maxBufferedBytes: config.maxBufferedBytes,
       stallTimeoutMs: config.stallTimeout * 1000,
       idleTimeoutMs: config.idleTimeout * 1000,
+      bodyTimeoutMs: config.bodyTimeout * 1000,
     },
   });
   let listener: HttpListener;

@@ -111,6 +111,8 @@ export interface Config {
   readonly allowedOrigins: readonly string[];
   /** Most HTTP and WebSocket connections open at once. @default {1000} */
   readonly maxConnections: number;
+  /** Most HTTP and WebSocket connections open at once from one peer address. @default {100} */
+  readonly maxConnectionsPerAddress: number;
   /** Most sessions one HTTP or WebSocket connection may have open. @default {256} */
   readonly maxSessionsPerConnection: number;
   /** Output bytes an HTTP connection holds for a reader that is not reading. @default {16 MiB} */
@@ -119,6 +121,8 @@ export interface Config {
   readonly stallTimeout: number;
   /** Seconds an HTTP connection may stay silent with nothing running before it is closed. @default {600} */
   readonly idleTimeout: number;
+  /** Seconds an HTTP request body may take to arrive in full. @default {60} */
+  readonly bodyTimeout: number;
   /** Providers from the config file, by id (they override built-in ones of the same id). */
   readonly providers: Readonly<Record<string, ProviderConfig>>;
   /** Model facts from the config file, by full model id. */
@@ -474,6 +478,15 @@ export const SETTINGS: SettingsTable = {
     help: "HTTP: most connections open at once",
     type: POSITIVE_INTEGER,
   },
+  maxConnectionsPerAddress: {
+    flag: "--max-connections-per-address",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_MAX_CONNECTIONS_PER_ADDRESS",
+    fileKey: "maxConnectionsPerAddress",
+    default: 100,
+    help: "HTTP: most connections open at once from one peer address",
+    type: POSITIVE_INTEGER,
+  },
   maxSessionsPerConnection: {
     flag: "--max-sessions-per-connection",
     placeholder: "<n>",
@@ -509,6 +522,15 @@ export const SETTINGS: SettingsTable = {
     fileKey: "idleTimeout",
     default: 600,
     help: "HTTP: seconds a connection may stay silent with nothing running before it closes",
+    type: POSITIVE_INTEGER,
+  },
+  bodyTimeout: {
+    flag: "--body-timeout",
+    placeholder: "<s>",
+    env: "ACP_HARNESS_BODY_TIMEOUT",
+    fileKey: "bodyTimeout",
+    default: 60,
+    help: "HTTP: seconds a request body may take to arrive in full (then 408)",
     type: POSITIVE_INTEGER,
   },
   sessionListPageSize: {

@@ -1,4 +1,5 @@
 import type { AnyMessage, Stream } from "./acp.ts";
+import { topLevelNumber } from "./json_number.ts";
 
 /** Default cap on one inbound message, in bytes. */
 export const DEFAULT_MAX_MESSAGE_BYTES: number = 32 * 1024 * 1024;
@@ -482,18 +483,6 @@ const INVALID_ANSWER =
 
 /** Prefix of the placeholder ids that stand for ids a number cannot hold exactly. */
 const EXACT_ID_PREFIX = "\u0000acp-harness-exact-id:";
-
-/**
- * Finds the text of a number value of a top-level key of a JSON object, as written.
- *
- * @param text A JSON object's text (already known to parse)
- * @param key The key
- * @returns The number's text, or `undefined` if the key is absent or not a number
- */
-function topLevelNumber(text: string, key: string): string | undefined {
-  const value = topLevelValues(text).get(key);
-  return value === undefined ? undefined : NUMBER.exec(value)?.[0];
-}
 
 const NUMBER = /^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?/;
 const STRING = /^"(?:[^"\\]|\\.)*"/;

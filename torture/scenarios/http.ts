@@ -68,6 +68,7 @@ import {
 } from "../http_client.ts";
 import { WebSocket as NodeWebSocket } from "ws";
 import { MAX_FLOOD_GROWTH_KB, watchMemory } from "./frames.ts";
+import { httpLimits } from "./http_limits.ts";
 import { missing } from "./kill.ts";
 
 /** `--max-message-bytes`: small, so that bodies over it are cheap. */
@@ -2517,6 +2518,9 @@ export const http: Scenario = {
         "2",
         "--max-message-bytes",
         String(LIMIT),
+        // Every client is on 127.0.0.1; the per-address cap has a phase of its own (http_limits.ts).
+        "--max-connections-per-address",
+        "1000",
         "--log-level",
         "info",
       ],
@@ -2560,5 +2564,7 @@ export const http: Scenario = {
       const log = Deno.env.get("TORTURE_HTTP_LOG");
       if (log) await Deno.writeTextFile(`${log}-${context.runtime.name}.log`, server.stderr);
     }
+    // Body drips and stalls, idle connections, the per-address cap, exact ids: servers of its own.
+    await httpLimits(context);
   },
 };

@@ -19,8 +19,8 @@ import { Hono } from "hono";
 import { cors } from "hono/cors";
 import type { Logger } from "../../log/logger.ts";
 import type { AgentServer, AgentServerConnection } from "../../protocol/agent_server.ts";
-import { concatBytes } from "../../util/concat_bytes.ts";
 import type { AnyMessage, Stream } from "../acp.ts";
+import { exactIdText, exactIdUpgrade, restoreExactIdsIn } from "./exact_ids.ts";
 import type { HttpHandler, RequestInfo, WebSocketUpgrade } from "./http_handler.ts";
 import { checkRequest, type SecurityPolicy } from "./http_security.ts";
 import { ConnectionLimitError, UrlKeyedProfile } from "./url_keyed_profile.ts";
@@ -31,6 +31,8 @@ export interface HttpLimits {
   readonly maxBodyBytes: number;
   /** Most connections open at once: 503 for one more. */
   readonly maxConnections: number;
+  /** Most connections open at once from one peer address: 429 for one more. @default {100} */
+  readonly maxConnectionsPerAddress?: number;
   /** Most sessions one connection may have open: a JSON-RPC error for one more. */
   readonly maxSessionsPerConnection: number;
   /** Output a connection holds for a reader that is not reading, in bytes. */
@@ -39,6 +41,8 @@ export interface HttpLimits {
   readonly stallTimeoutMs: number;
   /** How long a connection may stay silent with no request being handled, in ms. */
   readonly idleTimeoutMs: number;
+  /** How long a request body may take to arrive in full, in ms: 408 after. @default {60000} */
+  readonly bodyTimeoutMs?: number;
 }
 
 /** What the HTTP transport is built from. */
@@ -74,6 +78,14 @@ const REPLAY_MESSAGES = 1024;
 const KEEP_ALIVE_MS = 15_000;
 /** URL keys of the URL-keyed profile: letters, digits, `.`, `_`, `~`, `-`, at most 128. */
 const URL_KEY = /^[A-Za-z0-9._~-]{1,128}$/;
+/** The default of {@link HttpLimits.maxConnectionsPerAddress}. */
+const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 100;
+/** The default of {@link HttpLimits.bodyTimeoutMs}. */
+const DEFAULT_BODY_TIMEOUT_MS = 60_000;
+/** A body may come in this many pieces whatever their size; beyond, they must average more. */
+const BODY_PIECES = 4096;
+/** The smallest average piece, in bytes, of a body in more than {@link BODY_PIECES} pieces. */
+const BODY_PIECE_BYTES = 64;
 
 interface Tracked {
   readonly handle: AgentServerConnection;
@@ -102,7 +114,19 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
   const { server, security, limits, logger } = options;
   const now = options.now ?? (() => Date.now());
   const open = new Set<Tracked>();
+  /** Open connections by peer address. */
+  const perAddress = new Map<string, number>();
+  const maxPerAddress = limits.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS;
+  const bodyTimeoutMs = limits.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   let draining = false;
+  const crowded = (info: RequestInfo): boolean =>
+    info.remoteAddress !== undefined && (perAddress.get(info.remoteAddress) ?? 0) >= maxPerAddress;
+  /** The refusal of one more connection from this peer, if one is due. */
+  const refuseConnection = (info: RequestInfo): Response | undefined => {
+    if (draining || open.size >= limits.maxConnections) return busy(draining);
+    if (crowded(info)) return tooManyFromAddress(maxPerAddress);
+    return undefined;
+  };
 
   /** Serves one new connection on our agent server, counted, logged and watched for idleness. */
   function connect(stream: Stream, transport: string, info: RequestInfo): AgentServerConnection {
@@ -111,6 +135,17 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
       logger.warn("connection refused: limit reached", { max: limits.maxConnections });
       throw new ConnectionLimitError(
         `Cannot connect: the server has its most connections open (${limits.maxConnections})`,
+      );
+    }
+    const address = info.remoteAddress;
+    if (address !== undefined && crowded(info)) {
+      logger.warn("connection refused: per-address limit reached", {
+        max: maxPerAddress,
+        remoteAddress: address,
+      });
+      throw new ConnectionLimitError(
+        `Cannot connect: ${address} has its most connections open (${maxPerAddress})`,
+        429,
       );
     }
     const activity = { last: now() };
@@ -127,6 +162,7 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
     );
     const entry: Tracked = { handle, activity };
     open.add(entry);
+    if (address !== undefined) perAddress.set(address, (perAddress.get(address) ?? 0) + 1);
     logger.info("connection opened", {
       connectionId: handle.id,
       transport,
@@ -134,6 +170,11 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
     });
     void handle.closed.then(() => {
       open.delete(entry);
+      if (address !== undefined) {
+        const left = (perAddress.get(address) ?? 1) - 1;
+        if (left > 0) perAddress.set(address, left);
+        else perAddress.delete(address);
+      }
       logger.info("connection closed", { connectionId: handle.id });
     });
     return handle;
@@ -148,7 +189,7 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
     connect: (stream: Stream) => connect(stream, transport, info),
   });
   const urlKeyed = new UrlKeyedProfile({
-    connect: (stream: Stream) => connect(stream, "http (url-keyed)", {}),
+    connect: (stream: Stream, info: RequestInfo = {}) => connect(stream, "http (url-keyed)", info),
     logger,
     maxBufferedBytes: limits.maxBufferedBytes,
     maxOutputStallMs: limits.stallTimeoutMs,
@@ -204,15 +245,18 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
     return undefined;
   });
   app.on("POST", "*", async (c, next) => {
-    const limited = await withBodyLimit(c.req.raw, limits.maxBodyBytes);
-    if (!limited) {
-      return problem(
-        413,
-        "Payload Too Large",
-        `A message may be at most ${limits.maxBodyBytes} bytes (see --max-message-bytes)`,
-      );
-    }
-    c.req.raw = limited;
+    const read = await readBody(c.req.raw, limits.maxBodyBytes, bodyTimeoutMs);
+    if (read instanceof Response) return read;
+    // Ids a number cannot hold exactly travel as placeholders, and go out as the client wrote them.
+    const text = new TextDecoder().decode(read.body);
+    const exact = exactIdText(text);
+    if (typeof exact !== "string") return Response.json(exact.refusal, { status: 400 });
+    c.req.raw = new Request(read.request.url, {
+      method: read.request.method,
+      headers: read.request.headers,
+      body: exact === text ? read.body : exact,
+      signal: read.request.signal,
+    });
     await next();
     return undefined;
   });
@@ -220,7 +264,9 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
     const request = c.req.raw;
     // As the SDK reads it: an empty `Acp-Connection-Id` opens a connection too (and counts).
     const opening = request.method === "POST" && !request.headers.get("acp-connection-id");
-    if (opening && (draining || open.size >= limits.maxConnections)) return busy(draining);
+    const info = c.env?.info ?? {};
+    const refused = opening ? refuseConnection(info) : undefined;
+    if (refused) return refused;
     // The SDK waits for the answer to an `initialize` whose id is neither a string nor a number
     // (an array, an object) and, unable to match it, answers 500: refused here instead.
     if (opening && await hasBadRequestId(request)) {
@@ -233,26 +279,32 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
         },
       }, { status: 400 });
     }
-    const info = c.env?.info ?? {};
     const response = await acp.handleRequest(request, { agent: agentFor("http", info) });
     // The SDK answers a connector that refused (our connection limit, raced) with 500.
-    if (opening && response.status === 500 && (draining || open.size >= limits.maxConnections)) {
+    const raced = opening && response.status === 500 ? refuseConnection(info) : undefined;
+    if (raced) {
       await response.body?.cancel();
-      return busy(draining);
+      return raced;
     }
-    return response;
+    return restoreExactIdsIn(response);
   });
-  const urlKeyedRoute = async (request: Request, key: string): Promise<Response> => {
+  const urlKeyedRoute = async (
+    request: Request,
+    key: string,
+    info: RequestInfo = {},
+  ): Promise<Response> => {
     if (!URL_KEY.test(key)) {
       return problem(400, "Bad connection key", "Use letters, digits, '.', '_', '~' or '-'");
     }
-    if (!urlKeyed.has(key) && (draining || open.size >= limits.maxConnections)) {
-      return busy(draining);
-    }
-    return await urlKeyed.handle(request, key);
+    const refused = urlKeyed.has(key) ? undefined : refuseConnection(info);
+    if (refused) return refused;
+    return await urlKeyed.handle(request, key, info);
   };
-  app.all("/v1/rpc", (c) => urlKeyedRoute(c.req.raw, "rpc"));
-  app.all("/v1/acp/:id", (c) => urlKeyedRoute(c.req.raw, `acp.${c.req.param("id")}`));
+  app.all("/v1/rpc", (c) => urlKeyedRoute(c.req.raw, "rpc", c.env?.info));
+  app.all(
+    "/v1/acp/:id",
+    (c) => urlKeyedRoute(c.req.raw, `acp.${c.req.param("id")}`, c.env?.info),
+  );
   app.notFound(() => problem(404, "Not Found", "ACP is served on /acp and /v1/acp/:id"));
   app.onError((error) => {
     logger.error("HTTP handler failed", { error: String(error) });
@@ -275,8 +327,9 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
       if (new URL(request.url).pathname !== "/acp") {
         return problem(404, "Not Found", "WebSocket connections are served on /acp");
       }
-      if (draining || open.size >= limits.maxConnections) return busy(draining);
-      return acp.prepareWebSocketUpgrade({ agent: agentFor("websocket", info) });
+      const refused = refuseConnection(info);
+      if (refused) return refused;
+      return exactIdUpgrade(acp.prepareWebSocketUpgrade({ agent: agentFor("websocket", info) }));
     },
     async close(): Promise<void> {
       draining = true;
@@ -286,38 +339,89 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
   };
 }
 
+/** A request whose body has been read, and the body. */
+interface ReadBody {
+  readonly request: Request;
+  readonly body: Uint8Array<ArrayBuffer>;
+}
+
 /**
- * The request with its body read into memory, or `undefined` when the body is longer than `max`
- * bytes (by its `Content-Length`, or as it arrives). The copy is a plain web `Request`, whatever
- * object the listener handed over.
+ * Reads a request's body into one buffer, or answers the request: `413` when the body is longer
+ * than `max` bytes (by its `Content-Length`, or as it arrives), `408` when it takes longer than
+ * `timeoutMs` or comes in too many small pieces (a drip). Each piece is copied out as it arrives:
+ * a runtime's read buffer is far bigger than a piece of one byte, and kept alive by it.
  */
-async function withBodyLimit(request: Request, max: number): Promise<Request | undefined> {
+async function readBody(
+  request: Request,
+  max: number,
+  timeoutMs: number,
+): Promise<ReadBody | Response> {
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > max) {
     await request.body?.cancel().catch(() => {});
-    return undefined;
+    return tooLarge(max);
   }
-  const chunks: Uint8Array<ArrayBuffer>[] = [];
+  if (!request.body) return { request, body: new Uint8Array(0) };
+  // Grown as the bytes arrive, never beyond what came: a declared length is only a claim.
+  let buffer = new Uint8Array(Math.min(declared > 0 ? declared : 1024, 64 * 1024));
   let size = 0;
-  if (request.body) {
-    const reader = request.body.getReader();
+  let pieces = 0;
+  const reader = request.body.getReader();
+  let late = false;
+  const timer = setTimeout(() => {
+    late = true;
+    void reader.cancel().catch(() => {});
+  }, timeoutMs);
+  try {
     for (;;) {
       const { done, value } = await reader.read();
+      if (late) return slowBody(`it did not arrive within ${timeoutMs / 1000} s`);
       if (done) break;
-      size += value.byteLength;
-      if (size > max) {
+      pieces++;
+      if (size + value.byteLength > max) {
         await reader.cancel().catch(() => {});
-        return undefined;
+        return tooLarge(max);
       }
-      chunks.push(value);
+      if (size + value.byteLength > buffer.byteLength) {
+        const grown = new Uint8Array(
+          Math.min(max, Math.max(size + value.byteLength, buffer.byteLength * 2)),
+        );
+        grown.set(buffer.subarray(0, size));
+        buffer = grown;
+      }
+      buffer.set(value, size);
+      size += value.byteLength;
+      if (pieces > BODY_PIECES && size < pieces * BODY_PIECE_BYTES) {
+        await reader.cancel().catch(() => {});
+        return slowBody(`it came in ${pieces} pieces of ${Math.floor(size / pieces)} bytes or so`);
+      }
     }
+  } catch {
+    if (late) return slowBody(`it did not arrive within ${timeoutMs / 1000} s`);
+    return problem(400, "Bad Request", "The request body could not be read");
+  } finally {
+    clearTimeout(timer);
   }
-  return new Request(request.url, {
-    method: request.method,
-    headers: request.headers,
-    body: concatBytes(chunks),
-    signal: request.signal,
-  });
+  return { request, body: size === buffer.byteLength ? buffer : buffer.slice(0, size) };
+}
+
+function tooLarge(max: number): Response {
+  return problem(
+    413,
+    "Payload Too Large",
+    `A message may be at most ${max} bytes (see --max-message-bytes)`,
+  );
+}
+
+/** `408` for a body that came too slowly; the connection is closed after it. */
+function slowBody(why: string): Response {
+  const response = problem(
+    408,
+    "Request Timeout",
+    `The request body came too slowly: ${why} (see --body-timeout)`,
+  );
+  response.headers.set("Connection", "close");
+  return response;
 }
 
 /**
@@ -344,6 +448,17 @@ function problem(status: number, title: string, detail: string): Response {
     status,
     headers: { "Content-Type": "application/problem+json" },
   });
+}
+
+/** `429` for one more connection from a peer address at its limit. */
+function tooManyFromAddress(max: number): Response {
+  const response = problem(
+    429,
+    "Too many connections from this address",
+    `This address has its most connections open (${max}; see --max-connections-per-address)`,
+  );
+  response.headers.set("Retry-After", "1");
+  return response;
 }
 
 function busy(draining: boolean): Response {

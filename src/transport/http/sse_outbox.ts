@@ -1,4 +1,5 @@
 import type { AnyMessage } from "../acp.ts";
+import { restoreExactIds } from "./exact_ids.ts";
 
 /** Options for {@link SseOutbox}. */
 export interface SseOutboxOptions {
@@ -112,7 +113,8 @@ export class SseOutbox {
   add(message: AnyMessage): number | undefined {
     if (this.#ended) return undefined;
     const id = this.#nextId++;
-    const frame = encoder.encode(`event: message\nid: ${id}\ndata: ${JSON.stringify(message)}\n\n`);
+    const data = restoreExactIds(JSON.stringify(message));
+    const frame = encoder.encode(`event: message\nid: ${id}\ndata: ${data}\n\n`);
     this.#queue.push({ id, frame });
     this.#queueBytes += frame.byteLength;
     const reader = this.#reader;

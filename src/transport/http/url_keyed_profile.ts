@@ -6,16 +6,22 @@
  */
 import type { Logger } from "../../log/logger.ts";
 import type { AnyMessage, Stream } from "../acp.ts";
+import { restoreExactIds } from "./exact_ids.ts";
+import type { RequestInfo } from "./http_handler.ts";
 import { SseOutbox } from "./sse_outbox.ts";
 
 /** The server is serving as many connections as it may: the request gets this status. */
 export class ConnectionLimitError extends Error {
   /** The HTTP status to answer with. */
-  readonly status: number = 503;
+  readonly status: number;
 
-  /** @param message What is at capacity */
-  constructor(message = "Cannot connect: the server is at its connection limit") {
+  /**
+   * @param message What is at capacity
+   * @param status The HTTP status: 503 (the server is full), 429 (the peer has enough)
+   */
+  constructor(message = "Cannot connect: the server is at its connection limit", status = 503) {
     super(message);
+    this.status = status;
     this.name = "ConnectionLimitError";
   }
 }
@@ -36,7 +42,7 @@ export interface UrlKeyedOptions {
    * Serves ACP on a new message stream. Throws {@link ConnectionLimitError} (or any error with a
    * numeric `status`) when the server is at capacity; the request is answered with that status.
    */
-  connect(stream: Stream): UrlKeyedAgent;
+  connect(stream: Stream, info?: RequestInfo): UrlKeyedAgent;
   /** Where diagnostics go: opening, closing and stalls per key; message methods at debug. */
   readonly logger: Logger;
   /** Bytes of event output per connection that may wait for a reader before the agent waits. */
@@ -124,14 +130,15 @@ export class UrlKeyedProfile {
    *
    * @param request The request: `POST`, `GET` or `DELETE` (others get `405`)
    * @param key The URL key: which connection
+   * @param info Facts from the listener (the peer's address), for a new connection
    * @returns The response
    */
-  async handle(request: Request, key: string): Promise<Response> {
+  async handle(request: Request, key: string, info: RequestInfo = {}): Promise<Response> {
     switch (request.method) {
       case "POST":
-        return await this.#post(request, key);
+        return await this.#post(request, key, info);
       case "GET":
-        return this.#get(request, key);
+        return this.#get(request, key, info);
       case "DELETE":
         return await this.#delete(key);
       default:
@@ -155,7 +162,7 @@ export class UrlKeyedProfile {
     return this.#closing;
   }
 
-  async #post(request: Request, key: string): Promise<Response> {
+  async #post(request: Request, key: string, info: RequestInfo): Promise<Response> {
     if (mediaType(request.headers.get("content-type")) !== "application/json") {
       return problem(415, "Cannot read the message: Content-Type must be application/json");
     }
@@ -176,7 +183,7 @@ export class UrlKeyedProfile {
     }
     const kind = messageKind(message);
     if (typeof kind !== "string") return problem(400, `Cannot read the message: ${kind.invalid}`);
-    const connection = this.#connection(key);
+    const connection = this.#connection(key, info);
     if (connection instanceof Response) return connection;
     const rpc = message as AnyMessage;
     this.#options.logger.debug("HTTP message in", {
@@ -190,17 +197,17 @@ export class UrlKeyedProfile {
     }
     const answer = await connection.request(rpc as AnyMessage & { id: string | number }, request);
     if (answer === undefined) return new Response(null, { status: 202 });
-    return new Response(JSON.stringify(answer), {
+    return new Response(restoreExactIds(JSON.stringify(answer)), {
       status: 200,
       headers: { "content-type": "application/json" },
     });
   }
 
-  #get(request: Request, key: string): Response {
+  #get(request: Request, key: string, info: RequestInfo): Response {
     if (!acceptsEventStream(request.headers.get("accept"))) {
       return problem(406, "Cannot stream events: Accept must include text/event-stream");
     }
-    const connection = this.#connection(key);
+    const connection = this.#connection(key, info);
     if (connection instanceof Response) return connection;
     const lastEventId = eventId(request.headers.get("last-event-id"));
     const takeover = connection.outbox.attached;
@@ -224,12 +231,12 @@ export class UrlKeyedProfile {
   }
 
   /** The connection on a key, made when there is none; a problem response when it cannot be. */
-  #connection(key: string): KeyedConnection | Response {
+  #connection(key: string, info: RequestInfo): KeyedConnection | Response {
     const open = this.#connections.get(key);
     if (open) return open;
     if (this.#closing) return problem(503, "Cannot connect: the server is closing");
     try {
-      const connection = new KeyedConnection(key, this.#options, () => {
+      const connection = new KeyedConnection(key, this.#options, info, () => {
         if (this.#connections.get(key) === connection) this.#connections.delete(key);
       });
       this.#connections.set(key, connection);
@@ -266,7 +273,12 @@ class KeyedConnection {
   /** Settles once the agent has closed and everything waiting was answered. */
   readonly #closed: Promise<void>;
 
-  constructor(key: string, options: UrlKeyedOptions, onClosed: () => void) {
+  constructor(
+    key: string,
+    options: UrlKeyedOptions,
+    info: RequestInfo,
+    onClosed: () => void,
+  ) {
     this.key = key;
     this.#logger = options.logger;
     this.outbox = new SseOutbox({
@@ -300,7 +312,7 @@ class KeyedConnection {
         },
       }),
     };
-    this.#agent = options.connect(stream);
+    this.#agent = options.connect(stream, info);
     this.#logger.info("HTTP connection opened", {
       key,
       ...(this.#agent.id === undefined ? {} : { connectionId: this.#agent.id }),
@@ -438,9 +450,9 @@ function messageKind(
     if (typeof record.method !== "string") return { invalid: "method must be a string" };
     if (!("id" in record)) return "notification";
     const { id } = record;
-    return typeof id === "string" || typeof id === "number"
+    return typeof id === "string" || (typeof id === "number" && Number.isFinite(id))
       ? "request"
-      : { invalid: "a request id must be a string or a number" };
+      : { invalid: "a request id must be a string or a finite number" };
   }
   if ("id" in record && ("result" in record || "error" in record)) return "response";
   return { invalid: "the body is not a JSON-RPC request, notification or response" };
