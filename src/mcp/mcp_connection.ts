@@ -210,7 +210,7 @@ export class McpConnection {
         timeout: this.#options.callTimeoutMs,
       }) as CallToolResult;
     } catch (error) {
-      throw this.#callError(error, live, signal, `tools/call ${name}`);
+      throw await this.#callError(error, live, signal, `tools/call ${name}`);
     }
   }
 
@@ -235,7 +235,7 @@ export class McpConnection {
         timeout: this.#options.callTimeoutMs,
       });
     } catch (error) {
-      throw this.#callError(error, live, signal, `prompts/get ${name}`);
+      throw await this.#callError(error, live, signal, `prompts/get ${name}`);
     }
   }
 
@@ -276,8 +276,21 @@ export class McpConnection {
     return await this.#reconnecting;
   }
 
-  #callError(error: unknown, live: Live, signal: AbortSignal, what: string): McpCallError {
+  async #callError(
+    error: unknown,
+    live: Live,
+    signal: AbortSignal,
+    what: string,
+  ): Promise<McpCallError> {
     if (signal.aborted) return new McpCallError(`${what} was cancelled`, true);
+    // A server that died mid-call can fail a write (EPIPE) before its exit is seen: its exit says
+    // more (killed by a signal, an exit code), so give it a moment to arrive, as at start.
+    if (
+      live.gone === undefined && live.transport instanceof HostStdioTransport &&
+      /EPIPE|not running/.test(describe(error))
+    ) {
+      await live.transport.exitWithin(EXIT_WAIT_MS);
+    }
     if (error instanceof ProtocolError) {
       return new McpCallError(`the MCP server ${this.name} refused ${what}: ${error.message}`);
     }
