@@ -117,8 +117,8 @@ class BunListener implements HttpListener {
 
   constructor(handler: HttpHandler, options: ListenOptions) {
     const bun = (globalThis as unknown as { Bun: BunGlobal }).Bun;
-    let relay: SocketRelay | undefined;
-    const peerOf: PeerOf = (port) => relay?.peerOf(port);
+    // Called for requests only, once the relay exists.
+    const peerOf: PeerOf = (port) => this.relay.peerOf(port);
     this.#server = bun.serve({
       hostname: INNER_HOST,
       port: 0,
@@ -146,8 +146,7 @@ class BunListener implements HttpListener {
       maxSockets: options.maxSockets,
       maxSocketsPerAddress: options.maxSocketsPerAddress,
     }, 3);
-    relay = new SocketRelay(this.#server.port, limits);
-    this.relay = relay;
+    this.relay = new SocketRelay(this.#server.port, limits);
   }
 
   get url(): string {

@@ -185,7 +185,11 @@ class DenoListener implements HttpListener {
    * The next request; null once the connection ends. After the first request (whose deadline the
    * guard keeps), a keep-alive connection gets `headerTimeoutMs` for the next one's headers.
    */
-  async #nextRequest(http: HttpConn, first: boolean, end: () => void): Promise<RequestEvent | null> {
+  async #nextRequest(
+    http: HttpConn,
+    first: boolean,
+    end: () => void,
+  ): Promise<RequestEvent | null> {
     if (first) return await http.nextRequest();
     const timer = setTimeout(end, this.#limits.headerTimeoutMs);
     try {

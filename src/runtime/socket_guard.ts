@@ -101,7 +101,10 @@ export interface SocketTicket {
 
 /**
  * Counts a listener's sockets and decides on each new one: admitted (with a ticket and a header
- * deadline), or refused (the caller closes it at once, without a response).
+ * deadline), or refused (the caller closes it at once, without a response). A socket is refused
+ * when `maxSockets` are open, when half of them are still sending their first request's headers
+ * (so that sockets that sent nothing cannot take the places of clients that do), or when
+ * `maxSocketsPerAddress` of its own address are.
  *
  * @example
  * ```ts
@@ -121,6 +124,8 @@ export class SocketGuard {
   readonly #pending = new Map<string, number>();
   readonly #tickets = new Set<SocketTicket>();
   #open = 0;
+  /** Sockets whose first request's headers are not complete yet. */
+  #waiting = 0;
   #refused = 0;
   #timedOut = 0;
 
@@ -155,17 +160,23 @@ export class SocketGuard {
    */
   admit(address: string, onTimeout: () => void): SocketTicket | undefined {
     const pending = this.#pending.get(address) ?? 0;
-    if (this.#open >= this.#limits.maxSockets || pending >= this.#limits.maxSocketsPerAddress) {
+    if (
+      this.#open >= this.#limits.maxSockets ||
+      this.#waiting >= Math.max(1, Math.floor(this.#limits.maxSockets / 2)) ||
+      pending >= this.#limits.maxSocketsPerAddress
+    ) {
       this.#refused++;
       return undefined;
     }
     this.#open++;
+    this.#waiting++;
     this.#pending.set(address, pending + 1);
     let waiting = true;
     let released = false;
     const settle = (): void => {
       if (!waiting) return;
       waiting = false;
+      this.#waiting--;
       clearTimeout(timer);
       const left = (this.#pending.get(address) ?? 1) - 1;
       if (left === 0) this.#pending.delete(address);
