@@ -105,7 +105,7 @@ export interface Config {
   readonly headerTimeout: number;
   /** Most HTTP sockets open at once, before any parsing (within the descriptor limit). @default {4096} */
   readonly maxSockets: number;
-  /** Most HTTP sockets of one peer address still sending their request headers. @default {64} */
+  /** Most HTTP sockets of one peer address still sending their request headers. @default {256} */
   readonly maxSocketsPerAddress: number;
   /** Providers from the config file, by id (they override built-in ones of the same id). */
   readonly providers: Readonly<Record<string, ProviderConfig>>;
@@ -483,7 +483,7 @@ export const SETTINGS: SettingsTable = {
     placeholder: "<n>",
     env: "ACP_HARNESS_MAX_SOCKETS_PER_ADDRESS",
     fileKey: "maxSocketsPerAddress",
-    default: 64,
+    default: 256,
     help: "HTTP: most sockets of one peer address still sending their request headers",
     type: POSITIVE_INTEGER,
   },

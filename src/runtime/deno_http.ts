@@ -167,7 +167,7 @@ class DenoListener implements HttpListener {
         if (event === null) break;
         ticket.headersDone();
         served.idle = false;
-        upgraded = await this.#answer(event, address);
+        upgraded = await this.#answer(event, address, end);
         if (upgraded) break;
       }
       await upgraded?.closed;
@@ -206,15 +206,26 @@ class DenoListener implements HttpListener {
   async #answer(
     event: RequestEvent,
     address: string,
+    end: () => void,
   ): Promise<{ readonly closed: Promise<void> } | undefined> {
     let closed: Promise<void> | undefined;
-    const response = this.#respond(event.request, address, (socket) => {
+    // A body that cannot be read (cut short, malformed chunks) ends the connection without an
+    // answer, as `Deno.serve` does: the client broke the exchange, not the handler.
+    let broken = false;
+    const request = watchBody(event.request, () => broken = true);
+    const response = this.#respond(request, address, (socket) => {
       closed = new Promise((resolve) => {
         socket.addEventListener("close", () => resolve(), { once: true });
       });
     });
     try {
-      await event.respondWith(response.then((answer) => this.#lastIfClosing(answer)));
+      await event.respondWith(response.then((answer) => {
+        if (broken) {
+          end();
+          void answer.body?.cancel().catch(() => {});
+        }
+        return this.#lastIfClosing(answer);
+      }));
     } catch {
       // The client went away.
     }
@@ -374,6 +385,33 @@ class DenoListener implements HttpListener {
       headers: response.headers,
     });
   }
+}
+
+/** The request, its body passed through a stream that calls `onError` when a read fails. */
+function watchBody(request: Request, onError: () => void): Request {
+  const source = request.body;
+  if (source === null) return request;
+  const reader = source.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      } catch (error) {
+        onError();
+        controller.error(error);
+      }
+    },
+    cancel: (reason) => reader.cancel(reason),
+  }, { highWaterMark: 0 });
+  return new Request(request.url, {
+    method: request.method,
+    headers: request.headers,
+    body,
+    signal: request.signal,
+    duplex: "half",
+  } as RequestInit);
 }
 
 /** The answer to a request still unanswered at the end of the grace period. */

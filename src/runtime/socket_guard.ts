@@ -19,11 +19,11 @@ export interface SocketLimits {
   readonly maxSocketsPerAddress: number;
 }
 
-/** The defaults: 10 s, 4,096 sockets, 64 per address. */
+/** The defaults: 10 s, 4,096 sockets, 256 per address. */
 export const DEFAULT_SOCKET_LIMITS: SocketLimits = {
   headerTimeoutMs: 10_000,
   maxSockets: 4096,
-  maxSocketsPerAddress: 64,
+  maxSocketsPerAddress: 256,
 };
 
 /** The open-files limit assumed when the process's own cannot be read. */

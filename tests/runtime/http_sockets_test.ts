@@ -1,7 +1,7 @@
 /**
  * `serve --http` against hostile sockets, as a real child process on Deno, Node.js and Bun: more
- * silent sockets than the process may open descriptors (`ulimit -n 256`), from one address and
- * from several, leave it alive, `/health` answered and an open session prompting; a socket that
+ * silent sockets than the process may open descriptors (`ulimit -n 256`), from two addresses,
+ * leave it alive, `/health` answered and an open session prompting, also while they are open; a socket that
  * sends its headers one byte at a time, never finishing, is closed after `--header-timeout`; and a
  * request line in absolute form naming a foreign host is refused like a forged `Host`.
  *
@@ -40,6 +40,7 @@ async function startServe(
   runtime: Runtime,
   dirs: TempDirs,
   descriptorLimit?: number,
+  extra: readonly string[] = [],
 ): Promise<{ agent: StdioAgent; url: string }> {
   const data = await dirs.make();
   const args = [
@@ -54,6 +55,7 @@ async function startServe(
     "1",
     "--log-level",
     "info",
+    ...extra,
   ];
   const agent = descriptorLimit === undefined
     ? spawnAgent(runtime.command, args)
@@ -195,7 +197,10 @@ async function stop(agent: StdioAgent): Promise<number | null> {
 for (const runtime of RUNTIMES) {
   Deno.test(`${runtime.name}: serve --http survives more silent sockets than descriptors`, async () => {
     await using dirs = new TempDirs("acp-harness-http-sockets-");
-    const { agent, url } = await startServe(runtime, dirs, DESCRIPTOR_LIMIT);
+    const { agent, url } = await startServe(runtime, dirs, DESCRIPTOR_LIMIT, [
+      "--max-sockets-per-address",
+      "32",
+    ]);
     let flood: SilentSockets | undefined;
     try {
       const key = `${url}/v1/acp/sockets`;
@@ -207,30 +212,27 @@ for (const runtime of RUNTIMES) {
       const prompt = { sessionId, prompt: [{ type: "text", text: "hello" }] };
       assert.deepEqual(await rpc(key, 2, "session/prompt", prompt), { stopReason: "end_turn" });
 
-      // 150 from one address (over its cap), 160 from four others (over the cap of sockets still
-      // sending headers): 310, more than the server may open.
-      flood = silentSockets(url, [
-        ["127.0.0.1", 150],
-        ["127.0.0.2", 40],
-        ["127.0.0.3", 40],
-        ["127.0.0.4", 40],
-        ["127.0.0.5", 40],
-      ]);
+      // 200 from one address, 110 from another: 310, more than the server may open descriptors
+      // (256), each address over its cap (32). The session's client is on 127.0.0.1.
+      const hostile: ReadonlyArray<[string, number]> = [["127.0.0.2", 200], ["127.0.0.3", 110]];
+      flood = silentSockets(url, hostile);
       // Refused ones are closed at once; the others once the header timeout (1 s) is over.
-      await within(flood.closed(flood.sockets.length), () => `the silent sockets to close`);
+      await within(flood.closed(flood.sockets.length), () => "the silent sockets to close");
       assert.equal(agent.child.exitCode, null, agent.stderr());
       const health = await within(fetch(`${url}/health`), () => "/health");
       assert.equal(health.status, 200);
       assert.equal(await health.text(), "ok");
       assert.deepEqual(await rpc(key, 3, "session/prompt", prompt), { stopReason: "end_turn" });
 
-      // Again, with the flood still open while the session prompts and /health is asked.
+      // Again, /health and the prompt while the flood's admitted sockets (at most 2 × 32) are
+      // still open: every other one has been refused by then.
       flood.destroy();
-      flood = silentSockets(url, [["127.0.0.1", 150], ["127.0.0.2", 150]]);
-      const health2 = await within(fetch(`${url}/health`), () => "/health during a flood");
-      assert.equal(await health2.text(), "ok");
+      flood = silentSockets(url, hostile);
+      await within(flood.closed(flood.sockets.length - 64), () => "the refused sockets to close");
+      const during = await within(fetch(`${url}/health`), () => "/health during a flood");
+      assert.equal(await during.text(), "ok");
       assert.deepEqual(await rpc(key, 4, "session/prompt", prompt), { stopReason: "end_turn" });
-      await within(flood.closed(flood.sockets.length), () => `the second flood to close`);
+      await within(flood.closed(flood.sockets.length), () => "the second flood to close");
       assert.equal(agent.child.exitCode, null, agent.stderr());
     } finally {
       flood?.destroy();

@@ -87,6 +87,6 @@ Deno.test("socketBudget() keeps a reserve of descriptors free of sockets", () =>
   assert.deepEqual(limits, {
     headerTimeoutMs: 10_000,
     maxSockets: socketBudget(10, limit, 1),
-    maxSocketsPerAddress: 64,
+    maxSocketsPerAddress: 256,
   });
 });

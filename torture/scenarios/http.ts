@@ -67,9 +67,12 @@ import {
   WsClient,
 } from "../http_client.ts";
 import { missing } from "./kill.ts";
+import { sockets as socketsPhase } from "./http_sockets.ts";
 
 /** `--max-message-bytes`: small, so that bodies over it are cheap. */
 const LIMIT = 1024 * 1024;
+/** `--header-timeout` (s): how long a silent or slowloris socket is kept (./http_sockets.ts). */
+const HEADER_S = 2;
 /** `--idle-timeout` (s): how soon a vanished HTTP client's connection is closed. */
 const IDLE_S = 5;
 /** How long the idle check waits after a long turn before its next request (< IDLE_S). */
@@ -2399,6 +2402,16 @@ async function stop(env: Env): Promise<void> {
   context.checkCrash(server, "SIGTERM");
 }
 
+/** Silent sockets, slowloris and absolute-form requests: see ./http_sockets.ts. */
+async function sockets(env: Env): Promise<void> {
+  await socketsPhase(env, {
+    alive: (where) => alive(env, where),
+    client: () => client(env, "keyed"),
+    workspace: (name) => workspace(env, name),
+    headerTimeoutMs: HEADER_S * 1000,
+  });
+}
+
 /** A token with letters of both cases and digits. */
 function makeToken(rng: Rng): string {
   return `Tk${randomWord(rng, 30)}aZ9`;
@@ -2436,6 +2449,8 @@ export const http: Scenario = {
         script,
         "--idle-timeout",
         String(IDLE_S),
+        "--header-timeout",
+        String(HEADER_S),
         "--stall-timeout",
         "2",
         "--max-message-bytes",
@@ -2467,7 +2482,7 @@ export const http: Scenario = {
       broken: false,
     };
     try {
-      for (const phase of [hostile, auth, isolation, drops, crowd, ending]) {
+      for (const phase of [hostile, auth, isolation, drops, sockets, crowd, ending]) {
         if (env.broken) break;
         await phase(env);
         context.checkCrash(server, phase.name);
