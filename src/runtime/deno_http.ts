@@ -1,18 +1,23 @@
 /**
- * The HTTP listener on Deno: `Deno.listen` with its own accept loop, `Deno.serveHttp` on each
- * accepted connection, and `Deno.upgradeWebSocket`.
+ * The HTTP listener on Deno: `Deno.serve` and `Deno.upgradeWebSocket`, behind a relay.
  *
- * Not `Deno.serve`: it gives no hold on a connection before its request, so it can neither cap
- * sockets nor time out headers that never finish, and an accept failure (`Too many open files`)
- * ends it for good. Here every socket passes the {@link SocketGuard} first (refused at its caps:
- * closed at once), must send complete request headers within `headerTimeoutMs` (also between the
- * requests of a keep-alive connection), and an accept failure is retried after a short pause.
+ * `Deno.serve` gives no hold on a connection before its request: it cannot count sockets, it
+ * never times out headers that never finish, and an accept failure (`Too many open files`) ends it
+ * for good. So it listens on an inner port of 127.0.0.1, and the public port is a `Deno.listen`
+ * with its own accept loop (an accept failure pauses it, then it accepts again) that passes each
+ * socket through the {@link SocketGuard} (refused at its caps: closed at once; closed when its
+ * first request's headers are not complete within `headerTimeoutMs`) and relays it to the inner
+ * port; the peer's address is found again by the inner connection's local port. A relayed socket
+ * costs three descriptors, which the descriptor budget counts. A 401 or 403 answer closes its
+ * connection.
  *
  * Deno has no size limit option for inbound WebSocket messages, so the socket is handed over in an
  * adapter that closes it with 1009 when a message is over `maxMessageBytes` (Deno has read the
- * message by then). `close()` stops accepting at once, closes idle keep-alive connections, lets
- * responses under way finish, and closes upgraded WebSockets right away (1001). When the grace
- * period is over it errors the bodies of the responses still streaming and answers 503 to the
+ * message by then). Its graceful `shutdown()` stops accepting at once, lets responses under way
+ * finish, and closes upgraded WebSockets right away (1001, "Server shutting down"). Deno offers no
+ * way to force a shutdown once one is under way (aborting the `signal` of `Deno.serve` then throws
+ * an uncaught `BadResource`), so when the grace period is over this listener ends what it can
+ * reach itself: it errors the bodies of the responses still streaming and answers 503 to the
  * requests the handler has not answered yet.
  *
  * @module
@@ -33,30 +38,18 @@ import {
   textExceeds,
   wantsWebSocket,
 } from "./http_common.ts";
-import { effectiveSocketLimits, SocketGuard, type SocketLimits } from "./socket_guard.ts";
-
-/** One request of `Deno.serveHttp`. */
-interface RequestEvent {
-  readonly request: Request;
-  respondWith(response: Response | Promise<Response>): Promise<void>;
-}
-
-/** A connection served by `Deno.serveHttp`. */
-interface HttpConn {
-  nextRequest(): Promise<RequestEvent | null>;
-  close(): void;
-}
-
-type ServeHttpOnConn = (conn: Deno.Conn) => HttpConn;
-
-/** The longest pause before accepting again after an accept failure. */
-const MAX_ACCEPT_BACKOFF_MS = 1000;
+import {
+  effectiveSocketLimits,
+  SocketGuard,
+  type SocketLimits,
+  type SocketTicket,
+} from "./socket_guard.ts";
 
 /**
  * Binds a listener for a handler on Deno.
  *
  * @param handler What to serve
- * @param options Where to listen, the WebSocket message limit and the socket limits
+ * @param options Where to listen, and the WebSocket message limit
  * @returns The bound listener
  */
 export function serveHttp(handler: HttpHandler, options: ListenOptions): Promise<HttpListener> {
@@ -67,235 +60,85 @@ export function serveHttp(handler: HttpHandler, options: ListenOptions): Promise
   }
 }
 
+/** The address of the inner `Deno.serve`. */
+const INNER_HOST = "127.0.0.1";
+
 /** What a pending exchange becomes when the grace period runs out. */
 const FORCED: unique symbol = Symbol("forced");
-
-/** A connection being served: how to close it while it waits for a request. */
-interface Served {
-  idle: boolean;
-  readonly close: () => void;
-}
 
 class DenoListener implements HttpListener {
   readonly url: string;
   readonly #handler: HttpHandler;
   readonly #maxMessageBytes: number;
-  readonly #limits: SocketLimits;
-  readonly #guard: SocketGuard;
-  readonly #listener: Deno.TcpListener;
-  readonly #serveConn: ServeHttpOnConn;
-  readonly #accepting: Promise<void>;
-  readonly #connections = new Set<Served>();
-  /** Settles once the last connection is gone (while closing). */
-  #drained = Promise.withResolvers<void>();
+  readonly #server: Deno.HttpServer<Deno.NetAddr>;
+  readonly #relay: SocketRelay;
   /**
    * Ends an exchange still under way (a request the handler has not answered, a response body
    * still streaming, a WebSocket still open), one entry each.
    */
   readonly #open = new Set<() => void>();
-  /** The entries of {@link #open} that close a WebSocket. */
-  readonly #sockets = new Set<() => void>();
   #forced = false;
   #closing: Promise<void> | undefined;
 
   constructor(handler: HttpHandler, options: ListenOptions) {
-    const serveConn = (Deno as unknown as { serveHttp?: ServeHttpOnConn }).serveHttp;
-    if (typeof serveConn !== "function") {
-      throw new Error("Cannot serve HTTP: this Deno has no Deno.serveHttp");
-    }
-    this.#serveConn = serveConn;
     this.#handler = handler;
     this.#maxMessageBytes = options.maxMessageBytes;
-    this.#limits = effectiveSocketLimits({
+    this.#server = Deno.serve(
+      { hostname: INNER_HOST, port: 0, onListen() {} },
+      (request, info) =>
+        this.#respond(
+          request,
+          this.#relay.peerOf(info.remoteAddr.port) ?? info.remoteAddr.hostname,
+        ),
+    );
+    const limits = effectiveSocketLimits({
       headerTimeoutMs: options.headerTimeoutMs,
       maxSockets: options.maxSockets,
       maxSocketsPerAddress: options.maxSocketsPerAddress,
-    }, 1);
-    this.#guard = new SocketGuard(this.#limits);
-    this.#listener = Deno.listen({
-      hostname: options.hostname,
-      port: options.port,
-      transport: "tcp",
-    });
-    this.url = listenerUrl(this.#listener.addr.hostname, this.#listener.addr.port);
-    this.#accepting = this.#acceptAll();
-  }
-
-  /** Accepts until closed; an accept failure (out of descriptors) pauses, then goes on. */
-  async #acceptAll(): Promise<void> {
-    let backoff = 0;
-    while (!this.#closing) {
-      let conn: Deno.Conn;
-      try {
-        conn = await this.#listener.accept();
-        backoff = 0;
-      } catch {
-        if (this.#closing) return;
-        backoff = Math.min(MAX_ACCEPT_BACKOFF_MS, backoff === 0 ? 10 : backoff * 2);
-        await new Promise((resolve) => setTimeout(resolve, backoff));
-        continue;
-      }
-      void this.#serve(conn);
-    }
-  }
-
-  /** Serves one connection's requests, one after another, until it ends. */
-  async #serve(conn: Deno.Conn): Promise<void> {
-    let http: HttpConn | undefined;
-    const end = (): void => {
-      try {
-        if (http) http.close();
-        else conn.close();
-      } catch {
-        // Already closed.
-      }
-    };
-    const address = (conn.remoteAddr as Deno.NetAddr).hostname ?? "";
-    const ticket = this.#guard.admit(address, end);
-    if (!ticket) return end();
-    const served: Served = { idle: true, close: end };
-    this.#connections.add(served);
-    let upgraded: { readonly closed: Promise<void> } | undefined;
+    }, 3);
     try {
-      http = this.#serveConn(conn);
-      // Until the client or the server ends it: a response sent while closing says
-      // `Connection: close`, so the next `nextRequest()` ends (closing the connection at once
-      // would cut the response short).
-      for (let first = true;; first = false) {
-        served.idle = true;
-        const event = await this.#nextRequest(http, first, end);
-        if (event === null) break;
-        ticket.headersDone();
-        served.idle = false;
-        upgraded = await this.#answer(event, address, end);
-        if (upgraded) break;
-      }
-      await upgraded?.closed;
-    } catch {
-      // The connection failed or was closed.
-    } finally {
-      if (!upgraded) end();
-      ticket.release();
-      this.#connections.delete(served);
-      if (this.#closing && this.#connections.size === 0) this.#drained.resolve();
+      this.#relay = new SocketRelay(options.hostname, options.port, this.#server.addr.port, limits);
+    } catch (error) {
+      void this.#server.shutdown();
+      throw error;
     }
-  }
-
-  /**
-   * The next request; null once the connection ends. After the first request (whose deadline the
-   * guard keeps), a keep-alive connection gets `headerTimeoutMs` for the next one's headers.
-   */
-  async #nextRequest(
-    http: HttpConn,
-    first: boolean,
-    end: () => void,
-  ): Promise<RequestEvent | null> {
-    if (first) return await http.nextRequest();
-    const timer = setTimeout(end, this.#limits.headerTimeoutMs);
-    try {
-      return await http.nextRequest();
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /**
-   * Answers one request; resolves once the response is sent. For a WebSocket, resolves with a
-   * promise that settles when the socket closes.
-   */
-  async #answer(
-    event: RequestEvent,
-    address: string,
-    end: () => void,
-  ): Promise<{ readonly closed: Promise<void> } | undefined> {
-    let closed: Promise<void> | undefined;
-    // A body that cannot be read (cut short, malformed chunks) ends the connection without an
-    // answer, as `Deno.serve` does: the client broke the exchange, not the handler.
-    let broken = false;
-    const request = watchBody(event.request, () => broken = true);
-    const response = this.#respond(request, address, (socket) => {
-      closed = new Promise((resolve) => {
-        socket.addEventListener("close", () => resolve(), { once: true });
-      });
-    });
-    try {
-      await event.respondWith(response.then((answer) => {
-        if (broken) {
-          end();
-          void answer.body?.cancel().catch(() => {});
-        }
-        return this.#lastIfClosing(answer);
-      }));
-    } catch {
-      // The client went away.
-    }
-    return closed && { closed };
+    this.url = this.#relay.url;
   }
 
   close(graceMs: number): Promise<void> {
     return this.#closing ??= this.#shutDown(graceMs);
   }
 
-  /**
-   * The response with `Connection: close` when the listener is closing, or when it refuses the
-   * request (401, 403: a client without the right token does not keep the socket).
-   */
-  #lastIfClosing(response: Response): Response {
-    if (response.status === 101) return response;
-    if (!this.#closing && response.status !== 401 && response.status !== 403) return response;
-    const headers = new Headers(response.headers);
-    headers.set("connection", "close");
-    return new Response(response.body, {
-      status: response.status,
-      statusText: response.statusText,
-      headers,
-    });
-  }
-
   async #shutDown(graceMs: number): Promise<void> {
-    this.#listener.close();
-    this.#guard.close();
-    await this.#accepting;
-    // Idle keep-alive connections end now; the others once their response is sent.
-    for (const served of [...this.#connections]) if (served.idle) served.close();
-    // WebSockets close at once, as `Deno.serve`'s shutdown closes them.
-    for (const end of [...this.#open]) if (this.#sockets.has(end)) end();
-    if (this.#connections.size === 0) this.#drained.resolve();
+    const relayed = this.#relay.close();
+    const done = this.#server.shutdown();
     const grace = graceTimer(graceMs);
     try {
-      const done = this.#drained.promise;
       const inTime = await Promise.race([done.then(() => true), grace.elapsed.then(() => false)]);
       if (inTime) return;
       this.#forced = true;
       for (const end of [...this.#open]) end();
-      for (const served of [...this.#connections]) if (served.idle) served.close();
       await done;
     } finally {
       grace.cancel();
+      await this.#relay.closeAll();
+      await relayed;
     }
   }
 
-  async #respond(
-    request: Request,
-    remoteAddress: string,
-    onSocket: (socket: WebSocket) => void,
-  ): Promise<Response> {
+  async #respond(request: Request, remoteAddress: string): Promise<Response> {
     const info = { remoteAddress };
     if (!wantsWebSocket(request)) {
       const response = await this.#unlessForced(this.#handler.fetch(request, info));
-      return response === FORCED ? unavailable() : this.#tracked(response);
+      return response === FORCED ? unavailable() : this.#tracked(closingIfRefused(response));
     }
     const decision = await this.#unlessForced(this.#handler.upgrade(request, info));
     if (decision === FORCED) return unavailable();
-    if (!isUpgrade(decision)) return this.#tracked(decision);
-    return this.#upgrade(request, decision, onSocket);
+    if (!isUpgrade(decision)) return this.#tracked(closingIfRefused(decision));
+    return this.#upgrade(request, decision);
   }
 
-  #upgrade(
-    request: Request,
-    upgrade: WebSocketUpgrade,
-    onSocket: (socket: WebSocket) => void,
-  ): Response {
+  #upgrade(request: Request, upgrade: WebSocketUpgrade): Response {
     const bad = badConnectionId(upgrade.connectionId);
     if (bad) {
       upgrade.reject();
@@ -313,14 +156,9 @@ class DenoListener implements HttpListener {
     // The 101 response's headers are mutable on Deno 2.9.
     upgraded.response.headers.set("Acp-Connection-Id", upgrade.connectionId);
     const socket = upgraded.socket;
-    onSocket(socket);
     const end = (): void => socket.close(1001, "Server closed");
     this.#open.add(end);
-    this.#sockets.add(end);
-    socket.addEventListener("close", () => {
-      this.#open.delete(end);
-      this.#sockets.delete(end);
-    }, { once: true });
+    socket.addEventListener("close", () => this.#open.delete(end), { once: true });
     upgrade.accept(new DenoWebSocket(socket, this.#maxMessageBytes));
     return upgraded.response;
   }
@@ -387,36 +225,20 @@ class DenoListener implements HttpListener {
   }
 }
 
-/** The request, its body passed through a stream that calls `onError` when a read fails. */
-function watchBody(request: Request, onError: () => void): Request {
-  const source = request.body;
-  if (source === null) return request;
-  const reader = source.getReader();
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) controller.close();
-        else controller.enqueue(value);
-      } catch (error) {
-        onError();
-        controller.error(error);
-      }
-    },
-    cancel: (reason) => reader.cancel(reason),
-  }, { highWaterMark: 0 });
-  return new Request(request.url, {
-    method: request.method,
-    headers: request.headers,
-    body,
-    signal: request.signal,
-    duplex: "half",
-  } as RequestInit);
+/** A 401 or 403 with `Connection: close`: a client without the right token does not keep the socket. */
+function closingIfRefused(response: Response): Response {
+  if (response.status !== 401 && response.status !== 403) return response;
+  const headers = new Headers(response.headers);
+  headers.set("connection", "close");
+  return new Response(response.body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  });
 }
 
-/** The answer to a request still unanswered at the end of the grace period. */
 function unavailable(): Response {
-  return new Response("Server closed", { status: 503 });
+  return new Response("Server closed", { status: 503, headers: { Connection: "close" } });
 }
 
 /** A Deno WebSocket with `on`/`off` events and the inbound size limit. */
@@ -464,4 +286,166 @@ class DenoWebSocket extends EventedSocket {
     }
     if (typeof data === "string") this.emit("message", data);
   }
+}
+
+/** The longest pause before accepting again after an accept failure. */
+const MAX_ACCEPT_BACKOFF_MS = 1000;
+/** How long a relayed socket whose inner connection ended waits for the client to close. */
+const LINGER_MS = 2000;
+/** The end of a request's headers. */
+const HEAD_END = [13, 10, 13, 10];
+
+function closeQuietly(conn: Deno.Conn): void {
+  try {
+    conn.close();
+  } catch {
+    // Already closed.
+  }
+}
+
+/**
+ * The public port: accepts in its own loop, admits each socket through the guard and relays it,
+ * both ways with backpressure, to the inner server.
+ */
+class SocketRelay {
+  readonly url: string;
+  readonly #listener: Deno.TcpListener;
+  readonly #innerPort: number;
+  readonly #guard: SocketGuard;
+  readonly #peers = new Map<number, string>();
+  readonly #clients = new Set<Deno.Conn>();
+  readonly #relays = new Set<Promise<void>>();
+  readonly #accepting: Promise<void>;
+  #closing = false;
+  #closed = false;
+
+  constructor(hostname: string, port: number, innerPort: number, limits: SocketLimits) {
+    this.#innerPort = innerPort;
+    this.#guard = new SocketGuard(limits);
+    this.#listener = Deno.listen({ hostname, port, transport: "tcp" });
+    this.url = listenerUrl(this.#listener.addr.hostname, this.#listener.addr.port);
+    this.#accepting = this.#acceptAll();
+  }
+
+  /** The peer address of the relayed socket whose inner connection has this local port. */
+  peerOf(innerLocalPort: number): string | undefined {
+    return this.#peers.get(innerLocalPort);
+  }
+
+  /** Stops accepting. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    this.#guard.close();
+    try {
+      this.#listener.close();
+    } catch {
+      // Already closed.
+    }
+    await this.#accepting;
+  }
+
+  /**
+   * Once the inner server is closed: the relayed sockets end as soon as what it wrote last is
+   * sent (within {@link LINGER_MS}), then any left are closed.
+   */
+  async closeAll(): Promise<void> {
+    this.#closed = true;
+    const grace = graceTimer(LINGER_MS);
+    try {
+      await Promise.race([Promise.all([...this.#relays]), grace.elapsed]);
+    } finally {
+      grace.cancel();
+    }
+    for (const client of [...this.#clients]) closeQuietly(client);
+  }
+
+  async #acceptAll(): Promise<void> {
+    let backoff = 0;
+    while (!this.#closing) {
+      let conn: Deno.TcpConn;
+      try {
+        conn = await this.#listener.accept();
+        backoff = 0;
+      } catch {
+        if (this.#closing) return;
+        // Out of descriptors, or the like: pause, then accept again.
+        backoff = Math.min(MAX_ACCEPT_BACKOFF_MS, backoff === 0 ? 10 : backoff * 2);
+        await new Promise((resolve) => setTimeout(resolve, backoff));
+        continue;
+      }
+      const relay = this.#relay(conn);
+      this.#relays.add(relay);
+      void relay.then(() => this.#relays.delete(relay));
+    }
+  }
+
+  async #relay(client: Deno.TcpConn): Promise<void> {
+    const address = client.remoteAddr.hostname;
+    const ticket = this.#guard.admit(address, () => closeQuietly(client));
+    if (!ticket) return closeQuietly(client);
+    this.#clients.add(client);
+    let innerPort: number | undefined;
+    try {
+      const inner = await Deno.connect({ hostname: INNER_HOST, port: this.#innerPort });
+      innerPort = inner.localAddr.port;
+      this.#peers.set(innerPort, address);
+      await this.#pipe(client, inner, ticket);
+    } catch {
+      // The inner server is gone (closing), or a side failed.
+    } finally {
+      closeQuietly(client);
+      ticket.release();
+      this.#clients.delete(client);
+      if (innerPort !== undefined && this.#peers.get(innerPort) === address) {
+        this.#peers.delete(innerPort);
+      }
+    }
+  }
+
+  /** Relays until both sides are done. */
+  async #pipe(client: Deno.TcpConn, inner: Deno.TcpConn, ticket: SocketTicket): Promise<void> {
+    const up = client.readable.pipeThrough(headWatch(ticket))
+      .pipeTo(inner.writable, { preventClose: true }).catch(() => {});
+    const down = inner.readable.pipeTo(client.writable, { preventClose: true }).catch(() => {});
+    // The client went: end the inner connection at once, so that the server notices.
+    void up.then(() => closeQuietly(inner));
+    await down;
+    closeQuietly(inner);
+    if (this.#closed) return;
+    // What the inner server wrote last (a close frame, a response) still reaches the client: end
+    // its side and wait a little for its end (closed at once, the socket would reset the
+    // connection, and the client could lose what it had not read yet).
+    try {
+      await client.closeWrite();
+    } catch {
+      return;
+    }
+    const linger = setTimeout(() => closeQuietly(client), LINGER_MS);
+    try {
+      await up;
+    } finally {
+      clearTimeout(linger);
+    }
+  }
+}
+
+/** Passes bytes on; tells the ticket once the first request's headers are complete. */
+function headWatch(ticket: SocketTicket): TransformStream<Uint8Array, Uint8Array> {
+  let matched = 0;
+  let done = false;
+  return new TransformStream({
+    transform(chunk, controller) {
+      if (!done) {
+        for (const byte of chunk) {
+          matched = byte === HEAD_END[matched] ? matched + 1 : byte === 13 ? 1 : 0;
+          if (matched === HEAD_END.length) {
+            done = true;
+            ticket.headersDone();
+            break;
+          }
+        }
+      }
+      controller.enqueue(chunk);
+    },
+  });
 }
