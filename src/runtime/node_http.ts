@@ -5,8 +5,8 @@
  * and swapping the global `Request` and `Response` classes then would give the process two of each.
  *
  * Every socket passes the {@link SocketGuard} as it connects (refused at its caps: destroyed at
- * once) and must send its first request's complete headers within `headerTimeoutMs`; later
- * requests of a keep-alive connection are timed by Node's own `headersTimeout`, set to the same.
+ * once) and must send its first request's complete headers within `headerTimeoutMs` (Node's own
+ * `headersTimeout`, left at its default, counts only from a request's first byte).
  * A 401 or 403 answer closes its connection. libuv already survives running out of descriptors
  * (it accepts and drops the connection); an accept error is also heard, so it cannot end the
  * process.
@@ -92,7 +92,7 @@ class NodeListener implements HttpListener {
         handler.fetch(request, { remoteAddress: env.incoming.socket.remoteAddress }),
       overrideGlobalObjects: false,
     }) as Server;
-    this.#guardSockets(limits);
+    this.#guardSockets();
     // `server.close()` ends the idle keep-alive connections, not those that turn idle later: while
     // closing, a connection ends with its response.
     this.#server.on("request", (request: IncomingMessage, response: ServerResponse) => {
@@ -120,17 +120,10 @@ class NodeListener implements HttpListener {
 
   /**
    * Counts sockets as they connect: over a cap, destroyed at once; admitted, given the header
-   * timeout until their first request (Node's `headersTimeout` counts only from a request's first
-   * byte, so a socket that sends nothing would stay).
+   * timeout until their first request.
    */
-  #guardSockets(limits: SocketLimits): void {
+  #guardSockets(): void {
     const server = this.#server;
-    server.headersTimeout = limits.headerTimeoutMs;
-    server.requestTimeout = Math.max(server.requestTimeout, limits.headerTimeoutMs);
-    (server as { connectionsCheckingInterval?: number }).connectionsCheckingInterval = Math.min(
-      1000,
-      limits.headerTimeoutMs,
-    );
     server.on("connection", (socket: Socket) => {
       const ticket = this.#guard.admit(socket.remoteAddress ?? "", () => socket.destroy());
       if (!ticket) return void socket.destroy();

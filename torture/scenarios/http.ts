@@ -1,6 +1,7 @@
 /**
  * `serve --http` against a hostile client: one server per runtime (a token, the scripted model in
- * `--mode auto`, each turn running `sleep` through `run_command`), then five phases:
+ * `--mode auto`, each turn running `sleep` through `run_command`), then five phases (and,
+ * before the crowd, the sockets phase of ./http_sockets.ts):
  *
  * 1. hostile traffic: bad and random bodies, wrong content types, lying `Content-Length`s, bodies
  *    over the limit, batches, bad `Acp-Connection-Id`/`Acp-Session-Id`, header injection, every
