@@ -515,6 +515,9 @@ async function serveHttp(
       hostname: config.host,
       port: config.port,
       maxMessageBytes: config.maxMessageBytes,
+      headerTimeoutMs: config.headerTimeout * 1000,
+      maxSockets: config.maxSockets,
+      maxSocketsPerAddress: config.maxSocketsPerAddress,
     });
   } catch (error) {
     await transport.close();

@@ -123,6 +123,12 @@ export interface Config {
   readonly idleTimeout: number;
   /** Seconds an HTTP request body may take to arrive in full. @default {60} */
   readonly bodyTimeout: number;
+  /** Seconds a new HTTP socket has to send complete request headers before it is closed. @default {10} */
+  readonly headerTimeout: number;
+  /** Most HTTP sockets open at once, before any parsing (within the descriptor limit). @default {4096} */
+  readonly maxSockets: number;
+  /** Most HTTP sockets of one peer address still sending their request headers. @default {256} */
+  readonly maxSocketsPerAddress: number;
   /** Providers from the config file, by id (they override built-in ones of the same id). */
   readonly providers: Readonly<Record<string, ProviderConfig>>;
   /** Model facts from the config file, by full model id. */
@@ -531,6 +537,33 @@ export const SETTINGS: SettingsTable = {
     fileKey: "bodyTimeout",
     default: 60,
     help: "HTTP: seconds a request body may take to arrive in full (then 408)",
+    type: POSITIVE_INTEGER,
+  },
+  headerTimeout: {
+    flag: "--header-timeout",
+    placeholder: "<s>",
+    env: "ACP_HARNESS_HEADER_TIMEOUT",
+    fileKey: "headerTimeout",
+    default: 10,
+    help: "HTTP: seconds a new socket has to send complete request headers before it closes",
+    type: POSITIVE_INTEGER,
+  },
+  maxSockets: {
+    flag: "--max-sockets",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_MAX_SOCKETS",
+    fileKey: "maxSockets",
+    default: 4096,
+    help: "HTTP: most sockets open at once, never more than the open-files limit allows",
+    type: POSITIVE_INTEGER,
+  },
+  maxSocketsPerAddress: {
+    flag: "--max-sockets-per-address",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_MAX_SOCKETS_PER_ADDRESS",
+    fileKey: "maxSocketsPerAddress",
+    default: 256,
+    help: "HTTP: most sockets of one peer address still sending their request headers",
     type: POSITIVE_INTEGER,
   },
   sessionListPageSize: {

@@ -1,5 +1,15 @@
 /**
- * The HTTP listener on Deno: `Deno.serve` and `Deno.upgradeWebSocket`.
+ * The HTTP listener on Deno: `Deno.serve` and `Deno.upgradeWebSocket`, behind a relay.
+ *
+ * `Deno.serve` gives no hold on a connection before its request: it cannot count sockets, it
+ * never times out headers that never finish, and an accept failure (`Too many open files`) ends it
+ * for good. So it listens on an inner port of 127.0.0.1, and the public port is a `Deno.listen`
+ * with its own accept loop (an accept failure pauses it, then it accepts again) that passes each
+ * socket through the {@link SocketGuard} (refused at its caps: closed at once; closed when its
+ * first request's headers are not complete within `headerTimeoutMs`) and relays it to the inner
+ * port; the peer's address is found again by the inner connection's local port. A relayed socket
+ * costs three descriptors, which the descriptor budget counts. A 401 or 403 answer closes its
+ * connection.
  *
  * Deno has no size limit option for inbound WebSocket messages, so the socket is handed over in an
  * adapter that closes it with 1009 when a message is over `maxMessageBytes` (Deno has read the
@@ -28,6 +38,12 @@ import {
   textExceeds,
   wantsWebSocket,
 } from "./http_common.ts";
+import {
+  effectiveSocketLimits,
+  SocketGuard,
+  type SocketLimits,
+  type SocketTicket,
+} from "./socket_guard.ts";
 
 /**
  * Binds a listener for a handler on Deno.
@@ -44,6 +60,9 @@ export function serveHttp(handler: HttpHandler, options: ListenOptions): Promise
   }
 }
 
+/** The address of the inner `Deno.serve`. */
+const INNER_HOST = "127.0.0.1";
+
 /** What a pending exchange becomes when the grace period runs out. */
 const FORCED: unique symbol = Symbol("forced");
 
@@ -52,6 +71,7 @@ class DenoListener implements HttpListener {
   readonly #handler: HttpHandler;
   readonly #maxMessageBytes: number;
   readonly #server: Deno.HttpServer<Deno.NetAddr>;
+  readonly #relay: SocketRelay;
   /**
    * Ends an exchange still under way (a request the handler has not answered, a response body
    * still streaming, a WebSocket still open), one entry each.
@@ -64,10 +84,25 @@ class DenoListener implements HttpListener {
     this.#handler = handler;
     this.#maxMessageBytes = options.maxMessageBytes;
     this.#server = Deno.serve(
-      { hostname: options.hostname, port: options.port, onListen() {} },
-      (request, info) => this.#respond(request, info.remoteAddr.hostname),
+      { hostname: INNER_HOST, port: 0, onListen() {} },
+      (request, info) =>
+        this.#respond(
+          request,
+          this.#relay.peerOf(info.remoteAddr.port) ?? info.remoteAddr.hostname,
+        ),
     );
-    this.url = listenerUrl(this.#server.addr.hostname, this.#server.addr.port);
+    const limits = effectiveSocketLimits({
+      headerTimeoutMs: options.headerTimeoutMs,
+      maxSockets: options.maxSockets,
+      maxSocketsPerAddress: options.maxSocketsPerAddress,
+    }, 3);
+    try {
+      this.#relay = new SocketRelay(options.hostname, options.port, this.#server.addr.port, limits);
+    } catch (error) {
+      void this.#server.shutdown();
+      throw error;
+    }
+    this.url = this.#relay.url;
   }
 
   close(graceMs: number): Promise<void> {
@@ -75,6 +110,7 @@ class DenoListener implements HttpListener {
   }
 
   async #shutDown(graceMs: number): Promise<void> {
+    const relayed = this.#relay.close();
     const done = this.#server.shutdown();
     const grace = graceTimer(graceMs);
     try {
@@ -85,6 +121,8 @@ class DenoListener implements HttpListener {
       await done;
     } finally {
       grace.cancel();
+      await this.#relay.closeAll();
+      await relayed;
     }
   }
 
@@ -92,11 +130,11 @@ class DenoListener implements HttpListener {
     const info = { remoteAddress };
     if (!wantsWebSocket(request)) {
       const response = await this.#unlessForced(this.#handler.fetch(request, info));
-      return response === FORCED ? unavailable() : this.#tracked(response);
+      return response === FORCED ? unavailable() : this.#tracked(closingIfRefused(response));
     }
     const decision = await this.#unlessForced(this.#handler.upgrade(request, info));
     if (decision === FORCED) return unavailable();
-    if (!isUpgrade(decision)) return this.#tracked(decision);
+    if (!isUpgrade(decision)) return this.#tracked(closingIfRefused(decision));
     return this.#upgrade(request, decision);
   }
 
@@ -187,6 +225,18 @@ class DenoListener implements HttpListener {
   }
 }
 
+/** A 401 or 403 with `Connection: close`: a client without the right token does not keep the socket. */
+function closingIfRefused(response: Response): Response {
+  if (response.status !== 401 && response.status !== 403) return response;
+  const headers = new Headers(response.headers);
+  headers.set("connection", "close");
+  return new Response(response.body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  });
+}
+
 function unavailable(): Response {
   return new Response("Server closed", { status: 503, headers: { Connection: "close" } });
 }
@@ -236,4 +286,166 @@ class DenoWebSocket extends EventedSocket {
     }
     if (typeof data === "string") this.emit("message", data);
   }
+}
+
+/** The longest pause before accepting again after an accept failure. */
+const MAX_ACCEPT_BACKOFF_MS = 1000;
+/** How long a relayed socket whose inner connection ended waits for the client to close. */
+const LINGER_MS = 2000;
+/** The end of a request's headers. */
+const HEAD_END = [13, 10, 13, 10];
+
+function closeQuietly(conn: Deno.Conn): void {
+  try {
+    conn.close();
+  } catch {
+    // Already closed.
+  }
+}
+
+/**
+ * The public port: accepts in its own loop, admits each socket through the guard and relays it,
+ * both ways with backpressure, to the inner server.
+ */
+class SocketRelay {
+  readonly url: string;
+  readonly #listener: Deno.TcpListener;
+  readonly #innerPort: number;
+  readonly #guard: SocketGuard;
+  readonly #peers = new Map<number, string>();
+  readonly #clients = new Set<Deno.Conn>();
+  readonly #relays = new Set<Promise<void>>();
+  readonly #accepting: Promise<void>;
+  #closing = false;
+  #closed = false;
+
+  constructor(hostname: string, port: number, innerPort: number, limits: SocketLimits) {
+    this.#innerPort = innerPort;
+    this.#guard = new SocketGuard(limits);
+    this.#listener = Deno.listen({ hostname, port, transport: "tcp" });
+    this.url = listenerUrl(this.#listener.addr.hostname, this.#listener.addr.port);
+    this.#accepting = this.#acceptAll();
+  }
+
+  /** The peer address of the relayed socket whose inner connection has this local port. */
+  peerOf(innerLocalPort: number): string | undefined {
+    return this.#peers.get(innerLocalPort);
+  }
+
+  /** Stops accepting. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    this.#guard.close();
+    try {
+      this.#listener.close();
+    } catch {
+      // Already closed.
+    }
+    await this.#accepting;
+  }
+
+  /**
+   * Once the inner server is closed: the relayed sockets end as soon as what it wrote last is
+   * sent (within {@link LINGER_MS}), then any left are closed.
+   */
+  async closeAll(): Promise<void> {
+    this.#closed = true;
+    const grace = graceTimer(LINGER_MS);
+    try {
+      await Promise.race([Promise.all([...this.#relays]), grace.elapsed]);
+    } finally {
+      grace.cancel();
+    }
+    for (const client of [...this.#clients]) closeQuietly(client);
+  }
+
+  async #acceptAll(): Promise<void> {
+    let backoff = 0;
+    while (!this.#closing) {
+      let conn: Deno.TcpConn;
+      try {
+        conn = await this.#listener.accept();
+        backoff = 0;
+      } catch {
+        if (this.#closing) return;
+        // Out of descriptors, or the like: pause, then accept again.
+        backoff = Math.min(MAX_ACCEPT_BACKOFF_MS, backoff === 0 ? 10 : backoff * 2);
+        await new Promise((resolve) => setTimeout(resolve, backoff));
+        continue;
+      }
+      const relay = this.#relay(conn);
+      this.#relays.add(relay);
+      void relay.then(() => this.#relays.delete(relay));
+    }
+  }
+
+  async #relay(client: Deno.TcpConn): Promise<void> {
+    const address = client.remoteAddr.hostname;
+    const ticket = this.#guard.admit(address, () => closeQuietly(client));
+    if (!ticket) return closeQuietly(client);
+    this.#clients.add(client);
+    let innerPort: number | undefined;
+    try {
+      const inner = await Deno.connect({ hostname: INNER_HOST, port: this.#innerPort });
+      innerPort = inner.localAddr.port;
+      this.#peers.set(innerPort, address);
+      await this.#pipe(client, inner, ticket);
+    } catch {
+      // The inner server is gone (closing), or a side failed.
+    } finally {
+      closeQuietly(client);
+      ticket.release();
+      this.#clients.delete(client);
+      if (innerPort !== undefined && this.#peers.get(innerPort) === address) {
+        this.#peers.delete(innerPort);
+      }
+    }
+  }
+
+  /** Relays until both sides are done. */
+  async #pipe(client: Deno.TcpConn, inner: Deno.TcpConn, ticket: SocketTicket): Promise<void> {
+    const up = client.readable.pipeThrough(headWatch(ticket))
+      .pipeTo(inner.writable, { preventClose: true }).catch(() => {});
+    const down = inner.readable.pipeTo(client.writable, { preventClose: true }).catch(() => {});
+    // The client went: end the inner connection at once, so that the server notices.
+    void up.then(() => closeQuietly(inner));
+    await down;
+    closeQuietly(inner);
+    if (this.#closed) return;
+    // What the inner server wrote last (a close frame, a response) still reaches the client: end
+    // its side and wait a little for its end (closed at once, the socket would reset the
+    // connection, and the client could lose what it had not read yet).
+    try {
+      await client.closeWrite();
+    } catch {
+      return;
+    }
+    const linger = setTimeout(() => closeQuietly(client), LINGER_MS);
+    try {
+      await up;
+    } finally {
+      clearTimeout(linger);
+    }
+  }
+}
+
+/** Passes bytes on; tells the ticket once the first request's headers are complete. */
+function headWatch(ticket: SocketTicket): TransformStream<Uint8Array, Uint8Array> {
+  let matched = 0;
+  let done = false;
+  return new TransformStream({
+    transform(chunk, controller) {
+      if (!done) {
+        for (const byte of chunk) {
+          matched = byte === HEAD_END[matched] ? matched + 1 : byte === 13 ? 1 : 0;
+          if (matched === HEAD_END.length) {
+            done = true;
+            ticket.headersDone();
+            break;
+          }
+        }
+      }
+      controller.enqueue(chunk);
+    },
+  });
 }

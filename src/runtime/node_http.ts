@@ -4,11 +4,18 @@
  * The Hono adapter runs with `overrideGlobalObjects: false`: this listener loads on demand, late,
  * and swapping the global `Request` and `Response` classes then would give the process two of each.
  *
+ * Every socket passes the {@link SocketGuard} as it connects (refused at its caps: destroyed at
+ * once) and must send its first request's complete headers within `headerTimeoutMs` (Node's own
+ * `headersTimeout`, left at its default, counts only from a request's first byte).
+ * A 401 or 403 answer closes its connection. libuv already survives running out of descriptors
+ * (it accepts and drops the connection); an accept error is also heard, so it cannot end the
+ * process.
+ *
  * @module
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { STATUS_CODES } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { createAdaptorServer } from "@hono/node-server";
 import { WebSocketServer } from "ws";
@@ -19,6 +26,12 @@ import type {
   WebSocketUpgrade,
 } from "../transport/http/http_handler.ts";
 import { badConnectionId, graceTimer, isUpgrade, listenerUrl } from "./http_common.ts";
+import {
+  effectiveSocketLimits,
+  SocketGuard,
+  type SocketLimits,
+  type SocketTicket,
+} from "./socket_guard.ts";
 
 /**
  * Binds a listener for a handler on Node.js.
@@ -31,7 +44,12 @@ export async function serveHttp(
   handler: HttpHandler,
   options: ListenOptions,
 ): Promise<HttpListener> {
-  const listener = new NodeListener(handler, options.maxMessageBytes);
+  const limits = effectiveSocketLimits({
+    headerTimeoutMs: options.headerTimeoutMs,
+    maxSockets: options.maxSockets,
+    maxSocketsPerAddress: options.maxSocketsPerAddress,
+  }, 1);
+  const listener = new NodeListener(handler, options.maxMessageBytes, limits);
   await listener.listen(options.hostname, options.port);
   return listener;
 }
@@ -55,11 +73,15 @@ class NodeListener implements HttpListener {
   readonly #handshakes = new Set<Duplex>();
   /** The `Acp-Connection-Id` of each upgrade being handed to `ws`. */
   readonly #connectionIds = new WeakMap<IncomingMessage, string>();
+  readonly #guard: SocketGuard;
+  /** The guard's ticket of each socket until its first request's headers are complete. */
+  readonly #tickets = new WeakMap<object, SocketTicket>();
   #url = "";
   #closing: Promise<void> | undefined;
 
-  constructor(handler: HttpHandler, maxMessageBytes: number) {
+  constructor(handler: HttpHandler, maxMessageBytes: number, limits: SocketLimits) {
     this.#handler = handler;
+    this.#guard = new SocketGuard(limits);
     this.#sockets = new WebSocketServer({ noServer: true, maxPayload: maxMessageBytes });
     this.#sockets.on("headers", (headers: string[], request: IncomingMessage) => {
       const id = this.#connectionIds.get(request);
@@ -70,21 +92,46 @@ class NodeListener implements HttpListener {
         handler.fetch(request, { remoteAddress: env.incoming.socket.remoteAddress }),
       overrideGlobalObjects: false,
     }) as Server;
+    this.#guardSockets();
     // `server.close()` ends the idle keep-alive connections, not those that turn idle later: while
     // closing, a connection ends with its response.
     this.#server.on("request", (request: IncomingMessage, response: ServerResponse) => {
       const socket = request.socket;
+      this.#tickets.get(socket)?.headersDone();
+      // A client without the right token does not keep the socket.
+      const writeHead = response.writeHead;
+      response.writeHead = function (this: ServerResponse, ...args: unknown[]) {
+        if (args[0] === 401 || args[0] === 403) response.shouldKeepAlive = false;
+        return (writeHead as (...all: unknown[]) => ServerResponse).apply(this, args);
+      };
       response.once("finish", () => {
         if (this.#closing) socket.end();
       });
     });
     this.#server.on("upgrade", (message: IncomingMessage, socket: Duplex, head: Buffer) => {
+      this.#tickets.get(message.socket)?.headersDone();
       void this.#upgrade(message, socket, head);
     });
   }
 
   get url(): string {
     return this.#url;
+  }
+
+  /**
+   * Counts sockets as they connect: over a cap, destroyed at once; admitted, given the header
+   * timeout until their first request.
+   */
+  #guardSockets(): void {
+    const server = this.#server;
+    server.on("connection", (socket: Socket) => {
+      const ticket = this.#guard.admit(socket.remoteAddress ?? "", () => socket.destroy());
+      if (!ticket) return void socket.destroy();
+      this.#tickets.set(socket, ticket);
+      socket.once("close", () => ticket.release());
+    });
+    // Accept errors (out of descriptors): libuv retries; unheard, the event would end the process.
+    server.on("error", () => {});
   }
 
   /** Binds the server; rejects when the address cannot be bound. */
@@ -109,6 +156,7 @@ class NodeListener implements HttpListener {
     // Settles once every connection is gone, upgraded ones included.
     const done = new Promise<void>((resolve) => this.#server.close(() => resolve()));
     const grace = graceTimer(graceMs);
+    this.#guard.close();
     try {
       const inTime = await Promise.race([done.then(() => true), grace.elapsed.then(() => false)]);
       if (inTime) return;

@@ -1,6 +1,7 @@
 /**
  * `serve --http` against a hostile client: one server per runtime (a token, the scripted model in
- * `--mode auto`, each turn running `sleep` through `run_command`), then five phases:
+ * `--mode auto`, each turn running `sleep` through `run_command`), then five phases (and,
+ * before the crowd, the sockets phase of ./http_sockets.ts):
  *
  * 1. hostile traffic: bad and random bodies, wrong content types, lying `Content-Length`s, bodies
  *    over the limit, batches, bad `Acp-Connection-Id`/`Acp-Session-Id`, header injection, every
@@ -70,9 +71,12 @@ import { WebSocket as NodeWebSocket } from "ws";
 import { MAX_FLOOD_GROWTH_KB, watchMemory } from "./frames.ts";
 import { httpLimits } from "./http_limits.ts";
 import { missing } from "./kill.ts";
+import { sockets as socketsPhase } from "./http_sockets.ts";
 
 /** `--max-message-bytes`: small, so that bodies over it are cheap. */
 const LIMIT = 1024 * 1024;
+/** `--header-timeout` (s): how long a silent or slowloris socket is kept (./http_sockets.ts). */
+const HEADER_S = 2;
 /** `--idle-timeout` (s): how soon a vanished HTTP client's connection is closed. */
 const IDLE_S = 5;
 /** How long the idle check waits after a long turn before its next request (< IDLE_S). */
@@ -2477,6 +2481,16 @@ async function stop(env: Env): Promise<void> {
   context.checkCrash(server, "SIGTERM");
 }
 
+/** Silent sockets, slowloris and absolute-form requests: see ./http_sockets.ts. */
+async function sockets(env: Env): Promise<void> {
+  await socketsPhase(env, {
+    alive: (where) => alive(env, where),
+    client: () => client(env, "keyed"),
+    workspace: (name) => workspace(env, name),
+    headerTimeoutMs: HEADER_S * 1000,
+  });
+}
+
 /** A token with letters of both cases and digits. */
 function makeToken(rng: Rng): string {
   return `Tk${randomWord(rng, 30)}aZ9`;
@@ -2514,6 +2528,8 @@ export const http: Scenario = {
         script,
         "--idle-timeout",
         String(IDLE_S),
+        "--header-timeout",
+        String(HEADER_S),
         "--stall-timeout",
         "2",
         "--max-message-bytes",
@@ -2548,7 +2564,7 @@ export const http: Scenario = {
       broken: false,
     };
     try {
-      for (const phase of [hostile, auth, isolation, drops, flood, crowd, ending]) {
+      for (const phase of [hostile, auth, isolation, drops, flood, sockets, crowd, ending]) {
         if (env.broken) break;
         await phase(env);
         context.checkCrash(server, phase.name);

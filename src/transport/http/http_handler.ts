@@ -71,6 +71,12 @@ export interface ListenOptions {
   readonly port: number;
   /** Largest WebSocket message accepted, in bytes (bigger ones close the socket with 1009). */
   readonly maxMessageBytes: number;
+  /** Milliseconds a new socket has to send complete request headers (then it is closed). */
+  readonly headerTimeoutMs?: number;
+  /** Most sockets open at once, before any HTTP parsing (further ones are closed at once). */
+  readonly maxSockets?: number;
+  /** Most sockets of one peer address still sending their request headers. */
+  readonly maxSocketsPerAddress?: number;
 }
 
 /** A bound listener. */

@@ -76,15 +76,23 @@ export function loopbackHosts(bindHost: string): readonly string[] | undefined {
  *
  * @param headers The request's headers
  * @param policy What the server accepts
+ * @param url The request's URL as the runtime built it: from an absolute-form request line
+ *   (`POST http://name/acp HTTP/1.1`) its host is that line's, whatever `Host` says, and is
+ *   checked as `Host` is
  * @returns `undefined` when the request may go on, else why not
  */
 export async function checkRequest(
   headers: Headers,
   policy: SecurityPolicy,
+  url?: string,
 ): Promise<Refusal | undefined> {
   if (policy.allowedHosts !== undefined) {
     const host = hostName(headers.get("host"));
-    if (host === undefined || !policy.allowedHosts.includes(host)) {
+    const target = url === undefined ? host : urlHostName(url);
+    if (
+      host === undefined || !policy.allowedHosts.includes(host) ||
+      target === undefined || !policy.allowedHosts.includes(target)
+    ) {
       return {
         status: 403,
         title: "Host not allowed",
@@ -140,6 +148,15 @@ export function hostName(header: string | null): string | undefined {
   }
   const colon = value.indexOf(":");
   return colon === -1 ? value : value.slice(0, colon);
+}
+
+/** The host name of a URL, as {@link hostName} gives a `Host` header's; undefined if unparsable. */
+function urlHostName(url: string): string | undefined {
+  try {
+    return hostName(new URL(url).host);
+  } catch {
+    return undefined;
+  }
 }
 
 /**

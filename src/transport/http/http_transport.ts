@@ -236,7 +236,7 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
     }),
   );
   app.use("*", async (c, next) => {
-    const refusal = await checkRequest(c.req.raw.headers, security);
+    const refusal = await checkRequest(c.req.raw.headers, security, c.req.raw.url);
     if (refusal) {
       logger.info("request refused", { status: refusal.status, reason: refusal.title });
       return problem(refusal.status, refusal.title, refusal.detail);
@@ -319,7 +319,7 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
       return await app.fetch(request, { info });
     },
     async upgrade(request: Request, info: RequestInfo): Promise<Response | WebSocketUpgrade> {
-      const refusal = await checkRequest(request.headers, security);
+      const refusal = await checkRequest(request.headers, security, request.url);
       if (refusal) {
         logger.info("upgrade refused", { status: refusal.status, reason: refusal.title });
         return problem(refusal.status, refusal.title, refusal.detail);
