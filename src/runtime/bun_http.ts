@@ -32,6 +32,7 @@ import {
   graceTimer,
   isUpgrade,
   listenerUrl,
+  notRelayed,
   wantsWebSocket,
 } from "./http_common.ts";
 import {
@@ -296,7 +297,9 @@ async function respond(
   peerOf: PeerOf,
 ): Promise<Response | undefined> {
   const ip = server.requestIP(request);
-  const info = { remoteAddress: ip ? peerOf(ip.port) ?? ip.address : undefined };
+  const peer = ip ? peerOf(ip.port) : undefined;
+  if (peer === undefined) return notRelayed();
+  const info = { remoteAddress: peer };
   if (!wantsWebSocket(request)) {
     return closingIfRefused(openEventStream(await handler.fetch(request, info)));
   }

@@ -35,6 +35,7 @@ import {
   graceTimer,
   isUpgrade,
   listenerUrl,
+  notRelayed,
   textExceeds,
   wantsWebSocket,
 } from "./http_common.ts";
@@ -85,11 +86,10 @@ class DenoListener implements HttpListener {
     this.#maxMessageBytes = options.maxMessageBytes;
     this.#server = Deno.serve(
       { hostname: INNER_HOST, port: 0, onListen() {} },
-      (request, info) =>
-        this.#respond(
-          request,
-          this.#relay.peerOf(info.remoteAddr.port) ?? info.remoteAddr.hostname,
-        ),
+      (request, info) => {
+        const peer = this.#relay.peerOf(info.remoteAddr.port);
+        return peer === undefined ? notRelayed() : this.#respond(request, peer);
+      },
     );
     const limits = effectiveSocketLimits({
       headerTimeoutMs: options.headerTimeoutMs,

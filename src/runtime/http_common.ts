@@ -74,6 +74,20 @@ export function badConnectionId(connectionId: string): Response | undefined {
 }
 
 /**
+ * The answer to a request that reached the inner server (Deno, Bun) without coming through the
+ * relay: a local process that found the inner port. Refused, so that nothing gets past the socket
+ * guard that way; the connection is closed.
+ *
+ * @returns A 403 that closes its connection
+ */
+export function notRelayed(): Response {
+  return new Response("Forbidden: connect to the server's listening address\n", {
+    status: 403,
+    headers: { "content-type": "text/plain; charset=utf-8", connection: "close" },
+  });
+}
+
+/**
  * Whether a text message takes more than `limit` bytes in UTF-8, without encoding it when its
  * length alone decides (a UTF-16 code unit takes 1 to 3 bytes).
  *

@@ -8,6 +8,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { readdir, readFile, readlink } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
 import process from "node:process";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
@@ -255,6 +256,32 @@ for (const runtime of RUNTIMES) {
     }
   });
 
+  Deno.test(`${runtime.name}: serve --http answers nothing but 403 on a port other than its own`, async () => {
+    await using dirs = new TempDirs("acp-harness-http-sockets-");
+    const { agent, url } = await startServe(runtime, dirs);
+    try {
+      const ports = await listeningPorts(agent.child.pid as number);
+      const own = Number(new URL(url).port);
+      assert.ok(ports.includes(own), `${ports} includes ${own}`);
+      // Deno and Bun serve behind a relay from an inner port: a local process that finds it must
+      // not get past the socket guard (Node.js has no inner port).
+      const inner = ports.filter((port) => port !== own);
+      assert.equal(inner.length, runtime.name === "node" ? 0 : 1, `${ports}`);
+      for (const port of inner) {
+        const response = await within(
+          fetch(`http://127.0.0.1:${port}/health`),
+          () => `an answer on the inner port ${port}`,
+        );
+        assert.equal(response.status, 403);
+        await response.body?.cancel();
+      }
+      const health = await within(fetch(`${url}/health`), () => "/health");
+      assert.equal(await health.text(), "ok");
+    } finally {
+      assert.equal(await stop(agent), 0, agent.stderr());
+    }
+  });
+
   Deno.test(`${runtime.name}: serve --http refuses an absolute-form request naming another host`, async () => {
     await using dirs = new TempDirs("acp-harness-http-sockets-");
     const { agent, url } = await startServe(runtime, dirs);
@@ -302,4 +329,26 @@ for (const runtime of RUNTIMES) {
       assert.equal(await stop(agent), 0, agent.stderr());
     }
   });
+}
+
+/** The TCP ports process `pid` listens on (from its descriptors and /proc/net/tcp). */
+async function listeningPorts(pid: number): Promise<number[]> {
+  const inodes = new Set<string>();
+  for (const fd of await readdir(`/proc/${pid}/fd`).catch(() => [] as string[])) {
+    const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => "");
+    const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+    if (inode !== undefined) inodes.add(inode);
+  }
+  const ports = new Set<number>();
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    const text = await readFile(table, "utf8").catch(() => "");
+    for (const line of text.split("\n").slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      // local_address is ADDR:PORT (hex); st 0A is LISTEN; field 9 is the inode.
+      if (fields[3] === "0A" && fields[9] !== undefined && inodes.has(fields[9])) {
+        ports.add(Number.parseInt(fields[1]?.split(":")[1] ?? "0", 16));
+      }
+    }
+  }
+  return [...ports];
 }
