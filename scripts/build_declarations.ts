@@ -7,7 +7,14 @@
  *
  * @module
  */
-import { generateDtsBundle } from "dts-bundle-generator";
+import { createRequire } from "node:module";
+import type * as DtsBundleGenerator from "./node_modules/dts-bundle-generator/dist/bundle-generator.d.ts";
+
+// A build tool of scripts/package.json: Deno resolves bare names only from the root manifest, so it
+// is loaded with Node's resolution from here (as scripts/esbuild.ts loads esbuild).
+const { generateDtsBundle } = createRequire(import.meta.url)(
+  "dts-bundle-generator",
+) as typeof DtsBundleGenerator;
 
 /**
  * Generates the declarations of `mod.ts`.
@@ -24,6 +31,8 @@ export function declarationBundle(root: string): string {
     }],
     { preferredConfigPath: `${root}scripts/tsconfig.declarations.json` },
   );
-  if (text === undefined) throw new Error("dts-bundle-generator produced no declarations");
+  if (text === undefined) {
+    throw new Error("dts-bundle-generator produced no declarations");
+  }
   return text;
 }

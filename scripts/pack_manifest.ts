@@ -42,6 +42,8 @@ if (import.meta.main) {
   } else if (action === "restore") {
     if (await exists(original)) await rename(original, manifest);
   } else {
-    throw new TypeError(`Cannot run pack_manifest: expected "strip" or "restore", got ${action}`);
+    throw new TypeError(
+      `Cannot run pack_manifest: expected "strip" or "restore", got ${action}`,
+    );
   }
 }

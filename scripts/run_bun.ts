@@ -27,6 +27,8 @@ if (import.meta.main) {
     process.exit(127);
   });
   child.on("exit", (code, signal) => {
-    process.exit(code ?? 128 + (signal === null ? 0 : constants.signals[signal] ?? 0));
+    process.exit(
+      code ?? 128 + (signal === null ? 0 : constants.signals[signal] ?? 0),
+    );
   });
 }
