@@ -53,11 +53,7 @@ export function startupChunkPlugin(entry: string, startupRoot: string): Plugin {
         for (const input of Object.values(metafile.inputs)) {
           for (const imported of input.imports) {
             if (imported.kind === "dynamic-import" && !imported.external) {
-              lazy.add(
-                imported.path.startsWith("/")
-                  ? imported.path
-                  : `${cwd}/${imported.path}`,
-              );
+              lazy.add(imported.path.startsWith("/") ? imported.path : `${cwd}/${imported.path}`);
             }
           }
         }
@@ -93,10 +89,7 @@ export function cliBuildOptions(root: string, outdir: string): BuildOptions {
     outdir,
     chunkNames: "chunks/[name]-[hash]",
     plugins: [
-      startupChunkPlugin(
-        `${root}scripts/cli_entry.ts`,
-        `${root}src/runtime/node.ts`,
-      ),
+      startupChunkPlugin(`${root}scripts/cli_entry.ts`, `${root}src/runtime/node.ts`),
     ],
     // `ws` (in the chunk of the Node.js HTTP listener) is CommonJS and requires Node.js built-ins:
     // in ESM output that `require` needs defining. The banner heads every output file.
@@ -121,10 +114,7 @@ export function cliBuildOptions(root: string, outdir: string): BuildOptions {
  * @param outdir Where `mod.js` and `chunks/` go
  * @returns The options
  */
-export function libraryBuildOptions(
-  root: string,
-  outdir: string,
-): BuildOptions {
+export function libraryBuildOptions(root: string, outdir: string): BuildOptions {
   return {
     entryPoints: { mod: `${root}mod.ts` },
     bundle: true,

@@ -8,13 +8,13 @@
  * @module
  */
 import { createRequire } from "node:module";
-import type * as DtsBundleGenerator from "./node_modules/dts-bundle-generator/dist/bundle-generator.d.ts";
+import type * as Generator from "./tools/node_modules/dts-bundle-generator/dist/bundle-generator.d.ts";
 
-// A build tool of scripts/package.json: Deno resolves bare names only from the root manifest, so it
-// is loaded with Node's resolution from here (as scripts/esbuild.ts loads esbuild).
-const { generateDtsBundle } = createRequire(import.meta.url)(
+// A build tool of scripts/tools/package.json: Deno resolves bare names only from the root
+// manifest, so it is loaded with Node's resolution from there (as scripts/esbuild.ts loads esbuild).
+const { generateDtsBundle } = createRequire(new URL("./tools/package.json", import.meta.url))(
   "dts-bundle-generator",
-) as typeof DtsBundleGenerator;
+) as typeof Generator;
 
 /**
  * Generates the declarations of `mod.ts`.
@@ -31,8 +31,6 @@ export function declarationBundle(root: string): string {
     }],
     { preferredConfigPath: `${root}scripts/tsconfig.declarations.json` },
   );
-  if (text === undefined) {
-    throw new Error("dts-bundle-generator produced no declarations");
-  }
+  if (text === undefined) throw new Error("dts-bundle-generator produced no declarations");
   return text;
 }

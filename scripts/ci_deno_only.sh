@@ -3,7 +3,7 @@
 # binary on the PATH (no node, no npm; Deno fetches the npm packages from the registry itself),
 # `deno run -A mod.ts` answers `initialize` (first, so Deno installs the npm packages itself) and
 # installed none of the development tools (no Deno, Bun, esbuild or TypeScript npm package: they are
-# optional or in scripts/package.json), `deno install` succeeds, `deno task demo` passes,
+# optional or in scripts/tools/package.json), `deno install` succeeds, `deno task demo` passes,
 # `deno install -g` puts a working `acp-harness` command in a root of its own, and
 # `deno publish --dry-run` passes. The clone is removed at the end, also on failure.
 #

@@ -12,8 +12,6 @@ import { routeConsoleToStderr } from "../src/runtime/route_console.ts";
 
 routeConsoleToStderr();
 const runtime = globalThis as { Deno?: unknown; Bun?: unknown };
-if (runtime.Deno !== undefined) {
-  await (await import("../src/runtime/deno.ts")).main();
-} else if (runtime.Bun !== undefined) {
-  await (await import("../src/runtime/bun.ts")).main();
-} else await nodeMain();
+if (runtime.Deno !== undefined) await (await import("../src/runtime/deno.ts")).main();
+else if (runtime.Bun !== undefined) await (await import("../src/runtime/bun.ts")).main();
+else await nodeMain();

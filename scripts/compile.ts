@@ -87,9 +87,7 @@ export function bunCompileArgs(entry: string, outfile: string): string[] {
  */
 export async function findBun(root: string = ROOT): Promise<string> {
   // Platform packages: bun-<os>-<arch>[-musl|-baseline], e.g. bun-linux-x64, bun-darwin-aarch64.
-  const platform = `bun-${Deno.build.os}-${
-    Deno.build.arch === "aarch64" ? "aarch64" : "x64"
-  }`;
+  const platform = `bun-${Deno.build.os}-${Deno.build.arch === "aarch64" ? "aarch64" : "x64"}`;
   const exe = Deno.build.os === "windows" ? "bun.exe" : "bun";
   const candidates: string[] = [];
   const packages = async (dir: string, prefix: string): Promise<string[]> => {
@@ -101,37 +99,18 @@ export async function findBun(root: string = ROOT): Promise<string> {
       return [];
     }
   };
-  for (
-    const name of await packages(join(root, "node_modules/@oven"), platform)
-  ) {
+  for (const name of await packages(join(root, "node_modules/@oven"), platform)) {
     candidates.push(join(root, "node_modules/@oven", name, "bin", exe));
   }
-  for (
-    const name of await packages(
-      join(root, "node_modules/.deno"),
-      `@oven+${platform}`,
-    )
-  ) {
+  for (const name of await packages(join(root, "node_modules/.deno"), `@oven+${platform}`)) {
     const pkg = name.replace(/^@oven\+/, "").replace(/@[^@]*$/, "");
-    candidates.push(
-      join(
-        root,
-        "node_modules/.deno",
-        name,
-        "node_modules/@oven",
-        pkg,
-        "bin",
-        exe,
-      ),
-    );
+    candidates.push(join(root, "node_modules/.deno", name, "node_modules/@oven", pkg, "bin", exe));
   }
   candidates.push(join(root, "node_modules/.bin", exe), "bun");
   for (const candidate of candidates) {
     if (candidate.includes("/") && !existsSync(candidate)) continue;
     const version = await run(candidate, ["--version"]).catch(() => undefined);
-    if (version?.code === 0 && /^\d+\.\d+\.\d+/.test(version.stdout)) {
-      return candidate;
-    }
+    if (version?.code === 0 && /^\d+\.\d+\.\d+/.test(version.stdout)) return candidate;
   }
   throw new Error(`no working Bun found (tried ${candidates.join(", ")})`);
 }
@@ -143,37 +122,22 @@ export async function findBun(root: string = ROOT): Promise<string> {
  * @returns The executable, its size and the build time
  * @throws Error with Bun's output when the build fails
  */
-export async function compileBinary(
-  options: CompileOptions,
-): Promise<CompiledBinary> {
+export async function compileBinary(options: CompileOptions): Promise<CompiledBinary> {
   const started = performance.now();
   const bun = options.bun ?? await findBun(ROOT);
   const outfile = resolve(options.outfile);
   await mkdir(dirname(outfile), { recursive: true });
-  const result = await run(
-    bun,
-    bunCompileArgs(options.entry ?? "mod.ts", outfile),
-  );
+  const result = await run(bun, bunCompileArgs(options.entry ?? "mod.ts", outfile));
   if (result.code !== 0) {
-    throw new Error(
-      `bun build --compile failed (exit ${result.code}):\n${result.output}`,
-    );
+    throw new Error(`bun build --compile failed (exit ${result.code}):\n${result.output}`);
   }
-  return {
-    path: outfile,
-    bytes: (await stat(outfile)).size,
-    ms: performance.now() - started,
-  };
+  return { path: outfile, bytes: (await stat(outfile)).size, ms: performance.now() - started };
 }
 
 /** What {@link compileWithDeno} did. */
 export type DenoCompileOutcome =
   | { readonly ok: true; readonly binary: CompiledBinary }
-  | {
-    readonly ok: false;
-    readonly unreachable: boolean;
-    readonly reason: string;
-  };
+  | { readonly ok: false; readonly unreachable: boolean; readonly reason: string };
 
 /**
  * Tries `deno compile` of `mod.ts` with the running Deno.
@@ -181,9 +145,7 @@ export type DenoCompileOutcome =
  * @param outfile The executable to write
  * @returns The binary, or why there is none (`unreachable`: the denort download failed)
  */
-export async function compileWithDeno(
-  outfile: string,
-): Promise<DenoCompileOutcome> {
+export async function compileWithDeno(outfile: string): Promise<DenoCompileOutcome> {
   const started = performance.now();
   const path = resolve(outfile);
   await mkdir(dirname(path), { recursive: true });
@@ -199,15 +161,10 @@ export async function compileWithDeno(
   if (result.code === 0) {
     return {
       ok: true,
-      binary: {
-        path,
-        bytes: (await stat(path)).size,
-        ms: performance.now() - started,
-      },
+      binary: { path, bytes: (await stat(path)).size, ms: performance.now() - started },
     };
   }
-  const url = /https:\/\/dl\.deno\.land\/\S*denort\S*\.zip/.exec(result.output)
-    ?.[0];
+  const url = /https:\/\/dl\.deno\.land\/\S*denort\S*\.zip/.exec(result.output)?.[0];
   const unreachable = url !== undefined &&
     /error sending request|dns error|Connect|timed out/i.test(result.output);
   return {
@@ -248,12 +205,9 @@ async function main(args: readonly string[]): Promise<number> {
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
     if (arg === "--deno") deno = true;
-    else if (arg === "--outfile" && args[i + 1] !== undefined) {
-      outfile = resolve(args[++i] ?? "");
-    } else {
-      console.error(
-        "usage: deno run -A scripts/compile.ts [--outfile <path>] [--deno]",
-      );
+    else if (arg === "--outfile" && args[i + 1] !== undefined) outfile = resolve(args[++i] ?? "");
+    else {
+      console.error("usage: deno run -A scripts/compile.ts [--outfile <path>] [--deno]");
       return 2;
     }
   }
@@ -271,9 +225,7 @@ async function main(args: readonly string[]): Promise<number> {
   if (deno) {
     const outcome = await compileWithDeno(`${outfile}-deno`);
     if (outcome.ok) {
-      console.log(
-        `deno compile: ${outcome.binary.path} (${mib(outcome.binary.bytes)})`,
-      );
+      console.log(`deno compile: ${outcome.binary.path} (${mib(outcome.binary.bytes)})`);
     } else if (outcome.unreachable) {
       console.log(`deno compile: skipped: ${outcome.reason}`);
     } else {

@@ -4,8 +4,8 @@
  * the packed manifest it does nothing (npm never runs it for a tarball) except that every install
  * of the tarball flags it as an unapproved script. `optionalDependencies` are the Deno and Bun
  * runtimes a clone's `npm install` brings (there so that Deno's own install, which skips them,
- * stays small); a user of the package, which bundles what it needs, must not get them. npm runs `prepack` (`strip`) before it reads the manifest it packs and
- * `postpack` (`restore`) after:
+ * stays small); a user of the package, which bundles what it needs, must not get them. npm runs
+ * `prepack` (`strip`) before it reads the manifest it packs and `postpack` (`restore`) after:
  *
  *   deno run -A scripts/pack_manifest.ts strip     package.json without `prepare` and
  *                                                  `optionalDependencies`, the original kept as

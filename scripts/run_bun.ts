@@ -27,8 +27,6 @@ if (import.meta.main) {
     process.exit(127);
   });
   child.on("exit", (code, signal) => {
-    process.exit(
-      code ?? 128 + (signal === null ? 0 : constants.signals[signal] ?? 0),
-    );
+    process.exit(code ?? 128 + (signal === null ? 0 : constants.signals[signal] ?? 0));
   });
 }

@@ -22,19 +22,12 @@ const CLIENTS = new URL("../tests/clients/", import.meta.url).pathname;
  * @returns The names of the missing packages (empty when all are installed)
  */
 export function missingPackages(dir: string): string[] {
-  const manifest = JSON.parse(
-    readFileSync(join(dir, "package.json"), "utf8"),
-  ) as {
+  const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as {
     dependencies?: Record<string, string>;
     devDependencies?: Record<string, string>;
   };
-  const names = Object.keys({
-    ...manifest.dependencies,
-    ...manifest.devDependencies,
-  });
-  return names.filter((name) =>
-    !existsSync(join(dir, "node_modules", name, "package.json"))
-  );
+  const names = Object.keys({ ...manifest.dependencies, ...manifest.devDependencies });
+  return names.filter((name) => !existsSync(join(dir, "node_modules", name, "package.json")));
 }
 
 if (import.meta.main) {

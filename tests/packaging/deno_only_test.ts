@@ -84,7 +84,7 @@ Deno.test("deno.json imports each npm package the sources import, at package.jso
 
 Deno.test("the root manifest holds no build tool, and Deno and Bun only as optional", () => {
   // Deno installs every dependency and devDependency of the root manifest on `deno run -A mod.ts`
-  // (and skips optionalDependencies); the build tools are in scripts/package.json.
+  // (and skips optionalDependencies); the build tools are in scripts/tools/package.json.
   const tools = ["bun", "deno", "esbuild", "typescript", "dts-bundle-generator"];
   assert.deepEqual(
     Object.keys(manifest.devDependencies).filter((name) => tools.includes(name)),

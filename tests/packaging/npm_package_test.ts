@@ -20,7 +20,7 @@ import { ROOT, RUNTIMES } from "../_helpers/runtimes.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
 
 const BUN = RUNTIMES.find((runtime) => runtime.name === "bun")?.command ?? "bun";
-const TSC = `${ROOT}scripts/node_modules/typescript/bin/tsc`;
+const TSC = `${ROOT}scripts/tools/node_modules/typescript/bin/tsc`;
 /** What `npm pack` and the package build read, copied into the staging directory. */
 const SOURCES = [
   "package.json",
@@ -212,7 +212,7 @@ Deno.test("npm package: packs, installs offline, runs on Node.js and Bun, import
   ]);
   const env = commandEnv(cache, tmp);
 
-  // The installed packages are linked, not copied: the root's and the build tools' (scripts/).
+  // The installed packages are linked, not copied: the root's and the build tools' (scripts/tools/).
   const isInstall = (path: string): boolean => /\/node_modules$/.test(path);
   await Promise.all(
     SOURCES.map((name) =>
@@ -223,7 +223,11 @@ Deno.test("npm package: packs, installs offline, runs on Node.js and Bun, import
     ),
   );
   await symlink(join(ROOT, "node_modules"), join(stage, "node_modules"), "dir");
-  await symlink(join(ROOT, "scripts/node_modules"), join(stage, "scripts/node_modules"), "dir");
+  await symlink(
+    join(ROOT, "scripts/tools/node_modules"),
+    join(stage, "scripts/tools/node_modules"),
+    "dir",
+  );
   await runOk("npm", ["pack", "--pack-destination", packs], {
     cwd: stage,
     env,
