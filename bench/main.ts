@@ -43,7 +43,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import os from "node:os";
-import { build, stop as stopEsbuild } from "esbuild";
+import { build, stop as stopEsbuild } from "../scripts/esbuild.ts";
 import { compileBinary, type CompiledBinary } from "../scripts/compile.ts";
 import { findBun, findDeno } from "../tests/_helpers/runtime_binaries.ts";
 import {

@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { build, type Metafile, stop as stopEsbuild } from "esbuild";
+import { build, type Metafile, stop as stopEsbuild } from "../scripts/esbuild.ts";
 import { cliBuildOptions } from "../scripts/build.ts";
 
 interface DenoInfoDependency {

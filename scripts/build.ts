@@ -15,7 +15,7 @@
  * @module
  */
 import { readFile, rm, writeFile } from "node:fs/promises";
-import { build, type BuildOptions, type Plugin } from "esbuild";
+import { build, type BuildOptions, type Plugin } from "./esbuild.ts";
 
 /**
  * Keeps the code start-up runs in one shared chunk. esbuild puts each module in a chunk named by

@@ -7,7 +7,14 @@
  *
  * @module
  */
-import { generateDtsBundle } from "dts-bundle-generator";
+import { createRequire } from "node:module";
+import type * as Generator from "./tools/node_modules/dts-bundle-generator/dist/bundle-generator.d.ts";
+
+// A build tool of scripts/tools/package.json: Deno resolves bare names only from the root
+// manifest, so it is loaded with Node's resolution from there (as scripts/esbuild.ts loads esbuild).
+const { generateDtsBundle } = createRequire(new URL("./tools/package.json", import.meta.url))(
+  "dts-bundle-generator",
+) as typeof Generator;
 
 /**
  * Generates the declarations of `mod.ts`.

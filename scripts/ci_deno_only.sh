@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The Deno-only path (issue 11): in a fresh clone where npm never ran, with nothing but a Deno
 # binary on the PATH (no node, no npm; Deno fetches the npm packages from the registry itself),
-# `deno run -A mod.ts` answers `initialize` (first, so Deno installs the npm packages itself),
-# `deno install` succeeds, `deno task demo` passes and `deno publish --dry-run` passes. The clone
-# is removed at the end, also on failure.
+# `deno run -A mod.ts` answers `initialize` (first, so Deno installs the npm packages itself) and
+# installed none of the development tools (no Deno, Bun, esbuild or TypeScript npm package: they are
+# optional or in scripts/tools/package.json), `deno install` succeeds, `deno task demo` passes,
+# `deno install -g` puts a working `acp-harness` command in a root of its own, and
+# `deno publish --dry-run` passes. The clone is removed at the end, also on failure.
 #
 #   scripts/ci_deno_only.sh path/to/deno
 #
@@ -65,6 +67,15 @@ case "$first_line" in
     ;;
 esac
 
+# What Deno installed for the server: its runtime packages, none of the development tools.
+for tool in deno bun esbuild typescript dts-bundle-generator @deno+ @oven+ @esbuild+; do
+  if compgen -G "node_modules/.deno/${tool}*" >/dev/null; then
+    fail "deno run -A mod.ts installed $tool: node_modules/.deno holds $(ls node_modules/.deno | tr '\n' ' ')"
+  fi
+done
+step "deno run -A mod.ts installed $(du -sm node_modules | cut -f1) MB in node_modules," \
+  "$(du -sm "$DENO_DIR" | cut -f1) MB in DENO_DIR"
+
 step "deno install"
 started=$SECONDS
 only_deno deno install >"$work/install.log" 2>&1 || {
@@ -82,6 +93,26 @@ grep -q 'The turn ended with "end_turn"; the server exited with code 0' "$work/d
   cat "$work/demo.log" >&2
   fail "deno task demo: the turn did not end with end_turn and exit code 0"
 }
+
+step "deno install -g (the README's command, into a root of its own)"
+only_deno deno install -g -A -n acp-harness --config deno.json --root "$work/global" ./mod.ts \
+  >"$work/global.log" 2>&1 || {
+  cat "$work/global.log" >&2
+  fail "deno install -g"
+}
+# The installed command runs `deno`: from the PATH, as anywhere a Deno user has it; and from
+# another directory, so nothing of the clone's directory is what makes it work.
+version="$(cd "$work" && only_deno "$work/global/bin/acp-harness" --version 2>&1)" || {
+  printf '%s\n' "$version" >&2
+  fail "the installed acp-harness --version exited with an error"
+}
+[[ "$version" == "$(sed -n 's/^  "version": "\(.*\)",$/\1/p' deno.json)" ]] ||
+  fail "the installed acp-harness --version printed ${version:-nothing}"
+only_deno deno uninstall -g --root "$work/global" acp-harness >"$work/uninstall.log" 2>&1 || {
+  cat "$work/uninstall.log" >&2
+  fail "deno uninstall -g"
+}
+[[ ! -e "$work/global/bin/acp-harness" ]] || fail "deno uninstall -g left the command in place"
 
 step "deno publish --dry-run"
 only_deno deno publish --dry-run >"$work/publish.log" 2>&1 || {

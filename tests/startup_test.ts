@@ -13,7 +13,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { build, type Metafile, stop } from "esbuild";
+import { build, type Metafile, stop } from "../scripts/esbuild.ts";
 import { type SourceStartupGraph, sourceStartupGraph } from "../bench/startup_graph.ts";
 import { cliBuildOptions } from "../scripts/build.ts";
 import { findDeno } from "./_helpers/runtime_binaries.ts";

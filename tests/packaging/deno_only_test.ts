@@ -1,14 +1,17 @@
 /**
  * The JSR side of the package: the entry files deno.json exports are published, and the subpath
- * entries are smaller views of the package root.
+ * entries are smaller views of the package root; deno.json's import map (what `deno install -g`
+ * and JSR resolve the npm packages by) agrees with package.json; the root manifest, whose
+ * packages `deno run -A mod.ts` installs, holds no development tool.
  *
  * @module
  */
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { ROOT } from "../_helpers/runtimes.ts";
 
 const config = JSON.parse(await readFile(`${ROOT}deno.json`, "utf8")) as {
+  imports: Record<string, string>;
   exports: Record<string, string>;
   publish: { include: string[] };
   tasks: Record<string, string>;
@@ -40,4 +43,52 @@ Deno.test("tasks run the Deno that runs them, not a node_modules path", () => {
   for (const [name, task] of Object.entries(config.tasks)) {
     assert.doesNotMatch(task, /node_modules/, name);
   }
+});
+
+const manifest = JSON.parse(await readFile(`${ROOT}package.json`, "utf8")) as {
+  devDependencies: Record<string, string>;
+  optionalDependencies: Record<string, string>;
+};
+
+/** The npm packages the sources import by bare name (`x`, `@scope/x`, and their subpaths). */
+async function importedPackages(): Promise<Set<string>> {
+  const files = ["mod.ts", "server.ts", "stdio.ts"];
+  for (const entry of await readdir(`${ROOT}src`, { recursive: true })) {
+    if (entry.endsWith(".ts")) files.push(`src/${entry}`);
+  }
+  const names = new Set<string>();
+  for (const file of files) {
+    const text = await readFile(`${ROOT}${file}`, "utf8");
+    const statics = text.matchAll(/^(?:import|export)\b[^;]*?\bfrom\s+"([^"]+)"/gm);
+    // `import("x")` on a line of code (a comment line may mention `import("literal")`).
+    const dynamics = text.matchAll(/^(?!\s*(?:\*|\/\/)).*\bimport\("([^"]+)"\)/gm);
+    for (const [, specifier] of [...statics, ...dynamics]) {
+      if (specifier === undefined || /^(?:\.|[a-z]+:)/.test(specifier)) continue;
+      const parts = specifier.split("/");
+      names.add(specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]!);
+    }
+  }
+  return names;
+}
+
+Deno.test("deno.json imports each npm package the sources import, at package.json's version", async () => {
+  // `deno install -g` reads no package.json: without the import map it fails with `Import
+  // "@agentclientprotocol/sdk" not a dependency`.
+  const imported = await importedPackages();
+  assert.ok(imported.has("@agentclientprotocol/sdk"), [...imported].join(", "));
+  assert.deepEqual(Object.keys(config.imports).sort(), [...imported].sort());
+  for (const [name, target] of Object.entries(config.imports)) {
+    assert.equal(target, `npm:${name}@${manifest.devDependencies[name]}`, name);
+  }
+});
+
+Deno.test("the root manifest holds no build tool, and Deno and Bun only as optional", () => {
+  // Deno installs every dependency and devDependency of the root manifest on `deno run -A mod.ts`
+  // (and skips optionalDependencies); the build tools are in scripts/tools/package.json.
+  const tools = ["bun", "deno", "esbuild", "typescript", "dts-bundle-generator"];
+  assert.deepEqual(
+    Object.keys(manifest.devDependencies).filter((name) => tools.includes(name)),
+    [],
+  );
+  assert.deepEqual(Object.keys(manifest.optionalDependencies).sort(), ["bun", "deno"]);
 });

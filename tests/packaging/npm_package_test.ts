@@ -20,7 +20,7 @@ import { ROOT, RUNTIMES } from "../_helpers/runtimes.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
 
 const BUN = RUNTIMES.find((runtime) => runtime.name === "bun")?.command ?? "bun";
-const TSC = `${ROOT}node_modules/typescript/bin/tsc`;
+const TSC = `${ROOT}scripts/tools/node_modules/typescript/bin/tsc`;
 /** What `npm pack` and the package build read, copied into the staging directory. */
 const SOURCES = [
   "package.json",
@@ -212,10 +212,22 @@ Deno.test("npm package: packs, installs offline, runs on Node.js and Bun, import
   ]);
   const env = commandEnv(cache, tmp);
 
+  // The installed packages are linked, not copied: the root's and the build tools' (scripts/tools/).
+  const isInstall = (path: string): boolean => /\/node_modules$/.test(path);
   await Promise.all(
-    SOURCES.map((name) => cp(join(ROOT, name), join(stage, name), { recursive: true })),
+    SOURCES.map((name) =>
+      cp(join(ROOT, name), join(stage, name), {
+        recursive: true,
+        filter: (from) => !isInstall(from),
+      })
+    ),
   );
   await symlink(join(ROOT, "node_modules"), join(stage, "node_modules"), "dir");
+  await symlink(
+    join(ROOT, "scripts/tools/node_modules"),
+    join(stage, "scripts/tools/node_modules"),
+    "dir",
+  );
   await runOk("npm", ["pack", "--pack-destination", packs], {
     cwd: stage,
     env,
@@ -250,12 +262,16 @@ Deno.test("npm package: packs, installs offline, runs on Node.js and Bun, import
   await t.step("installing the tarball runs and flags no script of the package", async () => {
     const manifest = JSON.parse(
       await readFile(join(project, "node_modules/acp-harness/package.json"), "utf8"),
-    ) as { scripts?: Record<string, string> };
+    ) as { scripts?: Record<string, string> } & Record<string, unknown>;
     const runOnInstall = ["preinstall", "install", "postinstall", "prepare"];
     assert.deepEqual(
       Object.keys(manifest.scripts ?? {}).filter((name) => runOnInstall.includes(name)),
       [],
     );
+    // The bundles hold what they need: a user gets no package (not the clone's Deno and Bun).
+    for (const kind of ["dependencies", "optionalDependencies", "peerDependencies"]) {
+      assert.equal(manifest[kind], undefined, kind);
+    }
     assert.doesNotMatch(installed.stdout + installed.stderr, /scripts\/build\.ts|install-scripts/);
   });
   const bin = join(project, "node_modules/.bin/acp-harness");

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { connect } from "node:net";
 import process from "node:process";
-import { build, stop } from "esbuild";
+import { build, stop } from "../../scripts/esbuild.ts";
 import { cliBuildOptions } from "../../scripts/build.ts";
 import { BUN, DENO, ROOT } from "../_helpers/runtimes.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
