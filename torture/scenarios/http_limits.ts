@@ -7,7 +7,8 @@
  * - stall: a body that stops half-way gets `408` after `--body-timeout` (1 s; `body-timeout`
  *   when it gets nothing within 10 s);
  * - idle: many idle `/acp` connections, swept by `--idle-timeout` (1 s): every one closed in the
- *   log (`connection-leak`) and the RSS back within 80 MiB of its start (`idle-memory`);
+ *   log (`connection-leak`) and, but on Node.js (which does not collect while idle), the RSS back
+ *   within 80 MiB of its start (`idle-memory`);
  * - per address: with `--max-connections-per-address 5`, the sixth connection from 127.0.0.1 on
  *   `/acp`, `/v1/acp/:id` and the WebSocket upgrade gets `429` (`wrong-status`);
  * - ids: ids beyond 2^53 and with fractions echoed exactly on `/acp`, `/v1/acp/:id` and WebSocket
@@ -245,6 +246,9 @@ async function idle(context: ScenarioContext, limited: Limited): Promise<void> {
   if (left > 0) {
     context.fail("other", "connection-leak", `${left} idle connections not swept`, left);
   }
+  // Node.js does not collect while idle: what a swept connection held stays in its RSS until it
+  // does, so there the swept registry above is what counts (tests/runtime/http_limits_e2e_test.ts).
+  if (context.runtime.name === "node") return;
   let rss = rssMiB(limited.server.pid);
   await pollUntil(() => (rss = rssMiB(limited.server.pid)) - before < 80, {
     what: "the server's memory back near its start",
