@@ -2117,6 +2117,7 @@ async function outlivesTurn(env: Env, profile: Profile, n: number): Promise<void
       return;
     }
     const answer = await long.prompt(sessionId, label, (IDLE_S + 20) * 1000);
+    const answeredAt = Date.now();
     if (stopReason(answer) !== "end_turn") {
       context.fail(
         "other",
@@ -2135,16 +2136,21 @@ async function outlivesTurn(env: Env, profile: Profile, n: number): Promise<void
       return;
     }
     await pacer.prompt(pacerSession, `${label} pacer`, (IDLE_S + 20) * 1000);
+    const sentAfterMs = Date.now() - answeredAt;
     const list = await long.call("session/list", { cwd }, 10_000);
     if (list.frame === undefined || "error" in list.frame) {
       idleClosed = true;
-      context.fail(
-        "other",
-        "idle-too-soon",
-        `${label}: about ${PACE_S} s after a ${IDLE_S + 1} s turn (idle limit ${IDLE_S} s): ${
-          JSON.stringify(list).slice(0, 200)
-        }`,
-      );
+      // On a loaded machine the pacer can take longer than the idle limit: a connection closed
+      // then was idle for as long as the limit, which is right. Only a sooner close counts.
+      if (sentAfterMs < IDLE_S * 1000) {
+        context.fail(
+          "other",
+          "idle-too-soon",
+          `${label}: ${(sentAfterMs / 1000).toFixed(1)} s after a ${
+            IDLE_S + 1
+          } s turn (idle limit ${IDLE_S} s): ${JSON.stringify(list).slice(0, 200)}`,
+        );
+      }
     }
   } finally {
     if (idleClosed) long.vanish();

@@ -90,7 +90,8 @@ const BODY_PIECE_BYTES = 64;
 interface Tracked {
   readonly handle: AgentServerConnection;
   /** When the client last sent a message, in ms. */
-  readonly activity: { last: number };
+  /** When it last received something; `busy` while a request of it was being handled. */
+  readonly activity: { last: number; busy?: boolean };
 }
 
 /**
@@ -201,8 +202,14 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
   const sweep = setInterval(() => {
     const cutoff = now() - limits.idleTimeoutMs;
     for (const entry of open) {
-      // A request being handled (a long turn) is activity: idleness counts from its end.
+      // A request being handled (a long turn) is activity: idleness counts from its end, which
+      // is taken as the first sweep that finds none (never earlier than the end itself).
       if (entry.handle.pending > 0) {
+        entry.activity.busy = true;
+        continue;
+      }
+      if (entry.activity.busy) {
+        entry.activity.busy = false;
         entry.activity.last = now();
         continue;
       }
