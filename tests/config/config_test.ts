@@ -725,10 +725,10 @@ Deno.test("USAGE has one line per flag of SETTINGS with its variable and default
   }
 });
 
-/** The rows of the README's first table under "## Configuration", as trimmed cells. */
-async function readmeConfigurationRows(): Promise<string[][]> {
-  const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
-  const section = readme.slice(readme.indexOf("\n## Configuration\n"));
+/** The rows of the first table of `docs/configuration.md` (the full one), as trimmed cells. */
+async function configurationReferenceRows(): Promise<string[][]> {
+  const guide = await Deno.readTextFile(new URL("../../docs/configuration.md", import.meta.url));
+  const section = guide.slice(guide.indexOf("# Configuration\n"));
   const lines = section.split("\n").filter((line) => line.startsWith("|")).slice(2);
   const table = [];
   for (const line of lines) {
@@ -738,15 +738,15 @@ async function readmeConfigurationRows(): Promise<string[][]> {
   return table;
 }
 
-Deno.test("README's configuration table lists every setting with its flag, variable, key and default", async () => {
-  const rows = await readmeConfigurationRows();
+Deno.test("docs/configuration.md's table lists every setting with its flag, variable, key and default", async () => {
+  const rows = await configurationReferenceRows();
   const matched = new Set<string[]>();
   for (const [key, setting] of Object.entries(SETTINGS)) {
     const term = flagTerm(setting);
     const row = rows.find(([flag, , fileKey]) =>
       term ? flag === `\`${term}\`` : fileKey === `\`${setting.fileKey}\``
     );
-    assert.ok(row, `README has a row for ${key}`);
+    assert.ok(row, `docs/configuration.md has a row for ${key}`);
     matched.add(row);
     const [flag, env, fileKey, shown] = row;
     assert.equal(flag, term ? `\`${term}\`` : "–", key);
