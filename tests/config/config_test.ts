@@ -725,10 +725,10 @@ Deno.test("USAGE has one line per flag of SETTINGS with its variable and default
   }
 });
 
-/** The rows of the first table of `docs/configuration.md` (the full one), as trimmed cells. */
-async function configurationReferenceRows(): Promise<string[][]> {
-  const guide = await Deno.readTextFile(new URL("../../docs/configuration.md", import.meta.url));
-  const section = guide.slice(guide.indexOf("# Configuration\n"));
+/** The rows of the first table under `heading` in `file`, as trimmed cells. */
+async function firstTableRows(file: string, heading: string): Promise<string[][]> {
+  const text = await Deno.readTextFile(new URL(`../../${file}`, import.meta.url));
+  const section = text.slice(text.indexOf(`${heading}\n`));
   const lines = section.split("\n").filter((line) => line.startsWith("|")).slice(2);
   const table = [];
   for (const line of lines) {
@@ -739,7 +739,7 @@ async function configurationReferenceRows(): Promise<string[][]> {
 }
 
 Deno.test("docs/configuration.md's table lists every setting with its flag, variable, key and default", async () => {
-  const rows = await configurationReferenceRows();
+  const rows = await firstTableRows("docs/configuration.md", "# Configuration");
   const matched = new Set<string[]>();
   for (const [key, setting] of Object.entries(SETTINGS)) {
     const term = flagTerm(setting);
@@ -756,4 +756,14 @@ Deno.test("docs/configuration.md's table lists every setting with its flag, vari
   }
   const others = rows.filter((row) => !matched.has(row)).map(([flag]) => flag);
   assert.deepEqual(others, ["`-h`, `--help`", "`-V`, `--version`"], "no row without a setting");
+});
+
+Deno.test("README's table of the main flags repeats rows of docs/configuration.md's table", async () => {
+  const full = await firstTableRows("docs/configuration.md", "# Configuration");
+  const main = await firstTableRows("README.md", "\n## Configuration");
+  assert.ok(main.length >= 10, `${main.length} rows`);
+  for (const row of main) {
+    const same = full.find(([flag]) => flag === row[0]);
+    assert.deepEqual(same?.slice(0, 4), row.slice(0, 4), `${row[0]}`);
+  }
 });
