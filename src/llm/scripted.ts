@@ -56,7 +56,7 @@ function schemas(): { steps: z.ZodType; object: z.ZodType } {
   return scriptSchemas;
 }
 
-/** One scripted model step. See the README for the format. */
+/** One scripted model step. See docs/models.md for the format. */
 export interface ScriptStep {
   /** Reasoning text, whole or as deltas. */
   readonly thought?: string | string[];

@@ -725,10 +725,10 @@ Deno.test("USAGE has one line per flag of SETTINGS with its variable and default
   }
 });
 
-/** The rows of the README's first table under "## Configuration", as trimmed cells. */
-async function readmeConfigurationRows(): Promise<string[][]> {
-  const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
-  const section = readme.slice(readme.indexOf("\n## Configuration\n"));
+/** The rows of the first table under `heading` in `file`, as trimmed cells. */
+async function firstTableRows(file: string, heading: string): Promise<string[][]> {
+  const text = await Deno.readTextFile(new URL(`../../${file}`, import.meta.url));
+  const section = text.slice(text.indexOf(`${heading}\n`));
   const lines = section.split("\n").filter((line) => line.startsWith("|")).slice(2);
   const table = [];
   for (const line of lines) {
@@ -738,15 +738,15 @@ async function readmeConfigurationRows(): Promise<string[][]> {
   return table;
 }
 
-Deno.test("README's configuration table lists every setting with its flag, variable, key and default", async () => {
-  const rows = await readmeConfigurationRows();
+Deno.test("docs/configuration.md's table lists every setting with its flag, variable, key and default", async () => {
+  const rows = await firstTableRows("docs/configuration.md", "# Configuration");
   const matched = new Set<string[]>();
   for (const [key, setting] of Object.entries(SETTINGS)) {
     const term = flagTerm(setting);
     const row = rows.find(([flag, , fileKey]) =>
       term ? flag === `\`${term}\`` : fileKey === `\`${setting.fileKey}\``
     );
-    assert.ok(row, `README has a row for ${key}`);
+    assert.ok(row, `docs/configuration.md has a row for ${key}`);
     matched.add(row);
     const [flag, env, fileKey, shown] = row;
     assert.equal(flag, term ? `\`${term}\`` : "–", key);
@@ -756,4 +756,14 @@ Deno.test("README's configuration table lists every setting with its flag, varia
   }
   const others = rows.filter((row) => !matched.has(row)).map(([flag]) => flag);
   assert.deepEqual(others, ["`-h`, `--help`", "`-V`, `--version`"], "no row without a setting");
+});
+
+Deno.test("README's table of the main flags repeats rows of docs/configuration.md's table", async () => {
+  const full = await firstTableRows("docs/configuration.md", "# Configuration");
+  const main = await firstTableRows("README.md", "\n## Configuration");
+  assert.ok(main.length >= 10, `${main.length} rows`);
+  for (const row of main) {
+    const same = full.find(([flag]) => flag === row[0]);
+    assert.deepEqual(same?.slice(0, 4), row.slice(0, 4), `${row[0]}`);
+  }
 });

@@ -1,7 +1,8 @@
 /**
  * The README's examples, run as written: the Zed snippet's command, both acpx lines and the
- * example config file, with `/path/to/acp-harness` replaced by this checkout. A README edit that
- * breaks one fails here.
+ * example config file (with the scripted model's example script from `docs/models.md`), with
+ * `/path/to/acp-harness` replaced by this checkout. A README or guide edit that breaks one fails
+ * here.
  *
  * @module
  */
@@ -22,6 +23,7 @@ interface Block {
 }
 
 const README = await readFile(join(ROOT, "README.md"), "utf8");
+const MODELS_GUIDE = await readFile(join(ROOT, "docs/models.md"), "utf8");
 
 /** The fenced blocks of `markdown`, in order. */
 function fencedBlocks(markdown: string): Block[] {
@@ -31,12 +33,12 @@ function fencedBlocks(markdown: string): Block[] {
   }));
 }
 
-/** The one block of `lang` whose text includes `marker`. */
-function blockWith(lang: string, marker: string): string {
-  const found = fencedBlocks(README).filter((block) =>
+/** The one block of `lang` in `markdown` (the README unless told) whose text includes `marker`. */
+function blockWith(lang: string, marker: string, markdown = README): string {
+  const found = fencedBlocks(markdown).filter((block) =>
     block.lang === lang && block.text.includes(marker)
   );
-  assert.equal(found.length, 1, `one ${lang} block of the README with ${marker}`);
+  assert.equal(found.length, 1, `one ${lang} block with ${marker}`);
   return (found[0] as Block).text;
 }
 
@@ -108,7 +110,7 @@ Deno.test("README: both acpx lines run as written", async () => {
 Deno.test("README: the example config file works from another directory", async () => {
   await using dir = await tempDir("acp-harness-readme-config-");
   const config = blockWith("json", '"script": "./demo-script.json"');
-  const script = JSON.parse(blockWith("json", '"toolCalls"')) as unknown;
+  const script = JSON.parse(blockWith("json", '"toolCalls"', MODELS_GUIDE)) as unknown;
   await writeFile(join(dir.path, "config.json"), config);
   await writeFile(join(dir.path, "demo-script.json"), JSON.stringify(script));
   // Started from another directory: the config names the script relative to itself.

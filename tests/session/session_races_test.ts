@@ -270,7 +270,7 @@ Deno.test("session/delete during session/load does not leave a live session with
 
 // ------------------------------------------------------------------------------------------------
 // 4. drain() waits only for tracked requests; session/list is not tracked, so a list in flight
-//    when stdin ends is never answered (README: shutdown "answers every request still in flight").
+//    when stdin ends is never answered (docs/protocol.md: shutdown "answers every request still in flight").
 
 Deno.test("a session/list in flight at input end is answered", async () => {
   const listing = gate();

@@ -135,7 +135,7 @@ const AGENT_SECRET_NAMES = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ACP_HARNESS_
 /** The server's process supervisor (src/host/process_guard.ts), by its command line. */
 const SUPERVISOR = /acp-harness-supervisor/;
 
-/** The README's promise: stdin closed, 2 s grace, then the group is killed; plus a margin. */
+/** docs/mcp.md's promise: stdin closed, 2 s grace, then the group is killed; plus a margin. */
 const GONE_WITHIN_MS = 3_000;
 
 /** A `session/list` asked while a call runs must be answered within this. */
