@@ -45,7 +45,6 @@ export type {
   ToolContent,
   ToolContext,
   ToolDisplay,
-  ToolEffect,
   ToolKind,
   ToolLocation,
   ToolPermissionQuestion,
@@ -114,7 +113,7 @@ export {
   readDelegationDepth,
 } from "./src/delegation/delegation_depth.ts";
 export type { AgentConfig } from "./src/config/config.ts";
-export type { PermissionAnswer } from "./src/permission/policy.ts";
+export type { PermissionAnswer, ToolEffect } from "./src/permission/policy.ts";
 export { MemoryAttachmentStore } from "./src/store/memory_attachment_store.ts";
 export {
   InvalidSessionIdError,

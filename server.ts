@@ -72,4 +72,4 @@ export {
   type NdJsonStreamOptions,
 } from "./src/transport/nd_json_stream.ts";
 export type { Stream } from "./src/transport/acp.ts";
-export { VERSION } from "./src/version.ts";
+export { VERSION } from "./src/util/version.ts";

@@ -39,7 +39,7 @@ import {
 import type { HttpListener, ServeHttp } from "./transport/http/http_handler.ts";
 import { type NdJsonStream, ndJsonStream } from "./transport/nd_json_stream.ts";
 import { abortableDelay } from "./util/abortable_delay.ts";
-import { VERSION } from "./version.ts";
+import { VERSION } from "./util/version.ts";
 
 /** What a runtime entry point hands the CLI. */
 export interface CliPlatform {

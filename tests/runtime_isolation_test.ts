@@ -11,150 +11,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { readdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
+import { analyze, listTs, packageOf } from "./_helpers/import_scanner.ts";
 
 const SRC = fileURLToPath(new URL("../src/", import.meta.url));
-
-/** Every `.ts` file under `dir`, as paths relative to `src/` with `/` separators. */
-async function listTs(dir: string, prefix = ""): Promise<string[]> {
-  const files: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const relative = prefix + entry.name;
-    if (entry.isDirectory()) files.push(...await listTs(`${dir}/${entry.name}`, `${relative}/`));
-    else if (entry.isFile() && entry.name.endsWith(".ts")) files.push(relative);
-  }
-  return files.sort();
-}
-
-/**
- * Splits source into code with comments removed and string, template and regex contents blanked
- * (`code`), and the module specifiers it imports or re-exports (`imports`). Code inside `${}` of
- * template literals stays code.
- */
-function analyze(source: string): { code: string; imports: string[] } {
-  let code = "";
-  let withStrings = "";
-  const emit = (kept: string, blanked = kept): void => {
-    withStrings += kept;
-    code += blanked;
-  };
-  // Contexts to return to: a number is the brace depth of the code that opened a template
-  // literal; TEMPLATE marks a template whose `${` expression is being read.
-  const TEMPLATE = -1;
-  const stack: number[] = [];
-  let depth = 0;
-  let inTemplate = false;
-  let at = 0;
-  while (at < source.length) {
-    const char = source[at] as string;
-    const next = source[at + 1];
-    if (inTemplate) {
-      if (char === "\\") {
-        emit(source.slice(at, at + 2), "  ");
-        at += 2;
-      } else if (char === "`") {
-        emit(char);
-        depth = stack.pop() ?? 0;
-        inTemplate = false;
-        at++;
-      } else if (char === "$" && next === "{") {
-        emit("${");
-        stack.push(TEMPLATE);
-        depth = 0;
-        inTemplate = false;
-        at += 2;
-      } else {
-        emit(char, char === "\n" ? "\n" : " ");
-        at++;
-      }
-      continue;
-    }
-    if (char === "/" && next === "/") {
-      const end = source.indexOf("\n", at);
-      at = end === -1 ? source.length : end;
-      continue;
-    }
-    if (char === "/" && next === "*") {
-      const end = source.indexOf("*/", at + 2);
-      at = end === -1 ? source.length : end + 2;
-      emit(" ");
-      continue;
-    }
-    if (char === "/" && startsRegex(code)) {
-      let end = at + 1;
-      let inClass = false;
-      while (end < source.length && source[end] !== "\n") {
-        const c = source[end];
-        if (c === "\\") end++;
-        else if (c === "[") inClass = true;
-        else if (c === "]") inClass = false;
-        else if (c === "/" && !inClass) break;
-        end++;
-      }
-      emit("/" + " ".repeat(Math.max(0, end - at - 1)) + "/");
-      at = end + 1;
-      continue;
-    }
-    if (char === '"' || char === "'") {
-      let end = at + 1;
-      while (end < source.length && source[end] !== char && source[end] !== "\n") {
-        if (source[end] === "\\") end++;
-        end++;
-      }
-      const literal = source.slice(at, end + 1);
-      emit(literal, char + " ".repeat(Math.max(0, literal.length - 2)) + char);
-      at = end + 1;
-      continue;
-    }
-    if (char === "`") {
-      emit(char);
-      stack.push(depth);
-      inTemplate = true;
-      at++;
-      continue;
-    }
-    if (char === "}" && depth === 0 && stack.at(-1) === TEMPLATE) {
-      emit(char);
-      stack.pop();
-      inTemplate = true;
-      at++;
-      continue;
-    }
-    if (char === "{") depth++;
-    if (char === "}") depth--;
-    emit(char);
-    at++;
-  }
-  const imports: string[] = [];
-  const patterns = [
-    /\b(?:import|export)\s[^;'"`]*?\bfrom\s*["']([^"']+)["']/g,
-    /\bimport\s*["']([^"']+)["']/g,
-    /\bimport\s*\(\s*["'`]([^"'`]+)["'`]\s*\)/g,
-  ];
-  for (const pattern of patterns) {
-    for (const match of withStrings.matchAll(pattern)) imports.push(match[1] as string);
-  }
-  return { code, imports };
-}
-
-/** Whether a `/` after `code` starts a regular expression rather than a division. */
-function startsRegex(code: string): boolean {
-  const before = code.trimEnd();
-  if (before === "") return true;
-  if (/[(,=:[!&|?{};+\-*%<>~^]$/.test(before)) return true;
-  return /(?:^|[^\w$])(?:return|typeof|case|do|else|in|of|void|yield|await|delete|throw)$/.test(
-    before,
-  );
-}
-
-/** A bare package specifier without an `npm:` prefix or a version. */
-function packageOf(specifier: string): string {
-  const bare = specifier.replace(/^npm:\/?/, "");
-  const parts = bare.split("/");
-  const name = bare.startsWith("@") ? parts.slice(0, 2).join("/") : (parts[0] as string);
-  return name.replace(/(.)@[^/]*$/, "$1");
-}
 
 const RUNTIME_GLOBAL = /(?<![\w$])(Deno|Bun|process)\s*(?:\.|\?\.|\[)/;
 
@@ -196,7 +57,8 @@ const RULES: readonly Rule[] = [
 ];
 
 function violations(path: string, source: string): string[] {
-  const analyzed = analyze(source);
+  const { code, imports } = analyze(source);
+  const analyzed = { code, imports: imports.map((site) => site.specifier) };
   const found: string[] = [];
   for (const rule of RULES) {
     if (rule.allowed.some((folder) => path.startsWith(folder))) continue;

@@ -7,10 +7,11 @@
  * @module
  */
 
-import type { ModelFacts, ProviderApi } from "../llm/presets.ts";
+import type { ModelFacts } from "../llm/presets.ts";
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "../log/logger.ts";
 import { nearestWord } from "../util/nearest_word.ts";
 import {
+  type AgentConfig,
   AGENTS_SECTION,
   BOOLEAN,
   BOOLEAN_WORDS,
@@ -21,13 +22,14 @@ import {
   oneOf,
   PORT,
   POSITIVE_INTEGER,
+  type ProviderConfig,
   PROVIDERS_SECTION,
   SHARE,
   STRING_LIST,
   type ValueType,
 } from "./value_types.ts";
 
-export { BOOLEAN_WORDS, ConfigError, type ValueType };
+export { type AgentConfig, BOOLEAN_WORDS, ConfigError, type ProviderConfig, type ValueType };
 
 /** Permission policy of a session. */
 export type PermissionMode = "ask" | "auto" | "read-only";
@@ -141,32 +143,6 @@ export interface Config {
    * @default {1}
    */
   readonly maxDelegationDepth: number;
-}
-
-/** An ACP agent declared in the config file, which the `delegate` tool starts over stdio. */
-export interface AgentConfig {
-  /** The program (looked up on `PATH` when it has no slash). */
-  readonly command: string;
-  /** Its arguments. */
-  readonly args?: readonly string[];
-  /** Environment variables on top of the server's own environment. */
-  readonly env?: Readonly<Record<string, string>>;
-  /** What the agent is good for, shown to the model. */
-  readonly description: string;
-}
-
-/** A provider declared in the config file. */
-export interface ProviderConfig {
-  /** Wire format the provider speaks. */
-  readonly api: ProviderApi;
-  /** Base URL; the API path is appended. */
-  readonly baseUrl: string;
-  /** Environment variable holding the API key. */
-  readonly apiKeyEnv?: string;
-  /** Extra request headers. */
-  readonly headers?: Readonly<Record<string, string>>;
-  /** Request body field for the output limit. */
-  readonly maxTokensField?: "max_tokens" | "max_completion_tokens";
 }
 
 /** What the command line asks for. */

@@ -6,8 +6,33 @@
  */
 
 import * as z from "zod";
-import type { ModelFacts } from "../llm/presets.ts";
-import type { AgentConfig, ProviderConfig } from "./config.ts";
+import type { ModelFacts, ProviderApi } from "../llm/presets.ts";
+
+/** An ACP agent declared in the config file, which the `delegate` tool starts over stdio. */
+export interface AgentConfig {
+  /** The program (looked up on `PATH` when it has no slash). */
+  readonly command: string;
+  /** Its arguments. */
+  readonly args?: readonly string[];
+  /** Environment variables on top of the server's own environment. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** What the agent is good for, shown to the model. */
+  readonly description: string;
+}
+
+/** A provider declared in the config file. */
+export interface ProviderConfig {
+  /** Wire format the provider speaks. */
+  readonly api: ProviderApi;
+  /** Base URL; the API path is appended. */
+  readonly baseUrl: string;
+  /** Environment variable holding the API key. */
+  readonly apiKeyEnv?: string;
+  /** Extra request headers. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Request body field for the output limit. */
+  readonly maxTokensField?: "max_tokens" | "max_completion_tokens";
+}
 
 /** A bad flag, environment variable or config file entry. */
 export class ConfigError extends TypeError {

@@ -25,7 +25,7 @@ import {
 import type { HostProcesses } from "../host/host.ts";
 import type { Logger } from "../log/logger.ts";
 import { redactUrls } from "../util/redact_urls.ts";
-import { VERSION } from "../version.ts";
+import { VERSION } from "../util/version.ts";
 import { describeMcpServer, type McpServerSpec } from "./mcp_declarations.ts";
 import { McpStartError } from "./mcp_errors.ts";
 import { HostStdioTransport } from "./stdio_transport.ts";

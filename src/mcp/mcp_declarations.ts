@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { invalid } from "../protocol/request_errors.ts";
+import { McpDeclarationError } from "./mcp_errors.ts";
 
 /** Which remote transports are enabled (what mcpCapabilities advertises). */
 export interface McpTransports {
@@ -108,7 +108,7 @@ const QUOTE_LENGTH = 80;
  * @param value The request's `mcpServers`; `undefined` or `null` means none
  * @param transports The remote transports enabled
  * @returns The servers, in their order, frozen
- * @throws {RequestError} -32602 (invalid params) on the first problem found
+ * @throws {McpDeclarationError} On the first problem found, naming the entry and field
  */
 export function parseMcpServers(
   value: unknown,
@@ -421,9 +421,9 @@ function parseHeaders(value: unknown, where: string): Readonly<Record<string, st
   return Object.freeze(headers);
 }
 
-/** Throws the invalid-params error for `where`. */
+/** Throws the declaration error for `where` (answered with -32602 by the protocol layer). */
 function fail(where: string, problem: string): never {
-  throw invalid(`${where}: ${problem}`);
+  throw new McpDeclarationError(`${where}: ${problem}`);
 }
 
 /** `value` as a record, or an error. */

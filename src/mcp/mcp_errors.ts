@@ -39,3 +39,25 @@ export class McpStartError extends Error {
     this.server = server;
   }
 }
+
+/**
+ * A declared MCP server (`params.mcpServers` of `session/new`, `session/load`, `session/resume`)
+ * is not valid. The message names the entry and the field; the protocol layer answers it with
+ * -32602 (invalid params), the message unchanged.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { McpDeclarationError } from "./mcp_errors.ts";
+ * const error = new McpDeclarationError("mcpServers[0].name: must be a string, got number");
+ * assert.ok(error instanceof TypeError);
+ * assert.equal(error.message, "mcpServers[0].name: must be a string, got number");
+ * ```
+ */
+export class McpDeclarationError extends TypeError {
+  /** @param message Names the entry and field, then the problem */
+  constructor(message: string) {
+    super(message);
+    this.name = "McpDeclarationError";
+  }
+}

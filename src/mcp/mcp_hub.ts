@@ -7,8 +7,8 @@
  */
 import type { GetPromptResult, Prompt } from "@modelcontextprotocol/client";
 import type { LlmContentPart } from "../llm/provider.ts";
-import { PromptContentError } from "../protocol/prompt_content_error.ts";
-import type { SessionCommand, SessionCommands } from "../session/session_commands.ts";
+import { PromptContentError } from "../util/prompt_content_error.ts";
+import type { SessionCommand, SessionCommands } from "../tools/session_commands.ts";
 import type { ToolSet } from "../tools/tool_set.ts";
 import { McpCallError, McpConnection, type McpConnectionOptions } from "./mcp_connection.ts";
 import type { McpServerSpec } from "./mcp_declarations.ts";

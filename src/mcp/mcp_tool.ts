@@ -6,14 +6,8 @@
  * @module
  */
 import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/client";
-import type {
-  Tool,
-  ToolContent,
-  ToolDisplay,
-  ToolEffect,
-  ToolKind,
-  ToolResult,
-} from "../tools/tool.ts";
+import type { ToolEffect } from "../permission/policy.ts";
+import type { Tool, ToolContent, ToolDisplay, ToolKind, ToolResult } from "../tools/tool.ts";
 import { toolResultText } from "../llm/provider.ts";
 import { McpCallError } from "./mcp_connection.ts";
 import { fnv1a } from "./mcp_declarations.ts";

@@ -1,5 +1,11 @@
 import type { PermissionMode } from "../config/config.ts";
-import type { ToolEffect } from "../tools/tool.ts";
+
+/**
+ * What a tool does to the world, which decides whether permission modes let it run: `read`
+ * only reads; `write` changes files; `execute` runs commands; `external` acts through another
+ * program (an MCP server's tool not marked read-only).
+ */
+export type ToolEffect = "read" | "write" | "execute" | "external";
 
 /** An answer to a permission question, as ACP's option kinds name them. */
 export type PermissionAnswer = "allow_once" | "allow_always" | "reject_once" | "reject_always";

@@ -17,7 +17,7 @@ import {
   type RequestPermissionResponse,
   type SessionNotification,
 } from "@agentclientprotocol/sdk";
-import { VERSION } from "../version.ts";
+import { VERSION } from "../util/version.ts";
 
 export type {
   InitializeResponse,

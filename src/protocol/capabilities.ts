@@ -1,5 +1,7 @@
 import { type McpServerSpec, parseMcpServers } from "../mcp/mcp_declarations.ts";
+import { McpDeclarationError } from "../mcp/mcp_errors.ts";
 import { MCP_CAPABILITIES } from "./agent_capabilities.ts";
+import { invalid } from "./request_errors.ts";
 
 export { agentCapabilities, MCP_CAPABILITIES } from "./agent_capabilities.ts";
 
@@ -11,5 +13,10 @@ export { agentCapabilities, MCP_CAPABILITIES } from "./agent_capabilities.ts";
  * @throws {RequestError} -32602 naming the entry and field of the first invalid one
  */
 export function mcpServersOf(mcpServers: unknown): readonly McpServerSpec[] {
-  return parseMcpServers(mcpServers, MCP_CAPABILITIES);
+  try {
+    return parseMcpServers(mcpServers, MCP_CAPABILITIES);
+  } catch (error) {
+    if (error instanceof McpDeclarationError) throw invalid(error.message);
+    throw error;
+  }
 }

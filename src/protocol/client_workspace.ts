@@ -5,7 +5,7 @@ import type {
   Workspace,
   WorkspaceOptions,
 } from "../tools/workspace.ts";
-import type { ClientCapabilities } from "./acp_types.ts";
+import type { ClientCapabilities } from "../transport/acp_types.ts";
 
 /**
  * File and command access that goes through the ACP client where it offers it

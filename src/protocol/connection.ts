@@ -11,7 +11,7 @@ import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import type { Workspace } from "../tools/workspace.ts";
 import type { AnyMessage, Stream } from "../transport/acp.ts";
 import type { NdJsonStream } from "../transport/nd_json_stream.ts";
-import type { ClientCapabilities } from "./acp_types.ts";
+import type { ClientCapabilities } from "../transport/acp_types.ts";
 import { withFields } from "./connection_logger.ts";
 import { describeErrors } from "./describe_errors.ts";
 import { Inflight } from "./inflight.ts";

@@ -1,5 +1,5 @@
 import type { LlmContentPart } from "../llm/provider.ts";
-import { PromptContentError } from "./prompt_content_error.ts";
+import { PromptContentError } from "../util/prompt_content_error.ts";
 
 /** Largest decoded image accepted, in bytes. */
 export const MAX_IMAGE_BYTES: number = 20 * 1024 * 1024;

@@ -1,7 +1,7 @@
 import type { LlmContentPart } from "../llm/provider.ts";
-import type { ContentBlock } from "./acp_types.ts";
+import type { ContentBlock } from "../transport/acp_types.ts";
 import { admitImage, MAX_IMAGES_PER_PROMPT } from "./image_content.ts";
-import { PromptContentError } from "./prompt_content_error.ts";
+import { PromptContentError } from "../util/prompt_content_error.ts";
 
 export { PromptContentError };
 

@@ -2,7 +2,7 @@ import { RequestError } from "@agentclientprotocol/sdk";
 import { TurnError } from "../agent/run_turn.ts";
 import { McpStartError } from "../mcp/mcp_errors.ts";
 import { ConfigValueError, SessionStateError } from "../session/session.ts";
-import { SessionNotFoundError } from "../session/session_manager.ts";
+import { SessionNotFoundError } from "../util/session_not_found_error.ts";
 import { InvalidCursorError, SessionLockedError } from "../store/session_store.ts";
 import { PromptContentError } from "./prompt_content.ts";
 

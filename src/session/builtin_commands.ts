@@ -9,7 +9,7 @@ import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Selection } from "./config_options.ts";
 import type { SessionOutput } from "./outbox.ts";
-import type { SessionCommand } from "./session_commands.ts";
+import type { SessionCommand } from "../tools/session_commands.ts";
 import type { TurnRunner } from "./turn_runner.ts";
 
 /** The built-in commands, as the client is offered them. */

@@ -7,7 +7,7 @@ import type { RequestParts } from "../agent/run_turn.ts";
 import type { ModelInfo } from "../llm/catalog.ts";
 import type { LlmMessage, LlmProvider, LlmUsage, ProviderError } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
-import type { SessionUpdate } from "../protocol/acp_types.ts";
+import type { SessionUpdate } from "../transport/acp_types.ts";
 import type { StoredEvent } from "../store/session_store.ts";
 import type { ContextMeter } from "./context_meter.ts";
 import type { Conversation } from "./conversation.ts";

@@ -4,7 +4,7 @@ import type {
   SessionConfigOption,
   SessionConfigSelectGroup,
   SessionModeState,
-} from "../protocol/acp_types.ts";
+} from "../transport/acp_types.ts";
 
 /** What a session runs with; a prompt pins a copy at admission. */
 export interface Selection {

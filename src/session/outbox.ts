@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { SessionUpdate } from "../protocol/acp_types.ts";
+import type { SessionUpdate } from "../transport/acp_types.ts";
 import type { StoredEvent } from "../store/session_store.ts";
 import type { Recorder, RecordTiming } from "./recorder.ts";
 import type { UpdateQueue } from "./update_queue.ts";

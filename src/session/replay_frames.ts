@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { SessionUpdate } from "../protocol/acp_types.ts";
+import type { SessionUpdate } from "../transport/acp_types.ts";
 import { concatBytes } from "../util/concat_bytes.ts";
 
 /** Where a replay can write its notifications already framed. */

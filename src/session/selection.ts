@@ -9,7 +9,7 @@ import type {
   SessionConfigOption,
   SessionModeState,
   SessionUpdate,
-} from "../protocol/acp_types.ts";
+} from "../transport/acp_types.ts";
 import type { StoredEvent } from "../store/session_store.ts";
 import {
   buildConfigOptions,

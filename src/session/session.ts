@@ -7,7 +7,7 @@ import type {
   SessionConfigOption,
   SessionModeState,
   SessionUpdate,
-} from "../protocol/acp_types.ts";
+} from "../transport/acp_types.ts";
 import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import type { Tool } from "../tools/tool.ts";
 import { ToolSet } from "../tools/tool_set.ts";
@@ -21,7 +21,7 @@ import { Recorder } from "./recorder.ts";
 import { BUILTIN_COMMANDS, runBuiltinCommand } from "./builtin_commands.ts";
 import { type CompactionNotices, Compactor, DEFAULT_COMPACT_THRESHOLD } from "./compactor.ts";
 import { ContextMeter } from "./context_meter.ts";
-import { invokedCommand, type SessionCommands } from "./session_commands.ts";
+import { invokedCommand, type SessionCommands } from "../tools/session_commands.ts";
 import { SessionSelection } from "./selection.ts";
 import type { RestoredSession } from "./session_record.ts";
 import { SessionTitle } from "./session_title.ts";

@@ -5,7 +5,7 @@ import type { Config, PermissionMode } from "../config/config.ts";
 import type { Host } from "../host/host.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
-import type { SessionUpdate } from "../protocol/acp_types.ts";
+import type { SessionUpdate } from "../transport/acp_types.ts";
 import {
   type AttachmentStore,
   type ListOptions,
@@ -25,7 +25,7 @@ import type { Workspace } from "../tools/workspace.ts";
 import { initialEffort, type Selection } from "./config_options.ts";
 import { configEvent } from "./selection.ts";
 import { type PermissionAsker, Session, SessionStateError } from "./session.ts";
-import type { SessionCommands } from "./session_commands.ts";
+import type { SessionCommands } from "../tools/session_commands.ts";
 import { SessionDisposer } from "./session_disposer.ts";
 import { ReplayFrames, type ReplayFrameSink } from "./replay_frames.ts";
 import { type RestoredSession, SessionRestorer } from "./session_record.ts";

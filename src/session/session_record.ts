@@ -9,7 +9,7 @@ import type { PermissionMode } from "../config/config.ts";
 import type { LlmContentPart, LlmMessage } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
 import type { PermissionAnswer } from "../permission/policy.ts";
-import type { SessionUpdate, ToolCallContent } from "../protocol/acp_types.ts";
+import type { SessionUpdate, ToolCallContent } from "../transport/acp_types.ts";
 import type {
   AttachmentStore,
   LoadedSession,

@@ -1,5 +1,5 @@
 import type { Logger } from "../log/logger.ts";
-import type { SessionUpdate } from "../protocol/acp_types.ts";
+import type { SessionUpdate } from "../transport/acp_types.ts";
 
 /** Delivers one update to the client; resolves once it is written. */
 export type UpdateSink = (update: SessionUpdate) => Promise<void>;

@@ -1,5 +1,5 @@
 import type { TurnEvent } from "../agent/turn_event.ts";
-import type { SessionUpdate, ToolCallContent } from "../protocol/acp_types.ts";
+import type { SessionUpdate, ToolCallContent } from "../transport/acp_types.ts";
 import type { PlanEntry, ToolDisplay, ToolLocation } from "../tools/tool.ts";
 
 /**

@@ -5,7 +5,7 @@
  */
 import type { ModelInfo } from "../llm/catalog.ts";
 import type { LlmUsage } from "../llm/provider.ts";
-import type { SessionUpdate } from "../protocol/acp_types.ts";
+import type { SessionUpdate } from "../transport/acp_types.ts";
 import type { StoredEvent } from "../store/session_store.ts";
 
 /** What one model request's usage produced. */

@@ -4,7 +4,7 @@
  * @module
  */
 import type { PermissionMode } from "../config/config.ts";
-import type { PermissionAnswer } from "../permission/policy.ts";
+import type { PermissionAnswer, ToolEffect } from "../permission/policy.ts";
 import type { Workspace, WorkspaceFiles } from "./workspace.ts";
 
 /** ACP tool kinds, used by clients to pick icons and by permission policy. */
@@ -19,13 +19,6 @@ export type ToolKind =
   | "fetch"
   | "switch_mode"
   | "other";
-
-/**
- * What a tool does to the world, which decides whether permission modes let it run: `read`
- * only reads; `write` changes files; `execute` runs commands; `external` acts through another
- * program (an MCP server's tool not marked read-only).
- */
-export type ToolEffect = "read" | "write" | "execute" | "external";
 
 /** What a tool call is running in. */
 export interface ToolContext {

@@ -17,7 +17,8 @@ import {
   type LlmStreamOptions,
   ProviderError,
 } from "../../src/llm/provider.ts";
-import type { Tool, ToolContext, ToolEffect, ToolKind, ToolResult } from "../../src/tools/tool.ts";
+import type { ToolEffect } from "../../src/permission/policy.ts";
+import type { Tool, ToolContext, ToolKind, ToolResult } from "../../src/tools/tool.ts";
 import { ToolSet } from "../../src/tools/tool_set.ts";
 import { updatePlanTool } from "../../src/tools/update_plan.ts";
 import { abortListened } from "../_helpers/wait.ts";

@@ -8,6 +8,9 @@ import {
   type McpTransports,
   parseMcpServers,
 } from "../../src/mcp/mcp_declarations.ts";
+import { McpDeclarationError } from "../../src/mcp/mcp_errors.ts";
+import { mcpServersOf } from "../../src/protocol/capabilities.ts";
+import { invalid } from "../../src/protocol/request_errors.ts";
 
 const ALL: McpTransports = { http: true, sse: true };
 const NONE: McpTransports = { http: false, sse: false };
@@ -24,20 +27,35 @@ function remote(type: string, extra: Record<string, unknown> = {}): Record<strin
   return { type, name: "docs", url: "https://docs.example/mcp", headers: [], ...extra };
 }
 
-/** Asserts that parsing `value` throws -32602 with a message matching `pattern`, never `SECRET`. */
+/**
+ * Asserts that parsing `value` throws a declaration error whose answer (what the protocol layer
+ * makes of it: -32602) has a message matching `pattern`, never `SECRET`.
+ */
 function refused(value: unknown, pattern: RegExp, transports: McpTransports = ALL): string {
   let message = "";
   assert.throws(() => parseMcpServers(value, transports), (error: unknown) => {
-    assert.ok(error instanceof RequestError, String(error));
-    assert.equal(error.code, -32602);
-    assert.match(error.message, pattern);
-    assert.ok(!error.message.includes(SECRET), error.message);
-    assert.ok(!JSON.stringify(error.data ?? null).includes(SECRET));
-    message = error.message;
+    assert.ok(error instanceof McpDeclarationError, String(error));
+    const answer = invalid(error.message);
+    assert.equal(answer.code, -32602);
+    assert.match(answer.message, pattern);
+    assert.ok(!answer.message.includes(SECRET), answer.message);
+    message = answer.message;
     return true;
   });
   return message;
 }
+
+Deno.test("mcpServersOf answers a bad declaration with -32602 and the declaration's message", () => {
+  const value = [stdio({ args: [SECRET, 1] })];
+  const message = refused(value, /^Invalid params: mcpServers\[0\]\.args\[1\]: /);
+  assert.throws(() => mcpServersOf(value), (error: unknown) => {
+    assert.ok(error instanceof RequestError, String(error));
+    assert.equal(error.code, -32602);
+    assert.equal(error.message, message);
+    assert.ok(!JSON.stringify(error.data ?? null).includes(SECRET));
+    return true;
+  });
+});
 
 /** The one stdio server `value` declares. */
 function oneStdio(value: Record<string, unknown>): McpStdioServer {

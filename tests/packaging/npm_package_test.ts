@@ -14,7 +14,7 @@ import { cp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises"
 import { join } from "node:path";
 import process from "node:process";
 import * as library from "../../mod.ts";
-import { VERSION } from "../../src/version.ts";
+import { VERSION } from "../../src/util/version.ts";
 import { exitWithin, spawnAgent } from "../_helpers/acp_client.ts";
 import { ROOT, RUNTIMES } from "../_helpers/runtimes.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";

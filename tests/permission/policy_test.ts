@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { PERMISSION_MODES, type PermissionMode } from "../../src/config/config.ts";
 import { decidePermission, type PermissionGrants } from "../../src/permission/policy.ts";
-import type { ToolEffect } from "../../src/tools/tool.ts";
+import type { ToolEffect } from "../../src/permission/policy.ts";
 
 const EFFECTS: readonly ToolEffect[] = ["read", "write", "execute", "external"];
 const NONE: PermissionGrants = new Map();

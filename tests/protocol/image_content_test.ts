@@ -4,7 +4,7 @@ import {
   MAX_IMAGE_BYTES,
   MAX_IMAGES_PER_PROMPT,
 } from "../../src/protocol/image_content.ts";
-import { PromptContentError } from "../../src/protocol/prompt_content_error.ts";
+import { PromptContentError } from "../../src/util/prompt_content_error.ts";
 
 function base64(bytes: readonly number[]): string {
   return btoa(String.fromCharCode(...bytes));

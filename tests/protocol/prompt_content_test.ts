@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { ContentBlock } from "../../src/protocol/acp_types.ts";
+import type { ContentBlock } from "../../src/transport/acp_types.ts";
 import {
   admitPrompt,
   type PromptCapabilities,

@@ -7,7 +7,7 @@
 import type { ModelCatalog, ModelInfo } from "../../src/llm/catalog.ts";
 import type { LlmEvent, LlmProvider } from "../../src/llm/provider.ts";
 import { createLogger, type Logger } from "../../src/log/logger.ts";
-import type { SessionUpdate } from "../../src/protocol/acp_types.ts";
+import type { SessionUpdate } from "../../src/transport/acp_types.ts";
 import type { SessionStore, StoredEvent } from "../../src/store/session_store.ts";
 
 /** A promise the test opens. */

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { PERMISSION_MODES } from "../../src/config/config.ts";
 import type { ModelInfo } from "../../src/llm/catalog.ts";
-import type { SessionConfigOption } from "../../src/protocol/acp_types.ts";
+import type { SessionConfigOption } from "../../src/transport/acp_types.ts";
 import {
   buildConfigOptions,
   buildModeState,

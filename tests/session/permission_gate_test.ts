@@ -8,7 +8,8 @@ import type { AuthorizeRequest } from "../../src/agent/run_turn.ts";
 import type { PermissionAnswer } from "../../src/permission/policy.ts";
 import { PermissionGate, type PermissionQuestion } from "../../src/session/permission_gate.ts";
 import type { StoredEvent } from "../../src/store/session_store.ts";
-import type { Tool, ToolEffect } from "../../src/tools/tool.ts";
+import type { ToolEffect } from "../../src/permission/policy.ts";
+import type { Tool } from "../../src/tools/tool.ts";
 import { captureLogger } from "./_fakes.ts";
 
 function tool(name: string, effect: ToolEffect): Tool {

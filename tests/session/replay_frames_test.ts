@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { SessionUpdate } from "../../src/protocol/acp_types.ts";
+import type { SessionUpdate } from "../../src/transport/acp_types.ts";
 import { ReplayFrames } from "../../src/session/replay_frames.ts";
 
 const decoder = new TextDecoder();

@@ -9,7 +9,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { mergeConfig, NodeHost } from "../../mod.ts";
 import { createCatalog } from "../../src/cli.ts";
 import { nullLogger } from "../../src/log/logger.ts";
-import type { SessionUpdate } from "../../src/protocol/acp_types.ts";
+import type { SessionUpdate } from "../../src/transport/acp_types.ts";
 import { SessionStateError } from "../../src/session/session.ts";
 import { SessionManager, SessionNotFoundError } from "../../src/session/session_manager.ts";
 import type { SessionToolsInfo } from "../../src/session/tool_set_factory.ts";

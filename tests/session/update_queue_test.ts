@@ -4,7 +4,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { SessionUpdate } from "../../src/protocol/acp_types.ts";
+import type { SessionUpdate } from "../../src/transport/acp_types.ts";
 import { UpdateQueue } from "../../src/session/update_queue.ts";
 import { captureLogger, type Gate, gate } from "./_fakes.ts";
 

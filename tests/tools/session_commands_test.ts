@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { LlmContentPart } from "../../src/llm/provider.ts";
-import { invokedCommand, type SessionCommand } from "../../src/session/session_commands.ts";
+import { invokedCommand, type SessionCommand } from "../../src/tools/session_commands.ts";
 
 const OFFERED: readonly SessionCommand[] = [
   { name: "mcp__docs__greet", description: "Greets", hint: "name" },

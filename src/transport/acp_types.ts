@@ -1,5 +1,5 @@
 /**
- * The one place ACP schema types are re-exported for the layers below the protocol.
+ * The one place ACP schema types are re-exported for the layers below the protocol, beside the transport types in `acp.ts`.
  *
  * @module
  */
