@@ -48,13 +48,24 @@ export {
   type PermissionMode,
   type ProviderConfig,
 } from "./src/config/config.ts";
-export { ModelCatalog, type ModelCatalogOptions } from "./src/llm/catalog.ts";
+export { type ApiKeyVariable, ModelCatalog, type ModelCatalogOptions } from "./src/llm/catalog.ts";
 export type { Host, SuperviseOptions } from "./src/host/host.ts";
 export { NodeHost } from "./src/host/node_host.ts";
 export { builtinTools } from "./src/tools/builtin_tools.ts";
 export type { Tool } from "./src/tools/tool.ts";
-export { createLogger, type Logger, type LogLevel, nullLogger } from "./src/log/logger.ts";
-export type { AttachmentStore, SessionStore } from "./src/store/session_store.ts";
+export {
+  createLogger,
+  type LogFormat,
+  type Logger,
+  type LoggerOptions,
+  type LogLevel,
+  nullLogger,
+} from "./src/log/logger.ts";
+export type {
+  AttachmentStore,
+  SessionStore,
+  UnreadableSession,
+} from "./src/store/session_store.ts";
 export { FileAttachmentStore } from "./src/store/attachment_store.ts";
 export {
   MemorySessionStore,
