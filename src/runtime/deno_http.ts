@@ -404,9 +404,8 @@ class SocketRelay {
 
   /** Relays until both sides are done. */
   async #pipe(client: Deno.TcpConn, inner: Deno.TcpConn, ticket: SocketTicket): Promise<void> {
-    const up = client.readable.pipeThrough(headWatch(ticket))
-      .pipeTo(inner.writable, { preventClose: true }).catch(() => {});
-    const down = inner.readable.pipeTo(client.writable, { preventClose: true }).catch(() => {});
+    const up = copy(client, inner, headWatch(ticket)).catch(() => {});
+    const down = copy(inner, client).catch(() => {});
     // The client went: end the inner connection at once, so that the server notices.
     void up.then(() => closeQuietly(inner));
     await down;
@@ -429,23 +428,42 @@ class SocketRelay {
   }
 }
 
-/** Passes bytes on; tells the ticket once the first request's headers are complete. */
-function headWatch(ticket: SocketTicket): TransformStream<Uint8Array, Uint8Array> {
+/** Tells the ticket once the first request's headers are complete; then does nothing. */
+function headWatch(ticket: SocketTicket): (chunk: Uint8Array) => void {
   let matched = 0;
   let done = false;
-  return new TransformStream({
-    transform(chunk, controller) {
-      if (!done) {
-        for (const byte of chunk) {
-          matched = byte === HEAD_END[matched] ? matched + 1 : byte === 13 ? 1 : 0;
-          if (matched === HEAD_END.length) {
-            done = true;
-            ticket.headersDone();
-            break;
-          }
-        }
+  return (chunk) => {
+    if (done) return;
+    for (const byte of chunk) {
+      matched = byte === HEAD_END[matched] ? matched + 1 : byte === 13 ? 1 : 0;
+      if (matched === HEAD_END.length) {
+        done = true;
+        ticket.headersDone();
+        return;
       }
-      controller.enqueue(chunk);
-    },
-  });
+    }
+  };
+}
+
+/** Bytes one relay direction reads at a time (the buffer is reused). */
+const RELAY_BUFFER_BYTES = 64 * 1024;
+
+/**
+ * Copies `from` to `to` until `from` ends, through one reused buffer: each read is written in
+ * full before the next. A stream of `conn.readable` would allocate a buffer per read, so a body
+ * dripped one byte per segment left a large buffer of garbage per byte until the collector ran.
+ */
+async function copy(
+  from: Deno.TcpConn,
+  to: Deno.TcpConn,
+  watch?: (chunk: Uint8Array) => void,
+): Promise<void> {
+  const buffer = new Uint8Array(RELAY_BUFFER_BYTES);
+  for (;;) {
+    const read = await from.read(buffer);
+    if (read === null) return;
+    const chunk = buffer.subarray(0, read);
+    watch?.(chunk);
+    for (let written = 0; written < read;) written += await to.write(chunk.subarray(written));
+  }
 }

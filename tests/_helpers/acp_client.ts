@@ -302,3 +302,27 @@ export async function exitWithin(agent: StdioAgent, ms: number): Promise<number 
     clearTimeout(timer);
   }
 }
+
+/**
+ * Waits for the `listening on <url>` line a `serve --http` process writes on stderr.
+ *
+ * @param agent The server process
+ * @returns The URL it listens on
+ * @throws {Error} When it exits first (with its stderr)
+ */
+export function listeningUrl(agent: StdioAgent): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const check = (): void => {
+      const match = /listening on (http:\/\/\S+)/.exec(agent.stderr());
+      if (match) {
+        agent.child.stderr?.off("data", check);
+        resolve(match[1]!);
+      }
+    };
+    agent.child.stderr?.on("data", check);
+    check();
+    void agent.exited.then(({ code }) =>
+      reject(new Error(`exited with ${code} before listening:\n${agent.stderr()}`))
+    );
+  });
+}

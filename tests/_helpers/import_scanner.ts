@@ -31,7 +31,7 @@ export interface AnalyzedSource {
  *
  * @example
  * ```ts
- * const files = await listTs(fileURLToPath(new URL("../../src/", import.meta.url)));
+ * const files = await listTs("src"); // ["agent/run_turn.ts", …], relative to the folder given
  * ```
  */
 export async function listTs(dir: string, prefix = ""): Promise<string[]> {

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { WebSocket as NodeWebSocket } from "ws";
-import { memoryClient, spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
+import { listeningUrl, memoryClient, spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { RUNTIMES } from "../_helpers/runtimes.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
 
@@ -67,19 +67,7 @@ async function startServe(
     "--log-level",
     "info",
   ]);
-  const url = await new Promise<string>((resolve, reject) => {
-    const check = (): void => {
-      const match = /listening on (http:\/\/\S+)/.exec(agent.stderr());
-      if (match) {
-        agent.child.stderr?.off("data", check);
-        resolve(match[1]!);
-      }
-    };
-    agent.child.stderr?.on("data", check);
-    void agent.exited.then(({ code }) =>
-      reject(new Error(`exited with ${code} before listening:\n${agent.stderr()}`))
-    );
-  });
+  const url = await listeningUrl(agent);
   return { agent, url };
 }
 

@@ -16,6 +16,7 @@ import { WebSocket as NodeWebSocket } from "ws";
 import {
   type AcpTestClient,
   exitWithin,
+  listeningUrl,
   memoryClient,
   spawnAgent,
   type StdioAgent,
@@ -59,19 +60,7 @@ async function startServe(
     "info",
     ...extra,
   ]);
-  const url = await new Promise<string>((resolve, reject) => {
-    const check = (): void => {
-      const match = /listening on (http:\/\/\S+)/.exec(agent.stderr());
-      if (match) {
-        agent.child.stderr?.off("data", check);
-        resolve(match[1]!);
-      }
-    };
-    agent.child.stderr?.on("data", check);
-    void agent.exited.then(({ code }) =>
-      reject(new Error(`exited with ${code} before listening:\n${agent.stderr()}`))
-    );
-  });
+  const url = await listeningUrl(agent);
   return { agent, url };
 }
 

