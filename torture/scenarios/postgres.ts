@@ -20,6 +20,7 @@ import { promisify } from "node:util";
 import type { Scenario, ScenarioContext } from "../context.ts";
 import { ROOT, type Server, writeScript } from "../driver.ts";
 import { load, missing } from "./kill.ts";
+import { pollUntil } from "../../tests/_helpers/wait.ts";
 
 const run = promisify(execFile);
 const SCRIPT = join(ROOT, "scripts/postgres_test_server.sh");
@@ -127,12 +128,14 @@ async function takeOver(
   sessionId: string,
   cwd: string,
 ): Promise<Array<Record<string, unknown>> | undefined> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const replayed = await load(server, sessionId, cwd);
-    if (replayed !== undefined || Date.now() > deadline) return replayed;
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
+  let replayed: Array<Record<string, unknown>> | undefined;
+  // The lease's expiry is the state waited for; each load asks whether it came.
+  await pollUntil(async () => (replayed = await load(server, sessionId, cwd)) !== undefined, {
+    what: "the dead instance's lease to expire",
+    timeoutMs: 20_000,
+    intervalMs: 250,
+  }).catch(() => {});
+  return replayed;
 }
 
 /** SIGKILL the moment `end_turn` arrives, then a second instance takes the session over. */
@@ -299,7 +302,12 @@ async function restarted(context: ScenarioContext, cluster: PrivateCluster): Pro
     20_000,
   );
   await cluster.pgCtl("stop");
-  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  // Down until the server has hit the outage (its next append failed and is being retried), not
+  // for a fixed time.
+  await server.waitFor(
+    () => server.stderr.includes("cannot write the session log: retrying"),
+    20_000,
+  );
   await cluster.pgCtl("start");
   const ended = outcome(await server.response(turn.id, 40_000));
   context.run();
