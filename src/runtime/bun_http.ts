@@ -28,6 +28,7 @@ import type {
 } from "../transport/http/http_handler.ts";
 import {
   badConnectionId,
+  closingIfRefused,
   EventedSocket,
   graceTimer,
   isUpgrade,
@@ -314,18 +315,6 @@ async function respond(
   if (server.upgrade(request, { headers, data: { upgrade: decision } })) return undefined;
   decision.reject();
   return new Response("Cannot upgrade to a WebSocket", { status: 400 });
-}
-
-/** A 401 or 403 with `Connection: close`: a client without the right token does not keep the socket. */
-function closingIfRefused(response: Response): Response {
-  if (response.status !== 401 && response.status !== 403) return response;
-  const headers = new Headers(response.headers);
-  headers.set("connection", "close");
-  return new Response(response.body, {
-    status: response.status,
-    statusText: response.statusText,
-    headers,
-  });
 }
 
 /** An SSE comment: what an event stream starts with on Bun. */

@@ -31,6 +31,7 @@ import type {
 import {
   badConnectionId,
   CLOSE_TOO_BIG,
+  closingIfRefused,
   EventedSocket,
   graceTimer,
   isUpgrade,
@@ -223,18 +224,6 @@ class DenoListener implements HttpListener {
       headers: response.headers,
     });
   }
-}
-
-/** A 401 or 403 with `Connection: close`: a client without the right token does not keep the socket. */
-function closingIfRefused(response: Response): Response {
-  if (response.status !== 401 && response.status !== 403) return response;
-  const headers = new Headers(response.headers);
-  headers.set("connection", "close");
-  return new Response(response.body, {
-    status: response.status,
-    statusText: response.statusText,
-    headers,
-  });
 }
 
 function unavailable(): Response {

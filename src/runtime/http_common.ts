@@ -74,6 +74,24 @@ export function badConnectionId(connectionId: string): Response | undefined {
 }
 
 /**
+ * A 401 or 403 with `Connection: close`: a client without the right token does not keep the
+ * socket. Other answers are returned as they are.
+ *
+ * @param response The handler's answer
+ * @returns The answer, closing its connection when it refuses
+ */
+export function closingIfRefused(response: Response): Response {
+  if (response.status !== 401 && response.status !== 403) return response;
+  const headers = new Headers(response.headers);
+  headers.set("connection", "close");
+  return new Response(response.body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  });
+}
+
+/**
  * The answer to a request that reached the inner server (Deno, Bun) without coming through the
  * relay: a local process that found the inner port. Refused, so that nothing gets past the socket
  * guard that way; the connection is closed.
