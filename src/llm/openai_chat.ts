@@ -11,7 +11,7 @@ import {
   type LlmStreamDecoder,
   streamError,
   streamLlmEvents,
-} from "./http.ts";
+} from "./event_stream.ts";
 import {
   type FinishReason,
   type LlmContentPart,

@@ -61,7 +61,7 @@ export type PostJsonResult =
  * @example Posting to a fake fetch
  * ```ts
  * import assert from "node:assert/strict";
- * import { postJson } from "./http.ts";
+ * import { postJson } from "./event_stream.ts";
  * const result = await postJson({
  *   url: "http://127.0.0.1:9/v1/x",
  *   body: { a: 1 },
@@ -199,7 +199,7 @@ export interface HttpErrorInput {
  * @example A rate limit with Retry-After
  * ```ts
  * import assert from "node:assert/strict";
- * import { httpError } from "./http.ts";
+ * import { httpError } from "./event_stream.ts";
  * const error = httpError({
  *   status: 429,
  *   body: '{"error":{"message":"Rate limit reached","type":"requests"}}',
@@ -243,7 +243,7 @@ export function httpError(input: HttpErrorInput): ProviderError {
  * @example An Anthropic overload
  * ```ts
  * import assert from "node:assert/strict";
- * import { streamError } from "./http.ts";
+ * import { streamError } from "./event_stream.ts";
  * const error = streamError({ type: "overloaded_error", message: "Overloaded" });
  * assert.equal(error.kind, "server");
  * assert(error.retryable);
@@ -284,7 +284,7 @@ export interface TransportErrorOptions {
  * @example Naming the endpoint
  * ```ts
  * import assert from "node:assert/strict";
- * import { transportError } from "./http.ts";
+ * import { transportError } from "./event_stream.ts";
  * const error = transportError(new TypeError("connection refused"), {
  *   url: "http://127.0.0.1:9/v1/chat/completions",
  * });
@@ -316,7 +316,7 @@ export function transportError(cause: unknown, options: TransportErrorOptions = 
  * @example Seconds and dates
  * ```ts
  * import assert from "node:assert/strict";
- * import { parseRetryAfter } from "./http.ts";
+ * import { parseRetryAfter } from "./event_stream.ts";
  * assert.equal(parseRetryAfter(new Headers({ "retry-after": "1.5" })), 1500);
  * const now = Date.parse("Wed, 21 Oct 2026 07:28:00 GMT");
  * const headers = new Headers({ "retry-after": "Wed, 21 Oct 2026 07:28:30 GMT" });
@@ -347,7 +347,7 @@ export function parseRetryAfter(headers: Headers, now: number = Date.now()): num
  * @example Joining deltas
  * ```ts
  * import assert from "node:assert/strict";
- * import { LlmEventBatch } from "./http.ts";
+ * import { LlmEventBatch } from "./event_stream.ts";
  * const batch = new LlmEventBatch();
  * batch.text("Hel");
  * batch.text("lo");
@@ -474,7 +474,7 @@ export interface LlmStreamDecoder {
  * @example Streaming from a fake fetch
  * ```ts
  * import assert from "node:assert/strict";
- * import { streamLlmEvents } from "./http.ts";
+ * import { streamLlmEvents } from "./event_stream.ts";
  * const events = await Array.fromAsync(streamLlmEvents(
  *   new AbortController().signal,
  *   () => ({

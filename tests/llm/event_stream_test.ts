@@ -7,7 +7,7 @@ import {
   streamError,
   streamLlmEvents,
   transportError,
-} from "../../src/llm/http.ts";
+} from "../../src/llm/event_stream.ts";
 import { type LlmEvent, ProviderError } from "../../src/llm/provider.ts";
 import { jsonResponse, startFakeLlmServer } from "../_helpers/fake_llm_server.ts";
 
