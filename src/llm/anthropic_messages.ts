@@ -9,9 +9,9 @@ import {
   type LlmEventBatch,
   type LlmFinishEvent,
   type LlmStreamDecoder,
-  streamError,
   streamLlmEvents,
 } from "./event_stream.ts";
+import { streamError } from "./provider_errors.ts";
 import {
   type FinishReason,
   type LlmContentPart,
