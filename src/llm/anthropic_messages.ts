@@ -331,6 +331,27 @@ class AnthropicMessagesDecoder implements LlmStreamDecoder {
  * @returns The JSON body
  */
 export function buildAnthropicMessagesBody(request: LlmRequest): Record<string, unknown> {
+  const { maxTokens, thinking } = thinkingOf(request);
+  const body: Record<string, unknown> = {
+    model: request.model,
+    "max_tokens": maxTokens,
+    stream: true,
+  };
+  if (request.system) body.system = request.system;
+  body.messages = wireMessages(request);
+  if (request.tools.length > 0) {
+    body.tools = request.tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      input_schema: tool.inputSchema,
+    }));
+  }
+  if (thinking) body.thinking = thinking;
+  return body;
+}
+
+/** The request's messages as alternating user and assistant messages. */
+function wireMessages(request: LlmRequest): { role: "user" | "assistant"; content: unknown[] }[] {
   const messages: { role: "user" | "assistant"; content: unknown[] }[] = [];
   const push = (role: "user" | "assistant", blocks: readonly unknown[]): void => {
     if (blocks.length === 0) return;
@@ -360,37 +381,29 @@ export function buildAnthropicMessagesBody(request: LlmRequest): Record<string, 
       }
     }
   }
+  return messages;
+}
+
+/** `max_tokens` and the `thinking` field (if any) for the request's reasoning effort. */
+function thinkingOf(
+  request: LlmRequest,
+): { maxTokens: number; thinking?: Record<string, unknown> } {
+  const maxTokens = request.maxOutputTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS;
   const budget = request.reasoningEffort === undefined
     ? undefined
     : ANTHROPIC_THINKING_BUDGETS[request.reasoningEffort];
-  let maxTokens = request.maxOutputTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS;
-  let thinking: Record<string, unknown> | undefined;
-  if (budget !== undefined) {
-    // budget_tokens must be below max_tokens.
-    const capped = request.maxOutputTokens === undefined
-      ? budget
-      : Math.min(budget, request.maxOutputTokens - 1);
-    if (capped >= MIN_THINKING_BUDGET) {
-      thinking = { type: "enabled", budget_tokens: capped };
-      if (request.maxOutputTokens === undefined) maxTokens = capped + DEFAULT_ANTHROPIC_MAX_TOKENS;
-    }
-  }
-  const body: Record<string, unknown> = {
-    model: request.model,
-    "max_tokens": maxTokens,
-    stream: true,
+  if (budget === undefined) return { maxTokens };
+  // budget_tokens must be below max_tokens.
+  const capped = request.maxOutputTokens === undefined
+    ? budget
+    : Math.min(budget, request.maxOutputTokens - 1);
+  if (capped < MIN_THINKING_BUDGET) return { maxTokens };
+  return {
+    maxTokens: request.maxOutputTokens === undefined
+      ? capped + DEFAULT_ANTHROPIC_MAX_TOKENS
+      : maxTokens,
+    thinking: { type: "enabled", budget_tokens: capped },
   };
-  if (request.system) body.system = request.system;
-  body.messages = messages;
-  if (request.tools.length > 0) {
-    body.tools = request.tools.map((tool) => ({
-      name: tool.name,
-      description: tool.description,
-      input_schema: tool.inputSchema,
-    }));
-  }
-  if (thinking) body.thinking = thinking;
-  return body;
 }
 
 function userBlocks(parts: readonly LlmContentPart[]): Record<string, unknown>[] {
