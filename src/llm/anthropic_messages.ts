@@ -118,7 +118,11 @@ export class AnthropicMessagesProvider implements LlmProvider {
   readonly id: string;
   readonly #core: HttpProviderCore;
 
-  /** @param options Endpoint, credentials and API version */
+  /**
+   * Makes a provider for one endpoint.
+   *
+   * @param options Endpoint, credentials and API version
+   */
   constructor(options: AnthropicMessagesProviderOptions) {
     this.id = options.id;
     this.#core = new HttpProviderCore({

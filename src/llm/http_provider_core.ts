@@ -68,7 +68,11 @@ export class HttpProviderCore {
   readonly #headers: Readonly<Record<string, string>>;
   readonly #fetch: typeof fetch | undefined;
 
-  /** @param options The endpoint, headers and credentials */
+  /**
+   * Fixes the URL and the headers of every request.
+   *
+   * @param options The endpoint, headers and credentials
+   */
   constructor(options: HttpProviderCoreOptions) {
     this.#url = `${options.baseUrl.replace(/\/+$/, "")}${options.path}`;
     this.#headers = {

@@ -90,7 +90,11 @@ export class OpenAiChatProvider implements LlmProvider {
   readonly #core: HttpProviderCore;
   readonly #maxTokensField: "max_tokens" | "max_completion_tokens";
 
-  /** @param options Endpoint, credentials and wire options */
+  /**
+   * Makes a provider for one endpoint.
+   *
+   * @param options Endpoint, credentials and wire options
+   */
   constructor(options: OpenAiChatProviderOptions) {
     this.id = options.id;
     this.#core = new HttpProviderCore({
