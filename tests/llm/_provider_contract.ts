@@ -74,7 +74,7 @@ export interface ProviderWire {
   readonly key: string;
   /** The provider's base URL for a server at `url`. */
   baseUrl(url: string): string;
-  /** The path the provider posts to (from the base URL of {@link ProviderWire.baseUrl}). */
+  /** The path the server sees (the base URL's path, then the wire format's). */
   readonly path: string;
   /** Makes the provider under test. */
   make(options: WireProviderOptions): LlmProvider;
@@ -91,9 +91,9 @@ export interface ProviderWire {
   opening(text: string): SseItem[];
   /** One more text delta. */
   delta(text: string): SseItem;
-  /** The end of an answer, with the wire's finish reason (its "stop" when not given). */
+  /** The end of an answer, with a finish reason in the wire's words (a plain stop if none). */
   closing(reason?: string): SseItem[];
-  /** A whole answer that streams `text` and ends with the wire's `reason` ("stop" when not given). */
+  /** A whole answer streaming `text`, its finish reason in the wire's words (a plain stop if none). */
   answer(text: string, reason?: string): SseItem[];
 
   /** Text deltas, usage and finish, each event fixed. */
