@@ -5,13 +5,9 @@
  * @module
  */
 import { isRecord, parseJson } from "../util/json.ts";
-import {
-  type LlmEventBatch,
-  type LlmFinishEvent,
-  type LlmStreamDecoder,
-  streamError,
-  streamLlmEvents,
-} from "./http.ts";
+import type { LlmEventBatch, LlmFinishEvent, LlmStreamDecoder } from "./event_stream.ts";
+import { HttpProviderCore } from "./http_provider_core.ts";
+import { streamError, truncatedStreamError, unparsableEventError } from "./provider_errors.ts";
 import {
   type FinishReason,
   type LlmContentPart,
@@ -22,7 +18,6 @@ import {
   type LlmStreamOptions,
   type LlmToolResultPart,
   type LlmUsage,
-  ProviderError,
   toolResultPartText,
 } from "./provider.ts";
 
@@ -121,23 +116,23 @@ export interface AnthropicMessagesProviderState {
 export class AnthropicMessagesProvider implements LlmProvider {
   /** Provider id. */
   readonly id: string;
-  readonly #url: string;
-  readonly #headers: Readonly<Record<string, string>>;
-  readonly #fetch: typeof fetch | undefined;
-  readonly #secrets: readonly string[];
+  readonly #core: HttpProviderCore;
 
-  /** @param options Endpoint, credentials and API version */
+  /**
+   * Makes a provider for one endpoint.
+   *
+   * @param options Endpoint, credentials and API version
+   */
   constructor(options: AnthropicMessagesProviderOptions) {
     this.id = options.id;
-    this.#url = `${options.baseUrl.replace(/\/+$/, "")}/v1/messages`;
-    this.#headers = {
-      accept: "text/event-stream",
-      "anthropic-version": options.anthropicVersion ?? DEFAULT_ANTHROPIC_VERSION,
-      ...(options.apiKey ? { "x-api-key": options.apiKey } : {}),
-      ...options.headers,
-    };
-    this.#fetch = options.fetch;
-    this.#secrets = options.apiKey ? [options.apiKey] : [];
+    this.#core = new HttpProviderCore({
+      ...options,
+      path: "/v1/messages",
+      wireHeaders: {
+        "anthropic-version": options.anthropicVersion ?? DEFAULT_ANTHROPIC_VERSION,
+        ...(options.apiKey ? { "x-api-key": options.apiKey } : {}),
+      },
+    });
   }
 
   /**
@@ -148,18 +143,11 @@ export class AnthropicMessagesProvider implements LlmProvider {
    * @returns Events ending with exactly one `finish`
    */
   stream(request: LlmRequest, options: LlmStreamOptions): AsyncIterable<LlmEvent> {
-    const { signal } = options;
-    return streamLlmEvents(
-      signal,
-      () => ({
-        url: this.#url,
-        body: buildAnthropicMessagesBody(request),
-        headers: this.#headers,
-        signal,
-        secrets: this.#secrets,
-        ...(this.#fetch ? { fetch: this.#fetch } : {}),
-      }),
-      new AnthropicMessagesDecoder(this.#secrets),
+    const core = this.#core;
+    return core.stream(
+      options.signal,
+      () => buildAnthropicMessagesBody(request),
+      new AnthropicMessagesDecoder(core.secrets),
     );
   }
 }
@@ -167,7 +155,10 @@ export class AnthropicMessagesProvider implements LlmProvider {
 /** An empty record, read in place of a missing `message` or `delta`. */
 const NOTHING: Readonly<Record<string, unknown>> = Object.freeze({});
 
-/** Reads the events of one `/v1/messages` stream (see {@link AnthropicMessagesProvider}). */
+/**
+ * Reads the events of one `/v1/messages` stream (see {@link AnthropicMessagesProvider}): one
+ * method per event type; `ping` and unknown events are ignored.
+ */
 class AnthropicMessagesDecoder implements LlmStreamDecoder {
   readonly #secrets: readonly string[];
   readonly #blocks = new Map<number, Record<string, unknown>>();
@@ -184,98 +175,24 @@ class AnthropicMessagesDecoder implements LlmStreamDecoder {
   event(data: string, event: string, out: LlmEventBatch): undefined | "end" | LlmFinishEvent {
     const payload = parseJson(data);
     if (!isRecord(payload)) {
-      const error = new ProviderError(
-        `Cannot parse stream event: ${data.slice(0, 200)}`,
-        { kind: "server", retryable: false },
-      );
-      return { type: "finish", reason: "error", error };
+      return { type: "finish", reason: "error", error: unparsableEventError("event", data) };
     }
-    const type = typeof payload.type === "string" ? payload.type : event;
-    switch (type) {
-      case "message_start": {
-        const message = isRecord(payload.message) ? payload.message : NOTHING;
-        if (isRecord(message.usage)) {
-          this.#usage = { ...this.#usage, ...withoutNulls(message.usage) };
-        }
+    switch (typeof payload.type === "string" ? payload.type : event) {
+      case "message_start":
+        this.#messageStart(payload);
         break;
-      }
-      case "content_block_start": {
-        const index = indexOf(payload);
-        const block = isRecord(payload.content_block) ? payload.content_block : undefined;
-        if (index === undefined || !block) break;
-        this.#blocks.set(index, block);
-        if (block.type === "tool_use") this.#partialJson.set(index, "");
-        if (block.type === "text" && isNonEmptyString(block.text)) out.text(block.text);
-        if (block.type === "thinking" && isNonEmptyString(block.thinking)) {
-          out.reasoning(block.thinking);
-        }
+      case "content_block_start":
+        this.#blockStart(payload, out);
         break;
-      }
-      case "content_block_delta": {
-        const index = indexOf(payload);
-        const delta = isRecord(payload.delta) ? payload.delta : NOTHING;
-        const block = index === undefined ? undefined : this.#blocks.get(index);
-        if (index === undefined || !block) break;
-        switch (delta.type) {
-          case "text_delta":
-            if (!isNonEmptyString(delta.text)) break;
-            block.text = stringOf(block.text) + delta.text;
-            out.text(delta.text);
-            break;
-          case "thinking_delta":
-            if (!isNonEmptyString(delta.thinking)) break;
-            block.thinking = stringOf(block.thinking) + delta.thinking;
-            out.reasoning(delta.thinking);
-            break;
-          case "signature_delta":
-            if (typeof delta.signature === "string") {
-              block.signature = stringOf(block.signature) + delta.signature;
-            }
-            break;
-          case "input_json_delta":
-            if (typeof delta.partial_json === "string") {
-              const partialJson = this.#partialJson;
-              partialJson.set(index, (partialJson.get(index) ?? "") + delta.partial_json);
-            }
-            break;
-          case "citations_delta":
-            if (delta.citation !== undefined) {
-              block.citations = [
-                ...(Array.isArray(block.citations) ? block.citations : []),
-                delta.citation,
-              ];
-            }
-            break;
-        }
+      case "content_block_delta":
+        this.#blockDelta(payload, out);
         break;
-      }
-      case "content_block_stop": {
-        const index = indexOf(payload);
-        const block = index === undefined ? undefined : this.#blocks.get(index);
-        if (index === undefined || !block || !this.#partialJson.has(index)) break;
-        const raw = this.#partialJson.get(index) ?? "";
-        this.#partialJson.delete(index);
-        const args = raw.trim() === "" ? "{}" : raw;
-        const input = parseJson(args);
-        // The API takes the input back only as an object; a malformed one is kept as `{}`.
-        block.input = isRecord(input) ? input : {};
-        if (block.type === "tool_use") {
-          this.#hasToolCalls = true;
-          out.push({
-            type: "tool-call",
-            call: { id: stringOf(block.id), name: stringOf(block.name), arguments: args },
-          });
-        }
+      case "content_block_stop":
+        this.#blockStop(payload, out);
         break;
-      }
-      case "message_delta": {
-        const delta = isRecord(payload.delta) ? payload.delta : NOTHING;
-        if (isNonEmptyString(delta.stop_reason)) this.#stopReason = delta.stop_reason;
-        if (isRecord(payload.usage)) {
-          this.#usage = { ...this.#usage, ...withoutNulls(payload.usage) };
-        }
+      case "message_delta":
+        this.#messageDelta(payload);
         break;
-      }
       case "message_stop":
         this.#done = true;
         return "end";
@@ -283,17 +200,13 @@ class AnthropicMessagesDecoder implements LlmStreamDecoder {
         const error = streamError(payload.error ?? payload, this.#secrets);
         return { type: "finish", reason: "error", error };
       }
-        // `ping` and unknown events are ignored.
     }
     return undefined;
   }
 
   end(out: LlmEventBatch): LlmFinishEvent {
     if (!this.#done && this.#stopReason === undefined) {
-      const error = new ProviderError("The stream ended before message_stop", {
-        kind: "transport",
-        retryable: true,
-      });
+      const error = truncatedStreamError("The stream ended before message_stop");
       return { type: "finish", reason: "error", error };
     }
     const content = [...this.#blocks.entries()].sort(([a], [b]) => a - b).map(([, block]) => block);
@@ -304,6 +217,79 @@ class AnthropicMessagesDecoder implements LlmStreamDecoder {
     const total = readUsage(this.#usage);
     if (total) out.push({ type: "usage", usage: total });
     return { type: "finish", reason: finishOf(this.#stopReason, this.#hasToolCalls) };
+  }
+
+  #messageStart(payload: Record<string, unknown>): void {
+    const message = isRecord(payload.message) ? payload.message : NOTHING;
+    if (isRecord(message.usage)) this.#usage = { ...this.#usage, ...withoutNulls(message.usage) };
+  }
+
+  #blockStart(payload: Record<string, unknown>, out: LlmEventBatch): void {
+    const index = indexOf(payload);
+    const block = isRecord(payload.content_block) ? payload.content_block : undefined;
+    if (index === undefined || !block) return;
+    this.#blocks.set(index, block);
+    if (block.type === "tool_use") this.#partialJson.set(index, "");
+    if (block.type === "text" && isNonEmptyString(block.text)) out.text(block.text);
+    if (block.type === "thinking" && isNonEmptyString(block.thinking)) {
+      out.reasoning(block.thinking);
+    }
+  }
+
+  #blockDelta(payload: Record<string, unknown>, out: LlmEventBatch): void {
+    const index = indexOf(payload);
+    const delta = isRecord(payload.delta) ? payload.delta : NOTHING;
+    const block = index === undefined ? undefined : this.#blocks.get(index);
+    if (index === undefined || !block) return;
+    switch (delta.type) {
+      case "text_delta":
+        if (!isNonEmptyString(delta.text)) return;
+        block.text = stringOf(block.text) + delta.text;
+        return out.text(delta.text);
+      case "thinking_delta":
+        if (!isNonEmptyString(delta.thinking)) return;
+        block.thinking = stringOf(block.thinking) + delta.thinking;
+        return out.reasoning(delta.thinking);
+      case "signature_delta":
+        if (typeof delta.signature !== "string") return;
+        block.signature = stringOf(block.signature) + delta.signature;
+        return;
+      case "input_json_delta":
+        if (typeof delta.partial_json !== "string") return;
+        this.#partialJson.set(index, (this.#partialJson.get(index) ?? "") + delta.partial_json);
+        return;
+      case "citations_delta":
+        if (delta.citation === undefined) return;
+        block.citations = [
+          ...(Array.isArray(block.citations) ? block.citations : []),
+          delta.citation,
+        ];
+    }
+  }
+
+  /** Ends a block: a `tool_use` block's streamed input is parsed and its call emitted. */
+  #blockStop(payload: Record<string, unknown>, out: LlmEventBatch): void {
+    const index = indexOf(payload);
+    const block = index === undefined ? undefined : this.#blocks.get(index);
+    if (index === undefined || !block || !this.#partialJson.has(index)) return;
+    const raw = this.#partialJson.get(index) ?? "";
+    this.#partialJson.delete(index);
+    const args = raw.trim() === "" ? "{}" : raw;
+    const input = parseJson(args);
+    // The API takes the input back only as an object; a malformed one is kept as `{}`.
+    block.input = isRecord(input) ? input : {};
+    if (block.type !== "tool_use") return;
+    this.#hasToolCalls = true;
+    out.push({
+      type: "tool-call",
+      call: { id: stringOf(block.id), name: stringOf(block.name), arguments: args },
+    });
+  }
+
+  #messageDelta(payload: Record<string, unknown>): void {
+    const delta = isRecord(payload.delta) ? payload.delta : NOTHING;
+    if (isNonEmptyString(delta.stop_reason)) this.#stopReason = delta.stop_reason;
+    if (isRecord(payload.usage)) this.#usage = { ...this.#usage, ...withoutNulls(payload.usage) };
   }
 }
 
@@ -349,6 +335,27 @@ class AnthropicMessagesDecoder implements LlmStreamDecoder {
  * @returns The JSON body
  */
 export function buildAnthropicMessagesBody(request: LlmRequest): Record<string, unknown> {
+  const { maxTokens, thinking } = thinkingOf(request);
+  const body: Record<string, unknown> = {
+    model: request.model,
+    "max_tokens": maxTokens,
+    stream: true,
+  };
+  if (request.system) body.system = request.system;
+  body.messages = wireMessages(request);
+  if (request.tools.length > 0) {
+    body.tools = request.tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      input_schema: tool.inputSchema,
+    }));
+  }
+  if (thinking) body.thinking = thinking;
+  return body;
+}
+
+/** The request's messages as alternating user and assistant messages. */
+function wireMessages(request: LlmRequest): { role: "user" | "assistant"; content: unknown[] }[] {
   const messages: { role: "user" | "assistant"; content: unknown[] }[] = [];
   const push = (role: "user" | "assistant", blocks: readonly unknown[]): void => {
     if (blocks.length === 0) return;
@@ -378,37 +385,29 @@ export function buildAnthropicMessagesBody(request: LlmRequest): Record<string, 
       }
     }
   }
+  return messages;
+}
+
+/** `max_tokens` and the `thinking` field (if any) for the request's reasoning effort. */
+function thinkingOf(
+  request: LlmRequest,
+): { maxTokens: number; thinking?: Record<string, unknown> } {
+  const maxTokens = request.maxOutputTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS;
   const budget = request.reasoningEffort === undefined
     ? undefined
     : ANTHROPIC_THINKING_BUDGETS[request.reasoningEffort];
-  let maxTokens = request.maxOutputTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS;
-  let thinking: Record<string, unknown> | undefined;
-  if (budget !== undefined) {
-    // budget_tokens must be below max_tokens.
-    const capped = request.maxOutputTokens === undefined
-      ? budget
-      : Math.min(budget, request.maxOutputTokens - 1);
-    if (capped >= MIN_THINKING_BUDGET) {
-      thinking = { type: "enabled", budget_tokens: capped };
-      if (request.maxOutputTokens === undefined) maxTokens = capped + DEFAULT_ANTHROPIC_MAX_TOKENS;
-    }
-  }
-  const body: Record<string, unknown> = {
-    model: request.model,
-    "max_tokens": maxTokens,
-    stream: true,
+  if (budget === undefined) return { maxTokens };
+  // budget_tokens must be below max_tokens.
+  const capped = request.maxOutputTokens === undefined
+    ? budget
+    : Math.min(budget, request.maxOutputTokens - 1);
+  if (capped < MIN_THINKING_BUDGET) return { maxTokens };
+  return {
+    maxTokens: request.maxOutputTokens === undefined
+      ? capped + DEFAULT_ANTHROPIC_MAX_TOKENS
+      : maxTokens,
+    thinking: { type: "enabled", budget_tokens: capped },
   };
-  if (request.system) body.system = request.system;
-  body.messages = messages;
-  if (request.tools.length > 0) {
-    body.tools = request.tools.map((tool) => ({
-      name: tool.name,
-      description: tool.description,
-      input_schema: tool.inputSchema,
-    }));
-  }
-  if (thinking) body.thinking = thinking;
-  return body;
 }
 
 function userBlocks(parts: readonly LlmContentPart[]): Record<string, unknown>[] {

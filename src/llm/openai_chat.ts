@@ -5,24 +5,19 @@
  * @module
  */
 import { isRecord, parseJson } from "../util/json.ts";
-import {
-  type LlmEventBatch,
-  type LlmFinishEvent,
-  type LlmStreamDecoder,
-  streamError,
-  streamLlmEvents,
-} from "./http.ts";
-import {
-  type FinishReason,
-  type LlmContentPart,
-  type LlmEvent,
-  type LlmMessage,
-  type LlmProvider,
-  type LlmRequest,
-  type LlmStreamOptions,
-  type LlmToolCall,
-  type LlmUsage,
-  ProviderError,
+import type { LlmEventBatch, LlmFinishEvent, LlmStreamDecoder } from "./event_stream.ts";
+import { HttpProviderCore } from "./http_provider_core.ts";
+import { streamError, truncatedStreamError, unparsableEventError } from "./provider_errors.ts";
+import type {
+  FinishReason,
+  LlmContentPart,
+  LlmEvent,
+  LlmMessage,
+  LlmProvider,
+  LlmRequest,
+  LlmStreamOptions,
+  LlmToolCall,
+  LlmUsage,
 } from "./provider.ts";
 
 /** Options for {@link OpenAiChatProvider}. */
@@ -92,24 +87,22 @@ interface ToolCallParts {
 export class OpenAiChatProvider implements LlmProvider {
   /** Provider id. */
   readonly id: string;
-  readonly #url: string;
-  readonly #headers: Readonly<Record<string, string>>;
-  readonly #fetch: typeof fetch | undefined;
+  readonly #core: HttpProviderCore;
   readonly #maxTokensField: "max_tokens" | "max_completion_tokens";
-  readonly #secrets: readonly string[];
 
-  /** @param options Endpoint, credentials and wire options */
+  /**
+   * Makes a provider for one endpoint.
+   *
+   * @param options Endpoint, credentials and wire options
+   */
   constructor(options: OpenAiChatProviderOptions) {
     this.id = options.id;
-    this.#url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
-    this.#headers = {
-      accept: "text/event-stream",
-      ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
-      ...options.headers,
-    };
-    this.#fetch = options.fetch;
+    this.#core = new HttpProviderCore({
+      ...options,
+      path: "/chat/completions",
+      wireHeaders: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
+    });
     this.#maxTokensField = options.maxTokensField ?? "max_tokens";
-    this.#secrets = options.apiKey ? [options.apiKey] : [];
   }
 
   /**
@@ -120,18 +113,11 @@ export class OpenAiChatProvider implements LlmProvider {
    * @returns Events ending with exactly one `finish`
    */
   stream(request: LlmRequest, options: LlmStreamOptions): AsyncIterable<LlmEvent> {
-    const { signal } = options;
-    return streamLlmEvents(
-      signal,
-      () => ({
-        url: this.#url,
-        body: buildOpenAiChatBody(request, { maxTokensField: this.#maxTokensField }),
-        headers: this.#headers,
-        signal,
-        secrets: this.#secrets,
-        ...(this.#fetch ? { fetch: this.#fetch } : {}),
-      }),
-      new OpenAiChatDecoder(this.#secrets),
+    const core = this.#core;
+    return core.stream(
+      options.signal,
+      () => buildOpenAiChatBody(request, { maxTokensField: this.#maxTokensField }),
+      new OpenAiChatDecoder(core.secrets),
     );
   }
 }
@@ -160,11 +146,7 @@ class OpenAiChatDecoder implements LlmStreamDecoder {
     }
     const chunk = parseJson(data);
     if (!isRecord(chunk)) {
-      const error = new ProviderError(
-        `Cannot parse stream chunk: ${data.slice(0, 200)}`,
-        { kind: "server", retryable: false },
-      );
-      return { type: "finish", reason: "error", error };
+      return { type: "finish", reason: "error", error: unparsableEventError("chunk", data) };
     }
     if ((chunk.error !== undefined && chunk.error !== null) || event === "error") {
       const error = streamError(chunk.error ?? chunk, this.#secrets);
@@ -198,10 +180,7 @@ class OpenAiChatDecoder implements LlmStreamDecoder {
 
   end(out: LlmEventBatch): LlmFinishEvent {
     if (!this.#done && this.#finishReason === undefined) {
-      const error = new ProviderError("The stream ended before [DONE] or a finish_reason", {
-        kind: "transport",
-        retryable: true,
-      });
+      const error = truncatedStreamError("The stream ended before [DONE] or a finish_reason");
       return { type: "finish", reason: "error", error };
     }
     const calls = this.#calls;

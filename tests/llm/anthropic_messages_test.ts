@@ -1,9 +1,15 @@
+/**
+ * `AnthropicMessagesProvider` against the fake LLM server: the provider contract with the
+ * `/v1/messages` wire format, then what only this wire format does.
+ *
+ * @module
+ */
 import assert from "node:assert/strict";
 import {
   AnthropicMessagesProvider,
   buildAnthropicMessagesBody,
 } from "../../src/llm/anthropic_messages.ts";
-import type { LlmEvent, LlmMessage, LlmRequest, LlmToolCall } from "../../src/llm/provider.ts";
+import type { LlmEvent, LlmMessage } from "../../src/llm/provider.ts";
 import {
   type FakeLlmServer,
   jsonResponse,
@@ -12,10 +18,16 @@ import {
   startFakeLlmServer,
   trackBodyReads,
 } from "../_helpers/fake_llm_server.ts";
+import {
+  bodyOf,
+  collect,
+  providerContract,
+  type ProviderWire,
+  request,
+  USER,
+} from "./_provider_contract.ts";
 
 const KEY = "sk-ant-test-key-0123456789";
-const NEVER = new AbortController().signal;
-const USER: LlmMessage = { role: "user", content: [{ type: "text", text: "hi" }] };
 
 function provider(
   server: FakeLlmServer,
@@ -29,20 +41,6 @@ function provider(
     apiKey: KEY,
     ...extra,
   });
-}
-
-function request(overrides: Partial<LlmRequest> = {}): LlmRequest {
-  return { sessionId: "s", model: "m", system: "sys", messages: [USER], tools: [], ...overrides };
-}
-
-async function collect(
-  source: AnthropicMessagesProvider,
-  req: LlmRequest = request(),
-  signal: AbortSignal = NEVER,
-): Promise<LlmEvent[]> {
-  const events: LlmEvent[] = [];
-  for await (const event of source.stream(req, { signal })) events.push(event);
-  return events;
 }
 
 // Wire events, as the API sends them (`event:` name plus a `type` in the data).
@@ -100,36 +98,250 @@ function textStream(text: string, stopReason = "end_turn"): SseItem[] {
   ];
 }
 
-function finishOf(events: readonly LlmEvent[]): Extract<LlmEvent, { type: "finish" }> {
-  const last = events.at(-1);
-  assert.ok(last?.type === "finish", `ends with finish: ${JSON.stringify(events)}`);
-  assert.equal(events.filter((item) => item.type === "finish").length, 1);
-  return last;
-}
+/** A thinking block with its signature, as streamed and as sent back. */
+const THINKING = {
+  type: "thinking",
+  thinking: "I need the file.",
+  signature: "WaUjzkypQ2mUEVM36O2TxuC06KN8xyfbJwyem2dw3URve/op91XWHOEBLLqIOMfFG/UvLEczmEsUjavL",
+};
 
-function textOf(events: readonly LlmEvent[], type: "text-delta" | "reasoning-delta"): string {
-  return events.map((item) => item.type === type ? item.text : "").join("");
-}
+/** The `/v1/messages` wire format, for the provider contract. */
+const ANTHROPIC_MESSAGES_WIRE: ProviderWire = {
+  name: "AnthropicMessagesProvider",
+  key: KEY,
+  baseUrl: (url) => url,
+  path: "/v1/messages",
+  make: (options) => new AnthropicMessagesProvider({ id: "anthropic", ...options }),
+  credentials: (key) => ({ "x-api-key": key }),
+  wireHeaders: { "anthropic-version": "2023-06-01" },
+  foreignCredentials: ["authorization"],
+  extraHeaders: { "anthropic-beta": "x-1" },
 
-function callsOf(events: readonly LlmEvent[]): LlmToolCall[] {
-  return events.flatMap((item) => item.type === "tool-call" ? [item.call] : []);
-}
+  opening: (text) => [
+    messageStart(),
+    blockStart(0, { type: "text", text: "" }),
+    blockDelta(0, { type: "text_delta", text }),
+  ],
+  delta: (text) => blockDelta(0, { type: "text_delta", text }),
+  closing: (reason = "end_turn") => [blockStop(0), messageDelta(reason), MESSAGE_STOP],
+  answer: (text, reason) => textStream(text, reason),
 
-function stateOf(events: readonly LlmEvent[]): unknown {
-  const states = events.filter((item) => item.type === "provider-state");
-  assert.equal(states.length, 1, "one provider-state event");
-  return states[0]?.type === "provider-state" ? states[0].state : undefined;
-}
+  // Pings ignored; the input counts cache reads and writes.
+  textWithUsage: {
+    items: [
+      messageStart({
+        input_tokens: 100,
+        cache_creation_input_tokens: 20,
+        cache_read_input_tokens: 300,
+        output_tokens: 1,
+      }),
+      blockStart(0, { type: "text", text: "" }),
+      PING,
+      blockDelta(0, { type: "text_delta", text: "Hel" }),
+      blockDelta(0, { type: "text_delta", text: "lo" }),
+      blockStop(0),
+      messageDelta("end_turn", { output_tokens: 15 }),
+      MESSAGE_STOP,
+    ],
+    events: [
+      { type: "text-delta", text: "Hel" },
+      { type: "text-delta", text: "lo" },
+      { type: "provider-state", state: { content: [{ type: "text", text: "Hello" }] } },
+      {
+        type: "usage",
+        usage: { input: 420, output: 15, cacheRead: 300, cacheWrite: 20 },
+      },
+      { type: "finish", reason: "stop" },
+    ],
+  },
 
-function bodyOf(server: FakeLlmServer, index = 0): Record<string, unknown> {
-  const body = server.requests[index]?.body;
-  assert.ok(typeof body === "object" && body !== null, "request body is JSON");
-  return body as Record<string, unknown>;
-}
+  // input_json_delta joined per block; each call emitted when its block stops.
+  toolCalls: {
+    items: [
+      messageStart(),
+      blockStart(0, { type: "text", text: "" }),
+      blockDelta(0, { type: "text_delta", text: "Reading." }),
+      blockStop(0),
+      blockStart(1, { type: "tool_use", id: "toolu_a", name: "read", input: {} }),
+      blockDelta(1, { type: "input_json_delta", partial_json: "" }),
+      blockDelta(1, { type: "input_json_delta", partial_json: '{"path": "a' }),
+      blockDelta(1, { type: "input_json_delta", partial_json: '.txt"}' }),
+      blockStop(1),
+      blockStart(2, { type: "tool_use", id: "toolu_b", name: "list", input: {} }),
+      blockStop(2),
+      messageDelta("tool_use"),
+      MESSAGE_STOP,
+    ],
+    calls: [
+      { id: "toolu_a", name: "read", arguments: '{"path": "a.txt"}' },
+      { id: "toolu_b", name: "list", arguments: "{}" },
+    ],
+    state: {
+      content: [
+        { type: "text", text: "Reading." },
+        { type: "tool_use", id: "toolu_a", name: "read", input: { path: "a.txt" } },
+        { type: "tool_use", id: "toolu_b", name: "list", input: {} },
+      ],
+    },
+  },
+
+  // Thinking, with its signature and a redacted block kept.
+  reasoning: {
+    items: [
+      messageStart(),
+      blockStart(0, { type: "thinking", thinking: "", signature: "" }),
+      blockDelta(0, { type: "thinking_delta", thinking: "Let me " }),
+      blockDelta(0, { type: "thinking_delta", thinking: "think." }),
+      blockDelta(0, { type: "signature_delta", signature: "EqQBCgIYAhIM1gbcDa9GJwZA2b3h" }),
+      blockStop(0),
+      blockStart(1, { type: "redacted_thinking", data: "EmwKAhgBEgy3va3pzix" }),
+      blockStop(1),
+      blockStart(2, { type: "text", text: "" }),
+      blockDelta(2, { type: "text_delta", text: "Answer." }),
+      blockStop(2),
+      messageDelta("end_turn"),
+      MESSAGE_STOP,
+    ],
+    reasoning: "Let me think.",
+    text: "Answer.",
+    state: {
+      content: [
+        { type: "thinking", thinking: "Let me think.", signature: "EqQBCgIYAhIM1gbcDa9GJwZA2b3h" },
+        { type: "redacted_thinking", data: "EmwKAhgBEgy3va3pzix" },
+        { type: "text", text: "Answer." },
+      ],
+    },
+  },
+
+  // Thinking blocks go back unchanged.
+  stateRoundTrip: {
+    first: [
+      messageStart(),
+      blockStart(0, { type: "thinking", thinking: "", signature: "" }),
+      blockDelta(0, { type: "thinking_delta", thinking: THINKING.thinking }),
+      blockDelta(0, { type: "signature_delta", signature: THINKING.signature }),
+      blockStop(0),
+      blockStart(1, { type: "redacted_thinking", data: "opaque==" }),
+      blockStop(1),
+      blockStart(2, { type: "tool_use", id: "toolu_1", name: "read", input: {} }),
+      blockDelta(2, { type: "input_json_delta", partial_json: '{"path":"a"}' }),
+      blockStop(2),
+      messageDelta("tool_use"),
+      MESSAGE_STOP,
+    ],
+    request: { reasoningEffort: "low" },
+    result: { role: "tool", toolCallId: "toolu_1", name: "read", content: "hi", isError: false },
+    secondBody: {
+      thinking: { type: "enabled", budget_tokens: 2048 },
+      messages: [
+        { role: "user", content: [{ type: "text", text: "hi" }] },
+        {
+          role: "assistant",
+          content: [
+            THINKING,
+            { type: "redacted_thinking", data: "opaque==" },
+            { type: "tool_use", id: "toolu_1", name: "read", input: { path: "a" } },
+          ],
+        },
+        {
+          role: "user",
+          content: [{
+            type: "tool_result",
+            tool_use_id: "toolu_1",
+            content: "hi",
+            is_error: false,
+          }],
+        },
+      ],
+    },
+  },
+
+  finishReasons: [
+    ["end_turn", "stop"],
+    ["stop_sequence", "stop"],
+    ["max_tokens", "max-tokens"],
+    ["model_context_window_exceeded", "max-tokens"],
+    ["tool_use", "tool-calls"],
+    ["refusal", "refusal"],
+    ["pause_turn", "stop"],
+  ],
+
+  streamErrors: [
+    {
+      items: [
+        messageStart(),
+        blockStart(0, { type: "text", text: "" }),
+        blockDelta(0, { type: "text_delta", text: "partial" }),
+        event("error", { error: { type: "overloaded_error", message: "Overloaded" } }),
+      ],
+      text: "partial",
+      kind: "server",
+      retryable: true,
+      message: "Stream error (overloaded_error): Overloaded",
+    },
+    {
+      items: [event("error", { error: { type: "rate_limit_error", message: "Slow down" } })],
+      kind: "rate-limit",
+      retryable: true,
+    },
+    {
+      items: [event("error", { error: { type: "invalid_request_error", message: "Bad" } })],
+      kind: "bad-request",
+      retryable: false,
+    },
+  ],
+
+  // Before message_stop, with a tool call half streamed.
+  truncated: [
+    messageStart(),
+    blockStart(0, { type: "tool_use", id: "toolu_1", name: "read", input: {} }),
+    blockDelta(0, { type: "input_json_delta", partial_json: '{"pa' }),
+  ],
+  dropped: [messageStart(), PING],
+  malformed: {
+    items: [{ event: "message_start", data: "{not json" }],
+    message: /^Cannot parse stream event: \{not json/,
+  },
+
+  unauthorized: {
+    response: jsonResponse(401, {
+      type: "error",
+      error: { type: "authentication_error", message: `invalid x-api-key ${KEY}` },
+    }),
+    message: "HTTP 401: invalid x-api-key [redacted]",
+  },
+  rateLimited: {
+    response: jsonResponse(
+      429,
+      { type: "error", error: { type: "rate_limit_error", message: "Too many" } },
+      { "retry-after": "12" },
+    ),
+    retryAfterMs: 12_000,
+  },
+  // 529: overloaded.
+  serverError: {
+    response: jsonResponse(529, {
+      type: "error",
+      error: { type: "overloaded_error", message: "Overloaded" },
+    }),
+    message: "HTTP 529: Overloaded",
+  },
+  contextOverflow: {
+    response: jsonResponse(400, {
+      type: "error",
+      error: {
+        type: "invalid_request_error",
+        message: "prompt is too long: 250000 tokens > 200000 maximum",
+      },
+    }),
+  },
+};
+
+providerContract(ANTHROPIC_MESSAGES_WIRE);
 
 // Request
 
-Deno.test("AnthropicMessagesProvider posts /v1/messages with its headers and body", async () => {
+Deno.test("AnthropicMessagesProvider posts its body with the tools", async () => {
   await using server = await startFakeLlmServer();
   server.enqueue(sse(textStream("ok")));
   const tools = [{
@@ -137,15 +349,8 @@ Deno.test("AnthropicMessagesProvider posts /v1/messages with its headers and bod
     description: "Read a file",
     inputSchema: { type: "object", properties: { path: { type: "string" } } },
   }];
-  await collect(provider(server, { headers: { "anthropic-beta": "x-1" } }), request({ tools }));
-  const captured = server.requests[0];
-  assert.equal(captured?.path, "/v1/messages");
-  assert.equal(captured?.headers["x-api-key"], KEY);
-  assert.equal(captured?.headers["anthropic-version"], "2023-06-01");
-  assert.equal(captured?.headers["anthropic-beta"], "x-1");
-  assert.equal(captured?.headers["content-type"], "application/json");
-  assert.equal(captured?.headers.authorization, undefined);
-  assert.deepEqual(captured?.body, {
+  await collect(provider(server), request({ tools }));
+  assert.deepEqual(bodyOf(server), {
     model: "m",
     max_tokens: 8192,
     stream: true,
@@ -294,36 +499,6 @@ Deno.test("buildAnthropicMessagesBody() ignores another provider's state", () =>
 
 // Stream
 
-Deno.test("AnthropicMessagesProvider streams text, ignores ping, and sums usage with cache fields", async () => {
-  await using server = await startFakeLlmServer();
-  server.enqueue(sse([
-    messageStart({
-      input_tokens: 100,
-      cache_creation_input_tokens: 20,
-      cache_read_input_tokens: 300,
-      output_tokens: 1,
-    }),
-    blockStart(0, { type: "text", text: "" }),
-    PING,
-    blockDelta(0, { type: "text_delta", text: "Hel" }),
-    blockDelta(0, { type: "text_delta", text: "lo" }),
-    blockStop(0),
-    messageDelta("end_turn", { output_tokens: 15 }),
-    MESSAGE_STOP,
-  ]));
-  const events = await collect(provider(server));
-  assert.deepEqual(events, [
-    { type: "text-delta", text: "Hel" },
-    { type: "text-delta", text: "lo" },
-    { type: "provider-state", state: { content: [{ type: "text", text: "Hello" }] } },
-    {
-      type: "usage",
-      usage: { input: 420, output: 15, cacheRead: 300, cacheWrite: 20 },
-    },
-    { type: "finish", reason: "stop" },
-  ]);
-});
-
 Deno.test("AnthropicMessagesProvider takes the cumulative output tokens of the last message_delta", async () => {
   await using server = await startFakeLlmServer();
   server.enqueue(sse([
@@ -339,259 +514,7 @@ Deno.test("AnthropicMessagesProvider takes the cumulative output tokens of the l
   assert.deepEqual(usage, { type: "usage", usage: { input: 5, output: 12 } });
 });
 
-Deno.test("AnthropicMessagesProvider streams thinking as reasoning and keeps signatures", async () => {
-  await using server = await startFakeLlmServer();
-  server.enqueue(sse([
-    messageStart(),
-    blockStart(0, { type: "thinking", thinking: "", signature: "" }),
-    blockDelta(0, { type: "thinking_delta", thinking: "Let me " }),
-    blockDelta(0, { type: "thinking_delta", thinking: "think." }),
-    blockDelta(0, { type: "signature_delta", signature: "EqQBCgIYAhIM1gbcDa9GJwZA2b3h" }),
-    blockStop(0),
-    blockStart(1, { type: "redacted_thinking", data: "EmwKAhgBEgy3va3pzix" }),
-    blockStop(1),
-    blockStart(2, { type: "text", text: "" }),
-    blockDelta(2, { type: "text_delta", text: "Answer." }),
-    blockStop(2),
-    messageDelta("end_turn"),
-    MESSAGE_STOP,
-  ]));
-  const events = await collect(provider(server));
-  assert.equal(textOf(events, "reasoning-delta"), "Let me think.");
-  assert.equal(textOf(events, "text-delta"), "Answer.");
-  assert.deepEqual(stateOf(events), {
-    content: [
-      { type: "thinking", thinking: "Let me think.", signature: "EqQBCgIYAhIM1gbcDa9GJwZA2b3h" },
-      { type: "redacted_thinking", data: "EmwKAhgBEgy3va3pzix" },
-      { type: "text", text: "Answer." },
-    ],
-  });
-});
-
-Deno.test("AnthropicMessagesProvider joins input_json_delta per block into tool calls", async () => {
-  await using server = await startFakeLlmServer();
-  server.enqueue(sse([
-    messageStart(),
-    blockStart(0, { type: "text", text: "" }),
-    blockDelta(0, { type: "text_delta", text: "Reading." }),
-    blockStop(0),
-    blockStart(1, { type: "tool_use", id: "toolu_a", name: "read", input: {} }),
-    blockDelta(1, { type: "input_json_delta", partial_json: "" }),
-    blockDelta(1, { type: "input_json_delta", partial_json: '{"path": "a' }),
-    blockDelta(1, { type: "input_json_delta", partial_json: '.txt"}' }),
-    blockStop(1),
-    blockStart(2, { type: "tool_use", id: "toolu_b", name: "list", input: {} }),
-    blockStop(2),
-    messageDelta("tool_use"),
-    MESSAGE_STOP,
-  ]));
-  const events = await collect(provider(server));
-  assert.deepEqual(callsOf(events), [
-    { id: "toolu_a", name: "read", arguments: '{"path": "a.txt"}' },
-    { id: "toolu_b", name: "list", arguments: "{}" },
-  ]);
-  // Each call is emitted when its block stops.
-  assert.equal(events.findIndex((item) => item.type === "tool-call"), 1);
-  assert.equal(finishOf(events).reason, "tool-calls");
-  assert.deepEqual(stateOf(events), {
-    content: [
-      { type: "text", text: "Reading." },
-      { type: "tool_use", id: "toolu_a", name: "read", input: { path: "a.txt" } },
-      { type: "tool_use", id: "toolu_b", name: "list", input: {} },
-    ],
-  });
-});
-
-Deno.test("AnthropicMessagesProvider echoes thinking blocks back unchanged on the next request", async () => {
-  await using server = await startFakeLlmServer();
-  const thinking = {
-    type: "thinking",
-    thinking: "I need the file.",
-    signature: "WaUjzkypQ2mUEVM36O2TxuC06KN8xyfbJwyem2dw3URve/op91XWHOEBLLqIOMfFG/UvLEczmEsUjavL",
-  };
-  server.enqueue(
-    sse([
-      messageStart(),
-      blockStart(0, { type: "thinking", thinking: "", signature: "" }),
-      blockDelta(0, { type: "thinking_delta", thinking: thinking.thinking }),
-      blockDelta(0, { type: "signature_delta", signature: thinking.signature }),
-      blockStop(0),
-      blockStart(1, { type: "redacted_thinking", data: "opaque==" }),
-      blockStop(1),
-      blockStart(2, { type: "tool_use", id: "toolu_1", name: "read", input: {} }),
-      blockDelta(2, { type: "input_json_delta", partial_json: '{"path":"a"}' }),
-      blockStop(2),
-      messageDelta("tool_use"),
-      MESSAGE_STOP,
-    ]),
-    sse(textStream("It says hi.")),
-  );
-  const claude = provider(server);
-  const first = await collect(claude, request({ reasoningEffort: "low" }));
-  // What the agent loop commits for the step, then the tool result.
-  const history: LlmMessage[] = [
-    USER,
-    {
-      role: "assistant",
-      text: textOf(first, "text-delta"),
-      reasoning: textOf(first, "reasoning-delta"),
-      toolCalls: callsOf(first),
-      providerState: stateOf(first),
-    },
-    { role: "tool", toolCallId: "toolu_1", name: "read", content: "hi", isError: false },
-  ];
-  await collect(claude, request({ messages: history, reasoningEffort: "low" }));
-  const second = bodyOf(server, 1);
-  assert.deepEqual(second.thinking, { type: "enabled", budget_tokens: 2048 });
-  assert.deepEqual(second.messages, [
-    { role: "user", content: [{ type: "text", text: "hi" }] },
-    {
-      role: "assistant",
-      content: [
-        thinking,
-        { type: "redacted_thinking", data: "opaque==" },
-        { type: "tool_use", id: "toolu_1", name: "read", input: { path: "a" } },
-      ],
-    },
-    {
-      role: "user",
-      content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "hi", is_error: false }],
-    },
-  ]);
-});
-
-Deno.test("AnthropicMessagesProvider maps stop reasons", async () => {
-  const cases: ReadonlyArray<readonly [string, string]> = [
-    ["end_turn", "stop"],
-    ["stop_sequence", "stop"],
-    ["max_tokens", "max-tokens"],
-    ["model_context_window_exceeded", "max-tokens"],
-    ["tool_use", "tool-calls"],
-    ["refusal", "refusal"],
-    ["pause_turn", "stop"],
-  ];
-  await using server = await startFakeLlmServer();
-  for (const [wire] of cases) server.enqueue(sse(textStream("x", wire)));
-  for (const [wire, reason] of cases) {
-    assert.equal(finishOf(await collect(provider(server))).reason, reason, wire);
-  }
-});
-
-Deno.test("AnthropicMessagesProvider ends with the error of an error event", async () => {
-  await using server = await startFakeLlmServer();
-  server.enqueue(
-    sse([
-      messageStart(),
-      blockStart(0, { type: "text", text: "" }),
-      blockDelta(0, { type: "text_delta", text: "partial" }),
-      event("error", { error: { type: "overloaded_error", message: "Overloaded" } }),
-    ]),
-    sse([event("error", { error: { type: "rate_limit_error", message: "Slow down" } })]),
-    sse([event("error", { error: { type: "invalid_request_error", message: "Bad" } })]),
-  );
-  const overloaded = await collect(provider(server));
-  assert.equal(textOf(overloaded, "text-delta"), "partial");
-  const finish = finishOf(overloaded);
-  assert.equal(finish.reason, "error");
-  assert.equal(finish.error?.kind, "server");
-  assert.equal(finish.error?.retryable, true);
-  assert.equal(finish.error?.message, "Stream error (overloaded_error): Overloaded");
-  assert.equal(finishOf(await collect(provider(server))).error?.kind, "rate-limit");
-  const bad = finishOf(await collect(provider(server)));
-  assert.equal(bad.error?.kind, "bad-request");
-  assert.equal(bad.error?.retryable, false);
-});
-
-Deno.test("AnthropicMessagesProvider fails a stream that ends before message_stop", async () => {
-  await using server = await startFakeLlmServer();
-  server.enqueue(sse([
-    messageStart(),
-    blockStart(0, { type: "tool_use", id: "toolu_1", name: "read", input: {} }),
-    blockDelta(0, { type: "input_json_delta", partial_json: '{"pa' }),
-  ]));
-  const events = await collect(provider(server));
-  const finish = finishOf(events);
-  assert.equal(finish.reason, "error");
-  assert.equal(finish.error?.kind, "transport");
-  assert.equal(finish.error?.retryable, true);
-  assert.deepEqual(callsOf(events), []);
-});
-
-Deno.test("AnthropicMessagesProvider fails with transport when the connection drops", async () => {
-  await using server = await startFakeLlmServer();
-  server.enqueue(sse([messageStart(), PING], { end: "destroy" }));
-  const finish = finishOf(await collect(provider(server)));
-  assert.equal(finish.error?.kind, "transport");
-  assert.equal(finish.error?.retryable, true);
-});
-
-// HTTP failures
-
-Deno.test("AnthropicMessagesProvider maps 529 overloaded, 429 and 401 responses", async () => {
-  await using server = await startFakeLlmServer();
-  server.enqueue(
-    jsonResponse(529, {
-      type: "error",
-      error: { type: "overloaded_error", message: "Overloaded" },
-    }),
-    jsonResponse(
-      429,
-      { type: "error", error: { type: "rate_limit_error", message: "Too many" } },
-      { "retry-after": "12" },
-    ),
-    jsonResponse(401, {
-      type: "error",
-      error: { type: "authentication_error", message: `invalid x-api-key ${KEY}` },
-    }),
-    jsonResponse(400, {
-      type: "error",
-      error: {
-        type: "invalid_request_error",
-        message: "prompt is too long: 250000 tokens > 200000 maximum",
-      },
-    }),
-  );
-  const overloaded = finishOf(await collect(provider(server)));
-  assert.equal(overloaded.error?.message, "HTTP 529: Overloaded");
-  assert.equal(overloaded.error?.kind, "server");
-  assert.equal(overloaded.error?.retryable, true);
-  const limited = finishOf(await collect(provider(server)));
-  assert.equal(limited.error?.kind, "rate-limit");
-  assert.equal(limited.error?.retryAfterMs, 12_000);
-  const auth = finishOf(await collect(provider(server)));
-  assert.equal(auth.error?.kind, "auth");
-  assert.equal(auth.error?.message, "HTTP 401: invalid x-api-key [redacted]");
-  const overflow = finishOf(await collect(provider(server)));
-  assert.equal(overflow.error?.kind, "context-overflow");
-});
-
 // Abort
-
-Deno.test("AnthropicMessagesProvider ends aborted mid-stream and the server sees the socket close", async () => {
-  await using server = await startFakeLlmServer();
-  server.enqueue(sse([
-    messageStart(),
-    blockStart(0, { type: "text", text: "" }),
-    blockDelta(0, { type: "text_delta", text: "first" }),
-    { ...blockDelta(0, { type: "text_delta", text: "never" }), delayMs: 5000 },
-    blockStop(0),
-    messageDelta("end_turn"),
-    MESSAGE_STOP,
-  ]));
-  const controller = new AbortController();
-  const events: LlmEvent[] = [];
-  for await (const item of provider(server).stream(request(), { signal: controller.signal })) {
-    events.push(item);
-    if (item.type === "text-delta") controller.abort();
-  }
-  assert.deepEqual(events, [
-    { type: "text-delta", text: "first" },
-    { type: "finish", reason: "aborted" },
-  ]);
-  await server.waitForCutOff(1);
-  assert.equal(server.responsesCutOff, 1);
-  await server.waitForConnectionsClosed(1);
-});
 
 Deno.test("AnthropicMessagesProvider ends aborted while a tool call is streaming", async () => {
   await using server = await startFakeLlmServer();
