@@ -36,7 +36,7 @@ export {
   type ConnectionOptions,
   createAgentServer,
   LIMIT_REACHED,
-} from "./src/protocol/agent_server.ts";
+} from "./src/server/agent_server.ts";
 export type { SessionToolsInfo, ToolSetFactory } from "./src/session/tool_set_factory.ts";
 export type { Cleanup, SessionCleanups } from "./src/session/session_disposer.ts";
 export {

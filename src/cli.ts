@@ -35,7 +35,7 @@ import {
   type AgentServer,
   type AgentServerConnection,
   createAgentServer,
-} from "./protocol/agent_server.ts";
+} from "./server/agent_server.ts";
 import type { HttpListener, ServeHttp } from "./transport/http/http_handler.ts";
 import { type NdJsonStream, ndJsonStream } from "./transport/nd_json_stream.ts";
 import { abortableDelay } from "./util/abortable_delay.ts";

@@ -1,5 +1,5 @@
 import { agent, type AgentApp, methods } from "@agentclientprotocol/sdk";
-import type { ConnectionContext, SessionSide } from "./connection.ts";
+import type { ConnectionContext, SessionSide } from "../server/connection.ts";
 import { authenticate } from "./auth_methods.ts";
 import { initialize } from "./handlers/initialize.ts";
 

@@ -1,5 +1,5 @@
 import type { ListSessionsRequest, ListSessionsResponse } from "@agentclientprotocol/sdk";
-import type { ConnectionContext } from "../connection.ts";
+import type { ConnectionContext } from "../../server/connection.ts";
 import { mappingErrors } from "../request_errors.ts";
 import { canonicalFilter, insideRoots } from "../workspace_roots.ts";
 

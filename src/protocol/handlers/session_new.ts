@@ -1,7 +1,7 @@
 import type { NewSessionRequest, NewSessionResponse } from "@agentclientprotocol/sdk";
 import { missingKey } from "../auth_methods.ts";
 import { mcpServersOf } from "../capabilities.ts";
-import type { ConnectionContext } from "../connection.ts";
+import type { ConnectionContext } from "../../server/connection.ts";
 import { readInstructions } from "../instructions.ts";
 import { answerMeta, sessionMeta } from "../session_meta.ts";
 import { mappingErrors } from "../request_errors.ts";

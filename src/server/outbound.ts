@@ -104,7 +104,7 @@ export const MAX_DATA_DEPTH = 64;
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { nestedDeeperThan } from "./describe_errors.ts";
+ * import { nestedDeeperThan } from "./outbound.ts";
  * assert(!nestedDeeperThan({ a: [1, { b: 2 }] }, 3));
  * assert(nestedDeeperThan({ a: [1, { b: 2 }] }, 2));
  * ```

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createLogger } from "../../src/log/logger.ts";
-import { describeErrors } from "../../src/protocol/describe_errors.ts";
+import { describeErrors } from "../../src/server/outbound.ts";
 import type { AnyMessage } from "../../src/transport/acp.ts";
 import { ndJsonStream } from "../../src/transport/nd_json_stream.ts";
 

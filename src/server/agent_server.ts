@@ -8,12 +8,12 @@ import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import { HostWorkspace } from "../tools/host_workspace.ts";
 import type { Tool } from "../tools/tool.ts";
 import type { Stream } from "../transport/acp.ts";
-import { blockingPathChecks } from "./path_checks.ts";
+import { blockingPathChecks } from "../protocol/path_checks.ts";
 import { Connection, type ConnectionOptions, type ServerParts } from "./connection.ts";
 
 export { type ConnectionOptions, LIMIT_REACHED } from "./connection.ts";
 
-export { MAX_INSTRUCTIONS_BYTES } from "./instructions.ts";
+export { MAX_INSTRUCTIONS_BYTES } from "../protocol/instructions.ts";
 
 /** What an agent server is built from: everything its connections share. */
 export interface AgentServerOptions {

@@ -13,17 +13,17 @@ import type { AnyMessage, Stream } from "../transport/acp.ts";
 import type { NdJsonStream } from "../transport/nd_json_stream.ts";
 import type { ClientCapabilities } from "../transport/acp_types.ts";
 import { withFields } from "./connection_logger.ts";
-import { describeErrors } from "./describe_errors.ts";
+import { describeErrors } from "./outbound.ts";
 import { Inflight } from "./inflight.ts";
-import type { PathChecks } from "./path_checks.ts";
-import type { PromptCapabilities } from "./prompt_content.ts";
-import { agentApp } from "./routes.ts";
-import { DEFAULT_MAX_REQUESTS_IN_FLIGHT, RequestBound } from "./request_bound.ts";
+import type { PathChecks } from "../protocol/path_checks.ts";
+import type { PromptCapabilities } from "../protocol/prompt_content.ts";
+import { agentApp } from "../protocol/routes.ts";
+import { DEFAULT_MAX_REQUESTS_IN_FLIGHT, RequestBound } from "../protocol/request_bound.ts";
 import { orderSessionMessages, type SessionOrder, streamSource } from "./session_order.ts";
-import type * as SessionSideModule from "./session_side.ts";
+import type * as SessionSideModule from "./connection_sessions.ts";
 
 /**
- * The session side of a connection (`./session_side.ts`): the handlers of the session methods and
+ * The session side of a connection (`./connection_sessions.ts`): the handlers of the session methods and
  * what they run on. Loaded on first use, so that start-up and `initialize` do without it.
  */
 export type SessionSide = typeof SessionSideModule;
@@ -229,7 +229,7 @@ export class Connection implements ConnectionContext {
   sessionSide(): Promise<SessionSide> {
     if (this.#loadingSide) return this.#loadingSide;
     // The `+` keeps the session side out of Deno's start-up module graph (src/runtime/main.ts).
-    const loading = import("./session_side" + ".ts") as Promise<SessionSide>;
+    const loading = import("./connection_sessions" + ".ts") as Promise<SessionSide>;
     this.#loadingSide = loading.then((side) => {
       const sessions = side.createSessionManager(this, {
         client: this.#acp.client,

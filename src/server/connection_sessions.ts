@@ -12,17 +12,17 @@ import type { ReplayFrameSink } from "../session/replay_frames.ts";
 import type { AnyMessage } from "../transport/acp.ts";
 import { DeferredCreationStore } from "../store/deferred_creation_store.ts";
 import type { SessionStore } from "../store/session_store.ts";
-import { createPermissionAsker } from "./ask_permission.ts";
-import { ClientWorkspace } from "./client_workspace.ts";
+import { createPermissionAsker } from "../protocol/ask_permission.ts";
+import { ClientWorkspace } from "../protocol/client_workspace.ts";
 import type { ConnectionContext, ServerParts } from "./connection.ts";
 
-export { cancel } from "./handlers/session_cancel.ts";
-export { closeSession, deleteSession } from "./handlers/session_close.ts";
-export { setConfigOption, setMode } from "./handlers/session_config.ts";
-export { listSessions } from "./handlers/session_list.ts";
-export { loadSession, resumeSession } from "./handlers/session_load.ts";
-export { newSession } from "./handlers/session_new.ts";
-export { prompt } from "./handlers/session_prompt.ts";
+export { cancel } from "../protocol/handlers/session_cancel.ts";
+export { closeSession, deleteSession } from "../protocol/handlers/session_close.ts";
+export { setConfigOption, setMode } from "../protocol/handlers/session_config.ts";
+export { listSessions } from "../protocol/handlers/session_list.ts";
+export { loadSession, resumeSession } from "../protocol/handlers/session_load.ts";
+export { newSession } from "../protocol/handlers/session_new.ts";
+export { prompt } from "../protocol/handlers/session_prompt.ts";
 
 /** How a connection reaches its client, for the sessions it opens. */
 export interface SessionManagerLink {
