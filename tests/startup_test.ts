@@ -25,6 +25,7 @@ const LAZY_SOURCES: readonly RegExp[] = [
   /^src\/session\//,
   /^src\/mcp\/mcp_(hub|connection|tool|schema)\.ts$/,
   /^src\/server\/connection_sessions\.ts$/,
+  /^src\/protocol\/session_handlers\.ts$/,
   /^src\/protocol\/handlers\/session_/,
   /^src\/host\/(node_processes|process_guard)\.ts$/,
   /^src\/transport\/http\//,

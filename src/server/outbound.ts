@@ -3,8 +3,19 @@ import type { AnyMessage, Stream } from "../transport/acp.ts";
 import type { BulkWriter, FrameWriter, NdJsonStream } from "../transport/nd_json_stream.ts";
 import { redactUrls } from "../util/redact_urls.ts";
 
+/** A connection's outbound side, as {@link outbound} makes it. */
+export interface Outbound {
+  /** Where the SDK writes the connection's messages. */
+  readonly writable: WritableStream<AnyMessage>;
+  /** Writes messages straight to the transport, in order (see {@link outbound}). */
+  writeDirect(messages: readonly AnyMessage[]): Promise<void>;
+  /** Writes serialized NDJSON frames straight to the transport, when it frames NDJSON itself. */
+  readonly writeFrames?: (frames: Uint8Array) => Promise<void>;
+}
+
 /**
- * Wraps a connection's outbound side so every error response names what was wrong, and logs it.
+ * The outbound writer of a connection: wraps its outbound side so every error response names
+ * what was wrong, and logs it.
  *
  * The SDK answers a schema violation with `-32602 "Invalid params"` and the zod error tree in
  * `data`; this adds the first offending field and its problem to the message
@@ -26,15 +37,11 @@ import { redactUrls } from "../util/redact_urls.ts";
  *   the task goes on to send more messages (they share the answer's write)
  * @returns The rewritten outbound side, and `writeDirect`
  */
-export function describeErrors(
+export function outbound(
   stream: Stream,
   logger: Logger,
   onAnswer?: (id: unknown) => boolean | void,
-): {
-  readonly writable: WritableStream<AnyMessage>;
-  writeDirect(messages: readonly AnyMessage[]): Promise<void>;
-  readonly writeFrames?: (frames: Uint8Array) => Promise<void>;
-} {
+): Outbound {
   const writer = stream.writable.getWriter();
   // An NDJSON transport takes a message without its writable around it: one hand-off less.
   const writeMessage = (stream as Partial<NdJsonStream>).writeMessage?.bind(stream);
