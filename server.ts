@@ -29,7 +29,10 @@ export {
   createAgentServer,
   DEFAULT_SERVER_SETTINGS,
   LIMIT_REACHED,
+  type ProtocolSettings,
   type ServerSettings,
+  type SessionSettings,
+  type TurnSettings,
 } from "./src/server/agent_server.ts";
 export type { SessionToolsInfo, ToolSetFactory } from "./src/session/tool_set_factory.ts";
 export type { Cleanup, SessionCleanups } from "./src/session/session_disposer.ts";

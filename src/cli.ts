@@ -344,7 +344,7 @@ async function composeServer(
   });
   logger.info("session store", { store: opened.description });
   // Commands die with this process, even by SIGKILL: supervised from the first on. Reaping what a
-  // killed predecessor left loads the process supervision (over 10 ms on Deno), so on stdio it
+  // killed predecessor left loads the process supervision (slow to load on Deno), so on stdio it
   // waits for the server's first idle moment with its sessions ready (`idleTask`): it delays
   // neither `initialize` nor the first session. HTTP starts reaping at once.
   let idle: (() => void) | undefined;

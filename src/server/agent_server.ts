@@ -15,7 +15,13 @@ import { Connection, type ConnectionOptions, type ServerParts } from "./connecti
 import { DEFAULT_SERVER_SETTINGS, type ServerSettings } from "./server_settings.ts";
 
 export { type ConnectionOptions, LIMIT_REACHED } from "./connection.ts";
-export { DEFAULT_SERVER_SETTINGS, type ServerSettings } from "./server_settings.ts";
+export {
+  DEFAULT_SERVER_SETTINGS,
+  type ProtocolSettings,
+  type ServerSettings,
+  type SessionSettings,
+  type TurnSettings,
+} from "./server_settings.ts";
 
 export { MAX_INSTRUCTIONS_BYTES } from "../protocol/instructions.ts";
 

@@ -1,11 +1,9 @@
 import { type AgentConnection, RequestError } from "@agentclientprotocol/sdk";
-import type { RetryPolicy } from "../agent/run_turn.ts";
 import type { Logger } from "../log/logger.ts";
 import type { ConnectionContext, ServerContext } from "../protocol/connection_context.ts";
 import type { Session } from "../session/session.ts";
 import type { SessionManager } from "../session/session_manager.ts";
-import type { ToolSetFactory } from "../session/tool_set_factory.ts";
-import type { AttachmentStore } from "../store/session_store.ts";
+import type { SessionServices } from "../session/session_services.ts";
 import type { Workspace } from "../tools/workspace.ts";
 import type { AnyMessage, Stream } from "../transport/acp.ts";
 import type { NdJsonStream } from "../transport/nd_json_stream.ts";
@@ -27,20 +25,20 @@ import type * as SessionSideModule from "./connection_sessions.ts";
  */
 export type SessionSide = typeof SessionSideModule;
 
-/** What every connection of a server shares, built once by the server. */
-export interface ServerParts extends ServerContext {
+/**
+ * What every connection of a server shares, built once by the server: what the handlers see
+ * ({@link ServerContext}), what its sessions share (the parts of `SessionServices` the session
+ * side builds them from, once per server) and the connection's own.
+ */
+export interface ServerParts
+  extends ServerContext, Omit<SessionServices, "settings" | "store" | "files" | "now"> {
   readonly settings: ServerSettings;
   /** The server's logger; each connection adds its id. */
   readonly logger: Logger;
-  readonly attachments: AttachmentStore;
-  readonly toolsFor: ToolSetFactory;
   /** File and command access on this machine, for clients that do not offer their own. */
   readonly localWorkspace: Workspace;
-  readonly retry?: RetryPolicy | undefined;
   /** The ids of the sessions open on any connection of the server. */
   readonly openSessions: Set<string>;
-  /** Runs a task once the current event-loop task's work is done (see `AgentServerOptions`). */
-  readonly defer?: ((task: () => void) => void) | undefined;
   /** The server's `idleTask`, run once however often it is called (see `AgentServerOptions`). */
   readonly idleTask?: (() => void) | undefined;
 }

@@ -155,9 +155,9 @@ const DONE: Promise<void> = Promise.resolve();
 /**
  * A writable stream whose writers cost nothing to take and release. The SDK's connection sends
  * each message by taking a writer, writing the message and releasing the writer; on a plain
- * `WritableStream` that is a round of promises per message (about 3 µs on Node.js, on the path of
- * every answer and update). A writer of this stream hands the message to the sink's `write` at
- * once and releases nothing; the messages keep their order because the SDK writes one at a time.
+ * `WritableStream` that is a round of promises per message, on the path of every answer and
+ * update. A writer of this stream hands the message to the sink's `write` at once and releases
+ * nothing; the messages keep their order because the SDK writes one at a time.
  * Everything else is the stream's own (closing, aborting, piping).
  */
 class WriterPerMessage<T> extends WritableStream<T> {

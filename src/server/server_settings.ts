@@ -8,6 +8,9 @@ import type { ProtocolSettings } from "../protocol/connection_context.ts";
 import { DEFAULT_MAX_REQUESTS_IN_FLIGHT } from "../protocol/request_bound.ts";
 import type { SessionSettings } from "../session/session_services.ts";
 
+export type { ProtocolSettings, SessionSettings };
+export type { TurnSettings } from "../agent/run_turn.ts";
+
 /**
  * The settings of an agent server, times in ms. Each layer declares the fields it reads, with
  * their defaults: the turn loop's `maxSteps` and `stream` (`TurnSettings`), the sessions'
