@@ -74,7 +74,7 @@ export interface AgentServerOptions {
   /**
    * Where prompt images are kept.
    *
-   * @default {the default store's attachments; in memory beside a store given without them}
+   * @default {in memory (the default store's own when no store is given)}
    */
   readonly attachments?: AttachmentStore;
   /**
@@ -201,9 +201,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
 function serverParts(options: AgentServerOptions): ServerParts {
   const { host } = options;
   const settings: ServerSettings = { ...DEFAULT_SERVER_SETTINGS, ...options.settings };
-  const store = options.store ?? new MemorySessionStore({ now: () => host.now() });
-  const attachments = options.attachments ??
-    (options.store ? new MemoryAttachmentStore() : (store as MemorySessionStore).attachments);
+  const { store, attachments } = storesOf(options);
   return {
     settings,
     catalog: options.catalog ?? new ModelCatalog({ defaultModel: settings.model }),
@@ -221,6 +219,23 @@ function serverParts(options: AgentServerOptions): ServerParts {
     idleTask: once(options.idleTask),
     pathChecks: options.blockingPathChecks ? blockingPathChecks(options.host) : options.host,
   };
+}
+
+/** The stores given, or in memory (attachments given alone are the memory store's). */
+function storesOf(
+  options: AgentServerOptions,
+): { store: SessionStore; attachments: AttachmentStore } {
+  if (options.store) {
+    return {
+      store: options.store,
+      attachments: options.attachments ?? new MemoryAttachmentStore(),
+    };
+  }
+  const store = new MemorySessionStore({
+    now: () => options.host.now(),
+    ...(options.attachments ? { attachments: options.attachments } : {}),
+  });
+  return { store, attachments: store.attachments };
 }
 
 /** `task`, run at most once however often the result is called. */
