@@ -1,24 +1,17 @@
 /**
  * The in-process server of acp-harness, without the command-line program: for embedders that
- * serve ACP from their own process. {@link createAgentServer} builds a server from a config, a
- * model catalog, a host, a session store and (optionally) a tool-set factory; `connect(stream)`
- * serves one JSON-RPC message stream ({@link ndJsonStream} frames bytes, {@link createMemoryPair}
- * links two in-memory ends).
+ * serve ACP from their own process. {@link createAgentServer} builds a server from a host, with
+ * everything else defaulted unless given (settings, a model catalog, a session store, a logger, a
+ * tool-set factory); `connect(stream)` serves one JSON-RPC message stream ({@link ndJsonStream}
+ * frames bytes, {@link createMemoryPair} links two in-memory ends).
  *
  * The package root (`mod.ts`) exports all of this and more (the model providers, the store and
  * host interfaces, the scripted model); this entry is the smaller set a server needs.
  *
  * @example Serving ACP over in-memory streams
  * ```ts
- * import {
- *   createAgentServer, createMemoryPair, DEFAULT_CONFIG, MemorySessionStore, ModelCatalog, NodeHost,
- *   nullLogger, VERSION,
- * } from "./server.ts";
- * const store = new MemorySessionStore();
- * const server = createAgentServer({
- *   config: { ...DEFAULT_CONFIG, model: "echo" }, catalog: new ModelCatalog({ defaultModel: "echo" }),
- *   host: new NodeHost(), logger: nullLogger, version: VERSION, store, attachments: store.attachments,
- * });
+ * import { createAgentServer, createMemoryPair, NodeHost } from "./server.ts";
+ * const server = createAgentServer({ host: new NodeHost() });
  * const [serverSide, clientSide] = createMemoryPair();
  * const connection = server.connect(serverSide);
  * await clientSide.writable.close();
@@ -32,11 +25,15 @@ export {
   type AgentServer,
   type AgentServerConnection,
   type AgentServerOptions,
-  connectAgentServer,
   type ConnectionOptions,
   createAgentServer,
+  DEFAULT_SERVER_SETTINGS,
   LIMIT_REACHED,
-} from "./src/protocol/agent_server.ts";
+  type ProtocolSettings,
+  type ServerSettings,
+  type SessionSettings,
+  type TurnSettings,
+} from "./src/server/agent_server.ts";
 export type { SessionToolsInfo, ToolSetFactory } from "./src/session/tool_set_factory.ts";
 export type { Cleanup, SessionCleanups } from "./src/session/session_disposer.ts";
 export {

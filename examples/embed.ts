@@ -6,7 +6,7 @@
  *
  *   deno run -A examples/embed.ts "your prompt"
  *
- * Sessions are kept in memory (`MemorySessionStore`): nothing touches the disk.
+ * Sessions are kept in memory (the default store): nothing touches the disk.
  *
  * @module
  */
@@ -15,32 +15,23 @@ import {
   builtinTools,
   createAgentServer,
   createMemoryPair,
-  DEFAULT_CONFIG,
-  MemorySessionStore,
-  ModelCatalog,
   NodeHost,
-  nullLogger,
-  VERSION,
+  type ToolSetFactory,
 } from "../mod.ts";
 
 const prompt = Deno.args.join(" ") || "Hello from an embedded acp-harness!";
-const host = new NodeHost();
-const store = new MemorySessionStore();
+
+/** Every session gets the built-in tools (the default); this factory also says when it lets go. */
 const tools = builtinTools();
-const server = createAgentServer({
-  config: { ...DEFAULT_CONFIG, model: "echo" },
-  catalog: new ModelCatalog({ defaultModel: "echo" }),
-  host,
-  logger: nullLogger,
-  version: VERSION,
-  store,
-  attachments: store.attachments,
-  // Every session gets the built-in tools; a tool source can register its clean-up here.
-  toolsFor: ({ sessionId, disposer }) => {
-    disposer.defer(() => console.log(`session ${sessionId} released its tools`));
-    return tools;
-  },
-});
+const toolsFor: ToolSetFactory = ({ sessionId, disposer }) => {
+  disposer.defer(() => console.log(`session ${sessionId} released its tools`));
+  return tools;
+};
+
+// Only the host is required: the settings, the offline echo model, an in-memory session store,
+// a silent logger and the version reported are defaults (`createAgentServer({ host })` serves
+// as it is); the tool-set factory is optional too.
+const server = createAgentServer({ host: new NodeHost(), toolsFor });
 
 try {
   const [serverSide, clientSide] = createMemoryPair();

@@ -35,11 +35,12 @@ import {
   type AgentServer,
   type AgentServerConnection,
   createAgentServer,
-} from "./protocol/agent_server.ts";
+} from "./server/agent_server.ts";
 import type { HttpListener, ServeHttp } from "./transport/http/http_handler.ts";
 import { type NdJsonStream, ndJsonStream } from "./transport/nd_json_stream.ts";
 import { abortableDelay } from "./util/abortable_delay.ts";
 import { VERSION } from "./util/version.ts";
+import { settingsOf } from "./cli/cli_settings.ts";
 
 /** What a runtime entry point hands the CLI. */
 export interface CliPlatform {
@@ -181,7 +182,7 @@ async function copySessionsCommand(
       to: resolveLocation(command.to, platform.host),
       host: platform.host,
       logger,
-      leaseTtlMs: config.leaseTtl * 1000,
+      leaseTtlMs: settingsOf(config).store.leaseTtlMs,
       writeStderr: (text) => platform.writeStderr(text),
     });
     return result.unreadable.length > 0 ? 1 : 0;
@@ -333,16 +334,17 @@ async function composeServer(
       ? undefined
       : usableDirectory(platform.host, location, "the store directory"),
   ]);
+  const settings = settingsOf(config);
   const opened = await openSessionStore({
     location,
     host: platform.host,
     logger,
-    leaseTtlMs: config.leaseTtl * 1000,
-    commitTimeoutMs: config.storeCommitTimeout * 1000,
+    leaseTtlMs: settings.store.leaseTtlMs,
+    commitTimeoutMs: settings.store.commitTimeoutMs,
   });
   logger.info("session store", { store: opened.description });
   // Commands die with this process, even by SIGKILL: supervised from the first on. Reaping what a
-  // killed predecessor left loads the process supervision (over 10 ms on Deno), so on stdio it
+  // killed predecessor left loads the process supervision (slow to load on Deno), so on stdio it
   // waits for the server's first idle moment with its sessions ready (`idleTask`): it delays
   // neither `initialize` nor the first session. HTTP starts reaping at once.
   let idle: (() => void) | undefined;
@@ -360,11 +362,10 @@ async function composeServer(
   // Every session gets the built-in tools (the default), and `delegate` when agents are configured.
   const toolsFor = delegatingToolsFor(config, platform.host, logger);
   const server = createAgentServer({
-    config,
+    settings: settings.server,
     catalog,
     host: platform.host,
     logger,
-    version: VERSION,
     store: opened.store,
     attachments: opened.attachments,
     ...(toolsFor ? { toolsFor } : {}),
@@ -490,6 +491,7 @@ async function serveHttp(
     await (import("./transport/http/http_transport" + ".ts") as Promise<
       typeof HttpTransport
     >);
+  const { httpLimits, httpListen } = settingsOf(config);
   const transport = createHttpTransport({
     server,
     logger,
@@ -498,27 +500,11 @@ async function serveHttp(
       allowedOrigins: config.allowedOrigins,
       allowedHosts: loopbackHosts(config.host),
     },
-    limits: {
-      maxBodyBytes: config.maxMessageBytes,
-      maxConnections: config.maxConnections,
-      maxConnectionsPerAddress: config.maxConnectionsPerAddress,
-      maxSessionsPerConnection: config.maxSessionsPerConnection,
-      maxBufferedBytes: config.maxBufferedBytes,
-      stallTimeoutMs: config.stallTimeout * 1000,
-      idleTimeoutMs: config.idleTimeout * 1000,
-      bodyTimeoutMs: config.bodyTimeout * 1000,
-    },
+    limits: httpLimits,
   });
   let listener: HttpListener;
   try {
-    listener = await platform.serveHttp(transport, {
-      hostname: config.host,
-      port: config.port,
-      maxMessageBytes: config.maxMessageBytes,
-      headerTimeoutMs: config.headerTimeout * 1000,
-      maxSockets: config.maxSockets,
-      maxSocketsPerAddress: config.maxSocketsPerAddress,
-    });
+    listener = await platform.serveHttp(transport, httpListen);
   } catch (error) {
     await transport.close();
     await closeStore();

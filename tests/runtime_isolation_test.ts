@@ -2,7 +2,7 @@
  * Enforces the layer rules of DESIGN.md by scanning `src/`:
  *
  * - only `src/runtime/` and `src/host/` touch `Deno`, `Bun`, `process` or `node:*`;
- * - only `src/protocol/` and `src/transport/` import the ACP SDK;
+ * - only `src/server/`, `src/protocol/` and `src/transport/` import the ACP SDK;
  * - only `src/transport/http/` imports Hono;
  * - only `src/mcp/` imports the MCP SDK;
  * - only `src/store/postgres/` imports the PostgreSQL client (`postgres`), which is loaded only
@@ -34,7 +34,7 @@ const RULES: readonly Rule[] = [
   },
   {
     description: "@agentclientprotocol/sdk",
-    allowed: ["protocol/", "transport/"],
+    allowed: ["server/", "protocol/", "transport/"],
     violates: ({ imports }) =>
       imports.find((specifier) => packageOf(specifier) === "@agentclientprotocol/sdk"),
   },

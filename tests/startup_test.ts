@@ -24,7 +24,8 @@ const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const LAZY_SOURCES: readonly RegExp[] = [
   /^src\/session\//,
   /^src\/mcp\/mcp_(hub|connection|tool|schema)\.ts$/,
-  /^src\/protocol\/session_side\.ts$/,
+  /^src\/server\/connection_sessions\.ts$/,
+  /^src\/protocol\/session_handlers\.ts$/,
   /^src\/protocol\/handlers\/session_/,
   /^src\/host\/(node_processes|process_guard)\.ts$/,
   /^src\/transport\/http\//,

@@ -93,8 +93,29 @@ export interface ContextControl {
   reported(reply: LlmMessage, usage: LlmUsage): void;
 }
 
-/** Everything one turn needs. */
+/** The settings of the turn loop, fixed for a server's life. */
+export interface TurnSettings {
+  /** Most model requests in one turn before it stops with `max_turn_requests`. @default {50} */
+  readonly maxSteps: number;
+  /** Relay deltas as they arrive instead of committed steps. @default {false} */
+  readonly stream: boolean;
+}
+
+/**
+ * What the turns of every session of a server share: built once per server and handed down by
+ * reference (the session layer's `SessionServices` extends it).
+ */
+export interface TurnServices {
+  readonly settings: TurnSettings;
+  /** The file-system queries tools need besides the workspace (see {@link ToolContext.files}). */
+  readonly files: WorkspaceFiles;
+  /** How failed model requests are retried. @default {DEFAULT_RETRY} */
+  readonly retry?: RetryPolicy | undefined;
+}
+
+/** Everything one turn needs: the server's shared {@link TurnServices} and the turn's own. */
 export interface TurnOptions {
+  readonly services: TurnServices;
   readonly sessionId: string;
   readonly provider: LlmProvider;
   readonly model: string;
@@ -125,8 +146,6 @@ export interface TurnOptions {
   readonly cwd: string;
   /** Canonical workspace roots, the cwd first. */
   readonly roots: readonly string[];
-  /** The file-system queries tools need besides the workspace (see {@link ToolContext.files}). */
-  readonly files: WorkspaceFiles;
   readonly workspace: Workspace;
   /** Decides whether a tool call runs; without it every call runs. */
   readonly authorize?: (request: AuthorizeRequest) => Promise<Authorization>;
@@ -136,15 +155,10 @@ export interface TurnOptions {
   readonly askPermission?: (
     request: RelayedPermission,
   ) => Promise<PermissionAnswer | "cancelled">;
-  /** Most model requests in one turn before it stops with `max_turn_requests`. */
-  readonly maxSteps: number;
-  readonly retry?: RetryPolicy;
   /** Told before each retry of a failed model request. */
   readonly onRetry?: (error: ProviderError, attempt: number, delayMs: number) => void;
   /** Keeps the history within the context window; without it nothing is compacted. */
   readonly context?: ContextControl;
-  /** Relay deltas as they arrive instead of committed steps. */
-  readonly stream: boolean;
   readonly signal: AbortSignal;
   readonly emit: TurnEmitter;
 }
@@ -194,9 +208,10 @@ export async function runTurn(turnOptions: TurnOptions): Promise<StopReason> {
     tools: tools instanceof ToolSet ? tools : ToolSet.of(tools),
   };
   const { signal, history } = options;
+  const { maxSteps } = options.services.settings;
   for (let step = 0;; step++) {
     if (signal.aborted) return "cancelled";
-    if (step >= options.maxSteps) return "max_turn_requests";
+    if (step >= maxSteps) return "max_turn_requests";
     const result = await runStep(options);
     if (result.reason === "aborted" || signal.aborted) return "cancelled";
     if (result.calls.length > 0) {
@@ -235,7 +250,7 @@ export function toolSpecs(tools: ToolSet): LlmToolSpec[] {
 
 /** One model step, retried on retryable failures. */
 async function runStep(options: Turn): Promise<StepResult> {
-  const retry = options.retry ?? DEFAULT_RETRY;
+  const retry = options.services.retry ?? DEFAULT_RETRY;
   const { context, signal } = options;
   const tools = toolSpecs(options.tools);
   const parts: RequestParts = { system: options.system, tools, history: options.history };
@@ -282,7 +297,8 @@ async function attemptStep(
   attempt: number,
   tools: readonly LlmToolSpec[],
 ): Promise<Attempt> {
-  const { signal, emit, stream, history } = options;
+  const { signal, emit, history } = options;
+  const { stream } = options.services.settings;
   const thoughtId = crypto.randomUUID();
   const messageId = crypto.randomUUID();
   let reasoning = "";
@@ -563,7 +579,7 @@ function toolContext(
     cwd: options.cwd,
     roots: options.roots,
     workspace: options.workspace,
-    files: options.files,
+    files: options.services.files,
     signal,
     toolCallId,
     ...(mode ? { mode } : {}),

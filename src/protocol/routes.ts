@@ -1,5 +1,5 @@
 import { agent, type AgentApp, methods } from "@agentclientprotocol/sdk";
-import type { ConnectionContext, SessionSide } from "./connection.ts";
+import type { ConnectionContext, SessionHandlers } from "./connection_context.ts";
 import { authenticate } from "./auth_methods.ts";
 import { initialize } from "./handlers/initialize.ts";
 
@@ -16,7 +16,7 @@ import { initialize } from "./handlers/initialize.ts";
 export function agentApp(connection: ConnectionContext): AgentApp {
   const track = connection.track.bind(connection);
   // At once when the session side is loaded, so that its handlers see messages as before.
-  const sessions = <R>(run: (side: SessionSide) => R | Promise<R>): R | Promise<R> => {
+  const sessions = <R>(run: (side: SessionHandlers) => R | Promise<R>): R | Promise<R> => {
     const side = connection.loadedSessionSide;
     return side ? run(side) : connection.sessionSide().then(run);
   };

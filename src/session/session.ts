@@ -1,6 +1,5 @@
-import type { RetryPolicy, StopReason } from "../agent/run_turn.ts";
-import type { Host } from "../host/host.ts";
-import type { ModelCatalog, ModelInfo } from "../llm/catalog.ts";
+import type { StopReason } from "../agent/run_turn.ts";
+import type { ModelInfo } from "../llm/catalog.ts";
 import type { LlmContentPart } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
 import type {
@@ -8,7 +7,6 @@ import type {
   SessionModeState,
   SessionUpdate,
 } from "../transport/acp_types.ts";
-import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import type { Tool } from "../tools/tool.ts";
 import { ToolSet } from "../tools/tool_set.ts";
 import type { Workspace } from "../tools/workspace.ts";
@@ -19,11 +17,12 @@ import { type PermissionAsker, PermissionGate } from "./permission_gate.ts";
 import { PromptSlot } from "./prompt_slot.ts";
 import { Recorder } from "./recorder.ts";
 import { BUILTIN_COMMANDS, runBuiltinCommand } from "./builtin_commands.ts";
-import { type CompactionNotices, Compactor, DEFAULT_COMPACT_THRESHOLD } from "./compactor.ts";
+import { type CompactionNotices, Compactor } from "./compactor.ts";
 import { ContextMeter } from "./context_meter.ts";
 import { invokedCommand, type SessionCommands } from "../tools/session_commands.ts";
 import { SessionSelection } from "./selection.ts";
 import type { RestoredSession } from "./session_record.ts";
+import type { SessionServices } from "./session_services.ts";
 import { SessionTitle } from "./session_title.ts";
 import { SystemPromptCache } from "./system_prompt_cache.ts";
 import { TurnEventMapper } from "./turn_event_mapper.ts";
@@ -35,55 +34,34 @@ export { ConfigValueError } from "./selection.ts";
 export { SessionStateError } from "./prompt_slot.ts";
 export type { PermissionAsker, PermissionQuestion } from "./permission_gate.ts";
 
-/** What a session is built from. */
+/** What a session is built from: the server's shared services and the session's own parts. */
 export interface SessionOptions {
+  /** What every session of the server shares (built once per server). */
+  readonly services: SessionServices;
   readonly id: string;
   /** Absolute, canonical working directory. */
   readonly cwd: string;
   /** Absolute, canonical extra workspace roots. */
   readonly additionalDirectories: readonly string[];
   readonly selection: Selection;
-  readonly catalog: ModelCatalog;
   /** The session's tools: a set that may change (MCP servers' tools), or a fixed list. */
   readonly tools: ToolSet | readonly Tool[];
   /** The session's slash commands. */
   readonly commands?: SessionCommands;
   /** The MCP servers that did not start (the session opened without them), as messages. */
   readonly mcpFailures?: readonly string[];
-  readonly host: Host;
   readonly workspace: Workspace;
   readonly ask: PermissionAsker;
   /** Project instructions (the cwd's AGENTS.md), when present. */
   readonly instructions?: string;
-  readonly maxSteps: number;
-  readonly stream: boolean;
-  readonly retry?: RetryPolicy;
   readonly sink: UpdateSink;
   /** Delivers a whole replay at once (faster than one update at a time through `sink`). */
   readonly replaySink?: (updates: readonly SessionUpdate[]) => Promise<void>;
   readonly logger: Logger;
-  readonly now: () => number;
-  /** Where the session's events are recorded. */
-  readonly store: SessionStore;
-  /**
-   * How long a prompt's answer (or a tool about to run) waits for the store to confirm the
-   * session's records before the prompt fails, in ms. @default {30_000}
-   */
-  readonly commitTimeoutMs?: number;
-  /** Where prompt images are kept. */
-  readonly attachments: AttachmentStore;
   /** State rebuilt from the log, for a loaded or resumed session. */
   readonly restored?: RestoredSession;
-  /** The share of the context window at which the conversation is compacted. @default {0.8} */
-  readonly compactThreshold?: number;
   /** What the client takes to be told of compactions (`session.compaction`, `session.notices`). */
   readonly notices?: CompactionNotices;
-  /**
-   * Runs a task once the work of the current event-loop task is done (`setImmediate`): given,
-   * the session's records and updates are handed over together once per task (see
-   * {@link Outbox}).
-   */
-  readonly defer?: (task: () => void) => void;
 }
 
 /** How a session starts: see {@link Session.start}. */
@@ -134,20 +112,19 @@ export class Session {
     this.additionalDirectories = options.additionalDirectories;
     this.#options = options;
     this.#slot = new PromptSlot(options.id);
-    this.#selection = new SessionSelection(options.selection, options.catalog);
+    const { services } = options;
+    this.#selection = new SessionSelection(options.selection, services.catalog);
     const recorder = new Recorder({
       sessionId: options.id,
-      store: options.store,
+      store: services.store,
       logger: options.logger,
-      ...(options.commitTimeoutMs === undefined
-        ? {}
-        : { commitTimeoutMs: options.commitTimeoutMs }),
-      ...(options.defer ? { schedule: () => this.#outbox.schedule() } : {}),
+      commitTimeoutMs: services.settings.storeCommitTimeoutMs,
+      ...(services.defer ? { schedule: () => this.#outbox.schedule() } : {}),
     });
     this.#outbox = new Outbox(
       recorder,
       new UpdateQueue(options.sink, options.logger),
-      options.defer,
+      services.defer,
     );
     this.#turns = buildTurnRunner(options, this.#outbox);
   }
@@ -293,7 +270,7 @@ export class Session {
       run = async (controller) => {
         const reason = await runBuiltinCommand(builtin.name, builtin.input, text, {
           sessionId: this.id,
-          catalog: this.#options.catalog,
+          catalog: this.#options.services.catalog,
           turns: this.#turns,
           output: this.#outbox,
           logger: this.#options.logger,
@@ -347,30 +324,24 @@ export class Session {
 
 /** The turn runner of a session and the units it uses. */
 function buildTurnRunner(options: SessionOptions, outbox: Outbox): TurnRunner {
-  const { id: sessionId, logger, now, restored } = options;
+  const { services, id: sessionId, logger, restored } = options;
+  const { now } = services;
   const roots = [options.cwd, ...options.additionalDirectories];
   const conversation = new Conversation(restored?.history ?? []);
   const usage = new UsageMeter(restored?.cost ?? 0);
   const meter = new ContextMeter();
   return new TurnRunner({
+    services,
     sessionId,
     cwd: options.cwd,
     roots,
-    catalog: options.catalog,
     tools: options.tools instanceof ToolSet
       ? options.tools
       : ToolSet.of(options.tools, { logger, logFields: { sessionId } }),
     ...(options.commands ? { commands: options.commands } : {}),
-    // Tools get the host's file-system queries only (never processes or the environment).
-    files: options.host,
     workspace: flushingWorkspace(options.workspace, outbox),
-    maxSteps: options.maxSteps,
-    stream: options.stream,
-    ...(options.retry ? { retry: options.retry } : {}),
     notices: options.notices?.notices === true,
     logger,
-    now,
-    attachments: options.attachments,
     outbox,
     conversation,
     title: new SessionTitle(restored?.title, outbox, now),
@@ -395,7 +366,7 @@ function buildTurnRunner(options: SessionOptions, outbox: Outbox): TurnRunner {
     usage,
     compactor: new Compactor({
       sessionId,
-      threshold: options.compactThreshold ?? DEFAULT_COMPACT_THRESHOLD,
+      threshold: services.settings.compactThreshold,
       conversation,
       meter,
       usage,

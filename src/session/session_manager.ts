@@ -1,20 +1,15 @@
 import type { CompactionNotices } from "./compactor.ts";
 import { SessionNotFoundError } from "../util/session_not_found_error.ts";
-import type { RetryPolicy } from "../agent/run_turn.ts";
-import type { Config, PermissionMode } from "../config/config.ts";
-import type { Host } from "../host/host.ts";
-import type { ModelCatalog } from "../llm/catalog.ts";
+import type { PermissionMode } from "../config/config.ts";
 import type { Logger } from "../log/logger.ts";
 import type { SessionUpdate } from "../transport/acp_types.ts";
 import {
-  type AttachmentStore,
   type ListOptions,
   type SessionHeader,
   type SessionLease,
   SessionLockedError,
   type SessionPage,
   type SessionRecordStream,
-  type SessionStore,
 } from "../store/session_store.ts";
 import { loadRecordStream } from "../store/record_stream.ts";
 import { createLeased, DeferredCreationStore } from "../store/deferred_creation_store.ts";
@@ -29,20 +24,15 @@ import type { SessionCommands } from "../tools/session_commands.ts";
 import { SessionDisposer } from "./session_disposer.ts";
 import { ReplayFrames, type ReplayFrameSink } from "./replay_frames.ts";
 import { type RestoredSession, SessionRestorer } from "./session_record.ts";
-import type { ToolSetFactory } from "./tool_set_factory.ts";
+import type { SessionServices } from "./session_services.ts";
 import type { UpdateSink } from "./update_queue.ts";
 
-/** What a {@link SessionManager} needs. */
+/** What a {@link SessionManager} needs: the server's shared services and its connection's parts. */
 export interface SessionManagerOptions {
-  readonly config: Config;
-  readonly catalog: ModelCatalog;
-  /** Makes the tool set of each session. */
-  readonly toolsFor: ToolSetFactory;
-  readonly host: Host;
+  /** What every session of the server shares (built once per server). */
+  readonly services: SessionServices;
+  /** The connection's logger. */
   readonly logger: Logger;
-  readonly now: () => number;
-  readonly store: SessionStore;
-  readonly attachments: AttachmentStore;
   /** Makes the update sink of one session. */
   readonly sinkFor: (sessionId: string) => UpdateSink;
   /** Makes the bulk replay sink of one session, when the transport has one. */
@@ -58,16 +48,8 @@ export interface SessionManagerOptions {
   readonly workspaceFor: (sessionId: string) => Workspace;
   /** Asks the client for permission. */
   readonly ask: PermissionAsker;
-  readonly retry?: RetryPolicy;
-  /**
-   * The ids of the sessions open on any connection of the server, shared by their managers: a
-   * session open on another connection is not deleted from under it.
-   */
-  readonly openSessions?: Set<string>;
   /** What the client takes to be told of compactions (asked when a session opens). */
   readonly notices?: () => CompactionNotices;
-  /** Runs a task once the current event-loop task's work is done (see `SessionOptions.defer`). */
-  readonly defer?: (task: () => void) => void;
 }
 
 /** Parameters of a new or reopened session, already validated and canonical. */
@@ -80,7 +62,7 @@ export interface CreateSessionOptions {
   readonly mcpServers?: readonly McpServerSpec[];
   /**
    * Whether one MCP server that does not start fails the request (else the session opens
-   * without it). @default {config.mcpStrict}
+   * without it). @default {the server's `mcpStrict` setting}
    */
   readonly mcpStrict?: boolean;
 }
@@ -166,12 +148,12 @@ export class SessionManager {
    */
   async create(params: CreateSessionOptions): Promise<Session> {
     this.#assertOpen();
-    const { config, catalog, store, now } = this.#options;
+    const { settings, catalog, store, now } = this.#options.services;
     const id = crypto.randomUUID();
-    const effort = initialEffort(catalog.info(config.model));
+    const effort = initialEffort(catalog.info(settings.model));
     const selection: Selection = {
-      model: config.model,
-      mode: config.mode,
+      model: settings.model,
+      mode: settings.mode,
       ...(effort === undefined ? {} : { effort }),
     };
     // Tools first: a session whose MCP servers do not start is never recorded.
@@ -228,7 +210,7 @@ export class SessionManager {
   async #open(id: string, params: OpenSessionOptions): Promise<Session> {
     let lease: SessionLease | undefined;
     try {
-      const { store } = this.#options;
+      const { store } = this.#options.services;
       try {
         lease = await store.acquire(id);
       } catch (error) {
@@ -304,7 +286,8 @@ export class SessionManager {
     stream: SessionRecordStream,
     replay: boolean,
   ): Promise<{ restored: RestoredSession; held: SessionUpdate[] }> {
-    const { attachments, logger, replaySinkFor, replayFramesFor } = this.#options;
+    const { logger, replaySinkFor, replayFramesFor } = this.#options;
+    const { attachments } = this.#options.services;
     const restorer = new SessionRestorer({
       attachments,
       logger,
@@ -351,17 +334,18 @@ export class SessionManager {
     id: string,
     stored: Selection | undefined,
   ): { selection: Selection; fellBack: boolean } {
-    const { catalog, config, logger } = this.#options;
-    const selection: Selection = stored ?? { model: config.model, mode: config.mode };
+    const { logger } = this.#options;
+    const { catalog, settings } = this.#options.services;
+    const selection: Selection = stored ?? { model: settings.model, mode: settings.mode };
     if (catalog.info(selection.model)) return { selection, fellBack: false };
     logger.warn("the session's model is no longer available; using the default", {
       sessionId: id,
       model: selection.model,
     });
-    const effort = initialEffort(catalog.info(config.model));
+    const effort = initialEffort(catalog.info(settings.model));
     return {
       selection: {
-        model: config.model,
+        model: settings.model,
         mode: selection.mode as PermissionMode,
         ...(effort === undefined ? {} : { effort }),
       },
@@ -377,7 +361,7 @@ export class SessionManager {
    */
   async exists(id: string): Promise<boolean> {
     if (this.#sessions.has(id) || this.#opening.has(id)) return true;
-    return await this.#options.store.exists(id);
+    return await this.#options.services.store.exists(id);
   }
 
   /** The open session with this id. */
@@ -402,7 +386,7 @@ export class SessionManager {
         await open.disposer.dispose();
         await releaseLease(open.lease);
         this.#sessions.delete(id);
-        this.#options.openSessions?.delete(id);
+        this.#options.services.openSessions?.delete(id);
       }
     })();
     return await open.closing;
@@ -415,10 +399,10 @@ export class SessionManager {
    */
   async delete(id: string): Promise<void> {
     await this.close(id);
-    if (this.#options.openSessions?.has(id)) {
+    if (this.#options.services.openSessions?.has(id)) {
       throw new SessionLockedError(`session ${id} is open on another connection of this server`);
     }
-    await this.#options.store.delete(id);
+    await this.#options.services.store.delete(id);
   }
 
   /**
@@ -428,7 +412,7 @@ export class SessionManager {
    * @returns The page
    */
   list(options: ListOptions): Promise<SessionPage> {
-    return this.#options.store.list(options);
+    return this.#options.services.store.list(options);
   }
 
   /** Closes every session (cancelling turns, releasing leases). Idempotent. */
@@ -461,7 +445,7 @@ export class SessionManager {
       throw new SessionStateError("the server is shutting down");
     }
     this.#sessions.set(session.id, { session, lease, disposer });
-    this.#options.openSessions?.add(session.id);
+    this.#options.services.openSessions?.add(session.id);
     return session;
   }
 
@@ -485,7 +469,8 @@ export class SessionManager {
     id: string,
     params: CreateSessionOptions,
   ): Promise<{ equipment: Equipment; disposer: SessionDisposer }> {
-    const { logger, toolsFor } = this.#options;
+    const { logger } = this.#options;
+    const { toolsFor } = this.#options.services;
     const disposer = new SessionDisposer((error) =>
       logger.warn("session clean-up failed", { sessionId: id, error })
     );
@@ -511,7 +496,8 @@ export class SessionManager {
     tools: readonly Tool[],
     disposer: SessionDisposer,
   ): Promise<Equipment> {
-    const { logger, config, host } = this.#options;
+    const { logger } = this.#options;
+    const { settings, host } = this.#options.services;
     const toolSet = ToolSet.of(tools, { logger, logFields: { sessionId: id } });
     const servers = params.mcpServers ?? [];
     if (servers.length === 0) return { tools: toolSet };
@@ -523,10 +509,10 @@ export class SessionManager {
       cwd: params.cwd,
       logger,
       logFields: { sessionId: id },
-      startTimeoutMs: config.mcpStartTimeout * 1000,
-      callTimeoutMs: config.mcpCallTimeout * 1000,
+      startTimeoutMs: settings.mcpStartTimeoutMs,
+      callTimeoutMs: settings.mcpCallTimeoutMs,
       signal: this.#shutdown.signal,
-      strict: params.mcpStrict ?? config.mcpStrict,
+      strict: params.mcpStrict ?? settings.mcpStrict,
       // Bare program names (`npx`) are looked up on this process's PATH, never the declared env's.
       programs: { path: host.env("PATH"), stat: (path) => host.stat(path) },
     });
@@ -550,34 +536,24 @@ export class SessionManager {
     equipment: Equipment,
     restored?: RestoredSession,
   ): Session {
-    const { catalog, host, logger, now, sinkFor, workspaceFor, ask, retry, config } = this.#options;
+    const { services, logger, sinkFor, workspaceFor, ask } = this.#options;
     return new Session({
+      services,
       id,
       cwd: params.cwd,
       additionalDirectories: params.additionalDirectories,
       selection,
-      catalog,
       tools: equipment.tools,
       ...(equipment.commands ? { commands: equipment.commands } : {}),
       ...(equipment.mcpFailures ? { mcpFailures: equipment.mcpFailures } : {}),
-      host,
       workspace: workspaceFor(id),
       ask,
       ...(params.instructions ? { instructions: params.instructions } : {}),
-      maxSteps: config.maxSteps,
-      compactThreshold: config.compactThreshold,
       ...(this.#options.notices ? { notices: this.#options.notices() } : {}),
-      stream: config.stream,
-      ...(retry ? { retry } : {}),
       sink: sinkFor(id),
       ...(this.#options.replaySinkFor ? { replaySink: this.#options.replaySinkFor(id) } : {}),
       logger,
-      now,
-      store: this.#options.store,
-      commitTimeoutMs: config.storeCommitTimeout * 1000,
-      attachments: this.#options.attachments,
       ...(restored ? { restored } : {}),
-      ...(this.#options.defer ? { defer: this.#options.defer } : {}),
     });
   }
 }

@@ -5,19 +5,18 @@
  */
 import {
   type ContextControl,
-  type RetryPolicy,
   runTurn,
   type StopReason,
   toolSpecs,
   TurnError,
   type TurnOptions,
 } from "../agent/run_turn.ts";
-import type { ModelCatalog, ModelInfo } from "../llm/catalog.ts";
+import type { ModelInfo } from "../llm/catalog.ts";
 import type { LlmContentPart, LlmProvider, LlmToolSpec, ProviderError } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
-import type { AttachmentStore, StoredContentPart } from "../store/session_store.ts";
+import type { StoredContentPart } from "../store/session_store.ts";
 import type { ToolSet } from "../tools/tool_set.ts";
-import type { Workspace, WorkspaceFiles } from "../tools/workspace.ts";
+import type { Workspace } from "../tools/workspace.ts";
 import type { Selection } from "./config_options.ts";
 import type { Compactor, CompactOutcome } from "./compactor.ts";
 import type { ContextMeter } from "./context_meter.ts";
@@ -27,31 +26,26 @@ import type { PermissionGate } from "./permission_gate.ts";
 import { invokedCommand, type SessionCommands } from "../tools/session_commands.ts";
 import { turnEffort } from "./selection.ts";
 import { toStoredContent } from "./session_record.ts";
+import type { SessionServices } from "./session_services.ts";
 import type { SessionTitle } from "./session_title.ts";
 import type { SystemPromptCache } from "./system_prompt_cache.ts";
 import type { TurnEventMapper } from "./turn_event_mapper.ts";
 import type { UsageMeter } from "./usage_meter.ts";
 
-/** What a {@link TurnRunner} is built from. */
+/** What a {@link TurnRunner} is built from: the server's shared services and the session's parts. */
 export interface TurnRunnerOptions {
+  /** What every session of the server shares (built once per server). */
+  readonly services: SessionServices;
   readonly sessionId: string;
   readonly cwd: string;
   /** Canonical workspace roots, the cwd first. */
   readonly roots: readonly string[];
-  readonly catalog: Pick<ModelCatalog, "resolve">;
   /** The session's tools, looked up by exact name. */
   readonly tools: ToolSet;
-  /** The file-system queries tools make besides the workspace. */
-  readonly files: WorkspaceFiles;
   readonly workspace: Workspace;
-  readonly maxSteps: number;
-  readonly stream: boolean;
-  readonly retry?: RetryPolicy;
   /** The client takes `notice` updates: a model request's retry is told as one. */
   readonly notices?: boolean;
   readonly logger: Logger;
-  readonly now: () => number;
-  readonly attachments: AttachmentStore;
   readonly outbox: Outbox;
   readonly conversation: Conversation;
   readonly title: SessionTitle;
@@ -116,14 +110,14 @@ export class TurnRunner {
   ): Promise<StopReason> {
     const state: TurnState = {
       pinned,
-      startedAt: this.#options.now(),
+      startedAt: this.#options.services.now(),
       open: true,
       started: false,
       titled: false,
     };
     this.#logStart(content, pinned);
     try {
-      const { info, provider } = this.#options.catalog.resolve(pinned.model);
+      const { info, provider } = this.#options.services.catalog.resolve(pinned.model);
       let message = content;
       const invoked = this.#invoked(content);
       if (invoked) {
@@ -152,7 +146,7 @@ export class TurnRunner {
    * @returns What came of it
    */
   compactNow(pinned: Selection, signal: AbortSignal): Promise<CompactOutcome> {
-    const { info, provider } = this.#options.catalog.resolve(pinned.model);
+    const { info, provider } = this.#options.services.catalog.resolve(pinned.model);
     return this.#options.compactor.compact({
       provider,
       info,
@@ -170,7 +164,8 @@ export class TurnRunner {
    * @param pinned The selection (its model's window is the size reported)
    */
   clear(pinned: Selection): void {
-    const { conversation, meter, outbox, usage, catalog, systemPrompt } = this.#options;
+    const { conversation, meter, outbox, usage, systemPrompt } = this.#options;
+    const { catalog } = this.#options.services;
     outbox.record([{ type: "clear" }], true);
     conversation.clear();
     meter.reset();
@@ -240,7 +235,8 @@ export class TurnRunner {
     controller: AbortController,
     state: TurnState,
   ): Promise<void> {
-    const { attachments, outbox, conversation, title } = this.#options;
+    const { outbox, conversation, title } = this.#options;
+    const { attachments } = this.#options.services;
     const stored: StoredContentPart[] = content.some((part) => part.type === "image")
       ? await toStoredContent(content, attachments)
       : content as StoredContentPart[];
@@ -275,6 +271,7 @@ export class TurnRunner {
     const signal = controller.signal;
     const effort = turnEffort(state.pinned, info);
     return {
+      services: options.services,
       sessionId: options.sessionId,
       provider,
       model: info.model,
@@ -287,7 +284,6 @@ export class TurnRunner {
       foreignState: options.conversation.hasForeignState(provider.id),
       cwd: options.cwd,
       roots: options.roots,
-      files: options.files,
       workspace: options.workspace,
       authorize: async (request) => {
         const authorization = await options.permissions.authorize(request, state.pinned.mode);
@@ -307,8 +303,6 @@ export class TurnRunner {
       },
       mode: state.pinned.mode,
       askPermission: (request) => options.permissions.relay(request),
-      maxSteps: options.maxSteps,
-      ...(options.retry ? { retry: options.retry } : {}),
       onRetry: (error, attempt, delayMs) => {
         options.logger.warn("model request failed", {
           sessionId: options.sessionId,
@@ -328,7 +322,6 @@ export class TurnRunner {
         }
       },
       context: this.#context(info, provider),
-      stream: options.stream,
       signal,
       emit: (event) => state.open ? options.events.apply(event, info) : undefined,
     };
@@ -353,7 +346,7 @@ export class TurnRunner {
   async #finish(state: TurnState): Promise<void> {
     const { logger, sessionId, outbox } = this.#options;
     const { stopReason, failure } = state;
-    const ms = this.#options.now() - state.startedAt;
+    const ms = this.#options.services.now() - state.startedAt;
     if (stopReason === undefined) {
       const cause = failure instanceof TurnError ? failure.providerError : undefined;
       logger.warn(cause ? "model request failed" : "prompt failed", {

@@ -5,7 +5,7 @@
  */
 import { createLogger } from "../../mod.ts";
 import type { Config } from "../../src/config/config.ts";
-import type { AgentServer } from "../../src/protocol/agent_server.ts";
+import type { AgentServer } from "../../src/server/agent_server.ts";
 import { serveHttp } from "../../src/runtime/deno_http.ts";
 import type { HttpListener } from "../../src/transport/http/http_handler.ts";
 import { loopbackHosts } from "../../src/transport/http/http_security.ts";

@@ -10,14 +10,17 @@ import {
   createAgentServer,
   createLogger,
   createMemoryPair,
+  DEFAULT_SERVER_SETTINGS,
   mergeConfig,
   NodeHost,
   parseScript,
-  VERSION,
 } from "../../mod.ts";
 import type { RetryPolicy } from "../../src/agent/run_turn.ts";
 import { createCatalog } from "../../src/cli.ts";
+import { settingsOf } from "../../src/cli/cli_settings.ts";
+import type { SessionServices } from "../../src/session/session_services.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
+import { MemoryAttachmentStore } from "../../src/store/memory_attachment_store.ts";
 import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
 import type { Tool } from "../../src/tools/tool.ts";
 import { type AcpTestClient, memoryClient } from "./acp_client.ts";
@@ -91,11 +94,11 @@ export function createTestAgentServer(
     ? new MemorySessionStore({ now: () => host.now() })
     : new JsonlSessionStore({ host, dataDir, logger });
   built.server = createAgentServer({
-    config,
+    // The CLI's mapping, so that a test's `config` means what the flag does.
+    settings: settingsOf(config).server,
     catalog: createCatalog(config, host, { script, logger }),
     host,
     logger,
-    version: VERSION,
     store,
     attachments: store.attachments,
     retry: options.retry ?? { attempts: 3, baseDelayMs: 5, maxDelayMs: 50 },
@@ -138,4 +141,26 @@ class ClockedHost extends NodeHost {
   override now(): number {
     return this.#now();
   }
+}
+
+/**
+ * The services of a session or session manager built by hand in a unit test: the default
+ * settings (with `settings` over them), a NodeHost without environment and its clock, in-memory
+ * attachments and no tools, each replaceable.
+ */
+export function sessionServices(
+  parts: Pick<SessionServices, "catalog" | "store"> & Partial<Omit<SessionServices, "settings">> & {
+    readonly settings?: Partial<SessionServices["settings"]>;
+  },
+): SessionServices {
+  const host = parts.host ?? new NodeHost({});
+  return {
+    host,
+    files: host,
+    now: () => host.now(),
+    attachments: new MemoryAttachmentStore(),
+    toolsFor: () => [],
+    ...parts,
+    settings: { ...DEFAULT_SERVER_SETTINGS, ...parts.settings },
+  };
 }

@@ -3,10 +3,12 @@ import { HostWorkspace } from "../../src/tools/host_workspace.ts";
 import assert from "node:assert/strict";
 import {
   type AuthorizeRequest,
+  type RetryPolicy,
   runTurn,
   TOOL_PARALLELISM,
   TurnError,
   type TurnOptions,
+  type TurnSettings,
 } from "../../src/agent/run_turn.ts";
 import type { TurnEvent } from "../../src/agent/turn_event.ts";
 import {
@@ -114,12 +116,22 @@ interface Turn {
   readonly options: TurnOptions;
 }
 
+/** A turn's own options, and the shared ones a test sets (they go into the turn's services). */
+type TurnOverrides = Partial<Omit<TurnOptions, "services">> & Partial<TurnSettings> & {
+  readonly retry?: RetryPolicy;
+};
+
 function turnOptions(
   provider: LlmProvider,
-  overrides: Partial<TurnOptions> = {},
+  { maxSteps = 10, stream = false, retry, ...overrides }: TurnOverrides = {},
 ): Turn {
   const events: TurnEvent[] = [];
   const options: TurnOptions = {
+    services: {
+      settings: { maxSteps, stream },
+      files: new HostWorkspace(new NodeHost({})),
+      ...(retry ? { retry } : {}),
+    },
     sessionId: "session-1",
     provider,
     model: "model-x",
@@ -128,10 +140,7 @@ function turnOptions(
     tools: [],
     cwd: "/work",
     roots: ["/work"],
-    files: new HostWorkspace(new NodeHost({})),
     workspace: new HostWorkspace(new NodeHost({})),
-    maxSteps: 10,
-    stream: false,
     signal: new AbortController().signal,
     emit: (event) => {
       events.push(event);

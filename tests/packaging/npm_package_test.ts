@@ -173,12 +173,12 @@ console.log(JSON.stringify({ version: VERSION, exports: Object.keys(harness).sor
 
 /** The same use from TypeScript, type-checked against the package's declarations. */
 const CONSUMER_TS = `import {
-  type AgentServer, createAgentServer, createMemoryPair, DEFAULT_CONFIG, MemorySessionStore,
-  ModelCatalog, NodeHost, nullLogger, type Tool, VERSION,
+  type AgentServer, createAgentServer, createMemoryPair, MemorySessionStore, ModelCatalog, NodeHost,
+  nullLogger, type Tool, VERSION,
 } from "acp-harness";
 const store = new MemorySessionStore();
 const server: AgentServer = createAgentServer({
-  config: DEFAULT_CONFIG, catalog: new ModelCatalog(), host: new NodeHost(), logger: nullLogger,
+  catalog: new ModelCatalog(), host: new NodeHost(), logger: nullLogger,
   version: VERSION, store, attachments: store.attachments,
 });
 const [serverSide] = createMemoryPair();

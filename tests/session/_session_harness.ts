@@ -24,6 +24,7 @@ import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
 import type { StoredEvent } from "../../src/store/session_store.ts";
 import type { Workspace } from "../../src/tools/workspace.ts";
 import { schemaProblems } from "../_helpers/acp_schema.ts";
+import { sessionServices } from "../_helpers/server.ts";
 import { captureLogger, modelInfo } from "./_fakes.ts";
 
 /** One answer of a turn request: text, or a provider failure. */
@@ -143,25 +144,27 @@ export async function harness(
   const { logger, lines } = captureLogger();
   const updates: SessionUpdate[] = [];
   const session = new Session({
+    services: sessionServices({
+      settings: { maxSteps: 10 },
+      catalog: catalogOf(provider, [info, OTHER]),
+      host: {} as Host,
+      files: {} as Host,
+      now: () => 0,
+      store,
+      attachments,
+    }),
     id: "s1",
     cwd: "/work",
     additionalDirectories: [],
     selection: { model: info.id, mode: "ask" },
-    catalog: catalogOf(provider, [info, OTHER]),
     tools: [],
-    host: {} as Host,
     workspace: {} as Workspace,
     ask: () => Promise.resolve("allow_once"),
-    maxSteps: 10,
-    stream: false,
     sink: (update) => {
       updates.push(update);
       return Promise.resolve();
     },
     logger,
-    now: () => 0,
-    store,
-    attachments,
     ...(options.notices ? { notices: options.notices } : {}),
     ...(options.restored ? { restored: options.restored } : {}),
     ...(options.commands ? { commands: options.commands } : {}),

@@ -21,6 +21,7 @@ import type { SessionStore } from "../../src/store/session_store.ts";
 import { HostWorkspace } from "../../src/tools/host_workspace.ts";
 import { builtinTools } from "../../src/tools/builtin_tools.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
+import { sessionServices } from "../_helpers/server.ts";
 
 function manager(
   store: SessionStore & Pick<MemorySessionStore, "attachments"> = new MemorySessionStore(),
@@ -31,18 +32,18 @@ function manager(
   const toolCalls: SessionToolsInfo[] = [];
   const disposed: string[] = [];
   const sessions = new SessionManager({
-    config,
-    catalog: createCatalog(config, host),
-    toolsFor: (info) => {
-      toolCalls.push(info);
-      info.disposer.defer(() => void disposed.push(info.sessionId));
-      return builtinTools();
-    },
-    host,
+    services: sessionServices({
+      catalog: createCatalog(config, host),
+      toolsFor: (info) => {
+        toolCalls.push(info);
+        info.disposer.defer(() => void disposed.push(info.sessionId));
+        return builtinTools();
+      },
+      host,
+      store,
+      attachments: store.attachments,
+    }),
     logger: nullLogger,
-    now: () => host.now(),
-    store,
-    attachments: store.attachments,
     sinkFor: (sessionId) => (update) => {
       updates.push({ sessionId, update });
       return Promise.resolve();

@@ -11,16 +11,16 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import {
   type AnyMessage,
-  connectAgentServer,
+  createAgentServer,
   createLogger,
   createMemoryPair,
   mergeConfig,
   NodeHost,
   parseScript,
   type Stream,
-  VERSION,
 } from "../../mod.ts";
 import { createCatalog } from "../../src/cli.ts";
+import { settingsOf } from "../../src/cli/cli_settings.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
 import type { SessionStore } from "../../src/store/session_store.ts";
 import { memoryClient } from "../_helpers/acp_client.ts";
@@ -89,16 +89,15 @@ async function serverWith(
     acquire: (id) => (overrides.acquire ?? inner.acquire.bind(inner))(id),
   };
   const script = options.script === undefined ? undefined : parseScript(options.script);
-  const connection = connectAgentServer(serverSide, {
-    config,
+  const connection = createAgentServer({
+    settings: settingsOf(config).server,
     catalog: createCatalog(config, host, { script }),
     host,
     logger,
-    version: VERSION,
     store,
     attachments: inner.attachments,
     retry: { attempts: 2, baseDelayMs: 5, maxDelayMs: 20 },
-  });
+  }).connect(serverSide);
   const client = memoryClient(clientSide);
   const disconnect = async (): Promise<void> => {
     await (client as unknown as { close: () => Promise<void> }).close().catch(() => {});

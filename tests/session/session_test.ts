@@ -12,6 +12,7 @@ import type { AttachmentStore, SessionStore } from "../../src/store/session_stor
 import type { Workspace } from "../../src/tools/workspace.ts";
 import { SessionLogFailedError, StoreCommitTimeoutError } from "../../src/store/store_errors.ts";
 import { pollUntil, settle } from "../_helpers/wait.ts";
+import { sessionServices } from "../_helpers/server.ts";
 import {
   captureLogger,
   captureSink,
@@ -33,26 +34,32 @@ function session(options: { efforts?: boolean; commitTimeoutMs?: number } = {}) 
   const order: string[] = [];
   store.onAppend = (call) => order.push(`append ${call.events.map((e) => e.type).join(",")}`);
   const s = new Session({
+    services: sessionServices({
+      settings: {
+        maxSteps: 10,
+        ...(options.commitTimeoutMs === undefined
+          ? {}
+          : { storeCommitTimeoutMs: options.commitTimeoutMs }),
+      },
+      catalog: fakeCatalog(provider, info),
+      host: {} as Host,
+      files: {} as Host,
+      now: () => 0,
+      store: store as unknown as SessionStore,
+      attachments: {} as AttachmentStore,
+    }),
     id: "s1",
     cwd: "/work",
     additionalDirectories: [],
     selection: { model: info.id, mode: "ask" },
-    catalog: fakeCatalog(provider, info),
     tools: [],
-    host: {} as Host,
     workspace: {} as Workspace,
     ask: () => Promise.resolve("allow_once"),
-    maxSteps: 10,
-    stream: false,
     sink: (update) => {
       order.push(`send ${update.sessionUpdate}`);
       return sink(update);
     },
     logger,
-    now: () => 0,
-    store: store as unknown as SessionStore,
-    ...(options.commitTimeoutMs === undefined ? {} : { commitTimeoutMs: options.commitTimeoutMs }),
-    attachments: {} as AttachmentStore,
   });
   return { session: s, store, provider, lines, updates, order };
 }

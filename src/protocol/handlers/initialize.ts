@@ -5,7 +5,7 @@ import {
 } from "@agentclientprotocol/sdk";
 import { agentCapabilities } from "../agent_capabilities.ts";
 import { authMethods } from "../auth_methods.ts";
-import type { ConnectionContext } from "../connection.ts";
+import type { ConnectionContext } from "../connection_context.ts";
 
 /**
  * `initialize`: remembers the client's capabilities and says what the server offers.

@@ -1,5 +1,5 @@
 import type { CancelNotification } from "@agentclientprotocol/sdk";
-import type { ConnectionContext } from "../connection.ts";
+import type { ConnectionContext } from "../connection_context.ts";
 
 /**
  * `session/cancel`: cancels the session's turn, if any. (The connection's message order carries

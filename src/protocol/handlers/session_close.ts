@@ -5,7 +5,7 @@ import type {
   DeleteSessionResponse,
 } from "@agentclientprotocol/sdk";
 import { SessionLockedError } from "../../store/session_store.ts";
-import type { ConnectionContext } from "../connection.ts";
+import type { ConnectionContext } from "../connection_context.ts";
 import { invalid, toRequestError } from "../request_errors.ts";
 import { insideRoots } from "../workspace_roots.ts";
 

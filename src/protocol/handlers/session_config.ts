@@ -5,7 +5,7 @@ import type {
   SetSessionModeResponse,
 } from "@agentclientprotocol/sdk";
 import type { Session } from "../../session/session.ts";
-import type { ConnectionContext } from "../connection.ts";
+import type { ConnectionContext } from "../connection_context.ts";
 import { invalid, toRequestError } from "../request_errors.ts";
 
 /**

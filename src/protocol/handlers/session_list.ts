@@ -1,5 +1,5 @@
 import type { ListSessionsRequest, ListSessionsResponse } from "@agentclientprotocol/sdk";
-import type { ConnectionContext } from "../connection.ts";
+import type { ConnectionContext } from "../connection_context.ts";
 import { mappingErrors } from "../request_errors.ts";
 import { canonicalFilter, insideRoots } from "../workspace_roots.ts";
 
@@ -23,7 +23,7 @@ export async function listSessions(
     sessions.list({
       ...(cwd === undefined ? {} : { cwd }),
       ...(params.cursor === undefined || params.cursor === null ? {} : { cursor: params.cursor }),
-      limit: server.config.sessionListPageSize,
+      limit: server.settings.sessionListPageSize,
     })
   );
   return {

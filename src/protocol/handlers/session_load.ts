@@ -9,7 +9,7 @@ import type {
 import { RequestError } from "@agentclientprotocol/sdk";
 import { mcpServersOf } from "../capabilities.ts";
 import { answerMeta, sessionMeta } from "../session_meta.ts";
-import type { ConnectionContext } from "../connection.ts";
+import type { ConnectionContext } from "../connection_context.ts";
 import { readInstructions } from "../instructions.ts";
 import { mappingErrors } from "../request_errors.ts";
 import { checkPath, workspaceRoots } from "../workspace_roots.ts";

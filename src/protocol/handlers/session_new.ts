@@ -1,7 +1,7 @@
 import type { NewSessionRequest, NewSessionResponse } from "@agentclientprotocol/sdk";
 import { missingKey } from "../auth_methods.ts";
 import { mcpServersOf } from "../capabilities.ts";
-import type { ConnectionContext } from "../connection.ts";
+import type { ConnectionContext } from "../connection_context.ts";
 import { readInstructions } from "../instructions.ts";
 import { answerMeta, sessionMeta } from "../session_meta.ts";
 import { mappingErrors } from "../request_errors.ts";
@@ -26,7 +26,7 @@ export async function newSession(
   const meta = sessionMeta(params._meta);
   // A default model whose key is not set would fail every prompt: say so now (-32000), as the
   // peers do, so the client can show what to set.
-  const model = connection.server.config.model;
+  const model = connection.server.settings.model;
   const missing = connection.server.catalog.missingApiKey(model);
   if (missing) throw missingKey(missing, model);
   const host = connection.server.pathChecks;

@@ -1,5 +1,5 @@
 import type { JsonRpcId, PromptRequest, PromptResponse } from "@agentclientprotocol/sdk";
-import type { ConnectionContext } from "../connection.ts";
+import type { ConnectionContext } from "../connection_context.ts";
 import { admitPrompt } from "../prompt_content.ts";
 import { mappingErrors } from "../request_errors.ts";
 

@@ -18,7 +18,7 @@ import { AcpServer } from "@agentclientprotocol/sdk/experimental/server";
 import { Hono } from "hono";
 import { cors } from "hono/cors";
 import type { Logger } from "../../log/logger.ts";
-import type { AgentServer, AgentServerConnection } from "../../protocol/agent_server.ts";
+import type { AgentServer, AgentServerConnection } from "../../server/agent_server.ts";
 import type { AnyMessage, Stream } from "../acp.ts";
 import { exactIdText, exactIdUpgrade, restoreExactIdsIn } from "./exact_ids.ts";
 import type { HttpHandler, RequestInfo, WebSocketUpgrade } from "./http_handler.ts";

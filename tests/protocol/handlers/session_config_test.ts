@@ -5,7 +5,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { ConnectionContext } from "../../../src/protocol/connection.ts";
+import type { ConnectionContext } from "../../../src/protocol/connection_context.ts";
 import { setConfigOption, setMode } from "../../../src/protocol/handlers/session_config.ts";
 import type { Session } from "../../../src/session/session.ts";
 

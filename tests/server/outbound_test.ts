@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createLogger } from "../../src/log/logger.ts";
-import { describeErrors } from "../../src/protocol/describe_errors.ts";
+import { outbound } from "../../src/server/outbound.ts";
 import type { AnyMessage } from "../../src/transport/acp.ts";
 import { ndJsonStream } from "../../src/transport/nd_json_stream.ts";
 
@@ -35,11 +35,11 @@ function transport(ndjson: boolean): {
 }
 
 for (const ndjson of [true, false]) {
-  Deno.test(`describeErrors: the SDK's writer-per-message path (${ndjson ? "NDJSON" : "plain"} transport)`, async () => {
+  Deno.test(`outbound: the SDK's writer-per-message path (${ndjson ? "NDJSON" : "plain"} transport)`, async () => {
     const { stream, written } = transport(ndjson);
     const lines: string[] = [];
     const answered: unknown[] = [];
-    const described = describeErrors(
+    const described = outbound(
       stream,
       createLogger("warn", (line) => lines.push(line)),
       (id) => void answered.push(id),
@@ -82,8 +82,8 @@ for (const ndjson of [true, false]) {
   });
 }
 
-Deno.test("describeErrors: a write that fails rejects the SDK's write", async () => {
-  const described = describeErrors(
+Deno.test("outbound: a write that fails rejects the SDK's write", async () => {
+  const described = outbound(
     ndJsonStream(new WritableStream<Uint8Array>(), new ReadableStream<Uint8Array>()),
     createLogger("error", () => {}),
   );
@@ -93,7 +93,7 @@ Deno.test("describeErrors: a write that fails rejects the SDK's write", async ()
   await assert.rejects(async () => await writer.write(unwritable), TypeError);
 });
 
-Deno.test("describeErrors: an answer that onAnswer says is followed waits for the task's write", async () => {
+Deno.test("outbound: an answer that onAnswer says is followed waits for the task's write", async () => {
   let text = "";
   const decoder = new TextDecoder();
   const tasks: Array<() => void> = [];
@@ -109,7 +109,7 @@ Deno.test("describeErrors: an answer that onAnswer says is followed waits for th
     }),
     { defer: (task) => tasks.push(task) },
   );
-  const described = describeErrors(stream, createLogger("error", () => {}), (id) => id === 1);
+  const described = outbound(stream, createLogger("error", () => {}), (id) => id === 1);
   const write = async (message: AnyMessage): Promise<void> => {
     const writer = described.writable.getWriter();
     await writer.write(message);
@@ -127,10 +127,10 @@ Deno.test("describeErrors: an answer that onAnswer says is followed waits for th
   assert.equal(output().split("\n").length - 1, 2, "any other answer is written at once");
 });
 
-Deno.test("describeErrors: a URL in an error's message loses its credentials", async () => {
+Deno.test("outbound: a URL in an error's message loses its credentials", async () => {
   const { stream, written } = transport(false);
   const lines: string[] = [];
-  const described = describeErrors(stream, createLogger("warn", (line) => lines.push(line)));
+  const described = outbound(stream, createLogger("warn", (line) => lines.push(line)));
   const writer = described.writable.getWriter();
   await writer.write({
     jsonrpc: "2.0",

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createLogger, dropEntry, LOG_LEVELS } from "../../src/log/logger.ts";
-import { withFields } from "../../src/protocol/connection_logger.ts";
+import { withFields } from "../../src/server/connection_logger.ts";
 
 Deno.test("withFields adds its fields after each entry's own, at every level written", () => {
   const lines: string[] = [];

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Inflight } from "../../src/protocol/inflight.ts";
+import { Inflight } from "../../src/server/inflight.ts";
 
 /** A promise and its resolver. */
 function deferred(): { promise: Promise<void>; resolve: () => void } {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { orderSessionMessages } from "../../src/protocol/session_order.ts";
+import { orderSessionMessages } from "../../src/server/session_order.ts";
 import type { AnyMessage } from "../../src/transport/acp.ts";
 import type { MessageSource } from "../../src/transport/nd_json_stream.ts";
 

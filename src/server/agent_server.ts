@@ -1,32 +1,61 @@
 import type { RetryPolicy } from "../agent/run_turn.ts";
-import type { Config } from "../config/config.ts";
 import type { Host } from "../host/host.ts";
-import type { ModelCatalog } from "../llm/catalog.ts";
-import type { Logger } from "../log/logger.ts";
+import { ModelCatalog } from "../llm/catalog.ts";
+import { type Logger, nullLogger } from "../log/logger.ts";
 import type { ToolSetFactory } from "../session/tool_set_factory.ts";
+import { MemoryAttachmentStore } from "../store/memory_attachment_store.ts";
+import { MemorySessionStore } from "../store/memory_session_store.ts";
 import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import { HostWorkspace } from "../tools/host_workspace.ts";
 import type { Tool } from "../tools/tool.ts";
 import type { Stream } from "../transport/acp.ts";
-import { blockingPathChecks } from "./path_checks.ts";
+import { VERSION } from "../util/version.ts";
+import { blockingPathChecks } from "../protocol/path_checks.ts";
 import { Connection, type ConnectionOptions, type ServerParts } from "./connection.ts";
+import { DEFAULT_SERVER_SETTINGS, type ServerSettings } from "./server_settings.ts";
 
 export { type ConnectionOptions, LIMIT_REACHED } from "./connection.ts";
+export {
+  DEFAULT_SERVER_SETTINGS,
+  type ProtocolSettings,
+  type ServerSettings,
+  type SessionSettings,
+  type TurnSettings,
+} from "./server_settings.ts";
 
-export { MAX_INSTRUCTIONS_BYTES } from "./instructions.ts";
+export { MAX_INSTRUCTIONS_BYTES } from "../protocol/instructions.ts";
 
-/** What an agent server is built from: everything its connections share. */
+/**
+ * What an agent server is built from: everything its connections share. Only the host is
+ * required; the rest has a default.
+ */
 export interface AgentServerOptions {
-  /** Server settings. */
-  readonly config: Config;
-  /** The models offered and their providers. */
-  readonly catalog: ModelCatalog;
   /** The operating system. */
   readonly host: Host;
-  /** Where diagnostics go; each connection adds its `connectionId` to its lines. */
-  readonly logger: Logger;
-  /** Reported as `agentInfo.version`. */
-  readonly version: string;
+  /**
+   * Server settings; those left out keep their default.
+   *
+   * @default {DEFAULT_SERVER_SETTINGS}
+   */
+  readonly settings?: Partial<ServerSettings>;
+  /**
+   * The models offered and their providers.
+   *
+   * @default {the offline models (`echo`) and the default model: `new ModelCatalog({ defaultModel })`}
+   */
+  readonly catalog?: ModelCatalog;
+  /**
+   * Where diagnostics go; each connection adds its `connectionId` to its lines.
+   *
+   * @default {nullLogger}
+   */
+  readonly logger?: Logger;
+  /**
+   * Reported as `agentInfo.version`.
+   *
+   * @default {the package's VERSION}
+   */
+  readonly version?: string;
   /**
    * Makes the tools of each session when it is created, loaded or resumed; it can register
    * clean-ups with the session's disposer.
@@ -36,10 +65,18 @@ export interface AgentServerOptions {
   readonly toolsFor?: ToolSetFactory;
   /** How failed model requests are retried. @default {DEFAULT_RETRY} */
   readonly retry?: RetryPolicy;
-  /** Where sessions are recorded. */
-  readonly store: SessionStore;
-  /** Where prompt images are kept. */
-  readonly attachments: AttachmentStore;
+  /**
+   * Where sessions are recorded.
+   *
+   * @default {a MemorySessionStore: sessions last as long as the server}
+   */
+  readonly store?: SessionStore;
+  /**
+   * Where prompt images are kept.
+   *
+   * @default {in memory (the default store's own when no store is given)}
+   */
+  readonly attachments?: AttachmentStore;
   /**
    * Canonical absolute directories (real paths) sessions may be opened in: a `cwd` or additional
    * directory outside all of them gets -32602, `session/list` shows only the sessions inside them
@@ -119,17 +156,23 @@ export interface AgentServer {
 }
 
 /**
- * Builds an agent server from what its connections share.
+ * Builds an agent server from what its connections share: a host, and whatever else is not to
+ * be defaulted (settings, models, store, logger, tools).
  *
  * @example Serving a connection in-process
- * ```ts ignore
+ * ```ts
  * import { createAgentServer } from "./agent_server.ts";
- * const server = createAgentServer({ config, catalog, host, logger, version, store, attachments });
- * const connection = server.connect(stream);
+ * import { NodeHost } from "../host/node_host.ts";
+ * import { createMemoryPair } from "../transport/memory.ts";
+ * const server = createAgentServer({ host: new NodeHost() });
+ * const [serverSide, clientSide] = createMemoryPair();
+ * const connection = server.connect(serverSide);
+ * await clientSide.writable.close();
+ * await connection.closed;
  * await server.close();
  * ```
  *
- * @param options Configuration and shared dependencies
+ * @param options The host, and the settings and shared dependencies not left to their defaults
  * @returns The server
  */
 export function createAgentServer(options: AgentServerOptions): AgentServer {
@@ -155,36 +198,18 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   };
 }
 
-/**
- * Serves ACP on one message stream with a server of its own: one connection, many sessions.
- *
- * @example Serving in-process
- * ```ts ignore
- * import { connectAgentServer } from "./agent_server.ts";
- * const connection = connectAgentServer(stream, { config, catalog, host, logger, version });
- * await connection.closed;
- * ```
- *
- * @param stream The connection's message streams
- * @param options Configuration and dependencies
- * @returns The connection handle
- */
-export function connectAgentServer(
-  stream: Stream,
-  options: AgentServerOptions,
-): AgentServerConnection {
-  return createAgentServer(options).connect(stream);
-}
-
 function serverParts(options: AgentServerOptions): ServerParts {
+  const { host } = options;
+  const settings: ServerSettings = { ...DEFAULT_SERVER_SETTINGS, ...options.settings };
+  const { store, attachments } = storesOf(options);
   return {
-    config: options.config,
-    catalog: options.catalog,
-    host: options.host,
-    logger: options.logger,
-    version: options.version,
-    store: options.store,
-    attachments: options.attachments,
+    settings,
+    catalog: options.catalog ?? new ModelCatalog({ defaultModel: settings.model }),
+    host,
+    logger: options.logger ?? nullLogger,
+    version: options.version ?? VERSION,
+    store,
+    attachments,
     toolsFor: options.toolsFor ?? builtinToolsFor,
     localWorkspace: new HostWorkspace(options.host),
     retry: options.retry,
@@ -194,6 +219,23 @@ function serverParts(options: AgentServerOptions): ServerParts {
     idleTask: once(options.idleTask),
     pathChecks: options.blockingPathChecks ? blockingPathChecks(options.host) : options.host,
   };
+}
+
+/** The stores given, or in memory (attachments given alone are the memory store's). */
+function storesOf(
+  options: AgentServerOptions,
+): { store: SessionStore; attachments: AttachmentStore } {
+  if (options.store) {
+    return {
+      store: options.store,
+      attachments: options.attachments ?? new MemoryAttachmentStore(),
+    };
+  }
+  const store = new MemorySessionStore({
+    now: () => options.host.now(),
+    ...(options.attachments ? { attachments: options.attachments } : {}),
+  });
+  return { store, attachments: store.attachments };
 }
 
 /** `task`, run at most once however often the result is called. */

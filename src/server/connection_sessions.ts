@@ -8,21 +8,27 @@
  */
 import { type AgentContext, methods } from "@agentclientprotocol/sdk";
 import { SessionManager } from "../session/session_manager.ts";
+import type { SessionServices } from "../session/session_services.ts";
 import type { ReplayFrameSink } from "../session/replay_frames.ts";
 import type { AnyMessage } from "../transport/acp.ts";
 import { DeferredCreationStore } from "../store/deferred_creation_store.ts";
 import type { SessionStore } from "../store/session_store.ts";
-import { createPermissionAsker } from "./ask_permission.ts";
-import { ClientWorkspace } from "./client_workspace.ts";
-import type { ConnectionContext, ServerParts } from "./connection.ts";
+import { createPermissionAsker } from "../protocol/ask_permission.ts";
+import { ClientWorkspace } from "../protocol/client_workspace.ts";
+import type { Connection, ServerParts } from "./connection.ts";
 
-export { cancel } from "./handlers/session_cancel.ts";
-export { closeSession, deleteSession } from "./handlers/session_close.ts";
-export { setConfigOption, setMode } from "./handlers/session_config.ts";
-export { listSessions } from "./handlers/session_list.ts";
-export { loadSession, resumeSession } from "./handlers/session_load.ts";
-export { newSession } from "./handlers/session_new.ts";
-export { prompt } from "./handlers/session_prompt.ts";
+export {
+  cancel,
+  closeSession,
+  deleteSession,
+  listSessions,
+  loadSession,
+  newSession,
+  prompt,
+  resumeSession,
+  setConfigOption,
+  setMode,
+} from "../protocol/session_handlers.ts";
 
 /** How a connection reaches its client, for the sessions it opens. */
 export interface SessionManagerLink {
@@ -43,21 +49,17 @@ export interface SessionManagerLink {
  * @returns The session manager
  */
 export function createSessionManager(
-  connection: ConnectionContext,
+  connection: Connection,
   link: SessionManagerLink,
 ): SessionManager {
   const { server, logger } = connection;
   const client = link.client;
   const ask = createPermissionAsker(client, logger, {
-    timeoutMs: server.config.permissionTimeout * 1000,
+    timeoutMs: server.settings.permissionTimeoutMs,
   });
   return new SessionManager({
-    config: server.config,
-    catalog: server.catalog,
-    toolsFor: server.toolsFor,
-    host: server.host,
+    services: sessionServices(server),
     logger,
-    now: () => server.host.now(),
     sinkFor: (sessionId) => (update) =>
       client.notify(methods.client.session.update, { sessionId, update }),
     replaySinkFor: (sessionId) => (updates) =>
@@ -76,30 +78,48 @@ export function createSessionManager(
       const session = connection.clientCapabilities.session;
       return { compaction: Boolean(session?.compaction), notices: Boolean(session?.notices) };
     },
-    ...(server.retry ? { retry: server.retry } : {}),
-    store: sessionStore(server),
-    attachments: server.attachments,
-    openSessions: server.openSessions,
-    ...(server.defer ? { defer: server.defer } : {}),
   });
 }
 
-/** The store each server's sessions use, by server: shared by its connections. */
-const stores = new WeakMap<ServerParts, SessionStore>();
+/** The services of each server's sessions, by server: built once, shared by its connections. */
+const services = new WeakMap<ServerParts, SessionServices>();
+
+/**
+ * What every session of a server runs on, built with the server's first session manager (this
+ * module is not loaded before) and shared by reference by all its connections' managers.
+ */
+function sessionServices(server: ServerParts): SessionServices {
+  let built = services.get(server);
+  if (built === undefined) {
+    const { host } = server;
+    built = {
+      settings: server.settings,
+      catalog: server.catalog,
+      host,
+      // Tools get the host's file-system queries only (never processes or the environment).
+      files: host,
+      now: () => host.now(),
+      store: sessionStore(server),
+      attachments: server.attachments,
+      toolsFor: server.toolsFor,
+      retry: server.retry,
+      openSessions: server.openSessions,
+      defer: server.defer,
+    };
+    services.set(server, built);
+  }
+  return built;
+}
 
 /**
  * The store of a server's sessions: with a `defer`, its store wrapped so that a new session is
- * written after its `session/new` answer ({@link DeferredCreationStore}), one wrapper for all
- * the server's connections (so that each lists the sessions the others are writing).
+ * written after its `session/new` answer ({@link DeferredCreationStore}); built once per server
+ * with its {@link sessionServices}, so one wrapper serves all the server's connections (each
+ * lists the sessions the others are writing).
  */
 function sessionStore(server: ServerParts): SessionStore {
   if (server.defer === undefined) return server.store;
-  let store = stores.get(server);
-  if (store === undefined) {
-    store = new DeferredCreationStore(server.store, server.defer);
-    stores.set(server, store);
-  }
-  return store;
+  return new DeferredCreationStore(server.store, server.defer);
 }
 
 /** How a replay writes serialized `session/update` notifications of a session. */

@@ -1,55 +1,44 @@
 import { type AgentConnection, RequestError } from "@agentclientprotocol/sdk";
-import type { RetryPolicy } from "../agent/run_turn.ts";
-import type { Config } from "../config/config.ts";
-import type { Host } from "../host/host.ts";
-import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
+import type { ConnectionContext, ServerContext } from "../protocol/connection_context.ts";
 import type { Session } from "../session/session.ts";
 import type { SessionManager } from "../session/session_manager.ts";
-import type { ToolSetFactory } from "../session/tool_set_factory.ts";
-import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
+import type { SessionServices } from "../session/session_services.ts";
 import type { Workspace } from "../tools/workspace.ts";
 import type { AnyMessage, Stream } from "../transport/acp.ts";
 import type { NdJsonStream } from "../transport/nd_json_stream.ts";
 import type { ClientCapabilities } from "../transport/acp_types.ts";
 import { withFields } from "./connection_logger.ts";
-import { describeErrors } from "./describe_errors.ts";
+import { outbound } from "./outbound.ts";
 import { Inflight } from "./inflight.ts";
-import type { PathChecks } from "./path_checks.ts";
-import type { PromptCapabilities } from "./prompt_content.ts";
-import { agentApp } from "./routes.ts";
-import { DEFAULT_MAX_REQUESTS_IN_FLIGHT, RequestBound } from "./request_bound.ts";
+import type { PromptCapabilities } from "../protocol/prompt_content.ts";
+import { agentApp } from "../protocol/routes.ts";
+import { RequestBound } from "../protocol/request_bound.ts";
+import type { ServerSettings } from "./server_settings.ts";
 import { orderSessionMessages, type SessionOrder, streamSource } from "./session_order.ts";
-import type * as SessionSideModule from "./session_side.ts";
+import type * as SessionSideModule from "./connection_sessions.ts";
 
 /**
- * The session side of a connection (`./session_side.ts`): the handlers of the session methods and
- * what they run on. Loaded on first use, so that start-up and `initialize` do without it.
+ * The session side of a connection (`./connection_sessions.ts`): the handlers of the session
+ * methods and what they run on. Loaded on first use, so that start-up and `initialize` do without
+ * it.
  */
 export type SessionSide = typeof SessionSideModule;
 
-/** What every connection of a server shares, built once by the server. */
-export interface ServerParts {
-  readonly config: Config;
-  readonly catalog: ModelCatalog;
-  readonly host: Host;
+/**
+ * What every connection of a server shares, built once by the server: what the handlers see
+ * ({@link ServerContext}), what its sessions share (the parts of `SessionServices` the session
+ * side builds them from, once per server) and the connection's own.
+ */
+export interface ServerParts
+  extends ServerContext, Omit<SessionServices, "settings" | "store" | "files" | "now"> {
+  readonly settings: ServerSettings;
   /** The server's logger; each connection adds its id. */
   readonly logger: Logger;
-  readonly version: string;
-  readonly store: SessionStore;
-  readonly attachments: AttachmentStore;
-  readonly toolsFor: ToolSetFactory;
   /** File and command access on this machine, for clients that do not offer their own. */
   readonly localWorkspace: Workspace;
-  readonly retry?: RetryPolicy | undefined;
   /** The ids of the sessions open on any connection of the server. */
   readonly openSessions: Set<string>;
-  /** Canonical directories sessions may be opened in; `undefined` allows any. */
-  readonly allowedRoots?: readonly string[] | undefined;
-  /** How the paths clients name are checked (see `AgentServerOptions.blockingPathChecks`). */
-  readonly pathChecks: PathChecks;
-  /** Runs a task once the current event-loop task's work is done (see `AgentServerOptions`). */
-  readonly defer?: ((task: () => void) => void) | undefined;
   /** The server's `idleTask`, run once however often it is called (see `AgentServerOptions`). */
   readonly idleTask?: (() => void) | undefined;
 }
@@ -62,63 +51,13 @@ export interface ConnectionOptions {
    * Most requests being handled at once; past it the connection reads nothing more until one is
    * answered (see `RequestBound`).
    *
-   * @default {the server's `maxRequestsInFlight` setting, else 64}
+   * @default {the server's `maxRequestsInFlight` setting}
    */
   readonly maxRequestsInFlight?: number | undefined;
 }
 
 /** JSON-RPC error code of a request refused because a connection limit is reached. */
 export const LIMIT_REACHED: number = -32029;
-
-/** One connection's state, as the ACP method handlers see it. */
-export interface ConnectionContext {
-  /** The connection id, on every line it logs. */
-  readonly id: string;
-  readonly server: ServerParts;
-  /** The server's logger with the connection id added. */
-  readonly logger: Logger;
-  /**
-   * The sessions this connection opened. Only the session side uses it, once loaded.
-   *
-   * @throws {Error} Before the session side is loaded
-   */
-  readonly sessions: SessionManager;
-  /** The session side, once loaded; `undefined` before. */
-  readonly loadedSessionSide: SessionSide | undefined;
-  /**
-   * Loads the session side (once, with its session manager): the handlers of the session methods.
-   *
-   * @returns The session side
-   */
-  sessionSide(): Promise<SessionSide>;
-  /** Starts loading the session side soon, unless the connection is going away. */
-  preloadSessionSide(): void;
-  /** The prompt content accepted (images when the default model takes them). */
-  readonly promptCapabilities: PromptCapabilities;
-  /** The client's capabilities, from `initialize`. */
-  clientCapabilities: ClientCapabilities;
-  /** Says that a session request took effect: later messages of its session may go. */
-  applied(requestId: unknown): void;
-  /**
-   * Runs `then` once the answer to a request is written (at once when `requestId` is undefined),
-   * so that what it sends follows the answer.
-   */
-  afterAnswer(requestId: unknown, then: () => void): void;
-  /** Tracks a request being handled, so the connection's drain waits for its answer. */
-  track<Result>(result: Result): Result;
-  /**
-   * Runs a session open (`session/new`, `load`, `resume`) within the connection's session limit.
-   *
-   * @throws {RequestError} {@link LIMIT_REACHED} when the connection has its most sessions open
-   */
-  openingSession<T>(open: () => Promise<T>): Promise<T>;
-  /**
-   * The open session with this id.
-   *
-   * @throws {RequestError} -32002 when this connection has no such session open
-   */
-  requireSession(sessionId: string): Session;
-}
 
 /**
  * One client connection: its capabilities, the sessions it opened, the arrival order of each
@@ -169,12 +108,11 @@ export class Connection implements ConnectionContext {
     this.server = server;
     this.logger = withFields(server.logger, { connectionId: id });
     this.promptCapabilities = {
-      image: server.catalog.info(server.config.model)?.image ?? false,
+      image: server.catalog.info(server.settings.model)?.image ?? false,
       audio: false,
       embeddedContext: true,
     };
-    const max = options.maxRequestsInFlight ?? server.config.maxRequestsInFlight ??
-      DEFAULT_MAX_REQUESTS_IN_FLIGHT;
+    const max = options.maxRequestsInFlight ?? server.settings.maxRequestsInFlight;
     let toldFull = false;
     this.#bound = new RequestBound({
       max,
@@ -190,7 +128,7 @@ export class Connection implements ConnectionContext {
     this.#order = orderSessionMessages(this.#bound.guard(input), {
       cancel: (sessionId) => this.#sessions?.get(sessionId)?.cancel(),
     });
-    const described = describeErrors(stream, this.logger, (id) => {
+    const described = outbound(stream, this.logger, (id) => {
       this.#bound.answered(id);
       this.#order.applied(id);
       const then = this.#afterAnswer.get(id);
@@ -229,7 +167,7 @@ export class Connection implements ConnectionContext {
   sessionSide(): Promise<SessionSide> {
     if (this.#loadingSide) return this.#loadingSide;
     // The `+` keeps the session side out of Deno's start-up module graph (src/runtime/main.ts).
-    const loading = import("./session_side" + ".ts") as Promise<SessionSide>;
+    const loading = import("./connection_sessions" + ".ts") as Promise<SessionSide>;
     this.#loadingSide = loading.then((side) => {
       const sessions = side.createSessionManager(this, {
         client: this.#acp.client,

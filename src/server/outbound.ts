@@ -3,8 +3,19 @@ import type { AnyMessage, Stream } from "../transport/acp.ts";
 import type { BulkWriter, FrameWriter, NdJsonStream } from "../transport/nd_json_stream.ts";
 import { redactUrls } from "../util/redact_urls.ts";
 
+/** A connection's outbound side, as {@link outbound} makes it. */
+export interface Outbound {
+  /** Where the SDK writes the connection's messages. */
+  readonly writable: WritableStream<AnyMessage>;
+  /** Writes messages straight to the transport, in order (see {@link outbound}). */
+  writeDirect(messages: readonly AnyMessage[]): Promise<void>;
+  /** Writes serialized NDJSON frames straight to the transport, when it frames NDJSON itself. */
+  readonly writeFrames?: (frames: Uint8Array) => Promise<void>;
+}
+
 /**
- * Wraps a connection's outbound side so every error response names what was wrong, and logs it.
+ * The outbound writer of a connection: wraps its outbound side so every error response names
+ * what was wrong, and logs it.
  *
  * The SDK answers a schema violation with `-32602 "Invalid params"` and the zod error tree in
  * `data`; this adds the first offending field and its problem to the message
@@ -26,15 +37,11 @@ import { redactUrls } from "../util/redact_urls.ts";
  *   the task goes on to send more messages (they share the answer's write)
  * @returns The rewritten outbound side, and `writeDirect`
  */
-export function describeErrors(
+export function outbound(
   stream: Stream,
   logger: Logger,
   onAnswer?: (id: unknown) => boolean | void,
-): {
-  readonly writable: WritableStream<AnyMessage>;
-  writeDirect(messages: readonly AnyMessage[]): Promise<void>;
-  readonly writeFrames?: (frames: Uint8Array) => Promise<void>;
-} {
+): Outbound {
   const writer = stream.writable.getWriter();
   // An NDJSON transport takes a message without its writable around it: one hand-off less.
   const writeMessage = (stream as Partial<NdJsonStream>).writeMessage?.bind(stream);
@@ -104,7 +111,7 @@ export const MAX_DATA_DEPTH = 64;
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { nestedDeeperThan } from "./describe_errors.ts";
+ * import { nestedDeeperThan } from "./outbound.ts";
  * assert(!nestedDeeperThan({ a: [1, { b: 2 }] }, 3));
  * assert(nestedDeeperThan({ a: [1, { b: 2 }] }, 2));
  * ```
@@ -148,9 +155,9 @@ const DONE: Promise<void> = Promise.resolve();
 /**
  * A writable stream whose writers cost nothing to take and release. The SDK's connection sends
  * each message by taking a writer, writing the message and releasing the writer; on a plain
- * `WritableStream` that is a round of promises per message (about 3 µs on Node.js, on the path of
- * every answer and update). A writer of this stream hands the message to the sink's `write` at
- * once and releases nothing; the messages keep their order because the SDK writes one at a time.
+ * `WritableStream` that is a round of promises per message, on the path of every answer and
+ * update. A writer of this stream hands the message to the sink's `write` at once and releases
+ * nothing; the messages keep their order because the SDK writes one at a time.
  * Everything else is the stream's own (closing, aborting, piping).
  */
 class WriterPerMessage<T> extends WritableStream<T> {

@@ -9,14 +9,15 @@ import assert from "node:assert/strict";
 import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { client, methods } from "@agentclientprotocol/sdk";
 import {
   type AgentServer,
   builtinTools,
   createAgentServer,
   createLogger,
   createMemoryPair,
+  DEFAULT_SERVER_SETTINGS,
   JsonlSessionStore,
-  mergeConfig,
   ModelCatalog,
   NodeHost,
   type SessionToolsInfo,
@@ -49,11 +50,9 @@ async function fixture(toolsFor?: ToolSetFactory, idleTask?: () => void): Promis
   const released: string[] = [];
   const tools = builtinTools();
   const server = createAgentServer({
-    config: mergeConfig({}),
     catalog: new ModelCatalog(),
     host,
     logger,
-    version: VERSION,
     store,
     attachments: store.attachments,
     toolsFor: toolsFor ?? ((info) => {
@@ -243,4 +242,69 @@ Deno.test("createAgentServer(): a failing idleTask is logged and the server keep
   assert.ok(
     f.logs.some((line) => line.includes("the idle task failed") && line.includes("idle boom")),
   );
+});
+
+Deno.test("createAgentServer({ host }) alone serves a prompt to the ACP SDK's client over a memory pair", async () => {
+  const server = createAgentServer({ host: new NodeHost() });
+  const cwd = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-defaults-")));
+  try {
+    const [serverSide, clientSide] = createMemoryPair();
+    server.connect(serverSide);
+    let reply = "";
+    const answer = await client({ name: "defaults-test" })
+      .onNotification(methods.client.session.update, ({ params }) => {
+        const update = params.update;
+        if (update.sessionUpdate === "agent_message_chunk" && update.content.type === "text") {
+          reply += update.content.text;
+        }
+      })
+      .connectWith(clientSide, async (agent) => {
+        const init = await agent.request(methods.agent.initialize, { protocolVersion: 1 });
+        const { sessionId, configOptions } = await agent.request(methods.agent.session.new, {
+          cwd,
+          mcpServers: [],
+        });
+        const { stopReason } = await agent.request(methods.agent.session.prompt, {
+          sessionId,
+          prompt: [{ type: "text", text: "hello defaults" }],
+        });
+        const model = configOptions?.find((option) => option.id === "model")?.currentValue;
+        return { version: init.agentInfo?.version, model, stopReason };
+      });
+    // The package's version and the offline default model, which echoes the prompt.
+    assert.deepEqual(answer, { version: VERSION, model: "echo", stopReason: "end_turn" });
+    assert.equal(reply, "Echo: hello defaults");
+    assert.equal(server.connections, 1);
+  } finally {
+    await server.close();
+    await rm(cwd, { recursive: true, force: true });
+  }
+});
+
+Deno.test("createAgentServer() takes partial settings over DEFAULT_SERVER_SETTINGS", async () => {
+  const server = createAgentServer({
+    host: new NodeHost(),
+    settings: { sessionListPageSize: 1 },
+  });
+  const cwd = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-settings-")));
+  try {
+    const [serverSide, clientSide] = createMemoryPair();
+    server.connect(serverSide);
+    const listed = await client({ name: "settings-test" }).connectWith(
+      clientSide,
+      async (agent) => {
+        await agent.request(methods.agent.initialize, { protocolVersion: 1 });
+        for (let i = 0; i < 2; i++) {
+          await agent.request(methods.agent.session.new, { cwd, mcpServers: [] });
+        }
+        return await agent.request(methods.agent.session.list, {});
+      },
+    );
+    assert.equal(listed.sessions.length, 1, "one session a page");
+    assert.equal(typeof listed.nextCursor, "string");
+    assert.equal(DEFAULT_SERVER_SETTINGS.sessionListPageSize, 100);
+  } finally {
+    await server.close();
+    await rm(cwd, { recursive: true, force: true });
+  }
 });

@@ -1,0 +1,85 @@
+/**
+ * The CLI's `Config` (seconds, flags, a file's keys) mapped once to what the parts it composes
+ * take (ms, each part its own settings): every seconds → ms conversion of the CLI is here.
+ *
+ * @module
+ */
+import type { Config } from "../config/config.ts";
+import type { ServerSettings } from "../server/server_settings.ts";
+import type { HttpLimits } from "../transport/http/http_transport.ts";
+import type { ListenOptions } from "../transport/http/http_handler.ts";
+
+/** What the CLI hands each part it composes, from one {@link Config}. */
+export interface CliSettings {
+  /** The agent server's settings. */
+  readonly server: ServerSettings;
+  /** The session store's timings (`openSessionStore`, `copy-sessions`). */
+  readonly store: {
+    /** How long a PostgreSQL session lease lives without a heartbeat, in ms. */
+    readonly leaseTtlMs: number;
+    /** How long a write waits for the store to confirm it, in ms. */
+    readonly commitTimeoutMs: number;
+  };
+  /** The HTTP transport's limits (`--http`). */
+  readonly httpLimits: HttpLimits;
+  /** How the HTTP listener binds (`--http`). */
+  readonly httpListen: ListenOptions;
+}
+
+const MS_PER_S = 1000;
+
+/**
+ * The settings of every part the CLI composes, from its merged config.
+ *
+ * @example Seconds become ms
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DEFAULT_CONFIG } from "../config/config.ts";
+ * import { settingsOf } from "./cli_settings.ts";
+ * const settings = settingsOf({ ...DEFAULT_CONFIG, permissionTimeout: 5 });
+ * assert.equal(settings.server.permissionTimeoutMs, 5000);
+ * ```
+ *
+ * @param config The merged config
+ * @returns The settings of the server, the store and the HTTP transport
+ */
+export function settingsOf(config: Config): CliSettings {
+  return {
+    server: {
+      model: config.model,
+      mode: config.mode,
+      stream: config.stream,
+      maxSteps: config.maxSteps,
+      compactThreshold: config.compactThreshold,
+      storeCommitTimeoutMs: config.storeCommitTimeout * MS_PER_S,
+      mcpStartTimeoutMs: config.mcpStartTimeout * MS_PER_S,
+      mcpCallTimeoutMs: config.mcpCallTimeout * MS_PER_S,
+      mcpStrict: config.mcpStrict,
+      sessionListPageSize: config.sessionListPageSize,
+      permissionTimeoutMs: config.permissionTimeout * MS_PER_S,
+      maxRequestsInFlight: config.maxRequestsInFlight,
+    },
+    store: {
+      leaseTtlMs: config.leaseTtl * MS_PER_S,
+      commitTimeoutMs: config.storeCommitTimeout * MS_PER_S,
+    },
+    httpLimits: {
+      maxBodyBytes: config.maxMessageBytes,
+      maxConnections: config.maxConnections,
+      maxConnectionsPerAddress: config.maxConnectionsPerAddress,
+      maxSessionsPerConnection: config.maxSessionsPerConnection,
+      maxBufferedBytes: config.maxBufferedBytes,
+      stallTimeoutMs: config.stallTimeout * MS_PER_S,
+      idleTimeoutMs: config.idleTimeout * MS_PER_S,
+      bodyTimeoutMs: config.bodyTimeout * MS_PER_S,
+    },
+    httpListen: {
+      hostname: config.host,
+      port: config.port,
+      maxMessageBytes: config.maxMessageBytes,
+      headerTimeoutMs: config.headerTimeout * MS_PER_S,
+      maxSockets: config.maxSockets,
+      maxSocketsPerAddress: config.maxSocketsPerAddress,
+    },
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * What every session of a server shares: its settings and the services its sessions run on,
+ * built once per server and handed by reference to each session manager, session and turn, so
+ * that a new shared dependency is one field here.
+ *
+ * @module
+ */
+import type { TurnServices, TurnSettings } from "../agent/run_turn.ts";
+import type { PermissionMode } from "../config/config.ts";
+import type { Host } from "../host/host.ts";
+import type { ModelCatalog } from "../llm/catalog.ts";
+import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
+import type { ToolSetFactory } from "./tool_set_factory.ts";
+
+/** The settings sessions read, fixed for a server's life; times in ms. */
+export interface SessionSettings extends TurnSettings {
+  /** Default model id for new sessions (and for a session whose model is gone). @default {"echo"} */
+  readonly model: string;
+  /** Permission mode of new sessions. @default {"ask"} */
+  readonly mode: PermissionMode;
+  /**
+   * The share of the model's context window at which a session's conversation is compacted
+   * before the next model request. @default {0.8}
+   */
+  readonly compactThreshold: number;
+  /**
+   * How long a prompt's answer (or a tool about to run) waits for the store to confirm the
+   * session's records before the prompt fails, in ms. @default {30_000}
+   */
+  readonly storeCommitTimeoutMs: number;
+  /** How long an MCP server has to start and list its tools, in ms. @default {30_000} */
+  readonly mcpStartTimeoutMs: number;
+  /** How long one MCP tool call may take, in ms. @default {300_000} */
+  readonly mcpCallTimeoutMs: number;
+  /**
+   * Whether one MCP server that does not start fails the request (else the session opens
+   * without it), unless the request says. @default {false}
+   */
+  readonly mcpStrict: boolean;
+}
+
+/** The shared parts every session of a server runs on (see the module doc). */
+export interface SessionServices extends TurnServices {
+  readonly settings: SessionSettings;
+  /** The models offered and their providers. */
+  readonly catalog: ModelCatalog;
+  /** The operating system (its processes run MCP servers; tools get its file queries only). */
+  readonly host: Host;
+  /** The clock, in ms since the epoch. */
+  readonly now: () => number;
+  /** Where sessions are recorded. */
+  readonly store: SessionStore;
+  /** Where prompt images are kept. */
+  readonly attachments: AttachmentStore;
+  /** Makes the tool set of each session. */
+  readonly toolsFor: ToolSetFactory;
+  /**
+   * The ids of the sessions open on any connection of the server, shared by their managers: a
+   * session open on another connection is not deleted from under it.
+   */
+  readonly openSessions?: Set<string> | undefined;
+  /**
+   * Runs a task once the work of the current event-loop task is done (`setImmediate`): given,
+   * a session's records and updates are handed over together once per task (see `Outbox`).
+   */
+  readonly defer?: ((task: () => void) => void) | undefined;
+}
