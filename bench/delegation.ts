@@ -15,9 +15,10 @@
  * @module
  */
 import type { McpBenchAgent } from "./mcp.ts";
+import { fixed, table } from "./format.ts";
 import { median } from "./stats.ts";
 
-/** The part of a running agent (an `AgentProcess` of `bench/main.ts`) this benchmark uses. */
+/** The part of a running agent (an `AgentProcess`) this benchmark uses. */
 export type DelegationBenchAgent = Pick<
   McpBenchAgent,
   "spawnedAt" | "request" | "closeStdin" | "waitExit"
@@ -77,20 +78,25 @@ function stats(values: readonly number[]): DelegationStats {
   return { median: median(values), min: Math.min(...values), max: Math.max(...values) };
 }
 
+/** What {@link measureDelegation} runs on. */
+export interface DelegationBenchOptions {
+  /** Starts ours (the parent and the direct server) with extra arguments. */
+  readonly start: StartDelegationAgent;
+  /** The command line the parent starts as its agent (ours on the same runtime). */
+  readonly child: DelegationCommandLine;
+  /** `root`: the sessions' cwd; `tmp`: a scratch directory for scripts and config. */
+  readonly paths: { readonly root: string; readonly tmp: string };
+  /** Warm-ups and measured rounds. */
+  readonly counts: DelegationBenchCounts;
+}
+
 /**
  * Measures one runtime.
  *
- * @param start Starts ours (the parent and the direct server) with extra arguments
- * @param child The command line the parent starts as its agent (ours on the same runtime)
- * @param paths `root`: the sessions' cwd; `tmp`: a scratch directory for scripts and config
- * @param counts Warm-ups and measured rounds
  * @returns The figures
  */
 export async function measureDelegation(
-  start: StartDelegationAgent,
-  child: DelegationCommandLine,
-  paths: { readonly root: string; readonly tmp: string },
-  counts: DelegationBenchCounts,
+  { start, child, paths, counts }: DelegationBenchOptions,
 ): Promise<DelegationResult> {
   const dir = `${paths.tmp}/delegation`;
   await Deno.mkdir(dir, { recursive: true });
@@ -202,17 +208,8 @@ export interface DelegationReportRow {
   readonly failed: boolean;
 }
 
-function fixed(value: number | undefined, digits: number): string {
-  return value === undefined || Number.isNaN(value) ? "n/a" : value.toFixed(digits);
-}
-
 function range(value: DelegationStats | undefined, digits: number): string {
   return value === undefined ? "n/a" : `${fixed(value.min, digits)} – ${fixed(value.max, digits)}`;
-}
-
-function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const line = (cells: readonly string[]): string => `| ${cells.join(" | ")} |`;
-  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
 }
 
 /**

@@ -23,32 +23,21 @@ import {
   type SseResponse,
 } from "../tests/_helpers/fake_llm_server.ts";
 import { openAiTurn } from "../tests/_helpers/llm_fixtures.ts";
+import type { BenchAgent } from "./agent_process.ts";
+import { fixed, table, type Tally } from "./format.ts";
+import type { SessionUpdateParams } from "./rpc_client.ts";
 import { median, percentile } from "./stats.ts";
 
 /** The part of a `session/update` these measures look at. */
-export interface TurnUpdateParams {
-  readonly sessionId?: string;
-  readonly update?: {
-    readonly sessionUpdate?: string;
-    readonly toolCallId?: string;
-    readonly status?: string;
-    readonly content?: { readonly text?: string };
-  };
-}
+export type TurnUpdateParams = SessionUpdateParams;
 
-/** The part of a running agent (an `AgentProcess` of `bench/main.ts`) these measures use. */
-export interface TurnAgent {
-  readonly label: string;
-  /** The agent's process id (its threads' CPU is read from `/proc`). */
-  readonly pid: number | undefined;
-  /** Told about every `session/update` notification and when its bytes arrived, when set. */
-  onUpdateAt: ((params: TurnUpdateParams, at: number) => void) | undefined;
-  /** Sends a request; resolves with its result and arrival time, rejects on an error reply. */
-  request(
-    method: string,
-    params: unknown,
-    timeoutMs?: number,
-  ): Promise<{ readonly result: unknown; readonly at: number }>;
+/** The part of a running agent (an `AgentProcess`) these measures use. */
+export type TurnAgent = Pick<BenchAgent, "label" | "pid" | "onUpdateAt" | "request">;
+
+/** The fake model the turns run on, and the session's cwd (holding {@link BREAKDOWN_FILE}). */
+export interface FakeModel {
+  readonly server: FakeLlmServer;
+  readonly workspace: string;
 }
 
 /** Targets of the issue. */
@@ -169,6 +158,16 @@ interface TurnExpectation {
   readonly toolCalls: number;
 }
 
+/** One turn of {@link promptTurn}. */
+interface TurnPlan {
+  readonly sessionId: string;
+  /** The model's answers, queued at the fake server. */
+  readonly responses: readonly SseResponse[];
+  readonly expected: TurnExpectation;
+  /** Sees the session's updates on the way. */
+  readonly onUpdate?: (params: TurnUpdateParams, at: number) => void;
+}
+
 /**
  * Queues `responses`, sends `session/prompt` on `sessionId` and waits for its response; throws
  * unless it ended `end_turn` with every tool call completed and the fake server saw exactly the
@@ -177,10 +176,7 @@ interface TurnExpectation {
 async function promptTurn(
   agent: TurnAgent,
   server: FakeLlmServer,
-  sessionId: string,
-  responses: readonly SseResponse[],
-  expected: TurnExpectation,
-  onUpdate?: (params: TurnUpdateParams, at: number) => void,
+  { sessionId, responses, expected, onUpdate }: TurnPlan,
 ): Promise<number> {
   const completed = new Set<string>();
   agent.onUpdateAt = (params, at) => {
@@ -239,28 +235,25 @@ export interface FirstUpdateResult {
 /** One first-update turn of ours: a fresh session, then the stamped answer. */
 async function firstUpdateOurs(
   agent: TurnAgent,
-  server: FakeLlmServer,
-  workspace: string,
+  { server, workspace }: FakeModel,
   delayMs: number,
 ): Promise<number> {
   const sessionId = await newSession(agent, workspace);
   let writtenAt: number | undefined;
   let receivedAt: number | undefined;
   let firstText: string | undefined;
-  await promptTurn(
-    agent,
-    server,
+  await promptTurn(agent, server, {
     sessionId,
-    [firstUpdateResponse(delayMs, (at) => writtenAt = at)],
-    { requests: 1, toolCalls: 0 },
-    (params, at) => {
+    responses: [firstUpdateResponse(delayMs, (at) => writtenAt = at)],
+    expected: { requests: 1, toolCalls: 0 },
+    onUpdate: (params, at) => {
       if (receivedAt !== undefined || params.update?.sessionUpdate !== "agent_message_chunk") {
         return;
       }
       receivedAt = at;
       firstText = params.update.content?.text;
     },
-  );
+  });
   if (writtenAt === undefined || receivedAt === undefined) {
     throw new Error(`${agent.label}: the first delta was not written or not relayed`);
   }
@@ -311,8 +304,7 @@ async function firstUpdateFloor(server: FakeLlmServer, delayMs: number): Promise
  */
 export async function measureFirstUpdate(
   agent: TurnAgent,
-  server: FakeLlmServer,
-  workspace: string,
+  model: FakeModel,
   counts: BreakdownCounts,
 ): Promise<FirstUpdateResult> {
   const delay = counts.firstDeltaDelayMs;
@@ -323,11 +315,11 @@ export async function measureFirstUpdate(
     const measured = i >= counts.firstUpdateWarmups;
     const sides = [
       async (): Promise<void> => {
-        const ms = await firstUpdateOurs(agent, server, workspace, delay);
+        const ms = await firstUpdateOurs(agent, model, delay);
         if (measured) ours.push(ms);
       },
       async (): Promise<void> => {
-        const ms = await firstUpdateFloor(server, delay);
+        const ms = await firstUpdateFloor(model.server, delay);
         if (measured) floor.push(ms);
       },
     ];
@@ -438,8 +430,7 @@ export interface TurnCpuResult {
  */
 export async function measureTurnCpu(
   agents: { readonly streamed: TurnAgent; readonly committed: TurnAgent },
-  server: FakeLlmServer,
-  workspace: string,
+  { server, workspace }: FakeModel,
   counts: BreakdownCounts,
 ): Promise<TurnCpuResult> {
   const turns = cpuTurns(counts);
@@ -452,7 +443,7 @@ export async function measureTurnCpu(
     if (agent.pid === undefined) throw new Error(`${agent.label}: no pid`);
     const sessionId = await newSession(agent, workspace);
     const before = await quietCpuNs(agent.pid);
-    await promptTurn(agent, server, sessionId, turns[turn].responses, turns[turn].expected);
+    await promptTurn(agent, server, { sessionId, ...turns[turn] });
     const after = await quietCpuNs(agent.pid);
     return (after - before) / 1000;
   };
@@ -503,20 +494,16 @@ export interface BreakdownReportRow {
  *
  * @param rows One row per runtime
  * @param counts The counts of the run
- * @returns The text and the verdicts of its targets
+ * @param tally Counts the sections' targets
+ * @returns The text
  */
 export function renderBreakdownSections(
   rows: readonly BreakdownReportRow[],
   counts: BreakdownCounts,
-): { readonly text: string; readonly verdicts: ReadonlyArray<boolean | undefined> } {
-  const verdicts: Array<boolean | undefined> = [];
+  tally: Tally,
+): string {
   const firstRows = rows.map(({ runtime, firstUpdate: f, failed }) => {
-    const pass = failed
-      ? false
-      : f === undefined
-      ? undefined
-      : f.ours.p50 <= BREAKDOWN_TARGETS.firstUpdateMs;
-    verdicts.push(pass);
+    const pass = f === undefined ? undefined : f.ours.p50 <= BREAKDOWN_TARGETS.firstUpdateMs;
     return [
       runtime,
       fixed(f?.ours.p50, 3),
@@ -524,7 +511,7 @@ export function renderBreakdownSections(
       fixed(f?.floor.p50, 3),
       ratioText(f === undefined ? undefined : f.ours.p50 / f.floor.p50),
       `≤ ${BREAKDOWN_TARGETS.firstUpdateMs} ms p50`,
-      failed ? "**FAIL** (see Errors)" : pass === undefined ? "n/a" : pass ? "pass" : "**FAIL**",
+      tally.verdict(pass, failed),
       fixed(f?.ours.max, 2),
       fixed(f?.floor.p99, 3),
     ];
@@ -611,7 +598,7 @@ export function renderBreakdownSections(
     "the order rotating by round), then the median; the one-delta turn column is the whole " +
     "turn's CPU, its fixed cost.",
   ].join("\n");
-  return { text, verdicts };
+  return text;
 }
 
 function percentiles(values: readonly number[]): Percentiles {
@@ -622,15 +609,7 @@ function percentiles(values: readonly number[]): Percentiles {
   };
 }
 
-function fixed(value: number | undefined, digits: number): string {
-  return value === undefined || Number.isNaN(value) ? "n/a" : value.toFixed(digits);
-}
-
+/** A ratio as `1.23×`; `n/a` when missing or infinite (a floor of 0). */
 function ratioText(ratio: number | undefined): string {
   return ratio === undefined || !Number.isFinite(ratio) ? "n/a" : `${ratio.toFixed(2)}×`;
-}
-
-function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const line = (cells: readonly string[]): string => `| ${cells.join(" | ")} |`;
-  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
 }

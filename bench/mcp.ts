@@ -11,8 +11,8 @@
  * - whether the MCP client is in the start-up module graph (`deno info` of `mod.ts`, and the
  *   esbuild metafile of `dist/cli.js`); the start-up time itself is the start-up section's.
  *
- * `bench/main.ts` owns the processes and the report frame; this module takes the measurements
- * and renders its section.
+ * `bench/main.ts` owns the processes and the report frame (`bench/phases.ts` starts the agents);
+ * this module takes the measurements and renders its section.
  *
  * @module
  */
@@ -21,35 +21,15 @@ import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { processesWithMarker } from "../tests/_helpers/mcp_servers.ts";
 import { pollUntil } from "../tests/_helpers/wait.ts";
+import type { BenchAgent } from "./agent_process.ts";
+import { fixed, ratioText, table, type Tally } from "./format.ts";
+import { INITIALIZE_PARAMS } from "./rpc_client.ts";
 
-/** The part of a `session/update` these benchmarks look at. */
-export interface McpUpdateParams {
-  readonly sessionId?: string;
-  readonly update?: {
-    readonly sessionUpdate?: string;
-    readonly toolCallId?: string;
-    readonly status?: string;
-  };
-}
-
-/** The part of a running agent (an `AgentProcess` of `bench/main.ts`) these benchmarks use. */
-export interface McpBenchAgent {
-  readonly label: string;
-  /** `performance.now()` of the spawn. */
-  readonly spawnedAt: number;
-  /** Told about every `session/update` notification, when set. */
-  onUpdate: ((params: McpUpdateParams) => void) | undefined;
-  /** Sends a request; resolves with its result and arrival time, rejects on an error reply. */
-  request(
-    method: string,
-    params: unknown,
-    timeoutMs?: number,
-  ): Promise<{ readonly result: unknown; readonly at: number }>;
-  /** Closes stdin; returns when. */
-  closeStdin(): number;
-  /** Waits for the exit (killing the process after a timeout). */
-  waitExit(timeoutMs?: number): Promise<number>;
-}
+/** The part of a running agent these benchmarks use. */
+export type McpBenchAgent = Pick<
+  BenchAgent,
+  "label" | "spawnedAt" | "onUpdate" | "request" | "closeStdin" | "waitExit"
+>;
 
 /** Starts ours (over stdio) with the scripted model replaying `scriptFile`. */
 export type StartMcpAgent = (scriptFile: string) => McpBenchAgent;
@@ -241,9 +221,7 @@ function callScript(rounds: number): unknown[] {
 /** One timed turn of ours; throws unless it ended as the script says. */
 async function turn(
   agent: McpBenchAgent,
-  sessionId: string,
-  kind: "mcp" | "none",
-  round: number,
+  { sessionId, kind, round }: { sessionId: string; kind: "mcp" | "none"; round: number },
 ): Promise<number> {
   const callId = `${kind}_${round}`;
   let status: string | undefined;
@@ -277,20 +255,25 @@ async function turn(
 // ---------------------------------------------------------------------------------------------
 // The measurement
 
+/** What {@link measureMcp} runs on. */
+export interface McpBenchOptions {
+  /** Starts ours with the scripted model. */
+  readonly start: StartMcpAgent;
+  /** Where things are. */
+  readonly paths: McpBenchPaths;
+  /** How many runs. */
+  readonly counts: McpBenchCounts;
+  /** For Node.js: how to start a bundle, and the bundle without MCP. */
+  readonly bundles?: { readonly start: StartBundle; readonly withoutMcp: string };
+}
+
 /**
  * Runs one runtime's MCP benchmarks on one agent process.
  *
- * @param start Starts ours with the scripted model
- * @param paths Where things are
- * @param counts How many runs
- * @param bundles For Node.js: how to start a bundle, and the bundle without MCP
  * @returns The figures
  */
 export async function measureMcp(
-  start: StartMcpAgent,
-  paths: McpBenchPaths,
-  counts: McpBenchCounts,
-  bundles?: { readonly start: StartBundle; readonly withoutMcp: string },
+  { start, paths, counts, bundles }: McpBenchOptions,
 ): Promise<McpResult> {
   const bundleStartup = bundles === undefined
     ? undefined
@@ -309,11 +292,7 @@ export async function measureMcp(
   const agent = start(scriptFile);
   const bareClients: Client[] = [];
   try {
-    await agent.request("initialize", {
-      protocolVersion: 1,
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
-      clientInfo: { name: "acp-harness-bench", version: "0.0.0" },
-    });
+    await agent.request("initialize", INITIALIZE_PARAMS);
 
     // session/new: ours against the bare client, and ours without servers.
     const newSession = async (mcpServers: unknown[]): Promise<[number, string]> => {
@@ -378,7 +357,7 @@ export async function measureMcp(
             throw new Error(`bare MCP client: unexpected echo result ${JSON.stringify(result)}`);
           }
         } else {
-          ms = await turn(agent, sessionId, kind, i);
+          ms = await turn(agent, { sessionId, kind, round: i });
         }
         if (measured) calls[kind].push(ms);
       }
@@ -429,11 +408,7 @@ async function measureBundleStartup(
       : ["withoutMcp", "withMcp"] as const;
     for (const side of sides) {
       const agent = start(side === "withMcp" ? undefined : withoutMcp);
-      const reply = await agent.request("initialize", {
-        protocolVersion: 1,
-        clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
-        clientInfo: { name: "acp-harness-bench", version: "0.0.0" },
-      });
+      const reply = await agent.request("initialize", INITIALIZE_PARAMS);
       agent.closeStdin();
       await agent.waitExit();
       if (i >= 0) samples[side].push(reply.at - agent.spawnedAt);
@@ -530,46 +505,12 @@ export interface McpReportRow {
   readonly failed: boolean;
 }
 
-function fixed(value: number | undefined, digits: number): string {
-  return value === undefined || Number.isNaN(value) ? "n/a" : value.toFixed(digits);
-}
-
-function ratioText(ratio: number | undefined): string {
-  return ratio === undefined || Number.isNaN(ratio) ? "n/a" : `${ratio.toFixed(2)}×`;
-}
-
-function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const line = (cells: readonly string[]): string => `| ${cells.join(" | ")} |`;
-  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
-}
-
 function kib(bytes: number): string {
   return `${(bytes / 1024).toFixed(0)} KiB`;
 }
 
-/**
- * Renders the MCP section of `bench/RESULTS.md`.
- *
- * @param rows One per runtime
- * @param graph The start-up graphs, or an error message
- * @returns The section's text and its verdicts (true: met, false: missed, undefined: n/a)
- */
-export function renderMcpSection(
-  rows: readonly McpReportRow[],
-  graph: McpStartupGraph | string,
-): { readonly text: string; readonly verdicts: ReadonlyArray<boolean | undefined> } {
-  const verdicts: Array<boolean | undefined> = [];
-  const verdict = (pass: boolean | undefined, failed: boolean): string => {
-    const value = failed ? false : pass;
-    verdicts.push(value);
-    return failed
-      ? "**FAIL** (see Errors)"
-      : value === undefined
-      ? "n/a"
-      : value
-      ? "pass"
-      : "**FAIL**";
-  };
+/** The intro and the `session/new` part. */
+function renderSessionNew(rows: readonly McpReportRow[], tally: Tally): string {
   const first = rows.find((row) => row.mcp)?.mcp;
   const sessionRows = rows.map(({ runtime, mcp, failed }) => {
     const s = mcp?.sessionNew;
@@ -581,7 +522,7 @@ export function renderMcpSection(
       fixed(s?.bare.median, 1),
       ratioText(ratio),
       `≤ ${MCP_TARGETS.sessionNewRatio}×`,
-      verdict(pass, failed),
+      tally.verdict(pass, failed),
       `${fixed(s?.ours.min, 1)} – ${fixed(s?.ours.max, 1)}`,
       `${fixed(s?.bare.min, 1)} – ${fixed(s?.bare.max, 1)}`,
       fixed(s?.coldMs, 1),
@@ -589,50 +530,7 @@ export function renderMcpSection(
       fixed(s?.close.median, 1),
     ];
   });
-  const callRows = rows.map(({ runtime, mcp, failed }) => {
-    const c = mcp?.call;
-    const limit = c === undefined
-      ? undefined
-      : MCP_TARGETS.callRatio * c.bare.median + MCP_TARGETS.callSlackMs;
-    const pass = c === undefined || limit === undefined ? undefined : c.overhead.median <= limit;
-    return [
-      runtime,
-      fixed(c?.mcpTurn.median, 3),
-      fixed(c?.noToolTurn.median, 3),
-      fixed(c?.overhead.median, 3),
-      fixed(c?.bare.median, 3),
-      ratioText(c === undefined ? undefined : c.overhead.median / c.bare.median),
-      `≤ ${MCP_TARGETS.callRatio}× bare + ${MCP_TARGETS.callSlackMs} ms (${fixed(limit, 3)})`,
-      verdict(pass, failed),
-      `${fixed(c?.overhead.min, 3)} – ${fixed(c?.overhead.max, 3)}`,
-      `${fixed(c?.bare.min, 3)} – ${fixed(c?.bare.max, 3)}`,
-    ];
-  });
-  const startupRows = rows.map(({ runtime, startup, mcp }) => [
-    runtime,
-    fixed(startup?.ours, 1),
-    fixed(startup?.bare, 1),
-    ratioText(startup === undefined ? undefined : startup.ours / startup.bare),
-    mcp?.bundleStartup === undefined
-      ? "n/a"
-      : `${fixed(mcp.bundleStartup.withMcp.median, 1)} / ${
-        fixed(mcp.bundleStartup.withoutMcp.median, 1)
-      } (${ratioText(mcp.bundleStartup.withMcp.median / mcp.bundleStartup.withoutMcp.median)})`,
-    typeof graph === "string"
-      ? "n/a"
-      : runtime === "node"
-      ? `start-up reads ${graph.bundleFiles} files, ${kib(graph.bundleBytes)}: ${
-        kib(graph.bundleMcpBytes)
-      } from @modelcontextprotocol, ${kib(graph.bundleSrcMcpBytes)} from src/mcp; ${
-        kib(graph.lazyMcpBytes)
-      } of it in on-demand chunks`
-      : graph.sourceMcpModules.length === 0
-      ? `none (${graph.sourceModules} modules)`
-      : `**${graph.sourceMcpModules.length}**: ${graph.sourceMcpModules.join(", ")}`,
-    mcp === undefined ? "n/a" : String(mcp.leftovers),
-    fixed(mcp?.exitMs, 1),
-  ]);
-  const text = [
+  return [
     "## MCP servers",
     "",
     "Ours is one agent process per runtime, started with `--model scripted --script <file>`; " +
@@ -675,7 +573,32 @@ export function renderMcpSection(
     "steady-state rows come after it. Without servers: `session/new` with `mcpServers: []` in " +
     "the same process, the part of ours that is not MCP. Most of both sides is the three " +
     "Node.js processes starting on this machine's cores, so the ratio moves with the load.",
-    "",
+  ].join("\n");
+}
+
+/** The tool-call part. */
+function renderCall(rows: readonly McpReportRow[], tally: Tally): string {
+  const first = rows.find((row) => row.mcp)?.mcp;
+  const callRows = rows.map(({ runtime, mcp, failed }) => {
+    const c = mcp?.call;
+    const limit = c === undefined
+      ? undefined
+      : MCP_TARGETS.callRatio * c.bare.median + MCP_TARGETS.callSlackMs;
+    const pass = c === undefined || limit === undefined ? undefined : c.overhead.median <= limit;
+    return [
+      runtime,
+      fixed(c?.mcpTurn.median, 3),
+      fixed(c?.noToolTurn.median, 3),
+      fixed(c?.overhead.median, 3),
+      fixed(c?.bare.median, 3),
+      ratioText(c === undefined ? undefined : c.overhead.median / c.bare.median),
+      `≤ ${MCP_TARGETS.callRatio}× bare + ${MCP_TARGETS.callSlackMs} ms (${fixed(limit, 3)})`,
+      tally.verdict(pass, failed),
+      `${fixed(c?.overhead.min, 3)} – ${fixed(c?.overhead.max, 3)}`,
+      `${fixed(c?.bare.min, 3)} – ${fixed(c?.bare.max, 3)}`,
+    ];
+  });
+  return [
     `### One MCP tool call inside a turn (ms, median of ${
       first?.call.runs ?? "n/a"
     } rounds after warm-ups)`,
@@ -710,7 +633,36 @@ export function renderMcpSection(
     `${MCP_TARGETS.callRatio} × bare + ${MCP_TARGETS.callSlackMs} ms. Each round runs the ` +
     "three in rotated order; the session's history grows by both turns each round, alike for " +
     "both.",
-    "",
+  ].join("\n");
+}
+
+/** The start-up part. */
+function renderStartup(rows: readonly McpReportRow[], graph: McpStartupGraph | string): string {
+  const startupRows = rows.map(({ runtime, startup, mcp }) => [
+    runtime,
+    fixed(startup?.ours, 1),
+    fixed(startup?.bare, 1),
+    ratioText(startup === undefined ? undefined : startup.ours / startup.bare),
+    mcp?.bundleStartup === undefined
+      ? "n/a"
+      : `${fixed(mcp.bundleStartup.withMcp.median, 1)} / ${
+        fixed(mcp.bundleStartup.withoutMcp.median, 1)
+      } (${ratioText(mcp.bundleStartup.withMcp.median / mcp.bundleStartup.withoutMcp.median)})`,
+    typeof graph === "string"
+      ? "n/a"
+      : runtime === "node"
+      ? `start-up reads ${graph.bundleFiles} files, ${kib(graph.bundleBytes)}: ${
+        kib(graph.bundleMcpBytes)
+      } from @modelcontextprotocol, ${kib(graph.bundleSrcMcpBytes)} from src/mcp; ${
+        kib(graph.lazyMcpBytes)
+      } of it in on-demand chunks`
+      : graph.sourceMcpModules.length === 0
+      ? `none (${graph.sourceModules} modules)`
+      : `**${graph.sourceMcpModules.length}**: ${graph.sourceMcpModules.join(", ")}`,
+    mcp === undefined ? "n/a" : String(mcp.leftovers),
+    fixed(mcp?.exitMs, 1),
+  ]);
+  return [
     "### Start-up without MCP servers",
     "",
     table(
@@ -750,5 +702,26 @@ export function renderMcpSection(
     "line, zombies excluded) still alive up to 2 s after every session and bare client was " +
     "closed.",
   ].join("\n");
-  return { text, verdicts };
+}
+
+/**
+ * Renders the MCP section of `bench/RESULTS.md`; its targets are counted in `tally`.
+ *
+ * @param rows One per runtime
+ * @param graph The start-up graphs, or an error message
+ * @param tally Counts the section's targets
+ * @returns The section's text
+ */
+export function renderMcpSection(
+  rows: readonly McpReportRow[],
+  graph: McpStartupGraph | string,
+  tally: Tally,
+): string {
+  return [
+    renderSessionNew(rows, tally),
+    "",
+    renderCall(rows, tally),
+    "",
+    renderStartup(rows, graph),
+  ].join("\n");
 }

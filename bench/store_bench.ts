@@ -26,39 +26,15 @@ import type {
   StoredEvent,
   StoredRecord,
 } from "../src/store/session_store.ts";
+import type { BenchAgent } from "./agent_process.ts";
+import { INITIALIZE_PARAMS } from "./rpc_client.ts";
 import { median } from "./stats.ts";
 
-/** The part of a running server (an `AgentProcess` of `bench/main.ts`) these benchmarks use. */
-export interface BenchServer {
-  readonly label: string;
-  /** `agent_message_chunk` notifications received so far. */
-  readonly messageChunks: number;
-  /** Other `session/update` notifications received so far. */
-  readonly otherUpdates: number;
-  /**
-   * Told about every `session/update` notification and when its bytes arrived
-   * (`performance.now()`), when set.
-   */
-  onUpdateAt:
-    | ((
-      params: {
-        readonly sessionId?: string;
-        readonly update?: { readonly sessionUpdate?: string };
-      },
-      at: number,
-    ) => void)
-    | undefined;
-  /** Sends a request; resolves with its result and arrival time, rejects on an error reply. */
-  request(
-    method: string,
-    params: unknown,
-    timeoutMs?: number,
-  ): Promise<{ readonly result: unknown; readonly at: number }>;
-  /** Closes stdin; returns when. */
-  closeStdin(): number;
-  /** Waits for the exit (killing the process after a timeout). */
-  waitExit(timeoutMs?: number): Promise<number>;
-}
+/** The part of a running server (an `AgentProcess`) these benchmarks use. */
+export type BenchServer = Pick<
+  BenchAgent,
+  "label" | "messageChunks" | "otherUpdates" | "onUpdateAt" | "request" | "closeStdin" | "waitExit"
+>;
 
 /** Starts our server (over stdio) on a data directory. */
 export type StartServer = (dataDir: string) => BenchServer;
@@ -418,12 +394,6 @@ export async function createStoreFixture(root: string): Promise<StoreFixture> {
 
 // ---------------------------------------------------------------------------------------------
 // session/list and session/load through the server
-
-const INITIALIZE_PARAMS = {
-  protocolVersion: 1,
-  clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
-  clientInfo: { name: "acp-harness-bench", version: "0.0.0" },
-};
 
 /** Median, least and most of some samples (ms). */
 export interface Spread {
