@@ -489,15 +489,8 @@ export interface BreakdownReportRow {
   readonly failed: boolean;
 }
 
-/**
- * The two sections: time to first update (with its target) and CPU per delta and per tool call.
- *
- * @param rows One row per runtime
- * @param counts The counts of the run
- * @param tally Counts the sections' targets
- * @returns The text
- */
-export function renderBreakdownSections(
+/** Time to first update, with its target. */
+function renderFirstUpdate(
   rows: readonly BreakdownReportRow[],
   counts: BreakdownCounts,
   tally: Tally,
@@ -516,19 +509,7 @@ export function renderBreakdownSections(
       fixed(f?.floor.p99, 3),
     ];
   });
-  const range = (values: readonly [number, number] | undefined): string =>
-    values === undefined ? "n/a" : `${fixed(values[0], 2)} – ${fixed(values[1], 2)}`;
-  const cpuRows = rows.map(({ runtime, cpu }) => [
-    runtime,
-    fixed(cpu?.streamed.perDeltaUs, 2),
-    fixed(cpu?.committed.perDeltaUs, 2),
-    fixed(cpu?.streamed.perCallUs, 1),
-    fixed(cpu?.committed.perCallUs, 1),
-    `${fixed(cpu?.streamed.oneDeltaTurnUs, 0)} / ${fixed(cpu?.committed.oneDeltaTurnUs, 0)}`,
-    `${range(cpu?.streamed.perDeltaRange)} / ${range(cpu?.committed.perDeltaRange)}`,
-    `${range(cpu?.streamed.perCallRange)} / ${range(cpu?.committed.perCallRange)}`,
-  ]);
-  const text = [
+  return [
     `## Time to first update: the model's first streamed delta → the client's \`agent_message_chunk\` (ms, ${counts.firstUpdateRuns} turns after ${counts.firstUpdateWarmups} warm-ups)`,
     "",
     table(
@@ -560,7 +541,24 @@ export function renderBreakdownSections(
     "that holds the delta: loopback and this event loop alone, with no agent in between; the " +
     "ratio is ours over it. Ours and the floor alternate turn by turn. Every turn must end " +
     "`end_turn` with the first chunk carrying the first delta, else the section fails.",
-    "",
+  ].join("\n");
+}
+
+/** CPU per delta and per tool call (no target). */
+function renderTurnCpu(rows: readonly BreakdownReportRow[], counts: BreakdownCounts): string {
+  const range = (values: readonly [number, number] | undefined): string =>
+    values === undefined ? "n/a" : `${fixed(values[0], 2)} – ${fixed(values[1], 2)}`;
+  const cpuRows = rows.map(({ runtime, cpu }) => [
+    runtime,
+    fixed(cpu?.streamed.perDeltaUs, 2),
+    fixed(cpu?.committed.perDeltaUs, 2),
+    fixed(cpu?.streamed.perCallUs, 1),
+    fixed(cpu?.committed.perCallUs, 1),
+    `${fixed(cpu?.streamed.oneDeltaTurnUs, 0)} / ${fixed(cpu?.committed.oneDeltaTurnUs, 0)}`,
+    `${range(cpu?.streamed.perDeltaRange)} / ${range(cpu?.committed.perDeltaRange)}`,
+    `${range(cpu?.streamed.perCallRange)} / ${range(cpu?.committed.perCallRange)}`,
+  ]);
+  return [
     `## CPU per streamed delta and per tool call (µs of the agent process's CPU; no target; median of ${counts.cpuRounds} rounds after ${counts.cpuWarmupRounds} warm-up rounds)`,
     "",
     table(
@@ -598,7 +596,22 @@ export function renderBreakdownSections(
     "the order rotating by round), then the median; the one-delta turn column is the whole " +
     "turn's CPU, its fixed cost.",
   ].join("\n");
-  return text;
+}
+
+/**
+ * The two sections: time to first update (with its target) and CPU per delta and per tool call.
+ *
+ * @param rows One row per runtime
+ * @param counts The counts of the run
+ * @param tally Counts the sections' targets
+ * @returns The text
+ */
+export function renderBreakdownSections(
+  rows: readonly BreakdownReportRow[],
+  counts: BreakdownCounts,
+  tally: Tally,
+): string {
+  return [renderFirstUpdate(rows, counts, tally), "", renderTurnCpu(rows, counts)].join("\n");
 }
 
 function percentiles(values: readonly number[]): Percentiles {

@@ -176,7 +176,7 @@ async function main(): Promise<void> {
     killAllChildren();
     await Deno.remove(STORE_DIR, { recursive: true }).catch(() => {});
     await Deno.remove(FRESH_HOMES, { recursive: true }).catch(() => {});
-    // Two executables of over 100 MiB each: not worth keeping between runs.
+    // The compiled executables are large (each holds a whole runtime): not worth keeping.
     await Deno.remove(`${TMP}/bin`, { recursive: true }).catch(() => {});
     Deno.removeSignalListener("SIGINT", onSignal);
     Deno.removeSignalListener("SIGTERM", onSignal);

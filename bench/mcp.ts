@@ -267,84 +267,92 @@ export interface McpBenchOptions {
   readonly bundles?: { readonly start: StartBundle; readonly withoutMcp: string };
 }
 
-/**
- * Runs one runtime's MCP benchmarks on one agent process.
- *
- * @returns The figures
- */
-export async function measureMcp(
-  { start, paths, counts, bundles }: McpBenchOptions,
-): Promise<McpResult> {
-  const bundleStartup = bundles === undefined
-    ? undefined
-    : await measureBundleStartup(bundles.start, bundles.withoutMcp, counts.sessionNewRuns);
-  const marker = `acp-bench-mcp-${crypto.randomUUID()}`;
-  const rounds = counts.callWarmups + counts.callRuns;
-  const scriptFile = `${paths.tmp}/mcp_script.json`;
-  await Deno.writeTextFile(scriptFile, JSON.stringify(callScript(rounds)));
-  const declare = (name: string): unknown => ({
-    name,
-    command: paths.node,
-    args: [fakeServer(paths), `--marker=${marker}`],
-    env: [],
-  });
-  const three = Array.from({ length: MCP_SERVERS }, (_, i) => declare(`fake${i + 1}`));
-  const agent = start(scriptFile);
-  const bareClients: Client[] = [];
-  try {
-    await agent.request("initialize", INITIALIZE_PARAMS);
+/** One runtime's MCP run: its agent and how to declare the fake servers. */
+interface McpRun {
+  readonly agent: McpBenchAgent;
+  readonly paths: McpBenchPaths;
+  readonly counts: McpBenchCounts;
+  /** The marker in the command line of this run's servers. */
+  readonly marker: string;
+}
 
-    // session/new: ours against the bare client, and ours without servers.
-    const newSession = async (mcpServers: unknown[]): Promise<[number, string]> => {
-      const sentAt = performance.now();
-      const reply = await agent.request("session/new", { cwd: paths.root, mcpServers });
-      return [reply.at - sentAt, sessionIdOf(agent, reply.result)];
-    };
-    const closeSession = async (sessionId: string): Promise<number> => {
-      const sentAt = performance.now();
-      const reply = await agent.request("session/close", { sessionId });
-      return reply.at - sentAt;
-    };
-    const [coldMs, coldId] = await newSession(three);
-    await closeSession(coldId);
-    const samples = {
-      ours: [] as number[],
-      bare: [] as number[],
-      none: [] as number[],
-      close: [] as number[],
-    };
-    for (let i = 0; i < counts.sessionNewWarmups + counts.sessionNewRuns; i++) {
-      const measured = i >= counts.sessionNewWarmups;
-      const sides = i % 2 === 0 ? ["ours", "bare"] as const : ["bare", "ours"] as const;
-      for (const side of sides) {
-        if (side === "ours") {
-          const [ms, id] = await newSession(three);
-          const closeMs = await closeSession(id);
-          const [noneMs, noneId] = await newSession([]);
-          await closeSession(noneId);
-          if (measured) {
-            samples.ours.push(ms);
-            samples.close.push(closeMs);
-            samples.none.push(noneMs);
-          }
-        } else {
-          const startedAt = performance.now();
-          const clients = await Promise.all(
-            Array.from({ length: MCP_SERVERS }, () => bareConnect(paths, marker)),
-          );
-          const ms = performance.now() - startedAt;
-          await Promise.all(clients.map((client) => client.close()));
-          if (measured) samples.bare.push(ms);
+/** A stdio MCP server declaration of the fake server, as `session/new` takes it. */
+function declare({ paths, marker }: McpRun, name: string): unknown {
+  return { name, command: paths.node, args: [fakeServer(paths), `--marker=${marker}`], env: [] };
+}
+
+/** `session/new` with `mcpServers`: resolves with its time and the session id. */
+async function newSession(
+  { agent, paths }: McpRun,
+  mcpServers: readonly unknown[],
+): Promise<[number, string]> {
+  const sentAt = performance.now();
+  const reply = await agent.request("session/new", { cwd: paths.root, mcpServers });
+  return [reply.at - sentAt, sessionIdOf(agent, reply.result)];
+}
+
+/** `session/close`: resolves with its time. */
+async function closeSession({ agent }: McpRun, sessionId: string): Promise<number> {
+  const sentAt = performance.now();
+  const reply = await agent.request("session/close", { sessionId });
+  return reply.at - sentAt;
+}
+
+/** `session/new` with three servers, ours against the bare client, and ours without servers. */
+async function measureSessionNew(run: McpRun): Promise<McpResult["sessionNew"]> {
+  const { counts, paths, marker } = run;
+  const three = Array.from({ length: MCP_SERVERS }, (_, i) => declare(run, `fake${i + 1}`));
+  const [coldMs, coldId] = await newSession(run, three);
+  await closeSession(run, coldId);
+  const samples = {
+    ours: [] as number[],
+    bare: [] as number[],
+    none: [] as number[],
+    close: [] as number[],
+  };
+  for (let i = 0; i < counts.sessionNewWarmups + counts.sessionNewRuns; i++) {
+    const measured = i >= counts.sessionNewWarmups;
+    const sides = i % 2 === 0 ? ["ours", "bare"] as const : ["bare", "ours"] as const;
+    for (const side of sides) {
+      if (side === "ours") {
+        const [ms, id] = await newSession(run, three);
+        const closeMs = await closeSession(run, id);
+        const [noneMs, noneId] = await newSession(run, []);
+        await closeSession(run, noneId);
+        if (measured) {
+          samples.ours.push(ms);
+          samples.close.push(closeMs);
+          samples.none.push(noneMs);
         }
+      } else {
+        const startedAt = performance.now();
+        const clients = await Promise.all(
+          Array.from({ length: MCP_SERVERS }, () => bareConnect(paths, marker)),
+        );
+        const ms = performance.now() - startedAt;
+        await Promise.all(clients.map((client) => client.close()));
+        if (measured) samples.bare.push(ms);
       }
     }
+  }
+  return {
+    ours: stats(samples.ours),
+    bare: stats(samples.bare),
+    coldMs,
+    noServers: stats(samples.none),
+    close: stats(samples.close),
+    runs: counts.sessionNewRuns,
+  };
+}
 
-    // One MCP call in a turn, the same turn without a tool to run, the bare tools/call.
-    const [, sessionId] = await newSession([declare("fake")]);
-    const bare = await bareConnect(paths, marker);
-    bareClients.push(bare);
+/** One MCP call in a turn, the same turn without a tool to run, and the bare `tools/call`. */
+async function measureCall(run: McpRun): Promise<McpResult["call"]> {
+  const { agent, counts, paths, marker } = run;
+  const [, sessionId] = await newSession(run, [declare(run, "fake")]);
+  const bare = await bareConnect(paths, marker);
+  try {
     const calls = { mcp: [] as number[], none: [] as number[], bare: [] as number[] };
-    for (let i = 0; i < rounds; i++) {
+    for (let i = 0; i < counts.callWarmups + counts.callRuns; i++) {
       const measured = i >= counts.callWarmups;
       for (const kind of callOrder(i)) {
         let ms: number;
@@ -362,35 +370,54 @@ export async function measureMcp(
         if (measured) calls[kind].push(ms);
       }
     }
-    await closeSession(sessionId);
-    await bare.close();
-    bareClients.length = 0;
+    await closeSession(run, sessionId);
+    return {
+      mcpTurn: stats(calls.mcp),
+      noToolTurn: stats(calls.none),
+      overhead: stats(calls.mcp.map((ms, i) => ms - (calls.none[i] ?? Number.NaN))),
+      bare: stats(calls.bare),
+      runs: counts.callRuns,
+    };
+  } finally {
+    await bare.close().catch(() => {});
+  }
+}
+
+/**
+ * Runs one runtime's MCP benchmarks on one agent process.
+ *
+ * @returns The figures
+ */
+export async function measureMcp(
+  { start, paths, counts, bundles }: McpBenchOptions,
+): Promise<McpResult> {
+  const bundleStartup = bundles === undefined
+    ? undefined
+    : await measureBundleStartup(bundles.start, bundles.withoutMcp, counts.sessionNewRuns);
+  const marker = `acp-bench-mcp-${crypto.randomUUID()}`;
+  const scriptFile = `${paths.tmp}/mcp_script.json`;
+  await Deno.writeTextFile(
+    scriptFile,
+    JSON.stringify(callScript(counts.callWarmups + counts.callRuns)),
+  );
+  const agent = start(scriptFile);
+  try {
+    await agent.request("initialize", INITIALIZE_PARAMS);
+    const run: McpRun = { agent, paths, counts, marker };
+    const sessionNew = await measureSessionNew(run);
+    const call = await measureCall(run);
     const leftovers = await leftoversAfter(marker, 2_000);
     const eofAt = agent.closeStdin();
     const exitMs = (await agent.waitExit()) - eofAt;
     return {
-      sessionNew: {
-        ours: stats(samples.ours),
-        bare: stats(samples.bare),
-        coldMs,
-        noServers: stats(samples.none),
-        close: stats(samples.close),
-        runs: counts.sessionNewRuns,
-      },
-      call: {
-        mcpTurn: stats(calls.mcp),
-        noToolTurn: stats(calls.none),
-        overhead: stats(calls.mcp.map((ms, i) => ms - (calls.none[i] ?? Number.NaN))),
-        bare: stats(calls.bare),
-        runs: counts.callRuns,
-      },
+      sessionNew,
+      call,
       ...(bundleStartup === undefined ? {} : { bundleStartup }),
       leftovers,
       exitMs,
     };
   } finally {
     agent.onUpdate = undefined;
-    await Promise.all(bareClients.map((client) => client.close().catch(() => {})));
     await Deno.remove(scriptFile).catch(() => {});
   }
 }
