@@ -32,14 +32,14 @@ import {
 import { exitOf, type LeanClient, SseClient, StdioClient, WsClient } from "./http_clients.ts";
 import { INITIALIZE_PARAMS, REQUEST_TIMEOUT_MS } from "./rpc_client.ts";
 
-/** A command line: what `bench/main.ts` spawns. */
+/** A command line: what the bench spawns. */
 export interface HttpCommandLine {
   readonly command: string;
   readonly args: readonly string[];
   readonly env: Readonly<Record<string, string>>;
 }
 
-/** What this module needs from `bench/main.ts`, for one runtime. */
+/** What this module needs from the bench (`bench/phases.ts` gives it), for one runtime. */
 export interface HttpBenchHost {
   /** The repository root (the sessions' cwd). */
   readonly root: string;

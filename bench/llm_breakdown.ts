@@ -11,8 +11,8 @@
  *   CPU of every thread) per streamed delta and per tool call, from turns that differ only in
  *   the number of deltas or of `read_file` calls.
  *
- * `bench/main.ts` owns the processes, the fake server and the report frame; this module takes
- * the measurements and renders its sections.
+ * `bench/llm_turn.ts` starts the agents and the fake server, and `bench/report.ts` frames the
+ * report; this module takes the measurements and renders its sections.
  *
  * @module
  */

@@ -33,6 +33,12 @@
  *   (latency of each delta, peak RSS, wall time), idle memory per connection, and whether the
  *   HTTP code is in the stdio start-up graph.
  *
+ * The files: this one reads the command line (`bench/settings.ts`), prepares the run
+ * (`bench/prepare.ts`), runs the phases (`bench/phases.ts`, one file per phase) and writes the
+ * report that `bench/report.ts` renders from one `Results` object (`bench/results.ts`). Every
+ * agent is driven by the bench's one JSON-RPC client (`bench/rpc_client.ts`) over stdio
+ * (`bench/agent_process.ts`) or HTTP (`bench/http_clients.ts`).
+ *
  * Ours and the bare agent are interleaved so they share the machine's noise. Results go to
  * `bench/RESULTS.md` and stdout. Run `deno task bench` (builds `dist/` first), or
  * `deno run -A bench/main.ts [--quick] [--runtime deno|node|bun]... [--only <phase>,...]`

@@ -17,7 +17,7 @@
  *   once every start-up module is loaded, before it reads any config) minus spawn → the first line
  *   of an empty script on the same runtime, medians of interleaved runs.
  *
- * The lead's `bench/main.ts` calls {@link profileStartup} per runtime and puts
+ * `bench/phases.ts` calls {@link profileStartup} per runtime and `bench/report.ts` puts
  * {@link renderStartupProfiles} into RESULTS.md; `deno run -A bench/startup_profile.ts [runtime...]`
  * prints the same tables (needs `deno task build` for Node.js).
  *

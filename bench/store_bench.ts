@@ -11,8 +11,8 @@
  * - appends per second with `JsonlSessionStore` in this process, awaited commit points, bursts
  *   of commit points (group commit), and appends without a commit point.
  *
- * The servers are started by `bench/main.ts` (a {@link StartServer}), which owns the processes
- * and the report; this module writes the data and takes the measurements.
+ * The servers are started by `bench/phases.ts` (a {@link StartServer}), and `bench/report.ts`
+ * renders the figures; this module writes the data and takes the measurements.
  *
  * @module
  */
