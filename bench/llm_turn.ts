@@ -25,9 +25,9 @@ import {
   oneWrite,
 } from "./llm_breakdown.ts";
 import { LLM_CONFIG_FILE, LLM_HOME } from "./paths.ts";
-import type { Pair, RuntimeResult } from "./results.ts";
+import type { BenchRun, Pair, RuntimeResult } from "./results.ts";
 import { INITIALIZE_PARAMS } from "./rpc_client.ts";
-import { type BenchRun, orderFor, type Runtime } from "./settings.ts";
+import { orderFor, type Runtime } from "./settings.ts";
 import { median } from "./stats.ts";
 
 /** The LLM-turn workload: step 1 streams this many text deltas and `read_file` calls. */

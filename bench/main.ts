@@ -56,8 +56,8 @@ import { BUN, DENO, FRESH_HOMES, NODE, RESULTS_FILE, ROOT, STORE_DIR, TMP } from
 import { measureAllAppends, profileStartups, runRuntime } from "./phases.ts";
 import { prepare, versionOf } from "./prepare.ts";
 import { renderReport } from "./report.ts";
-import type { AppendsOutcome, Machine, Results, RuntimeResult } from "./results.ts";
-import { type BenchRun, parseSettings, selected, type Settings } from "./settings.ts";
+import type { AppendsOutcome, BenchRun, Machine, Results, RuntimeResult } from "./results.ts";
+import { parseSettings, selected, type Settings } from "./settings.ts";
 import { createStoreFixture, type StoreFixture } from "./store_bench.ts";
 import { measureClientCeiling } from "./throughput.ts";
 

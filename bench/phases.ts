@@ -24,11 +24,11 @@ import { httpBenchCounts, measureHttp } from "./http.ts";
 import { measureLlmBreakdown, measureLlmTurn } from "./llm_turn.ts";
 import { mcpBenchCounts, measureMcp } from "./mcp.ts";
 import { BUN, DENO, NODE, ROOT, STORE_DIR, TMP } from "./paths.ts";
-import type { AppendsOutcome, RuntimeResult } from "./results.ts";
+import type { AppendsOutcome, BenchRun, RuntimeResult } from "./results.ts";
 import { measureRoundTrip } from "./round_trip.ts";
 import { measureSessions } from "./sessions.ts";
 import {
-  type BenchRun,
+  APPEND_MODES,
   PHASE_NAMES,
   type PhaseName,
   type Runtime,
@@ -213,7 +213,7 @@ export async function profileStartups(settings: Settings): Promise<StartupProfil
 export async function measureAllAppends(settings: Settings): Promise<AppendsOutcome> {
   const results: AppendResult[] = [];
   const errors: string[] = [];
-  for (const mode of ["awaited", "burst", "nosync"] as const) {
+  for (const mode of APPEND_MODES) {
     const started = performance.now();
     printError(`[bench] appends (${mode}, in-process)…`);
     try {

@@ -15,9 +15,9 @@ import { breakdownCounts, renderBreakdownSections } from "./llm_breakdown.ts";
 import { LLM_TURN, llmTurnStepBytes } from "./llm_turn.ts";
 import { renderMcpSection } from "./mcp.ts";
 import type { Results, RuntimeResult } from "./results.ts";
-import type { PhaseName } from "./settings.ts";
+import type { AppendMode, PhaseName } from "./settings.ts";
 import { renderStartupProfiles } from "./startup_profile.ts";
-import { type AppendMode, STORE_BENCH } from "./store_bench.ts";
+import { STORE_BENCH } from "./store_bench.ts";
 
 /** The targets of the sections rendered here. */
 const TARGETS = {
@@ -38,7 +38,7 @@ const TARGETS = {
 } as const;
 
 /** How the append modes are named in the report. */
-const APPEND_MODES: Readonly<Record<AppendMode, string>> = {
+const APPEND_MODE_NAMES: Readonly<Record<AppendMode, string>> = {
   awaited: "`sync: true`, awaited one by one",
   burst: "`sync: true`, in bursts (group commit)",
   nosync: "`sync: false`",
@@ -552,7 +552,7 @@ function renderAppendsSection(run: Results): string {
   const { settings } = run;
   const { appends } = run;
   const appendRows = appends.results.map((a) => [
-    APPEND_MODES[a.mode],
+    APPEND_MODE_NAMES[a.mode],
     thousands(a.appends),
     thousands(a.perSecond),
     thousands(a.logSyncs),

@@ -162,3 +162,13 @@ export interface Results {
   /** The start-up module profiles, or why they were not measured. */
   readonly profiles: readonly StartupProfile[] | string;
 }
+
+/** What every per-runtime phase is given besides its runtime and result. */
+export interface BenchRun {
+  readonly settings: Settings;
+  /** The start-up graphs (read before the runtimes run), or why they could not be. */
+  readonly mcpGraph: McpStartupGraph | string;
+  readonly httpGraph: HttpStartupGraph | string;
+  /** The durable-session data: written on first use, shared by every runtime. */
+  storeData(): Promise<StoreFixture>;
+}

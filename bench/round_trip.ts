@@ -15,8 +15,8 @@ import {
   startAgent,
   startFreshOurs,
 } from "./agent_process.ts";
-import type { RuntimeResult } from "./results.ts";
-import type { BenchRun, Kind, Runtime } from "./settings.ts";
+import type { BenchRun, RuntimeResult } from "./results.ts";
+import type { Kind, Runtime } from "./settings.ts";
 import { percentile } from "./stats.ts";
 
 /** The round trip's sides: ours durable, ours with `--store memory:`, bare. */

@@ -7,9 +7,9 @@
  */
 import { type AgentProcess, removeHome, startAgent, startFreshOurs } from "./agent_process.ts";
 import { ROOT } from "./paths.ts";
-import type { Pair, RuntimeResult } from "./results.ts";
+import type { BenchRun, Pair, RuntimeResult } from "./results.ts";
 import { INITIALIZE_PARAMS } from "./rpc_client.ts";
-import { type BenchRun, orderFor, type Runtime, type Settings } from "./settings.ts";
+import { orderFor, type Runtime, type Settings } from "./settings.ts";
 import { median, percentile } from "./stats.ts";
 
 /** One run's `session/new` calls on both servers, in blocks; resolves with their latencies. */

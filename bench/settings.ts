@@ -5,9 +5,6 @@
  * @module
  */
 import { print } from "../tests/_helpers/print.ts";
-import type { HttpStartupGraph } from "./http.ts";
-import type { McpStartupGraph } from "./mcp.ts";
-import type { AppendMode, StoreFixture } from "./store_bench.ts";
 
 /** The runtimes ours and the bare agent run on. */
 export const RUNTIMES = ["deno", "node", "bun"] as const;
@@ -33,6 +30,11 @@ export const PHASE_NAMES = [
 ] as const;
 /** One of {@link PHASE_NAMES}. */
 export type PhaseName = typeof PHASE_NAMES[number];
+
+/** The modes of the in-process append benchmark (`bench/store_bench.ts`), in the order they run. */
+export const APPEND_MODES = ["awaited", "burst", "nosync"] as const;
+/** One of {@link APPEND_MODES}. */
+export type AppendMode = typeof APPEND_MODES[number];
 
 /** The phases run once for all runtimes, after the per-runtime ones (`--only` names them too). */
 export const SHARED_PHASES = ["builds", "appends", "start-up profile"] as const;
@@ -164,14 +166,4 @@ function parseArguments(args: readonly string[]): Arguments {
 
 function isRuntime(name: string): name is Runtime {
   return (RUNTIMES as readonly string[]).includes(name);
-}
-
-/** What every per-runtime phase is given besides its runtime and result. */
-export interface BenchRun {
-  readonly settings: Settings;
-  /** The start-up graphs (read before the runtimes run), or why they could not be. */
-  readonly mcpGraph: McpStartupGraph | string;
-  readonly httpGraph: HttpStartupGraph | string;
-  /** The durable-session data: written on first use, shared by every runtime. */
-  storeData(): Promise<StoreFixture>;
 }

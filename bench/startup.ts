@@ -12,8 +12,8 @@ import {
   startAgent,
   startFreshOurs,
 } from "./agent_process.ts";
-import type { Pair, RuntimeResult } from "./results.ts";
-import { type BenchRun, type Kind, orderFor, type Runtime } from "./settings.ts";
+import type { BenchRun, Pair, RuntimeResult } from "./results.ts";
+import { type Kind, orderFor, type Runtime } from "./settings.ts";
 import { median } from "./stats.ts";
 
 /** One start-up run: spawn → `initialize` → `session/new`, then stdin EOF → exit. */

@@ -28,6 +28,7 @@ import type {
 } from "../src/store/session_store.ts";
 import type { BenchAgent } from "./agent_process.ts";
 import { INITIALIZE_PARAMS } from "./rpc_client.ts";
+import type { AppendMode } from "./settings.ts";
 import { median } from "./stats.ts";
 
 /** The part of a running server (an `AgentProcess`) these benchmarks use. */
@@ -613,7 +614,6 @@ class CountingHost extends NodeHost {
 }
 
 /** One way of appending. */
-export type AppendMode = "awaited" | "burst" | "nosync";
 
 export interface AppendResult {
   readonly mode: AppendMode;

@@ -15,8 +15,8 @@ import {
   startAgent,
 } from "./agent_process.ts";
 import { CEILING_FILE } from "./paths.ts";
-import type { Pair, RuntimeResult } from "./results.ts";
-import { type BenchRun, orderFor, type Runtime } from "./settings.ts";
+import type { BenchRun, Pair, RuntimeResult } from "./results.ts";
+import { orderFor, type Runtime } from "./settings.ts";
 import { median } from "./stats.ts";
 
 /** Measures the update throughput of ours and bare on `runtime`. */
