@@ -31,6 +31,7 @@ import {
 } from "../tests/_helpers/fake_llm_server.ts";
 import { exitOf, type LeanClient, SseClient, StdioClient, WsClient } from "./http_clients.ts";
 import { INITIALIZE_PARAMS, REQUEST_TIMEOUT_MS } from "./rpc_client.ts";
+import { percentile, summarize, type Summary } from "./stats.ts";
 
 /** A command line: what the bench spawns. */
 export interface HttpCommandLine {
@@ -105,11 +106,7 @@ export interface HttpBundles {
 }
 
 /** Median, min and max of some samples. */
-export interface HttpStats {
-  readonly median: number;
-  readonly min: number;
-  readonly max: number;
-}
+export type HttpStats = Summary;
 
 /** One runtime's HTTP figures. */
 export interface HttpResult {
@@ -168,22 +165,6 @@ const LISTEN_TIMEOUT_MS = 30_000;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-function stats(values: readonly number[]): HttpStats {
-  if (values.length === 0) return { median: Number.NaN, min: Number.NaN, max: Number.NaN };
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  const median = sorted.length % 2 === 1
-    ? sorted[middle] ?? Number.NaN
-    : ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2;
-  return { median, min: sorted[0] ?? Number.NaN, max: sorted.at(-1) ?? Number.NaN };
-}
-
-/** Nearest-rank percentile, `fraction` in (0, 1]. */
-function percentile(sorted: readonly number[], fraction: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.max(0, Math.ceil(fraction * sorted.length) - 1)] ?? Number.NaN;
-}
 
 /** A field of `/proc/<pid>/status` in MiB (`VmRSS`, `VmHWM`), or undefined without /proc. */
 async function procMib(pid: number | undefined, field: string): Promise<number | undefined> {
@@ -354,9 +335,9 @@ async function measureThroughput(
   await server.stop();
   return {
     throughput: {
-      stdio: stats(rates.stdio),
-      sse: stats(rates.sse),
-      ws: stats(rates.ws),
+      stdio: summarize(rates.stdio),
+      sse: summarize(rates.sse),
+      ws: summarize(rates.ws),
       chunks: {
         stdio: Math.min(...seen.stdio),
         sse: Math.min(...seen.sse),
@@ -561,7 +542,7 @@ async function measureIdle(
     kibPerConnection: baseRssMib === undefined || openRssMib === undefined
       ? undefined
       : (openRssMib - baseRssMib) * 1024 / counts.idleConnections,
-    openMs: stats(openMs),
+    openMs: summarize(openMs),
     stdioKibPerSession: await stdioSessionsKib(host, counts.idleConnections, cleanup),
     exitMs,
   };
@@ -615,7 +596,11 @@ async function measureBundleStartup(
       if (i >= 0) samples[side].push(reply.at - spawnedAt);
     }
   }
-  return { withHttp: stats(samples.withHttp), withoutHttp: stats(samples.withoutHttp), runs };
+  return {
+    withHttp: summarize(samples.withHttp),
+    withoutHttp: summarize(samples.withoutHttp),
+    runs,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import { pollUntil } from "../tests/_helpers/wait.ts";
 import type { BenchAgent } from "./agent_process.ts";
 import { fixed, ratioText, table, type Tally } from "./format.ts";
 import { INITIALIZE_PARAMS } from "./rpc_client.ts";
+import { summarize, type Summary } from "./stats.ts";
 
 /** The part of a running agent these benchmarks use. */
 export type McpBenchAgent = Pick<
@@ -81,11 +82,7 @@ export interface McpBenchPaths {
 }
 
 /** Median, min and max of some samples (ms). */
-export interface Stats {
-  readonly median: number;
-  readonly min: number;
-  readonly max: number;
-}
+export type Stats = Summary;
 
 /** One runtime's MCP figures (ms). */
 export interface McpResult {
@@ -130,16 +127,6 @@ export interface McpResult {
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-function stats(values: readonly number[]): Stats {
-  if (values.length === 0) return { median: Number.NaN, min: Number.NaN, max: Number.NaN };
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  const median = sorted.length % 2 === 1
-    ? sorted[middle] ?? Number.NaN
-    : ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2;
-  return { median, min: sorted[0] ?? Number.NaN, max: sorted.at(-1) ?? Number.NaN };
-}
 
 /** Waits up to `timeoutMs` for the marked processes to be gone; returns how many remain. */
 async function leftoversAfter(marker: string, timeoutMs: number): Promise<number> {
@@ -336,11 +323,11 @@ async function measureSessionNew(run: McpRun): Promise<McpResult["sessionNew"]> 
     }
   }
   return {
-    ours: stats(samples.ours),
-    bare: stats(samples.bare),
+    ours: summarize(samples.ours),
+    bare: summarize(samples.bare),
     coldMs,
-    noServers: stats(samples.none),
-    close: stats(samples.close),
+    noServers: summarize(samples.none),
+    close: summarize(samples.close),
     runs: counts.sessionNewRuns,
   };
 }
@@ -372,10 +359,10 @@ async function measureCall(run: McpRun): Promise<McpResult["call"]> {
     }
     await closeSession(run, sessionId);
     return {
-      mcpTurn: stats(calls.mcp),
-      noToolTurn: stats(calls.none),
-      overhead: stats(calls.mcp.map((ms, i) => ms - (calls.none[i] ?? Number.NaN))),
-      bare: stats(calls.bare),
+      mcpTurn: summarize(calls.mcp),
+      noToolTurn: summarize(calls.none),
+      overhead: summarize(calls.mcp.map((ms, i) => ms - (calls.none[i] ?? Number.NaN))),
+      bare: summarize(calls.bare),
       runs: counts.callRuns,
     };
   } finally {
@@ -441,7 +428,7 @@ async function measureBundleStartup(
       if (i >= 0) samples[side].push(reply.at - agent.spawnedAt);
     }
   }
-  return { withMcp: stats(samples.withMcp), withoutMcp: stats(samples.withoutMcp), runs };
+  return { withMcp: summarize(samples.withMcp), withoutMcp: summarize(samples.withoutMcp), runs };
 }
 
 // ---------------------------------------------------------------------------------------------
