@@ -47,7 +47,7 @@ export function exitOf(
  */
 export abstract class LeanClient extends RpcClient {
   constructor(label: string) {
-    super(label, true);
+    super(label, { lean: true });
   }
 
   /** `initialize`; the transport's own handshake first where it has one. */

@@ -85,6 +85,8 @@ export abstract class RpcClient {
   readonly label: string;
   /** `agent_message_chunk` notifications received. */
   messageChunks = 0;
+  /** Told about each `agent_message_chunk` message of a lean client (its JSON text). */
+  onChunk: ((text: string, at: number) => void) | undefined;
   readonly #lean: boolean;
   readonly #pending = new Map<number, Pending>();
   #nextId = 0;
@@ -92,12 +94,12 @@ export abstract class RpcClient {
 
   /**
    * @param label Names the peer in errors
-   * @param lean Count `agent_message_chunk` updates by a substring, unparsed, and hand them to
-   *   {@link onChunk} only
+   * @param options `lean`: count `agent_message_chunk` updates by a substring, unparsed, and
+   *   hand them to {@link onChunk} only
    */
-  constructor(label: string, lean = false) {
+  constructor(label: string, options: { readonly lean?: boolean } = {}) {
     this.label = label;
-    this.#lean = lean;
+    this.#lean = options.lean ?? false;
   }
 
   /** Sends a request; resolves with its result and arrival time, rejects on an error answer. */
@@ -117,9 +119,6 @@ export abstract class RpcClient {
       );
     });
   }
-
-  /** Told about each `agent_message_chunk` message of a lean client (its JSON text). */
-  onChunk: ((text: string, at: number) => void) | undefined;
 
   /** Sends one message (for a session's messages, `sessionId` says which). */
   protected abstract write(message: unknown, sessionId?: string): void | Promise<void>;
