@@ -38,20 +38,28 @@ function promptText(prompt: readonly acp.ContentBlock[]): string {
   return text;
 }
 
+/** A text chunk update of `kind`, with a message id of its own. */
+function textUpdate(kind: "agent_message_chunk" | "agent_thought_chunk", text: string) {
+  return {
+    sessionUpdate: kind,
+    messageId: crypto.randomUUID(),
+    content: { type: "text" as const, text },
+  };
+}
+
 /** Sends one `agent_message_chunk` and waits until the connection has taken it. */
-function sendChunk(
-  client: acp.AgentContext,
-  sessionId: string,
-  text: string,
-  kind: "agent_message_chunk" | "agent_thought_chunk" = "agent_message_chunk",
-): Promise<void> {
+function sendChunk(client: acp.AgentContext, sessionId: string, text: string): Promise<void> {
   return client.notify(methods.client.session.update, {
     sessionId,
-    update: {
-      sessionUpdate: kind,
-      messageId: crypto.randomUUID(),
-      content: { type: "text", text },
-    },
+    update: textUpdate("agent_message_chunk", text),
+  });
+}
+
+/** Sends one `agent_thought_chunk` and waits until the connection has taken it. */
+function sendThought(client: acp.AgentContext, sessionId: string, text: string): Promise<void> {
+  return client.notify(methods.client.session.update, {
+    sessionId,
+    update: textUpdate("agent_thought_chunk", text),
   });
 }
 
@@ -92,11 +100,10 @@ async function main(): Promise<void> {
           });
         }
         if (chunkCount === undefined) {
-          await sendChunk(
+          await sendThought(
             client,
             params.sessionId,
             `The user sent ${text.length} characters; echoing them back.`,
-            "agent_thought_chunk",
           );
           await sendChunk(client, params.sessionId, `Echo: ${text}`);
         } else {

@@ -10,7 +10,8 @@
  */
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { McpBenchAgent, McpUpdateParams } from "./mcp.ts";
+import type { McpBenchAgent } from "./mcp.ts";
+import type { SessionUpdateParams } from "./rpc_client.ts";
 import { median } from "./stats.ts";
 
 /** What one runtime's compaction run measured. */
@@ -88,7 +89,7 @@ export async function measureCompaction(
     "--mode",
     "auto",
   ], home);
-  let compaction: McpUpdateParams["update"] | undefined;
+  let compaction: SessionUpdateParams["update"] | undefined;
   agent.onUpdate = (params) => {
     if (params.update?.sessionUpdate === "compaction_update") compaction = params.update;
   };
@@ -104,7 +105,7 @@ export async function measureCompaction(
       const { at } = await agent.request("session/prompt", {
         sessionId,
         prompt: [{ type: "text", text }],
-      }, 60_000);
+      }, { timeoutMs: 60_000 });
       return at - sent;
     };
     for (let turn = 0; turn < turns; turn++) await prompt(`Read notes.txt again (${turn}).`);

@@ -15,9 +15,10 @@
  * @module
  */
 import type { McpBenchAgent } from "./mcp.ts";
+import { fixed, table } from "./format.ts";
 import { median } from "./stats.ts";
 
-/** The part of a running agent (an `AgentProcess` of `bench/main.ts`) this benchmark uses. */
+/** The part of a running agent (an `AgentProcess`) this benchmark uses. */
 export type DelegationBenchAgent = Pick<
   McpBenchAgent,
   "spawnedAt" | "request" | "closeStdin" | "waitExit"
@@ -77,21 +78,22 @@ function stats(values: readonly number[]): DelegationStats {
   return { median: median(values), min: Math.min(...values), max: Math.max(...values) };
 }
 
-/**
- * Measures one runtime.
- *
- * @param start Starts ours (the parent and the direct server) with extra arguments
- * @param child The command line the parent starts as its agent (ours on the same runtime)
- * @param paths `root`: the sessions' cwd; `tmp`: a scratch directory for scripts and config
- * @param counts Warm-ups and measured rounds
- * @returns The figures
- */
-export async function measureDelegation(
-  start: StartDelegationAgent,
-  child: DelegationCommandLine,
-  paths: { readonly root: string; readonly tmp: string },
-  counts: DelegationBenchCounts,
-): Promise<DelegationResult> {
+/** What {@link measureDelegation} runs on. */
+export interface DelegationBenchOptions {
+  /** Starts ours (the parent and the direct server) with extra arguments. */
+  readonly start: StartDelegationAgent;
+  /** The command line the parent starts as its agent (ours on the same runtime). */
+  readonly child: DelegationCommandLine;
+  /** `root`: the sessions' cwd; `tmp`: a scratch directory for scripts and config. */
+  readonly paths: { readonly root: string; readonly tmp: string };
+  /** Warm-ups and measured rounds. */
+  readonly counts: DelegationBenchCounts;
+}
+
+/** The scripts and config of a run, written under `tmp`. */
+async function writeScripts(
+  { child, paths }: DelegationBenchOptions,
+): Promise<{ readonly noop: string; readonly parentScript: string; readonly config: string }> {
   const dir = `${paths.tmp}/delegation`;
   await Deno.mkdir(dir, { recursive: true });
   const noop = `${dir}/noop.json`;
@@ -119,6 +121,67 @@ export async function measureDelegation(
       },
     }),
   );
+  return { noop, parentScript, config };
+}
+
+/** One no-op turn in a fresh session, `session/prompt` → answer (ms); the session closed after. */
+async function timedTurn(agent: DelegationBenchAgent, root: string): Promise<number> {
+  const session = await agent.request("session/new", { cwd: root, mcpServers: [] });
+  const sessionId = (session.result as { sessionId: string }).sessionId;
+  const sent = performance.now();
+  const answer = await agent.request("session/prompt", {
+    sessionId,
+    prompt: [{ type: "text", text: "go" }],
+  });
+  const stopReason = (answer.result as { stopReason?: string }).stopReason;
+  if (stopReason !== "end_turn") throw new Error(`the turn ended ${stopReason}`);
+  await agent.request("session/close", { sessionId });
+  return answer.at - sent;
+}
+
+/** The child's command line on its own: its start-up, its turn and its exit (ms). */
+interface ChildAlone {
+  readonly initMs: number;
+  readonly sessionMs: number;
+  readonly exitMs: number;
+}
+
+async function childAlone(
+  start: StartDelegationAgent,
+  noop: string,
+  root: string,
+): Promise<ChildAlone> {
+  const agent = start(["--model", "scripted", "--script", noop]);
+  const init = await agent.request("initialize", {
+    protocolVersion: 1,
+    clientCapabilities: {},
+  });
+  const sent = performance.now();
+  const session = await agent.request("session/new", { cwd: root, mcpServers: [] });
+  const sessionId = (session.result as { sessionId: string }).sessionId;
+  const answer = await agent.request("session/prompt", {
+    sessionId,
+    prompt: [{ type: "text", text: "go" }],
+  });
+  const closedAt = agent.closeStdin();
+  const exitedAt = await agent.waitExit();
+  return {
+    initMs: init.at - agent.spawnedAt,
+    sessionMs: answer.at - sent,
+    exitMs: exitedAt - closedAt,
+  };
+}
+
+/**
+ * Measures one runtime.
+ *
+ * @returns The figures
+ */
+export async function measureDelegation(
+  options: DelegationBenchOptions,
+): Promise<DelegationResult> {
+  const { start, paths, counts } = options;
+  const { noop, parentScript, config } = await writeScripts(options);
   const common = ["--model", "scripted", "--store", "memory:"];
   const direct = start([...common, "--script", noop]);
   const parent = start([...common, "--script", parentScript, "--config", config, "--mode", "auto"]);
@@ -126,44 +189,11 @@ export async function measureDelegation(
     for (const agent of [direct, parent]) {
       await agent.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
     }
-    const turn = async (agent: DelegationBenchAgent): Promise<number> => {
-      const session = await agent.request("session/new", { cwd: paths.root, mcpServers: [] });
-      const sessionId = (session.result as { sessionId: string }).sessionId;
-      const sent = performance.now();
-      const answer = await agent.request("session/prompt", {
-        sessionId,
-        prompt: [{ type: "text", text: "go" }],
-      });
-      const stopReason = (answer.result as { stopReason?: string }).stopReason;
-      if (stopReason !== "end_turn") throw new Error(`the turn ended ${stopReason}`);
-      await agent.request("session/close", { sessionId });
-      return answer.at - sent;
-    };
+    const turn = (agent: DelegationBenchAgent): Promise<number> => timedTurn(agent, paths.root);
     const directMs: number[] = [];
     const delegatedMs: number[] = [];
     const overheadMs: number[] = [];
-    const initMs: number[] = [];
-    const sessionMs: number[] = [];
-    const exitMs: number[] = [];
-    const alone = async (): Promise<void> => {
-      const agent = start(["--model", "scripted", "--script", noop]);
-      const init = await agent.request("initialize", {
-        protocolVersion: 1,
-        clientCapabilities: {},
-      });
-      const sent = performance.now();
-      const session = await agent.request("session/new", { cwd: paths.root, mcpServers: [] });
-      const sessionId = (session.result as { sessionId: string }).sessionId;
-      const answer = await agent.request("session/prompt", {
-        sessionId,
-        prompt: [{ type: "text", text: "go" }],
-      });
-      const closedAt = agent.closeStdin();
-      const exitedAt = await agent.waitExit();
-      initMs.push(init.at - agent.spawnedAt);
-      sessionMs.push(answer.at - sent);
-      exitMs.push(exitedAt - closedAt);
-    };
+    const alone: ChildAlone[] = [];
     for (let round = 0; round < counts.warmups + counts.runs; round++) {
       const measured = round >= counts.warmups;
       const pair = round % 2 === 0
@@ -175,15 +205,15 @@ export async function measureDelegation(
         delegatedMs.push(g);
         overheadMs.push(g - d);
       }
-      if (measured) await alone();
+      if (measured) alone.push(await childAlone(start, noop, paths.root));
     }
     return {
       direct: stats(directMs),
       delegated: stats(delegatedMs),
       overhead: stats(overheadMs),
-      childInitialize: stats(initMs),
-      childSessionAndPrompt: stats(sessionMs),
-      childExit: stats(exitMs),
+      childInitialize: stats(alone.map((run) => run.initMs)),
+      childSessionAndPrompt: stats(alone.map((run) => run.sessionMs)),
+      childExit: stats(alone.map((run) => run.exitMs)),
       runs: counts.runs,
     };
   } finally {
@@ -202,17 +232,8 @@ export interface DelegationReportRow {
   readonly failed: boolean;
 }
 
-function fixed(value: number | undefined, digits: number): string {
-  return value === undefined || Number.isNaN(value) ? "n/a" : value.toFixed(digits);
-}
-
 function range(value: DelegationStats | undefined, digits: number): string {
   return value === undefined ? "n/a" : `${fixed(value.min, digits)} – ${fixed(value.max, digits)}`;
-}
-
-function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const line = (cells: readonly string[]): string => `| ${cells.join(" | ")} |`;
-  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
 }
 
 /**

@@ -11,8 +11,8 @@
  *   CPU of every thread) per streamed delta and per tool call, from turns that differ only in
  *   the number of deltas or of `read_file` calls.
  *
- * `bench/main.ts` owns the processes, the fake server and the report frame; this module takes
- * the measurements and renders its sections.
+ * `bench/llm_turn.ts` starts the agents and the fake server, and `bench/report.ts` frames the
+ * report; this module takes the measurements and renders its sections.
  *
  * @module
  */
@@ -23,32 +23,21 @@ import {
   type SseResponse,
 } from "../tests/_helpers/fake_llm_server.ts";
 import { openAiTurn } from "../tests/_helpers/llm_fixtures.ts";
+import type { BenchAgent } from "./agent_process.ts";
+import { fixed, table, type Tally } from "./format.ts";
+import type { SessionUpdateParams } from "./rpc_client.ts";
 import { median, percentile } from "./stats.ts";
 
 /** The part of a `session/update` these measures look at. */
-export interface TurnUpdateParams {
-  readonly sessionId?: string;
-  readonly update?: {
-    readonly sessionUpdate?: string;
-    readonly toolCallId?: string;
-    readonly status?: string;
-    readonly content?: { readonly text?: string };
-  };
-}
+export type TurnUpdateParams = SessionUpdateParams;
 
-/** The part of a running agent (an `AgentProcess` of `bench/main.ts`) these measures use. */
-export interface TurnAgent {
-  readonly label: string;
-  /** The agent's process id (its threads' CPU is read from `/proc`). */
-  readonly pid: number | undefined;
-  /** Told about every `session/update` notification and when its bytes arrived, when set. */
-  onUpdateAt: ((params: TurnUpdateParams, at: number) => void) | undefined;
-  /** Sends a request; resolves with its result and arrival time, rejects on an error reply. */
-  request(
-    method: string,
-    params: unknown,
-    timeoutMs?: number,
-  ): Promise<{ readonly result: unknown; readonly at: number }>;
+/** The part of a running agent (an `AgentProcess`) these measures use. */
+export type TurnAgent = Pick<BenchAgent, "label" | "pid" | "onUpdateAt" | "request">;
+
+/** The fake model the turns run on, and the session's cwd (holding {@link BREAKDOWN_FILE}). */
+export interface FakeModel {
+  readonly server: FakeLlmServer;
+  readonly workspace: string;
 }
 
 /** Targets of the issue. */
@@ -169,6 +158,16 @@ interface TurnExpectation {
   readonly toolCalls: number;
 }
 
+/** One turn of {@link promptTurn}. */
+interface TurnPlan {
+  readonly sessionId: string;
+  /** The model's answers, queued at the fake server. */
+  readonly responses: readonly SseResponse[];
+  readonly expected: TurnExpectation;
+  /** Sees the session's updates on the way. */
+  readonly onUpdate?: (params: TurnUpdateParams, at: number) => void;
+}
+
 /**
  * Queues `responses`, sends `session/prompt` on `sessionId` and waits for its response; throws
  * unless it ended `end_turn` with every tool call completed and the fake server saw exactly the
@@ -177,10 +176,7 @@ interface TurnExpectation {
 async function promptTurn(
   agent: TurnAgent,
   server: FakeLlmServer,
-  sessionId: string,
-  responses: readonly SseResponse[],
-  expected: TurnExpectation,
-  onUpdate?: (params: TurnUpdateParams, at: number) => void,
+  { sessionId, responses, expected, onUpdate }: TurnPlan,
 ): Promise<number> {
   const completed = new Set<string>();
   agent.onUpdateAt = (params, at) => {
@@ -239,28 +235,25 @@ export interface FirstUpdateResult {
 /** One first-update turn of ours: a fresh session, then the stamped answer. */
 async function firstUpdateOurs(
   agent: TurnAgent,
-  server: FakeLlmServer,
-  workspace: string,
+  { server, workspace }: FakeModel,
   delayMs: number,
 ): Promise<number> {
   const sessionId = await newSession(agent, workspace);
   let writtenAt: number | undefined;
   let receivedAt: number | undefined;
   let firstText: string | undefined;
-  await promptTurn(
-    agent,
-    server,
+  await promptTurn(agent, server, {
     sessionId,
-    [firstUpdateResponse(delayMs, (at) => writtenAt = at)],
-    { requests: 1, toolCalls: 0 },
-    (params, at) => {
+    responses: [firstUpdateResponse(delayMs, (at) => writtenAt = at)],
+    expected: { requests: 1, toolCalls: 0 },
+    onUpdate: (params, at) => {
       if (receivedAt !== undefined || params.update?.sessionUpdate !== "agent_message_chunk") {
         return;
       }
       receivedAt = at;
       firstText = params.update.content?.text;
     },
-  );
+  });
   if (writtenAt === undefined || receivedAt === undefined) {
     throw new Error(`${agent.label}: the first delta was not written or not relayed`);
   }
@@ -311,8 +304,7 @@ async function firstUpdateFloor(server: FakeLlmServer, delayMs: number): Promise
  */
 export async function measureFirstUpdate(
   agent: TurnAgent,
-  server: FakeLlmServer,
-  workspace: string,
+  model: FakeModel,
   counts: BreakdownCounts,
 ): Promise<FirstUpdateResult> {
   const delay = counts.firstDeltaDelayMs;
@@ -323,11 +315,11 @@ export async function measureFirstUpdate(
     const measured = i >= counts.firstUpdateWarmups;
     const sides = [
       async (): Promise<void> => {
-        const ms = await firstUpdateOurs(agent, server, workspace, delay);
+        const ms = await firstUpdateOurs(agent, model, delay);
         if (measured) ours.push(ms);
       },
       async (): Promise<void> => {
-        const ms = await firstUpdateFloor(server, delay);
+        const ms = await firstUpdateFloor(model.server, delay);
         if (measured) floor.push(ms);
       },
     ];
@@ -438,8 +430,7 @@ export interface TurnCpuResult {
  */
 export async function measureTurnCpu(
   agents: { readonly streamed: TurnAgent; readonly committed: TurnAgent },
-  server: FakeLlmServer,
-  workspace: string,
+  { server, workspace }: FakeModel,
   counts: BreakdownCounts,
 ): Promise<TurnCpuResult> {
   const turns = cpuTurns(counts);
@@ -452,7 +443,7 @@ export async function measureTurnCpu(
     if (agent.pid === undefined) throw new Error(`${agent.label}: no pid`);
     const sessionId = await newSession(agent, workspace);
     const before = await quietCpuNs(agent.pid);
-    await promptTurn(agent, server, sessionId, turns[turn].responses, turns[turn].expected);
+    await promptTurn(agent, server, { sessionId, ...turns[turn] });
     const after = await quietCpuNs(agent.pid);
     return (after - before) / 1000;
   };
@@ -498,25 +489,14 @@ export interface BreakdownReportRow {
   readonly failed: boolean;
 }
 
-/**
- * The two sections: time to first update (with its target) and CPU per delta and per tool call.
- *
- * @param rows One row per runtime
- * @param counts The counts of the run
- * @returns The text and the verdicts of its targets
- */
-export function renderBreakdownSections(
+/** Time to first update, with its target. */
+function renderFirstUpdate(
   rows: readonly BreakdownReportRow[],
   counts: BreakdownCounts,
-): { readonly text: string; readonly verdicts: ReadonlyArray<boolean | undefined> } {
-  const verdicts: Array<boolean | undefined> = [];
+  tally: Tally,
+): string {
   const firstRows = rows.map(({ runtime, firstUpdate: f, failed }) => {
-    const pass = failed
-      ? false
-      : f === undefined
-      ? undefined
-      : f.ours.p50 <= BREAKDOWN_TARGETS.firstUpdateMs;
-    verdicts.push(pass);
+    const pass = f === undefined ? undefined : f.ours.p50 <= BREAKDOWN_TARGETS.firstUpdateMs;
     return [
       runtime,
       fixed(f?.ours.p50, 3),
@@ -524,24 +504,12 @@ export function renderBreakdownSections(
       fixed(f?.floor.p50, 3),
       ratioText(f === undefined ? undefined : f.ours.p50 / f.floor.p50),
       `≤ ${BREAKDOWN_TARGETS.firstUpdateMs} ms p50`,
-      failed ? "**FAIL** (see Errors)" : pass === undefined ? "n/a" : pass ? "pass" : "**FAIL**",
+      tally.verdict(pass, failed),
       fixed(f?.ours.max, 2),
       fixed(f?.floor.p99, 3),
     ];
   });
-  const range = (values: readonly [number, number] | undefined): string =>
-    values === undefined ? "n/a" : `${fixed(values[0], 2)} – ${fixed(values[1], 2)}`;
-  const cpuRows = rows.map(({ runtime, cpu }) => [
-    runtime,
-    fixed(cpu?.streamed.perDeltaUs, 2),
-    fixed(cpu?.committed.perDeltaUs, 2),
-    fixed(cpu?.streamed.perCallUs, 1),
-    fixed(cpu?.committed.perCallUs, 1),
-    `${fixed(cpu?.streamed.oneDeltaTurnUs, 0)} / ${fixed(cpu?.committed.oneDeltaTurnUs, 0)}`,
-    `${range(cpu?.streamed.perDeltaRange)} / ${range(cpu?.committed.perDeltaRange)}`,
-    `${range(cpu?.streamed.perCallRange)} / ${range(cpu?.committed.perCallRange)}`,
-  ]);
-  const text = [
+  return [
     `## Time to first update: the model's first streamed delta → the client's \`agent_message_chunk\` (ms, ${counts.firstUpdateRuns} turns after ${counts.firstUpdateWarmups} warm-ups)`,
     "",
     table(
@@ -573,7 +541,24 @@ export function renderBreakdownSections(
     "that holds the delta: loopback and this event loop alone, with no agent in between; the " +
     "ratio is ours over it. Ours and the floor alternate turn by turn. Every turn must end " +
     "`end_turn` with the first chunk carrying the first delta, else the section fails.",
-    "",
+  ].join("\n");
+}
+
+/** CPU per delta and per tool call (no target). */
+function renderTurnCpu(rows: readonly BreakdownReportRow[], counts: BreakdownCounts): string {
+  const range = (values: readonly [number, number] | undefined): string =>
+    values === undefined ? "n/a" : `${fixed(values[0], 2)} – ${fixed(values[1], 2)}`;
+  const cpuRows = rows.map(({ runtime, cpu }) => [
+    runtime,
+    fixed(cpu?.streamed.perDeltaUs, 2),
+    fixed(cpu?.committed.perDeltaUs, 2),
+    fixed(cpu?.streamed.perCallUs, 1),
+    fixed(cpu?.committed.perCallUs, 1),
+    `${fixed(cpu?.streamed.oneDeltaTurnUs, 0)} / ${fixed(cpu?.committed.oneDeltaTurnUs, 0)}`,
+    `${range(cpu?.streamed.perDeltaRange)} / ${range(cpu?.committed.perDeltaRange)}`,
+    `${range(cpu?.streamed.perCallRange)} / ${range(cpu?.committed.perCallRange)}`,
+  ]);
+  return [
     `## CPU per streamed delta and per tool call (µs of the agent process's CPU; no target; median of ${counts.cpuRounds} rounds after ${counts.cpuWarmupRounds} warm-up rounds)`,
     "",
     table(
@@ -611,7 +596,22 @@ export function renderBreakdownSections(
     "the order rotating by round), then the median; the one-delta turn column is the whole " +
     "turn's CPU, its fixed cost.",
   ].join("\n");
-  return { text, verdicts };
+}
+
+/**
+ * The two sections: time to first update (with its target) and CPU per delta and per tool call.
+ *
+ * @param rows One row per runtime
+ * @param counts The counts of the run
+ * @param tally Counts the sections' targets
+ * @returns The text
+ */
+export function renderBreakdownSections(
+  rows: readonly BreakdownReportRow[],
+  counts: BreakdownCounts,
+  tally: Tally,
+): string {
+  return [renderFirstUpdate(rows, counts, tally), "", renderTurnCpu(rows, counts)].join("\n");
 }
 
 function percentiles(values: readonly number[]): Percentiles {
@@ -622,15 +622,7 @@ function percentiles(values: readonly number[]): Percentiles {
   };
 }
 
-function fixed(value: number | undefined, digits: number): string {
-  return value === undefined || Number.isNaN(value) ? "n/a" : value.toFixed(digits);
-}
-
+/** A ratio as `1.23×`; `n/a` when missing or infinite (a floor of 0). */
 function ratioText(ratio: number | undefined): string {
   return ratio === undefined || !Number.isFinite(ratio) ? "n/a" : `${ratio.toFixed(2)}×`;
-}
-
-function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const line = (cells: readonly string[]): string => `| ${cells.join(" | ")} |`;
-  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
 }

@@ -11,8 +11,8 @@
  * - whether the MCP client is in the start-up module graph (`deno info` of `mod.ts`, and the
  *   esbuild metafile of `dist/cli.js`); the start-up time itself is the start-up section's.
  *
- * `bench/main.ts` owns the processes and the report frame; this module takes the measurements
- * and renders its section.
+ * `bench/main.ts` owns the processes and the report frame (`bench/phases.ts` starts the agents);
+ * this module takes the measurements and renders its section.
  *
  * @module
  */
@@ -21,35 +21,16 @@ import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { processesWithMarker } from "../tests/_helpers/mcp_servers.ts";
 import { pollUntil } from "../tests/_helpers/wait.ts";
+import type { BenchAgent } from "./agent_process.ts";
+import { fixed, ratioText, table, type Tally } from "./format.ts";
+import { INITIALIZE_PARAMS } from "./rpc_client.ts";
+import { summarize, type Summary } from "./stats.ts";
 
-/** The part of a `session/update` these benchmarks look at. */
-export interface McpUpdateParams {
-  readonly sessionId?: string;
-  readonly update?: {
-    readonly sessionUpdate?: string;
-    readonly toolCallId?: string;
-    readonly status?: string;
-  };
-}
-
-/** The part of a running agent (an `AgentProcess` of `bench/main.ts`) these benchmarks use. */
-export interface McpBenchAgent {
-  readonly label: string;
-  /** `performance.now()` of the spawn. */
-  readonly spawnedAt: number;
-  /** Told about every `session/update` notification, when set. */
-  onUpdate: ((params: McpUpdateParams) => void) | undefined;
-  /** Sends a request; resolves with its result and arrival time, rejects on an error reply. */
-  request(
-    method: string,
-    params: unknown,
-    timeoutMs?: number,
-  ): Promise<{ readonly result: unknown; readonly at: number }>;
-  /** Closes stdin; returns when. */
-  closeStdin(): number;
-  /** Waits for the exit (killing the process after a timeout). */
-  waitExit(timeoutMs?: number): Promise<number>;
-}
+/** The part of a running agent these benchmarks use. */
+export type McpBenchAgent = Pick<
+  BenchAgent,
+  "label" | "spawnedAt" | "onUpdate" | "request" | "closeStdin" | "waitExit"
+>;
 
 /** Starts ours (over stdio) with the scripted model replaying `scriptFile`. */
 export type StartMcpAgent = (scriptFile: string) => McpBenchAgent;
@@ -101,11 +82,7 @@ export interface McpBenchPaths {
 }
 
 /** Median, min and max of some samples (ms). */
-export interface Stats {
-  readonly median: number;
-  readonly min: number;
-  readonly max: number;
-}
+export type Stats = Summary;
 
 /** One runtime's MCP figures (ms). */
 export interface McpResult {
@@ -150,16 +127,6 @@ export interface McpResult {
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-function stats(values: readonly number[]): Stats {
-  if (values.length === 0) return { median: Number.NaN, min: Number.NaN, max: Number.NaN };
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  const median = sorted.length % 2 === 1
-    ? sorted[middle] ?? Number.NaN
-    : ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2;
-  return { median, min: sorted[0] ?? Number.NaN, max: sorted.at(-1) ?? Number.NaN };
-}
 
 /** Waits up to `timeoutMs` for the marked processes to be gone; returns how many remain. */
 async function leftoversAfter(marker: string, timeoutMs: number): Promise<number> {
@@ -241,9 +208,7 @@ function callScript(rounds: number): unknown[] {
 /** One timed turn of ours; throws unless it ended as the script says. */
 async function turn(
   agent: McpBenchAgent,
-  sessionId: string,
-  kind: "mcp" | "none",
-  round: number,
+  { sessionId, kind, round }: { sessionId: string; kind: "mcp" | "none"; round: number },
 ): Promise<number> {
   const callId = `${kind}_${round}`;
   let status: string | undefined;
@@ -277,95 +242,104 @@ async function turn(
 // ---------------------------------------------------------------------------------------------
 // The measurement
 
-/**
- * Runs one runtime's MCP benchmarks on one agent process.
- *
- * @param start Starts ours with the scripted model
- * @param paths Where things are
- * @param counts How many runs
- * @param bundles For Node.js: how to start a bundle, and the bundle without MCP
- * @returns The figures
- */
-export async function measureMcp(
-  start: StartMcpAgent,
-  paths: McpBenchPaths,
-  counts: McpBenchCounts,
-  bundles?: { readonly start: StartBundle; readonly withoutMcp: string },
-): Promise<McpResult> {
-  const bundleStartup = bundles === undefined
-    ? undefined
-    : await measureBundleStartup(bundles.start, bundles.withoutMcp, counts.sessionNewRuns);
-  const marker = `acp-bench-mcp-${crypto.randomUUID()}`;
-  const rounds = counts.callWarmups + counts.callRuns;
-  const scriptFile = `${paths.tmp}/mcp_script.json`;
-  await Deno.writeTextFile(scriptFile, JSON.stringify(callScript(rounds)));
-  const declare = (name: string): unknown => ({
-    name,
-    command: paths.node,
-    args: [fakeServer(paths), `--marker=${marker}`],
-    env: [],
-  });
-  const three = Array.from({ length: MCP_SERVERS }, (_, i) => declare(`fake${i + 1}`));
-  const agent = start(scriptFile);
-  const bareClients: Client[] = [];
-  try {
-    await agent.request("initialize", {
-      protocolVersion: 1,
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
-      clientInfo: { name: "acp-harness-bench", version: "0.0.0" },
-    });
+/** What {@link measureMcp} runs on. */
+export interface McpBenchOptions {
+  /** Starts ours with the scripted model. */
+  readonly start: StartMcpAgent;
+  /** Where things are. */
+  readonly paths: McpBenchPaths;
+  /** How many runs. */
+  readonly counts: McpBenchCounts;
+  /** For Node.js: how to start a bundle, and the bundle without MCP. */
+  readonly bundles?: { readonly start: StartBundle; readonly withoutMcp: string };
+}
 
-    // session/new: ours against the bare client, and ours without servers.
-    const newSession = async (mcpServers: unknown[]): Promise<[number, string]> => {
-      const sentAt = performance.now();
-      const reply = await agent.request("session/new", { cwd: paths.root, mcpServers });
-      return [reply.at - sentAt, sessionIdOf(agent, reply.result)];
-    };
-    const closeSession = async (sessionId: string): Promise<number> => {
-      const sentAt = performance.now();
-      const reply = await agent.request("session/close", { sessionId });
-      return reply.at - sentAt;
-    };
-    const [coldMs, coldId] = await newSession(three);
-    await closeSession(coldId);
-    const samples = {
-      ours: [] as number[],
-      bare: [] as number[],
-      none: [] as number[],
-      close: [] as number[],
-    };
-    for (let i = 0; i < counts.sessionNewWarmups + counts.sessionNewRuns; i++) {
-      const measured = i >= counts.sessionNewWarmups;
-      const sides = i % 2 === 0 ? ["ours", "bare"] as const : ["bare", "ours"] as const;
-      for (const side of sides) {
-        if (side === "ours") {
-          const [ms, id] = await newSession(three);
-          const closeMs = await closeSession(id);
-          const [noneMs, noneId] = await newSession([]);
-          await closeSession(noneId);
-          if (measured) {
-            samples.ours.push(ms);
-            samples.close.push(closeMs);
-            samples.none.push(noneMs);
-          }
-        } else {
-          const startedAt = performance.now();
-          const clients = await Promise.all(
-            Array.from({ length: MCP_SERVERS }, () => bareConnect(paths, marker)),
-          );
-          const ms = performance.now() - startedAt;
-          await Promise.all(clients.map((client) => client.close()));
-          if (measured) samples.bare.push(ms);
+/** One runtime's MCP run: its agent and how to declare the fake servers. */
+interface McpRun {
+  readonly agent: McpBenchAgent;
+  readonly paths: McpBenchPaths;
+  readonly counts: McpBenchCounts;
+  /** The marker in the command line of this run's servers. */
+  readonly marker: string;
+}
+
+/** A stdio MCP server declaration of the fake server, as `session/new` takes it. */
+function declare({ paths, marker }: McpRun, name: string): unknown {
+  return { name, command: paths.node, args: [fakeServer(paths), `--marker=${marker}`], env: [] };
+}
+
+/** `session/new` with `mcpServers`: resolves with its time and the session id. */
+async function newSession(
+  { agent, paths }: McpRun,
+  mcpServers: readonly unknown[],
+): Promise<[number, string]> {
+  const sentAt = performance.now();
+  const reply = await agent.request("session/new", { cwd: paths.root, mcpServers });
+  return [reply.at - sentAt, sessionIdOf(agent, reply.result)];
+}
+
+/** `session/close`: resolves with its time. */
+async function closeSession({ agent }: McpRun, sessionId: string): Promise<number> {
+  const sentAt = performance.now();
+  const reply = await agent.request("session/close", { sessionId });
+  return reply.at - sentAt;
+}
+
+/** `session/new` with three servers, ours against the bare client, and ours without servers. */
+async function measureSessionNew(run: McpRun): Promise<McpResult["sessionNew"]> {
+  const { counts, paths, marker } = run;
+  const three = Array.from({ length: MCP_SERVERS }, (_, i) => declare(run, `fake${i + 1}`));
+  const [coldMs, coldId] = await newSession(run, three);
+  await closeSession(run, coldId);
+  const samples = {
+    ours: [] as number[],
+    bare: [] as number[],
+    none: [] as number[],
+    close: [] as number[],
+  };
+  for (let i = 0; i < counts.sessionNewWarmups + counts.sessionNewRuns; i++) {
+    const measured = i >= counts.sessionNewWarmups;
+    const sides = i % 2 === 0 ? ["ours", "bare"] as const : ["bare", "ours"] as const;
+    for (const side of sides) {
+      if (side === "ours") {
+        const [ms, id] = await newSession(run, three);
+        const closeMs = await closeSession(run, id);
+        const [noneMs, noneId] = await newSession(run, []);
+        await closeSession(run, noneId);
+        if (measured) {
+          samples.ours.push(ms);
+          samples.close.push(closeMs);
+          samples.none.push(noneMs);
         }
+      } else {
+        const startedAt = performance.now();
+        const clients = await Promise.all(
+          Array.from({ length: MCP_SERVERS }, () => bareConnect(paths, marker)),
+        );
+        const ms = performance.now() - startedAt;
+        await Promise.all(clients.map((client) => client.close()));
+        if (measured) samples.bare.push(ms);
       }
     }
+  }
+  return {
+    ours: summarize(samples.ours),
+    bare: summarize(samples.bare),
+    coldMs,
+    noServers: summarize(samples.none),
+    close: summarize(samples.close),
+    runs: counts.sessionNewRuns,
+  };
+}
 
-    // One MCP call in a turn, the same turn without a tool to run, the bare tools/call.
-    const [, sessionId] = await newSession([declare("fake")]);
-    const bare = await bareConnect(paths, marker);
-    bareClients.push(bare);
+/** One MCP call in a turn, the same turn without a tool to run, and the bare `tools/call`. */
+async function measureCall(run: McpRun): Promise<McpResult["call"]> {
+  const { agent, counts, paths, marker } = run;
+  const [, sessionId] = await newSession(run, [declare(run, "fake")]);
+  const bare = await bareConnect(paths, marker);
+  try {
     const calls = { mcp: [] as number[], none: [] as number[], bare: [] as number[] };
-    for (let i = 0; i < rounds; i++) {
+    for (let i = 0; i < counts.callWarmups + counts.callRuns; i++) {
       const measured = i >= counts.callWarmups;
       for (const kind of callOrder(i)) {
         let ms: number;
@@ -378,40 +352,59 @@ export async function measureMcp(
             throw new Error(`bare MCP client: unexpected echo result ${JSON.stringify(result)}`);
           }
         } else {
-          ms = await turn(agent, sessionId, kind, i);
+          ms = await turn(agent, { sessionId, kind, round: i });
         }
         if (measured) calls[kind].push(ms);
       }
     }
-    await closeSession(sessionId);
-    await bare.close();
-    bareClients.length = 0;
+    await closeSession(run, sessionId);
+    return {
+      mcpTurn: summarize(calls.mcp),
+      noToolTurn: summarize(calls.none),
+      overhead: summarize(calls.mcp.map((ms, i) => ms - (calls.none[i] ?? Number.NaN))),
+      bare: summarize(calls.bare),
+      runs: counts.callRuns,
+    };
+  } finally {
+    await bare.close().catch(() => {});
+  }
+}
+
+/**
+ * Runs one runtime's MCP benchmarks on one agent process.
+ *
+ * @returns The figures
+ */
+export async function measureMcp(
+  { start, paths, counts, bundles }: McpBenchOptions,
+): Promise<McpResult> {
+  const bundleStartup = bundles === undefined
+    ? undefined
+    : await measureBundleStartup(bundles.start, bundles.withoutMcp, counts.sessionNewRuns);
+  const marker = `acp-bench-mcp-${crypto.randomUUID()}`;
+  const scriptFile = `${paths.tmp}/mcp_script.json`;
+  await Deno.writeTextFile(
+    scriptFile,
+    JSON.stringify(callScript(counts.callWarmups + counts.callRuns)),
+  );
+  const agent = start(scriptFile);
+  try {
+    await agent.request("initialize", INITIALIZE_PARAMS);
+    const run: McpRun = { agent, paths, counts, marker };
+    const sessionNew = await measureSessionNew(run);
+    const call = await measureCall(run);
     const leftovers = await leftoversAfter(marker, 2_000);
     const eofAt = agent.closeStdin();
     const exitMs = (await agent.waitExit()) - eofAt;
     return {
-      sessionNew: {
-        ours: stats(samples.ours),
-        bare: stats(samples.bare),
-        coldMs,
-        noServers: stats(samples.none),
-        close: stats(samples.close),
-        runs: counts.sessionNewRuns,
-      },
-      call: {
-        mcpTurn: stats(calls.mcp),
-        noToolTurn: stats(calls.none),
-        overhead: stats(calls.mcp.map((ms, i) => ms - (calls.none[i] ?? Number.NaN))),
-        bare: stats(calls.bare),
-        runs: counts.callRuns,
-      },
+      sessionNew,
+      call,
       ...(bundleStartup === undefined ? {} : { bundleStartup }),
       leftovers,
       exitMs,
     };
   } finally {
     agent.onUpdate = undefined;
-    await Promise.all(bareClients.map((client) => client.close().catch(() => {})));
     await Deno.remove(scriptFile).catch(() => {});
   }
 }
@@ -429,17 +422,13 @@ async function measureBundleStartup(
       : ["withoutMcp", "withMcp"] as const;
     for (const side of sides) {
       const agent = start(side === "withMcp" ? undefined : withoutMcp);
-      const reply = await agent.request("initialize", {
-        protocolVersion: 1,
-        clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
-        clientInfo: { name: "acp-harness-bench", version: "0.0.0" },
-      });
+      const reply = await agent.request("initialize", INITIALIZE_PARAMS);
       agent.closeStdin();
       await agent.waitExit();
       if (i >= 0) samples[side].push(reply.at - agent.spawnedAt);
     }
   }
-  return { withMcp: stats(samples.withMcp), withoutMcp: stats(samples.withoutMcp), runs };
+  return { withMcp: summarize(samples.withMcp), withoutMcp: summarize(samples.withoutMcp), runs };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -530,46 +519,12 @@ export interface McpReportRow {
   readonly failed: boolean;
 }
 
-function fixed(value: number | undefined, digits: number): string {
-  return value === undefined || Number.isNaN(value) ? "n/a" : value.toFixed(digits);
-}
-
-function ratioText(ratio: number | undefined): string {
-  return ratio === undefined || Number.isNaN(ratio) ? "n/a" : `${ratio.toFixed(2)}×`;
-}
-
-function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const line = (cells: readonly string[]): string => `| ${cells.join(" | ")} |`;
-  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
-}
-
 function kib(bytes: number): string {
   return `${(bytes / 1024).toFixed(0)} KiB`;
 }
 
-/**
- * Renders the MCP section of `bench/RESULTS.md`.
- *
- * @param rows One per runtime
- * @param graph The start-up graphs, or an error message
- * @returns The section's text and its verdicts (true: met, false: missed, undefined: n/a)
- */
-export function renderMcpSection(
-  rows: readonly McpReportRow[],
-  graph: McpStartupGraph | string,
-): { readonly text: string; readonly verdicts: ReadonlyArray<boolean | undefined> } {
-  const verdicts: Array<boolean | undefined> = [];
-  const verdict = (pass: boolean | undefined, failed: boolean): string => {
-    const value = failed ? false : pass;
-    verdicts.push(value);
-    return failed
-      ? "**FAIL** (see Errors)"
-      : value === undefined
-      ? "n/a"
-      : value
-      ? "pass"
-      : "**FAIL**";
-  };
+/** The intro and the `session/new` part. */
+function renderSessionNew(rows: readonly McpReportRow[], tally: Tally): string {
   const first = rows.find((row) => row.mcp)?.mcp;
   const sessionRows = rows.map(({ runtime, mcp, failed }) => {
     const s = mcp?.sessionNew;
@@ -581,7 +536,7 @@ export function renderMcpSection(
       fixed(s?.bare.median, 1),
       ratioText(ratio),
       `≤ ${MCP_TARGETS.sessionNewRatio}×`,
-      verdict(pass, failed),
+      tally.verdict(pass, failed),
       `${fixed(s?.ours.min, 1)} – ${fixed(s?.ours.max, 1)}`,
       `${fixed(s?.bare.min, 1)} – ${fixed(s?.bare.max, 1)}`,
       fixed(s?.coldMs, 1),
@@ -589,50 +544,7 @@ export function renderMcpSection(
       fixed(s?.close.median, 1),
     ];
   });
-  const callRows = rows.map(({ runtime, mcp, failed }) => {
-    const c = mcp?.call;
-    const limit = c === undefined
-      ? undefined
-      : MCP_TARGETS.callRatio * c.bare.median + MCP_TARGETS.callSlackMs;
-    const pass = c === undefined || limit === undefined ? undefined : c.overhead.median <= limit;
-    return [
-      runtime,
-      fixed(c?.mcpTurn.median, 3),
-      fixed(c?.noToolTurn.median, 3),
-      fixed(c?.overhead.median, 3),
-      fixed(c?.bare.median, 3),
-      ratioText(c === undefined ? undefined : c.overhead.median / c.bare.median),
-      `≤ ${MCP_TARGETS.callRatio}× bare + ${MCP_TARGETS.callSlackMs} ms (${fixed(limit, 3)})`,
-      verdict(pass, failed),
-      `${fixed(c?.overhead.min, 3)} – ${fixed(c?.overhead.max, 3)}`,
-      `${fixed(c?.bare.min, 3)} – ${fixed(c?.bare.max, 3)}`,
-    ];
-  });
-  const startupRows = rows.map(({ runtime, startup, mcp }) => [
-    runtime,
-    fixed(startup?.ours, 1),
-    fixed(startup?.bare, 1),
-    ratioText(startup === undefined ? undefined : startup.ours / startup.bare),
-    mcp?.bundleStartup === undefined
-      ? "n/a"
-      : `${fixed(mcp.bundleStartup.withMcp.median, 1)} / ${
-        fixed(mcp.bundleStartup.withoutMcp.median, 1)
-      } (${ratioText(mcp.bundleStartup.withMcp.median / mcp.bundleStartup.withoutMcp.median)})`,
-    typeof graph === "string"
-      ? "n/a"
-      : runtime === "node"
-      ? `start-up reads ${graph.bundleFiles} files, ${kib(graph.bundleBytes)}: ${
-        kib(graph.bundleMcpBytes)
-      } from @modelcontextprotocol, ${kib(graph.bundleSrcMcpBytes)} from src/mcp; ${
-        kib(graph.lazyMcpBytes)
-      } of it in on-demand chunks`
-      : graph.sourceMcpModules.length === 0
-      ? `none (${graph.sourceModules} modules)`
-      : `**${graph.sourceMcpModules.length}**: ${graph.sourceMcpModules.join(", ")}`,
-    mcp === undefined ? "n/a" : String(mcp.leftovers),
-    fixed(mcp?.exitMs, 1),
-  ]);
-  const text = [
+  return [
     "## MCP servers",
     "",
     "Ours is one agent process per runtime, started with `--model scripted --script <file>`; " +
@@ -675,7 +587,32 @@ export function renderMcpSection(
     "steady-state rows come after it. Without servers: `session/new` with `mcpServers: []` in " +
     "the same process, the part of ours that is not MCP. Most of both sides is the three " +
     "Node.js processes starting on this machine's cores, so the ratio moves with the load.",
-    "",
+  ].join("\n");
+}
+
+/** The tool-call part. */
+function renderCall(rows: readonly McpReportRow[], tally: Tally): string {
+  const first = rows.find((row) => row.mcp)?.mcp;
+  const callRows = rows.map(({ runtime, mcp, failed }) => {
+    const c = mcp?.call;
+    const limit = c === undefined
+      ? undefined
+      : MCP_TARGETS.callRatio * c.bare.median + MCP_TARGETS.callSlackMs;
+    const pass = c === undefined || limit === undefined ? undefined : c.overhead.median <= limit;
+    return [
+      runtime,
+      fixed(c?.mcpTurn.median, 3),
+      fixed(c?.noToolTurn.median, 3),
+      fixed(c?.overhead.median, 3),
+      fixed(c?.bare.median, 3),
+      ratioText(c === undefined ? undefined : c.overhead.median / c.bare.median),
+      `≤ ${MCP_TARGETS.callRatio}× bare + ${MCP_TARGETS.callSlackMs} ms (${fixed(limit, 3)})`,
+      tally.verdict(pass, failed),
+      `${fixed(c?.overhead.min, 3)} – ${fixed(c?.overhead.max, 3)}`,
+      `${fixed(c?.bare.min, 3)} – ${fixed(c?.bare.max, 3)}`,
+    ];
+  });
+  return [
     `### One MCP tool call inside a turn (ms, median of ${
       first?.call.runs ?? "n/a"
     } rounds after warm-ups)`,
@@ -710,7 +647,36 @@ export function renderMcpSection(
     `${MCP_TARGETS.callRatio} × bare + ${MCP_TARGETS.callSlackMs} ms. Each round runs the ` +
     "three in rotated order; the session's history grows by both turns each round, alike for " +
     "both.",
-    "",
+  ].join("\n");
+}
+
+/** The start-up part. */
+function renderStartup(rows: readonly McpReportRow[], graph: McpStartupGraph | string): string {
+  const startupRows = rows.map(({ runtime, startup, mcp }) => [
+    runtime,
+    fixed(startup?.ours, 1),
+    fixed(startup?.bare, 1),
+    ratioText(startup === undefined ? undefined : startup.ours / startup.bare),
+    mcp?.bundleStartup === undefined
+      ? "n/a"
+      : `${fixed(mcp.bundleStartup.withMcp.median, 1)} / ${
+        fixed(mcp.bundleStartup.withoutMcp.median, 1)
+      } (${ratioText(mcp.bundleStartup.withMcp.median / mcp.bundleStartup.withoutMcp.median)})`,
+    typeof graph === "string"
+      ? "n/a"
+      : runtime === "node"
+      ? `start-up reads ${graph.bundleFiles} files, ${kib(graph.bundleBytes)}: ${
+        kib(graph.bundleMcpBytes)
+      } from @modelcontextprotocol, ${kib(graph.bundleSrcMcpBytes)} from src/mcp; ${
+        kib(graph.lazyMcpBytes)
+      } of it in on-demand chunks`
+      : graph.sourceMcpModules.length === 0
+      ? `none (${graph.sourceModules} modules)`
+      : `**${graph.sourceMcpModules.length}**: ${graph.sourceMcpModules.join(", ")}`,
+    mcp === undefined ? "n/a" : String(mcp.leftovers),
+    fixed(mcp?.exitMs, 1),
+  ]);
+  return [
     "### Start-up without MCP servers",
     "",
     table(
@@ -750,5 +716,26 @@ export function renderMcpSection(
     "line, zombies excluded) still alive up to 2 s after every session and bare client was " +
     "closed.",
   ].join("\n");
-  return { text, verdicts };
+}
+
+/**
+ * Renders the MCP section of `bench/RESULTS.md`; its targets are counted in `tally`.
+ *
+ * @param rows One per runtime
+ * @param graph The start-up graphs, or an error message
+ * @param tally Counts the section's targets
+ * @returns The section's text
+ */
+export function renderMcpSection(
+  rows: readonly McpReportRow[],
+  graph: McpStartupGraph | string,
+  tally: Tally,
+): string {
+  return [
+    renderSessionNew(rows, tally),
+    "",
+    renderCall(rows, tally),
+    "",
+    renderStartup(rows, graph),
+  ].join("\n");
 }

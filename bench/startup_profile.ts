@@ -17,7 +17,7 @@
  *   once every start-up module is loaded, before it reads any config) minus spawn → the first line
  *   of an empty script on the same runtime, medians of interleaved runs.
  *
- * The lead's `bench/main.ts` calls {@link profileStartup} per runtime and puts
+ * `bench/phases.ts` calls {@link profileStartup} per runtime and `bench/report.ts` puts
  * {@link renderStartupProfiles} into RESULTS.md; `deno run -A bench/startup_profile.ts [runtime...]`
  * prints the same tables (needs `deno task build` for Node.js).
  *
@@ -25,6 +25,8 @@
  */
 import { spawn } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
+import { print } from "../tests/_helpers/print.ts";
+import { table } from "./format.ts";
 import { bundleStartupGraph, sourceStartupGraph } from "./startup_graph.ts";
 import { median } from "./stats.ts";
 
@@ -94,7 +96,7 @@ const BASELINE = "(what the bare agent imports)";
  * ```ts ignore
  * import { profileStartup, renderStartupProfiles } from "./startup_profile.ts";
  * const deno = await profileStartup({ root, runtime: "deno", command: DENO, deno: DENO });
- * console.log(renderStartupProfiles([deno]));
+ * print(renderStartupProfiles([deno]));
  * ```
  *
  * @param options The repository, the runtime and how many processes to run
@@ -229,11 +231,6 @@ function label(runtime: StartupRuntime): string {
     : runtime === "bun"
     ? "Bun: `bun mod.ts`"
     : "Node.js: `node dist/cli.js`";
-}
-
-function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const line = (cells: readonly string[]): string => `| ${cells.join(" | ")} |`;
-  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -434,6 +431,5 @@ if (import.meta.main) {
   for (const runtime of asked as StartupRuntime[]) {
     profiles.push(await profileStartup({ root, runtime, command: commands[runtime], deno }));
   }
-  // deno-lint-ignore no-console
-  console.log(renderStartupProfiles(profiles));
+  print(renderStartupProfiles(profiles));
 }

@@ -1,5 +1,6 @@
 /**
- * The statistics the benchmark files share: median and nearest-rank percentile.
+ * The statistics the benchmark files share: median, nearest-rank percentile, and a sample
+ * summed up as median, min and max.
  *
  * @module
  */
@@ -30,4 +31,23 @@ export function percentile(values: readonly number[], fraction: number): number 
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.max(0, Math.ceil(fraction * sorted.length) - 1)] ?? Number.NaN;
+}
+
+/** Median, min and max of a sample. */
+export interface Summary {
+  readonly median: number;
+  readonly min: number;
+  readonly max: number;
+}
+
+/**
+ * Median, min and max of `values`.
+ *
+ * @param values The sample, in any order
+ * @returns Its summary; all `NaN` for an empty sample
+ */
+export function summarize(values: readonly number[]): Summary {
+  if (values.length === 0) return { median: Number.NaN, min: Number.NaN, max: Number.NaN };
+  const sorted = [...values].sort((a, b) => a - b);
+  return { median: median(sorted), min: sorted[0] ?? Number.NaN, max: sorted.at(-1) ?? Number.NaN };
 }

@@ -11,8 +11,8 @@
  * - appends per second with `JsonlSessionStore` in this process, awaited commit points, bursts
  *   of commit points (group commit), and appends without a commit point.
  *
- * The servers are started by `bench/main.ts` (a {@link StartServer}), which owns the processes
- * and the report; this module writes the data and takes the measurements.
+ * The servers are started by `bench/phases.ts` (a {@link StartServer}), and `bench/report.ts`
+ * renders the figures; this module writes the data and takes the measurements.
  *
  * @module
  */
@@ -26,39 +26,16 @@ import type {
   StoredEvent,
   StoredRecord,
 } from "../src/store/session_store.ts";
+import type { BenchAgent } from "./agent_process.ts";
+import { INITIALIZE_PARAMS } from "./rpc_client.ts";
+import type { AppendMode } from "./settings.ts";
 import { median } from "./stats.ts";
 
-/** The part of a running server (an `AgentProcess` of `bench/main.ts`) these benchmarks use. */
-export interface BenchServer {
-  readonly label: string;
-  /** `agent_message_chunk` notifications received so far. */
-  readonly messageChunks: number;
-  /** Other `session/update` notifications received so far. */
-  readonly otherUpdates: number;
-  /**
-   * Told about every `session/update` notification and when its bytes arrived
-   * (`performance.now()`), when set.
-   */
-  onUpdateAt:
-    | ((
-      params: {
-        readonly sessionId?: string;
-        readonly update?: { readonly sessionUpdate?: string };
-      },
-      at: number,
-    ) => void)
-    | undefined;
-  /** Sends a request; resolves with its result and arrival time, rejects on an error reply. */
-  request(
-    method: string,
-    params: unknown,
-    timeoutMs?: number,
-  ): Promise<{ readonly result: unknown; readonly at: number }>;
-  /** Closes stdin; returns when. */
-  closeStdin(): number;
-  /** Waits for the exit (killing the process after a timeout). */
-  waitExit(timeoutMs?: number): Promise<number>;
-}
+/** The part of a running server (an `AgentProcess`) these benchmarks use. */
+export type BenchServer = Pick<
+  BenchAgent,
+  "label" | "messageChunks" | "otherUpdates" | "onUpdateAt" | "request" | "closeStdin" | "waitExit"
+>;
 
 /** Starts our server (over stdio) on a data directory. */
 export type StartServer = (dataDir: string) => BenchServer;
@@ -419,12 +396,6 @@ export async function createStoreFixture(root: string): Promise<StoreFixture> {
 // ---------------------------------------------------------------------------------------------
 // session/list and session/load through the server
 
-const INITIALIZE_PARAMS = {
-  protocolVersion: 1,
-  clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
-  clientInfo: { name: "acp-harness-bench", version: "0.0.0" },
-};
-
 /** Median, least and most of some samples (ms). */
 export interface Spread {
   readonly median: number;
@@ -643,7 +614,6 @@ class CountingHost extends NodeHost {
 }
 
 /** One way of appending. */
-export type AppendMode = "awaited" | "burst" | "nosync";
 
 export interface AppendResult {
   readonly mode: AppendMode;
