@@ -4,7 +4,7 @@
  * @module
  */
 import type { StopReason } from "../agent/run_turn.ts";
-import { PERMISSION_MODES } from "../config/config.ts";
+import { PERMISSION_MODES } from "../permission/mode.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Selection } from "./config_options.ts";

@@ -15,7 +15,7 @@ import type { Workspace } from "../tools/workspace.ts";
 import type { Selection } from "./config_options.ts";
 import { Conversation } from "./conversation.ts";
 import { Outbox } from "./outbox.ts";
-import { type PermissionAsker, PermissionGate } from "./permission_gate.ts";
+import { type PermissionAsker, PermissionGate } from "../permission/gate.ts";
 import { PromptSlot } from "./prompt_slot.ts";
 import { Recorder } from "./recorder.ts";
 import { BUILTIN_COMMANDS, runBuiltinCommand } from "./builtin_commands.ts";
@@ -33,7 +33,6 @@ import { UsageMeter } from "./usage_meter.ts";
 
 export { ConfigValueError } from "./selection.ts";
 export { SessionStateError } from "./prompt_slot.ts";
-export type { PermissionAsker, PermissionQuestion } from "./permission_gate.ts";
 
 /** What a session is built from. */
 export interface SessionOptions {

@@ -5,10 +5,9 @@
  * @module
  */
 import type { TurnEvent } from "../agent/turn_event.ts";
-import type { PermissionMode } from "../config/config.ts";
+import type { PermissionMode } from "../permission/mode.ts";
 import type { LlmContentPart, LlmMessage } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
-import type { PermissionAnswer } from "../permission/policy.ts";
 import type { SessionUpdate, ToolCallContent } from "../transport/acp_types.ts";
 import type {
   AttachmentStore,
@@ -584,15 +583,6 @@ function storedPlanEntries(record: Extract<StoredEvent, { type: "plan" }>): Plan
     plan.push({ content, status, priority: known });
   }
   return plan;
-}
-
-/** The record of a permission answer. */
-export function permissionEvent(
-  toolCallId: string,
-  tool: string,
-  answer: PermissionAnswer | "cancelled",
-): StoredEvent {
-  return { type: "permission", toolCallId, tool, answer };
 }
 
 async function imageForClient(

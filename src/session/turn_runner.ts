@@ -23,7 +23,7 @@ import type { Compactor, CompactOutcome } from "./compactor.ts";
 import type { ContextMeter } from "./context_meter.ts";
 import type { Conversation } from "./conversation.ts";
 import type { Outbox } from "./outbox.ts";
-import type { PermissionGate } from "./permission_gate.ts";
+import type { PermissionGate } from "../permission/gate.ts";
 import { invokedCommand, type SessionCommands } from "../tools/session_commands.ts";
 import { turnEffort } from "./selection.ts";
 import { toStoredContent } from "./session_record.ts";
