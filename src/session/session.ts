@@ -19,8 +19,12 @@ import { type PermissionAsker, PermissionGate } from "../permission/gate.ts";
 import { PromptSlot } from "./prompt_slot.ts";
 import { Recorder } from "./recorder.ts";
 import { BUILTIN_COMMANDS, runBuiltinCommand } from "./builtin_commands.ts";
-import { type CompactionNotices, Compactor, DEFAULT_COMPACT_THRESHOLD } from "./compactor.ts";
-import { ContextMeter } from "./context_meter.ts";
+import {
+  type CompactionNotices,
+  Compactor,
+  DEFAULT_COMPACT_THRESHOLD,
+} from "../compaction/compactor.ts";
+import { ContextMeter } from "../compaction/context_meter.ts";
 import { invokedCommand, type SessionCommands } from "../tools/session_commands.ts";
 import { SessionSelection } from "./selection.ts";
 import type { RestoredSession } from "./session_record.ts";

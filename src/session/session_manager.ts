@@ -1,4 +1,4 @@
-import type { CompactionNotices } from "./compactor.ts";
+import type { CompactionNotices } from "../compaction/compactor.ts";
 import { SessionNotFoundError } from "../util/session_not_found_error.ts";
 import type { RetryPolicy } from "../agent/run_turn.ts";
 import type { Config } from "../config/config.ts";

@@ -17,8 +17,8 @@ import type {
   StoredRecord,
 } from "../store/session_store.ts";
 import type { PlanEntry, ToolContent, ToolDisplay, ToolKind } from "../tools/tool.ts";
-import { type CompactionNotices, compactionUpdates } from "./compactor.ts";
-import { applyCompaction } from "./history_compaction.ts";
+import { type CompactionNotices, compactionUpdates } from "../compaction/compactor.ts";
+import { applyCompaction } from "../compaction/history_compaction.ts";
 import { locationsOf, planUpdate, toolCallContent } from "./updates.ts";
 
 const NO_NOTICES: CompactionNotices = { compaction: false, notices: false };

@@ -19,8 +19,8 @@ import type { AttachmentStore, StoredContentPart } from "../store/session_store.
 import type { ToolSet } from "../tools/tool_set.ts";
 import type { Workspace, WorkspaceFiles } from "../tools/workspace.ts";
 import type { Selection } from "./config_options.ts";
-import type { Compactor, CompactOutcome } from "./compactor.ts";
-import type { ContextMeter } from "./context_meter.ts";
+import type { Compactor, CompactOutcome } from "../compaction/compactor.ts";
+import type { ContextMeter } from "../compaction/context_meter.ts";
 import type { Conversation } from "./conversation.ts";
 import type { Outbox } from "./outbox.ts";
 import type { PermissionGate } from "../permission/gate.ts";

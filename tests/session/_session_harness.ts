@@ -15,7 +15,7 @@ import {
   ProviderError,
 } from "../../src/llm/provider.ts";
 import type { SessionUpdate } from "../../src/transport/acp_types.ts";
-import type { CompactionNotices } from "../../src/session/compactor.ts";
+import type { CompactionNotices } from "../../src/compaction/compactor.ts";
 import { Session } from "../../src/session/session.ts";
 import type { SessionCommands } from "../../src/tools/session_commands.ts";
 import { type RestoredSession, restoreSession } from "../../src/session/session_record.ts";

@@ -10,7 +10,7 @@ import type { Logger } from "../log/logger.ts";
 import type { SessionUpdate } from "../transport/acp_types.ts";
 import type { StoredEvent } from "../store/session_store.ts";
 import type { ContextMeter } from "./context_meter.ts";
-import type { Conversation } from "./conversation.ts";
+import type { Conversation } from "../session/conversation.ts";
 import {
   applyCompaction,
   chooseTailStart,
@@ -18,8 +18,8 @@ import {
   prunable,
   transcript,
 } from "./history_compaction.ts";
-import type { SessionOutput } from "./outbox.ts";
-import type { UsageMeter } from "./usage_meter.ts";
+import type { SessionOutput } from "../session/outbox.ts";
+import type { UsageMeter } from "../session/usage_meter.ts";
 
 /** The default share of the context window at which the conversation is compacted. */
 export const DEFAULT_COMPACT_THRESHOLD = 0.8;
