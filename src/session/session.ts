@@ -3,11 +3,7 @@ import type { Host } from "../host/host.ts";
 import type { ModelCatalog, ModelInfo } from "../llm/catalog.ts";
 import type { LlmContentPart } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
-import type {
-  SessionConfigOption,
-  SessionModeState,
-  SessionUpdate,
-} from "../transport/acp_types.ts";
+import type { SessionConfigOption, SessionModeState } from "../transport/acp_types.ts";
 import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import type { Tool } from "../tools/tool.ts";
 import { ToolSet } from "../tools/tool_set.ts";
@@ -27,7 +23,7 @@ import {
 import { ContextMeter } from "../compaction/context_meter.ts";
 import { invokedCommand, type SessionCommands } from "../tools/session_commands.ts";
 import { SessionSelection } from "./selection.ts";
-import type { RestoredSession } from "./session_record.ts";
+import type { RestoredSession } from "./restore.ts";
 import { SessionTitle } from "./session_title.ts";
 import { SystemPromptCache } from "./system_prompt_cache.ts";
 import { TurnEventMapper } from "./turn_event_mapper.ts";
@@ -62,8 +58,6 @@ export interface SessionOptions {
   readonly stream: boolean;
   readonly retry?: RetryPolicy;
   readonly sink: UpdateSink;
-  /** Delivers a whole replay at once (faster than one update at a time through `sink`). */
-  readonly replaySink?: (updates: readonly SessionUpdate[]) => Promise<void>;
   readonly logger: Logger;
   readonly now: () => number;
   /** Where the session's events are recorded. */
@@ -187,17 +181,6 @@ export class Session {
     // A restored session's repair (replayed to the client already) is in the store before the
     // `session/load` or `session/resume` answer can go out.
     if (this.#options.restored && (repair.length > 0 || selectionChanged)) this.#outbox.flush();
-  }
-
-  /**
-   * Sends replayed updates (for `session/load`) ahead of anything else of the session.
-   *
-   * @param updates The conversation as updates
-   * @returns Once they are written
-   */
-  async replay(updates: readonly SessionUpdate[]): Promise<void> {
-    if (this.#options.replaySink) return await this.#options.replaySink(updates);
-    return await this.#outbox.sendAll(updates);
   }
 
   /**

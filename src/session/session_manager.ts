@@ -6,7 +6,6 @@ import type { PermissionMode } from "../permission/mode.ts";
 import type { Host } from "../host/host.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
-import type { SessionUpdate } from "../transport/acp_types.ts";
 import {
   type AttachmentStore,
   type ListOptions,
@@ -29,8 +28,8 @@ import type { PermissionAsker } from "../permission/gate.ts";
 import { Session, SessionStateError } from "./session.ts";
 import type { SessionCommands } from "../tools/session_commands.ts";
 import { SessionDisposer } from "./session_disposer.ts";
-import { ReplayFrames, type ReplayFrameSink } from "./replay_frames.ts";
-import { type RestoredSession, SessionRestorer } from "./session_record.ts";
+import { type ReplaySink, replayThrough, ReplayWriter } from "./replay.ts";
+import { type RestoredSession, SessionRestorer } from "./restore.ts";
 import type { ToolSetFactory } from "./tool_set_factory.ts";
 import type { UpdateSink } from "./update_queue.ts";
 
@@ -47,15 +46,11 @@ export interface SessionManagerOptions {
   readonly attachments: AttachmentStore;
   /** Makes the update sink of one session. */
   readonly sinkFor: (sessionId: string) => UpdateSink;
-  /** Makes the bulk replay sink of one session, when the transport has one. */
-  readonly replaySinkFor?: (
-    sessionId: string,
-  ) => (updates: readonly SessionUpdate[]) => Promise<void>;
   /**
-   * Makes the sink of one session's replay serialized as NDJSON, when the transport writes NDJSON
-   * (preferred to {@link replaySinkFor}: the notifications' envelope is serialized once).
+   * Makes the sink of one session's `session/load` replay (the connection's, which may take
+   * frames); without it the replay goes through {@link sinkFor}, one update at a time.
    */
-  readonly replayFramesFor?: (sessionId: string) => ReplayFrameSink;
+  readonly replaySinkFor?: (sessionId: string) => ReplaySink;
   /** Makes the file and command access of one session. */
   readonly workspaceFor: (sessionId: string) => Workspace;
   /** Asks the client for permission. */
@@ -96,12 +91,6 @@ export interface OpenSessionOptions extends Partial<CreateSessionOptions> {
 }
 
 export { SessionNotFoundError };
-
-/**
- * Batches of a `session/load` replay handed to the transport as NDJSON and not yet written, at
- * most (each is one ordered write; a bulk sink of updates takes one batch at a time).
- */
-const REPLAY_BATCHES_IN_FLIGHT = 4;
 
 interface OpenSession {
   readonly session: Session;
@@ -282,11 +271,9 @@ export class SessionManager {
     };
     const { equipment, disposer } = await this.#equipment(id, roots);
     try {
-      const { restored, held } = await this.#restore(id, stream, params.replay);
+      const restored = await this.#restore(id, stream, params.replay);
       const { selection, fellBack } = this.#restoredSelection(id, restored.selection);
       const session = this.#session(id, roots, selection, equipment, restored);
-      // Without a bulk sink the replay goes through the session, once it exists.
-      if (held.length > 0) await session.replay(held);
       return { built: { session, disposer }, fellBack };
     } catch (error) {
       await disposer.dispose();
@@ -295,18 +282,17 @@ export class SessionManager {
   }
 
   /**
-   * Restores a session from its records. With `replay`, each batch's notifications go to the
-   * transport while the next batches are read and restored (a few batches in flight), or are
-   * held for the session when the transport takes no bulk writes. Everything handed to the
-   * transport is written before this settles, failure included, so the answer to the load
-   * follows it.
+   * Restores a session from its records. With `replay`, each batch's updates go to the session's
+   * replay sink while the next batches are read and restored (a few batches in flight).
+   * Everything handed to the sink is written before this settles, failure included, so the
+   * answer to the load follows it.
    */
   async #restore(
     id: string,
     stream: SessionRecordStream,
     replay: boolean,
-  ): Promise<{ restored: RestoredSession; held: SessionUpdate[] }> {
-    const { attachments, logger, replaySinkFor, replayFramesFor } = this.#options;
+  ): Promise<RestoredSession> {
+    const { attachments, logger } = this.#options;
     const restorer = new SessionRestorer({
       attachments,
       logger,
@@ -314,38 +300,25 @@ export class SessionManager {
       replay,
       ...(this.#options.notices ? { notices: this.#options.notices() } : {}),
     });
-    const frameSink = replay ? replayFramesFor?.(id) : undefined;
-    const frames = frameSink ? new ReplayFrames(frameSink) : undefined;
-    const sink = replay && !frameSink ? replaySinkFor?.(id) : undefined;
-    const held: SessionUpdate[] = [];
-    // Writes under way, oldest first: a few batches may wait for the client at a time.
-    const sending: Promise<void>[] = [];
-    const inFlight = frames ? REPLAY_BATCHES_IN_FLIGHT : 1;
-    const send = async (write: () => Promise<void>): Promise<void> => {
-      if (sending.length >= inFlight) await sending.shift();
-      const written = write();
-      written.catch(() => {});
-      sending.push(written);
-    };
-    const deliver = async (updates: readonly SessionUpdate[]): Promise<void> => {
-      if (frameSink && frames) {
-        for (const update of updates) frames.update(update);
-        if (frames.empty) return;
-        const bytes = frames.take();
-        await send(() => frameSink.write(bytes));
-      } else if (sink) {
-        if (updates.length > 0) await send(() => sink(updates));
-      } else for (const update of updates) held.push(update);
-    };
+    const writer = replay ? new ReplayWriter(this.#replaySink(id)) : undefined;
     try {
-      for await (const records of stream.batches) await deliver(await restorer.add(records));
+      for await (const records of stream.batches) {
+        const updates = await restorer.add(records);
+        await writer?.write(updates);
+      }
       const { restored, updates } = restorer.finish();
-      await deliver(updates);
-      for (const written of sending) await written;
-      return { restored, held };
+      await writer?.write(updates);
+      await writer?.finish();
+      return restored;
     } finally {
-      await Promise.allSettled(sending);
+      await writer?.settled();
     }
+  }
+
+  /** Where a session's replay goes: the connection's sink, else the session's update sink. */
+  #replaySink(id: string): ReplaySink {
+    const { replaySinkFor, sinkFor, logger } = this.#options;
+    return replaySinkFor ? replaySinkFor(id) : replayThrough(sinkFor(id), logger);
   }
 
   /** The stored selection, or the defaults when there is none; a model gone falls back too. */
@@ -572,7 +545,6 @@ export class SessionManager {
       stream: config.stream,
       ...(retry ? { retry } : {}),
       sink: sinkFor(id),
-      ...(this.#options.replaySinkFor ? { replaySink: this.#options.replaySinkFor(id) } : {}),
       logger,
       now,
       store: this.#options.store,

@@ -11,7 +11,7 @@ import type { Conversation } from "./conversation.ts";
 import type { SessionOutput } from "./outbox.ts";
 import { toSessionUpdate } from "./updates.ts";
 import type { UsageMeter } from "./usage_meter.ts";
-import { toolResultEvent } from "./session_record.ts";
+import { toolResultEvent } from "./stored_content.ts";
 
 /** What a {@link TurnEventMapper} is built from. */
 export interface TurnEventMapperOptions {

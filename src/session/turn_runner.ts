@@ -26,7 +26,7 @@ import type { Outbox } from "./outbox.ts";
 import type { PermissionGate } from "../permission/gate.ts";
 import { invokedCommand, type SessionCommands } from "../tools/session_commands.ts";
 import { turnEffort } from "./selection.ts";
-import { toStoredContent } from "./session_record.ts";
+import { toStoredContent } from "./stored_content.ts";
 import type { SessionTitle } from "./session_title.ts";
 import type { SystemPromptCache } from "./system_prompt_cache.ts";
 import type { TurnEventMapper } from "./turn_event_mapper.ts";

@@ -11,7 +11,7 @@ import { type LlmMessage, type LlmRequest, ProviderError } from "../../src/llm/p
 import type { CompactionNotices } from "../../src/compaction/compactor.ts";
 import { estimateMessageTokens, estimateTextTokens } from "../../src/compaction/context_meter.ts";
 import { SUMMARY_HEADING } from "../../src/compaction/history_compaction.ts";
-import type { RestoredSession } from "../../src/session/session_record.ts";
+import type { RestoredSession } from "../../src/session/restore.ts";
 import type { StoredEvent } from "../../src/store/session_store.ts";
 import { assertValid, harness, kinds, long, WINDOW } from "../session/_session_harness.ts";
 import { modelInfo } from "../session/_fakes.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { SessionUpdate } from "../../src/transport/acp_types.ts";
-import { ReplayFrames } from "../../src/session/replay_frames.ts";
+import { ReplayFrames } from "../../src/session/replay.ts";
 
 const decoder = new TextDecoder();
 
