@@ -21,7 +21,7 @@ import { type CompactionNotices, compactionUpdates } from "../compaction/compact
 import { bytesToBase64 } from "../util/base64.ts";
 import { concatBytes } from "../util/concat_bytes.ts";
 import { missingMarker, storedToolParts } from "./stored_content.ts";
-import { locationsOf, planUpdate, toolCallContent } from "./updates.ts";
+import { locationsOf, planUpdate, toolCallContent } from "./to_session_update.ts";
 import type { UpdateSink } from "./update_queue.ts";
 
 /**

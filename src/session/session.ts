@@ -27,7 +27,7 @@ import type { RestoredSession } from "./restore.ts";
 import { SessionTitle } from "./session_title.ts";
 import { SystemPromptCache } from "./system_prompt_cache.ts";
 import { TurnEventMapper } from "./turn_event_mapper.ts";
-import { TurnRunner } from "./turn_runner.ts";
+import { PromptTurn } from "./prompt_turn.ts";
 import { UpdateQueue, type UpdateSink } from "./update_queue.ts";
 import { UsageMeter } from "./usage_meter.ts";
 
@@ -105,7 +105,7 @@ export interface SessionStart {
  * One ACP session: its conversation, its selection, its one prompt slot and its ordered updates.
  * A facade over the units that do the work: {@link PromptSlot} (one turn at a time),
  * {@link SessionSelection} (model, mode, effort), {@link Outbox} and {@link Recorder} (the log and
- * the updates, in one order) and {@link TurnRunner} (a turn, with its event mapping, usage,
+ * the updates, in one order) and {@link PromptTurn} (a turn, with its event mapping, usage,
  * permissions and title).
  */
 export class Session {
@@ -119,7 +119,7 @@ export class Session {
   readonly #slot: PromptSlot;
   readonly #selection: SessionSelection;
   readonly #outbox: Outbox;
-  readonly #turns: TurnRunner;
+  readonly #turns: PromptTurn;
   #closing: Promise<void> | undefined;
   /** What {@link start} was given as `created`, until it resolves. */
   #created: Promise<void> | undefined;
@@ -146,7 +146,7 @@ export class Session {
       new UpdateQueue(options.sink, options.logger),
       options.defer,
     );
-    this.#turns = buildTurnRunner(options, this.#outbox);
+    this.#turns = buildPromptTurn(options, this.#outbox);
   }
 
   /**
@@ -331,14 +331,14 @@ export class Session {
   }
 }
 
-/** The turn runner of a session and the units it uses. */
-function buildTurnRunner(options: SessionOptions, outbox: Outbox): TurnRunner {
+/** The prompt turns of a session and the units they use. */
+function buildPromptTurn(options: SessionOptions, outbox: Outbox): PromptTurn {
   const { id: sessionId, logger, now, restored } = options;
   const roots = [options.cwd, ...options.additionalDirectories];
   const conversation = new Conversation(restored?.history ?? []);
   const usage = new UsageMeter(restored?.cost ?? 0);
   const meter = new ContextMeter();
-  return new TurnRunner({
+  return new PromptTurn({
     sessionId,
     cwd: options.cwd,
     roots,

@@ -1,5 +1,7 @@
 /**
- * One prompt turn of a session, from admission to its recorded end.
+ * A session's prompt turns, each from admission to its recorded end: the prompt is recorded
+ * before anything else happens, the agent loop (`runTurn` in `../agent/run_turn.ts`: model,
+ * tools, results) runs with the pinned selection, and the turn's end is recorded and logged.
  *
  * @module
  */
@@ -32,8 +34,8 @@ import type { SystemPromptCache } from "./system_prompt_cache.ts";
 import type { TurnEventMapper } from "./turn_event_mapper.ts";
 import type { UsageMeter } from "./usage_meter.ts";
 
-/** What a {@link TurnRunner} is built from. */
-export interface TurnRunnerOptions {
+/** What a {@link PromptTurn} is built from. */
+export interface PromptTurnOptions {
   readonly sessionId: string;
   readonly cwd: string;
   /** Canonical workspace roots, the cwd first. */
@@ -91,11 +93,11 @@ interface TurnState {
  * Runs prompt turns: admits the prompt (records it before anything else happens), runs the agent
  * loop with the pinned selection, and records and logs the turn's end.
  */
-export class TurnRunner {
-  readonly #options: TurnRunnerOptions;
+export class PromptTurn {
+  readonly #options: PromptTurnOptions;
 
   /** @param options What the turns use */
-  constructor(options: TurnRunnerOptions) {
+  constructor(options: PromptTurnOptions) {
     this.#options = options;
   }
 
