@@ -13,6 +13,7 @@ import { Conversation } from "./conversation.ts";
 import { Outbox } from "./outbox.ts";
 import { type PermissionAsker, PermissionGate } from "../permission/gate.ts";
 import { PromptSlot } from "./prompt_slot.ts";
+import { SessionLifecycle, type SessionState } from "./session_state.ts";
 import { Recorder } from "./recorder.ts";
 import { BUILTIN_COMMANDS, runBuiltinCommand } from "./builtin_commands.ts";
 import {
@@ -32,7 +33,7 @@ import { UpdateQueue, type UpdateSink } from "./update_queue.ts";
 import { UsageMeter } from "./usage_meter.ts";
 
 export { ConfigValueError } from "./selection.ts";
-export { SessionStateError } from "./prompt_slot.ts";
+export { SessionStateError } from "./session_state.ts";
 
 /** What a session is built from. */
 export interface SessionOptions {
@@ -120,17 +121,28 @@ export class Session {
   readonly #selection: SessionSelection;
   readonly #outbox: Outbox;
   readonly #turns: PromptTurn;
+  /** The session's state: `open` ⇄ `prompting` in the slot, `closing` and `closed` here. */
+  readonly #lifecycle: SessionLifecycle;
+  /** The close under way or done, shared by every {@link close} call. */
   #closing: Promise<void> | undefined;
   /** What {@link start} was given as `created`, until it resolves. */
   #created: Promise<void> | undefined;
 
-  /** @param options What the session is built from */
-  constructor(options: SessionOptions) {
+  /**
+   * @param options What the session is built from
+   * @param lifecycle Its state, when a session manager made it in `creating` or `loading` (it
+   *   is `open` from {@link start} on); else the session starts `open`
+   */
+  constructor(
+    options: SessionOptions,
+    lifecycle: SessionLifecycle = new SessionLifecycle(options.id),
+  ) {
     this.id = options.id;
     this.cwd = options.cwd;
     this.additionalDirectories = options.additionalDirectories;
     this.#options = options;
-    this.#slot = new PromptSlot(options.id);
+    this.#lifecycle = lifecycle;
+    this.#slot = new PromptSlot(options.id, lifecycle);
     this.#selection = new SessionSelection(options.selection, options.catalog);
     const recorder = new Recorder({
       sessionId: options.id,
@@ -147,6 +159,11 @@ export class Session {
       options.defer,
     );
     this.#turns = buildPromptTurn(options, this.#outbox);
+  }
+
+  /** Where the session is in its lifecycle (see `./session_state.ts`). */
+  get state(): SessionState {
+    return this.#lifecycle.state;
   }
 
   /**
@@ -167,6 +184,8 @@ export class Session {
    */
   start(options: SessionStart = {}): void {
     const { selectionChanged = false, created } = options;
+    const state = this.#lifecycle.state;
+    if (state === "creating" || state === "loading") this.#lifecycle.to("open");
     if (created) {
       this.#created = created;
       created.then(() => this.#created = undefined, () => {});
@@ -324,8 +343,12 @@ export class Session {
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      await this.#slot.close();
-      await this.#outbox.drain();
+      try {
+        await this.#slot.close();
+        await this.#outbox.drain();
+      } finally {
+        this.#lifecycle.to("closed");
+      }
     })();
     return this.#closing;
   }

@@ -26,6 +26,7 @@ import { initialEffort, type Selection } from "./config_options.ts";
 import { configEvent } from "./selection.ts";
 import type { PermissionAsker } from "../permission/gate.ts";
 import { Session, SessionStateError } from "./session.ts";
+import { SessionLifecycle, type SessionState } from "./session_state.ts";
 import type { SessionCommands } from "../tools/session_commands.ts";
 import { SessionDisposer } from "./session_disposer.ts";
 import { type ReplaySink, replayThrough, ReplayWriter } from "./replay.ts";
@@ -101,6 +102,13 @@ interface OpenSession {
   closing?: Promise<void>;
 }
 
+/** A stored session being read back, in state `loading` until it opens. */
+interface Loading {
+  readonly lifecycle: SessionLifecycle;
+  /** Settles once the open has (either way). */
+  readonly settled: Promise<unknown>;
+}
+
 /** A session built but not yet registered, with what it owns. */
 interface Built {
   readonly session: Session;
@@ -130,10 +138,10 @@ export class SessionManager {
   readonly #options: SessionManagerOptions;
   readonly #sessions = new Map<string, OpenSession>();
   /**
-   * Opens in flight by id: a second load of the id is refused, and a close or delete of it waits
-   * for the open to finish first.
+   * Sessions being read back (`loading`) by id, with their open: a second load of the id is
+   * refused, and a close or delete of it waits for the open to finish first.
    */
-  readonly #opening = new Map<string, Promise<unknown>>();
+  readonly #loading = new Map<string, Loading>();
   #closing: Promise<void> | undefined;
   /** Aborted at shutdown: MCP servers still starting stop. */
   readonly #shutdown = new AbortController();
@@ -166,7 +174,7 @@ export class SessionManager {
       ...(effort === undefined ? {} : { effort }),
     };
     // Tools first: a session whose MCP servers do not start is never recorded.
-    const built = await this.#build(id, params, selection);
+    const built = await this.#build(id, params, selection, new SessionLifecycle(id, "creating"));
     const header: SessionHeader = {
       version: 1,
       id,
@@ -208,15 +216,20 @@ export class SessionManager {
    */
   open(id: string, params: OpenSessionOptions): Promise<Session> {
     this.#assertOpen();
-    if (this.#sessions.has(id) || this.#opening.has(id)) {
+    if (this.stateOf(id) !== undefined) {
       throw new SessionStateError(`session ${id} is already open in this process`);
     }
-    const opening = this.#open(id, params).finally(() => this.#opening.delete(id));
-    this.#opening.set(id, opening.catch(() => {}));
+    const lifecycle = new SessionLifecycle(id, "loading");
+    const opening = this.#open(id, params, lifecycle).finally(() => this.#loading.delete(id));
+    this.#loading.set(id, { lifecycle, settled: opening.catch(() => {}) });
     return opening;
   }
 
-  async #open(id: string, params: OpenSessionOptions): Promise<Session> {
+  async #open(
+    id: string,
+    params: OpenSessionOptions,
+    lifecycle: SessionLifecycle,
+  ): Promise<Session> {
     let lease: SessionLease | undefined;
     try {
       const { store } = this.#options;
@@ -230,7 +243,7 @@ export class SessionManager {
       if (!stream) throw new SessionNotFoundError(id);
       let reopened: Reopened;
       try {
-        reopened = await this.#reopen(id, params, stream);
+        reopened = await this.#reopen(id, params, stream, lifecycle);
       } finally {
         // Lets go of the log (when the replay failed part-way) before the lease goes.
         await stream.close();
@@ -253,6 +266,7 @@ export class SessionManager {
     id: string,
     params: OpenSessionOptions,
     stream: SessionRecordStream,
+    lifecycle: SessionLifecycle,
   ): Promise<Reopened> {
     const { header } = stream;
     if (header.cwd !== params.cwd) {
@@ -273,7 +287,7 @@ export class SessionManager {
     try {
       const restored = await this.#restore(id, stream, params.replay);
       const { selection, fellBack } = this.#restoredSelection(id, restored.selection);
-      const session = this.#session(id, roots, selection, equipment, restored);
+      const session = this.#session(id, roots, selection, equipment, lifecycle, restored);
       return { built: { session, disposer }, fellBack };
     } catch (error) {
       await disposer.dispose();
@@ -351,8 +365,19 @@ export class SessionManager {
    * @returns Whether it exists
    */
   async exists(id: string): Promise<boolean> {
-    if (this.#sessions.has(id) || this.#opening.has(id)) return true;
+    if (this.stateOf(id) !== undefined) return true;
     return await this.#options.store.exists(id);
+  }
+
+  /**
+   * Where the session with this id is in its lifecycle, when this manager has it: `loading`
+   * while it is read back, then its own state until it is closed and let go.
+   *
+   * @param id The session id
+   * @returns Its state, or undefined when it is not open here
+   */
+  stateOf(id: string): SessionState | undefined {
+    return this.#loading.get(id)?.lifecycle.state ?? this.#sessions.get(id)?.session.state;
   }
 
   /** The open session with this id. */
@@ -367,7 +392,7 @@ export class SessionManager {
    * @param id The session id
    */
   async close(id: string): Promise<void> {
-    await this.#opening.get(id);
+    await this.#loading.get(id)?.settled;
     const open = this.#sessions.get(id);
     if (!open) return;
     open.closing ??= (async () => {
@@ -411,7 +436,7 @@ export class SessionManager {
     this.#closing ??= (async () => {
       this.#shutdown.abort(new Error("the server is shutting down"));
       // Opens in flight finish first; a session registered from now on is closed at once.
-      await Promise.all(this.#opening.values());
+      await Promise.all([...this.#loading.values()].map((loading) => loading.settled));
       await Promise.all([...this.#sessions.keys()].map((id) => this.close(id)));
     })();
     return this.#closing;
@@ -445,10 +470,11 @@ export class SessionManager {
     id: string,
     params: CreateSessionOptions,
     selection: Selection,
+    lifecycle: SessionLifecycle,
   ): Promise<Built> {
     const { equipment, disposer } = await this.#equipment(id, params);
     try {
-      return { session: this.#session(id, params, selection, equipment), disposer };
+      return { session: this.#session(id, params, selection, equipment, lifecycle), disposer };
     } catch (error) {
       await disposer.dispose();
       throw error;
@@ -523,6 +549,7 @@ export class SessionManager {
     params: CreateSessionOptions,
     selection: Selection,
     equipment: Equipment,
+    lifecycle: SessionLifecycle,
     restored?: RestoredSession,
   ): Session {
     const { catalog, host, logger, now, sinkFor, workspaceFor, ask, retry, config } = this.#options;
@@ -552,7 +579,7 @@ export class SessionManager {
       attachments: this.#options.attachments,
       ...(restored ? { restored } : {}),
       ...(this.#options.defer ? { defer: this.#options.defer } : {}),
-    });
+    }, lifecycle);
   }
 }
 
