@@ -6,15 +6,14 @@ import type {
   LlmUsage,
   ProviderError,
 } from "../llm/provider.ts";
-import type { PermissionMode } from "../config/config.ts";
-import type { PermissionAnswer } from "../permission/policy.ts";
 import type {
-  Tool,
-  ToolContext,
-  ToolLocation,
-  ToolPermissionQuestion,
-  ToolResult,
-} from "../tools/tool.ts";
+  Authorization,
+  AuthorizeRequest,
+  RelayedPermission,
+} from "../permission/authorization.ts";
+import type { PermissionMode } from "../permission/mode.ts";
+import type { PermissionAnswer } from "../permission/policy.ts";
+import type { Tool, ToolContext, ToolLocation, ToolResult } from "../tools/tool.ts";
 import { ToolSet } from "../tools/tool_set.ts";
 import type { Workspace, WorkspaceFiles } from "../tools/workspace.ts";
 import { abortableDelay } from "../util/abortable_delay.ts";
@@ -28,29 +27,6 @@ export type { StopReason };
  * waits on it before relaying more deltas.
  */
 export type TurnEmitter = (event: TurnEvent) => void | Promise<void>;
-
-/** A tool call waiting for permission to run. */
-export interface AuthorizeRequest {
-  readonly tool: Tool;
-  readonly toolCallId: string;
-  readonly title: string;
-  readonly rawInput: unknown;
-  readonly locations: readonly ToolLocation[];
-  readonly signal: AbortSignal;
-}
-
-/** A question a running tool call asks the client (see `ToolContext.askPermission`). */
-export interface RelayedPermission extends ToolPermissionQuestion {
-  readonly tool: Tool;
-  readonly toolCallId: string;
-  readonly signal: AbortSignal;
-}
-
-/** Whether a tool call may run; `reason` (for the model) when it may not. */
-export type Authorization = { readonly allowed: true } | {
-  readonly allowed: false;
-  readonly reason: string;
-};
 
 /** How failed model requests are retried. */
 export interface RetryPolicy {

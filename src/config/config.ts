@@ -9,6 +9,7 @@
 
 import type { ModelFacts } from "../llm/presets.ts";
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "../log/logger.ts";
+import { PERMISSION_MODES, type PermissionMode } from "../permission/mode.ts";
 import { nearestWord } from "../util/nearest_word.ts";
 import {
   type AgentConfig,
@@ -31,11 +32,8 @@ import {
 
 export { type AgentConfig, BOOLEAN_WORDS, ConfigError, type ProviderConfig, type ValueType };
 
-/** Permission policy of a session. */
-export type PermissionMode = "ask" | "auto" | "read-only";
-
-/** All permission modes. */
-export const PERMISSION_MODES: readonly PermissionMode[] = ["ask", "auto", "read-only"];
+// The modes are the permission layer's; the settings' public surface names them too.
+export { PERMISSION_MODES, type PermissionMode };
 
 /** The server's settings, from flags, environment and config file. */
 export interface Config {

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import type { AgentConfig, PermissionMode } from "../config/config.ts";
+import type { AgentConfig } from "../config/config.ts";
+import type { PermissionMode } from "../permission/mode.ts";
 import type { HostProcesses } from "../host/host.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
 import type { PermissionAnswer } from "../permission/policy.ts";

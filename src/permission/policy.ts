@@ -1,4 +1,11 @@
-import type { PermissionMode } from "../config/config.ts";
+/**
+ * The permission policy: from the session's mode, the tool's effect and the session's
+ * remembered answers, whether a tool call runs, is refused, or asks the user. Pure: no I/O,
+ * no state; the gate (`./gate.ts`) acts on what it says.
+ *
+ * @module
+ */
+import type { PermissionMode } from "./mode.ts";
 
 /**
  * What a tool does to the world, which decides whether permission modes let it run: `read`

@@ -6,7 +6,7 @@ import {
 } from "@agentclientprotocol/sdk";
 import type { Logger } from "../log/logger.ts";
 import type { PermissionAnswer } from "../permission/policy.ts";
-import type { PermissionAsker, PermissionQuestion } from "../session/session.ts";
+import type { PermissionAsker, PermissionQuestion } from "../permission/gate.ts";
 
 const OPTIONS: ReadonlyArray<{ optionId: string; name: string; kind: PermissionAnswer }> = [
   { optionId: "allow_once", name: "Allow", kind: "allow_once" },

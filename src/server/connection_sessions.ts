@@ -9,8 +9,9 @@
 import { type AgentContext, methods } from "@agentclientprotocol/sdk";
 import { SessionManager } from "../session/session_manager.ts";
 import type { SessionServices } from "../session/session_services.ts";
-import type { ReplayFrameSink } from "../session/replay_frames.ts";
+import type { ReplaySink } from "../session/replay.ts";
 import type { AnyMessage } from "../transport/acp.ts";
+import type { SessionUpdate } from "../transport/acp_types.ts";
 import { DeferredCreationStore } from "../store/deferred_creation_store.ts";
 import type { SessionStore } from "../store/session_store.ts";
 import { createPermissionAsker } from "../protocol/ask_permission.ts";
@@ -62,15 +63,7 @@ export function createSessionManager(
     logger,
     sinkFor: (sessionId) => (update) =>
       client.notify(methods.client.session.update, { sessionId, update }),
-    replaySinkFor: (sessionId) => (updates) =>
-      link.writeDirect(updates.map((update) => ({
-        jsonrpc: "2.0",
-        method: methods.client.session.update,
-        params: { sessionId, update },
-      }))),
-    ...(link.writeFrames
-      ? { replayFramesFor: (sessionId: string) => replayFrames(sessionId, link.writeFrames!) }
-      : {}),
+    replaySinkFor: (sessionId) => replaySink(sessionId, link),
     workspaceFor: (sessionId) =>
       new ClientWorkspace(client, connection.clientCapabilities, sessionId, server.localWorkspace),
     ask,
@@ -122,17 +115,27 @@ function sessionStore(server: ServerParts): SessionStore {
   return new DeferredCreationStore(server.store, server.defer);
 }
 
-/** How a replay writes serialized `session/update` notifications of a session. */
-function replayFrames(
-  sessionId: string,
-  write: (frames: Uint8Array) => Promise<void>,
-): ReplayFrameSink {
+/**
+ * Where a session's replay goes: its `session/update` notifications written straight to the
+ * transport, already serialized as NDJSON when the transport takes frames.
+ */
+function replaySink(sessionId: string, link: SessionManagerLink): ReplaySink {
+  const updates = (updates: readonly SessionUpdate[]): Promise<void> =>
+    link.writeDirect(updates.map((update) => ({
+      jsonrpc: "2.0",
+      method: methods.client.session.update,
+      params: { sessionId, update },
+    })));
+  if (!link.writeFrames) return { updates };
   const method = JSON.stringify(methods.client.session.update);
   return {
-    head: `{"jsonrpc":"2.0","method":${method},"params":{"sessionId":${
-      JSON.stringify(sessionId)
-    },"update":`,
-    tail: "}}\n",
-    write,
+    updates,
+    frames: {
+      head: `{"jsonrpc":"2.0","method":${method},"params":{"sessionId":${
+        JSON.stringify(sessionId)
+      },"update":`,
+      tail: "}}\n",
+      write: link.writeFrames,
+    },
   };
 }

@@ -4,13 +4,13 @@
  * @module
  */
 import type { StopReason } from "../agent/run_turn.ts";
-import { PERMISSION_MODES } from "../config/config.ts";
+import { PERMISSION_MODES } from "../permission/mode.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Selection } from "./config_options.ts";
 import type { SessionOutput } from "./outbox.ts";
 import type { SessionCommand } from "../tools/session_commands.ts";
-import type { TurnRunner } from "./turn_runner.ts";
+import type { PromptTurn } from "./prompt_turn.ts";
 
 /** The built-in commands, as the client is offered them. */
 export const BUILTIN_COMMANDS: readonly SessionCommand[] = [
@@ -38,7 +38,7 @@ export const BUILTIN_COMMANDS: readonly SessionCommand[] = [
 export interface BuiltinCommandContext {
   readonly sessionId: string;
   readonly catalog: Pick<ModelCatalog, "list" | "resolve">;
-  readonly turns: Pick<TurnRunner, "compactNow" | "clear">;
+  readonly turns: Pick<PromptTurn, "compactNow" | "clear">;
   readonly output: SessionOutput;
   readonly logger: Logger;
   /** The selection the command runs with. */

@@ -1,4 +1,4 @@
-import { PERMISSION_MODES, type PermissionMode } from "../config/config.ts";
+import { PERMISSION_MODES, type PermissionMode } from "../permission/mode.ts";
 import type { ModelInfo } from "../llm/catalog.ts";
 import type {
   SessionConfigOption,

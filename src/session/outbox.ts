@@ -104,17 +104,6 @@ export class Outbox implements SessionOutput {
     for (const update of held) this.#updates.push(update);
   }
 
-  /**
-   * Sends updates one after another (a replay).
-   *
-   * @returns Once they are written
-   */
-  sendAll(updates: readonly SessionUpdate[]): Promise<void> {
-    this.flush();
-    for (const update of updates) this.#updates.push(update);
-    return this.#updates.flush();
-  }
-
   /** Hands everything recorded to the store and waits until it is durable. */
   async commit(): Promise<void> {
     this.flush();

@@ -1,17 +1,10 @@
 /**
- * A session's one prompt slot.
+ * A session's one prompt slot: where its lifecycle (`./session_state.ts`) moves between `open`
+ * and `prompting`, and into `closing`.
  *
  * @module
  */
-
-/** Thrown when a request does not fit the session's state (maps to -32602). */
-export class SessionStateError extends Error {
-  /** @param message Says what state the session is in */
-  constructor(message: string) {
-    super(message);
-    this.name = "SessionStateError";
-  }
-}
+import { SessionLifecycle, SessionStateError } from "./session_state.ts";
 
 interface ActiveTurn {
   readonly controller: AbortController;
@@ -19,19 +12,24 @@ interface ActiveTurn {
 }
 
 /**
- * Runs at most one turn at a time: the slot is taken synchronously, the turn gets an
- * `AbortController` that the request's signal, {@link cancel} and {@link close} abort, and the slot
- * is free again once the turn has settled. After {@link close} nothing more is taken.
+ * Runs at most one turn at a time: the slot is taken synchronously (the session moves to
+ * `prompting`), the turn gets an `AbortController` that the request's signal, {@link cancel} and
+ * {@link close} abort, and the slot is free again once the turn has settled (back to `open`).
+ * {@link close} moves the session to `closing`: nothing more is taken.
  */
 export class PromptSlot {
-  readonly #sessionId: string;
+  readonly #lifecycle: SessionLifecycle;
+  /** The turn holding the slot, until it has settled (through a close too). */
   #turn: ActiveTurn | undefined;
   #controller = new AbortController();
-  #closed = false;
 
-  /** @param sessionId The session's id (for the errors) */
-  constructor(sessionId: string) {
-    this.#sessionId = sessionId;
+  /**
+   * @param sessionId The session's id (for the errors)
+   * @param lifecycle The session's state, shared with the session; a slot of its own, `open`,
+   *   when not given
+   */
+  constructor(sessionId: string, lifecycle: SessionLifecycle = new SessionLifecycle(sessionId)) {
+    this.#lifecycle = lifecycle;
   }
 
   /** Whether a turn holds the slot. */
@@ -45,7 +43,8 @@ export class PromptSlot {
    * @throws {SessionStateError} When it is
    */
   assertOpen(): void {
-    if (this.#closed) throw new SessionStateError(`session ${this.#sessionId} is closing`);
+    const lifecycle = this.#lifecycle;
+    if (lifecycle.ending) throw new SessionStateError(`session ${lifecycle.sessionId} is closing`);
   }
 
   /**
@@ -55,8 +54,9 @@ export class PromptSlot {
    */
   assertFree(): void {
     this.assertOpen();
-    if (this.#turn) {
-      throw new SessionStateError(`a prompt is already in flight for session ${this.#sessionId}`);
+    if (this.#lifecycle.state === "prompting") {
+      const sessionId = this.#lifecycle.sessionId;
+      throw new SessionStateError(`a prompt is already in flight for session ${sessionId}`);
     }
   }
 
@@ -76,6 +76,7 @@ export class PromptSlot {
     // The slot is taken before the turn starts: a turn can settle before `run` returns (an
     // already cancelled request), and its end must find the slot to free it.
     const turn: ActiveTurn = { controller, done: Promise.resolve() };
+    this.#lifecycle.to("prompting");
     this.#turn = turn;
     const done = this.#run(turn, signal, run);
     turn.done = done;
@@ -93,7 +94,7 @@ export class PromptSlot {
    * @returns Once the slot is free for good
    */
   async close(): Promise<void> {
-    this.#closed = true;
+    if (!this.#lifecycle.ending) this.#lifecycle.to("closing");
     const turn = this.#turn;
     turn?.controller.abort();
     await turn?.done.catch(() => {});
@@ -112,7 +113,11 @@ export class PromptSlot {
       return await run(controller);
     } finally {
       signal.removeEventListener("abort", onAbort);
-      if (this.#turn === turn) this.#turn = undefined;
+      if (this.#turn === turn) {
+        this.#turn = undefined;
+        // A close during the turn moved the session on already.
+        if (this.#lifecycle.state === "prompting") this.#lifecycle.to("open");
+      }
     }
   }
 }

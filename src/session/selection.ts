@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { PermissionMode } from "../config/config.ts";
+import type { PermissionMode } from "../permission/mode.ts";
 import type { ModelCatalog, ModelInfo } from "../llm/catalog.ts";
 import type {
   SessionConfigOption,

@@ -2,37 +2,33 @@ import type { StopReason } from "../agent/run_turn.ts";
 import type { ModelInfo } from "../llm/catalog.ts";
 import type { LlmContentPart } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
-import type {
-  SessionConfigOption,
-  SessionModeState,
-  SessionUpdate,
-} from "../transport/acp_types.ts";
+import type { SessionConfigOption, SessionModeState } from "../transport/acp_types.ts";
 import type { Tool } from "../tools/tool.ts";
 import { ToolSet } from "../tools/tool_set.ts";
 import type { Workspace } from "../tools/workspace.ts";
 import type { Selection } from "./config_options.ts";
 import { Conversation } from "./conversation.ts";
 import { Outbox } from "./outbox.ts";
-import { type PermissionAsker, PermissionGate } from "./permission_gate.ts";
+import { type PermissionAsker, PermissionGate } from "../permission/gate.ts";
 import { PromptSlot } from "./prompt_slot.ts";
+import { SessionLifecycle, type SessionState } from "./session_state.ts";
 import { Recorder } from "./recorder.ts";
 import { BUILTIN_COMMANDS, runBuiltinCommand } from "./builtin_commands.ts";
-import { type CompactionNotices, Compactor } from "./compactor.ts";
-import { ContextMeter } from "./context_meter.ts";
+import { type CompactionNotices, Compactor } from "../compaction/compactor.ts";
+import { ContextMeter } from "../compaction/context_meter.ts";
 import { invokedCommand, type SessionCommands } from "../tools/session_commands.ts";
 import { SessionSelection } from "./selection.ts";
-import type { RestoredSession } from "./session_record.ts";
+import type { RestoredSession } from "./restore.ts";
 import type { SessionServices } from "./session_services.ts";
 import { SessionTitle } from "./session_title.ts";
 import { SystemPromptCache } from "./system_prompt_cache.ts";
 import { TurnEventMapper } from "./turn_event_mapper.ts";
-import { TurnRunner } from "./turn_runner.ts";
+import { PromptTurn } from "./prompt_turn.ts";
 import { UpdateQueue, type UpdateSink } from "./update_queue.ts";
 import { UsageMeter } from "./usage_meter.ts";
 
 export { ConfigValueError } from "./selection.ts";
-export { SessionStateError } from "./prompt_slot.ts";
-export type { PermissionAsker, PermissionQuestion } from "./permission_gate.ts";
+export { SessionStateError } from "./session_state.ts";
 
 /** What a session is built from: the server's shared services and the session's own parts. */
 export interface SessionOptions {
@@ -55,8 +51,6 @@ export interface SessionOptions {
   /** Project instructions (the cwd's AGENTS.md), when present. */
   readonly instructions?: string;
   readonly sink: UpdateSink;
-  /** Delivers a whole replay at once (faster than one update at a time through `sink`). */
-  readonly replaySink?: (updates: readonly SessionUpdate[]) => Promise<void>;
   readonly logger: Logger;
   /** State rebuilt from the log, for a loaded or resumed session. */
   readonly restored?: RestoredSession;
@@ -86,7 +80,7 @@ export interface SessionStart {
  * One ACP session: its conversation, its selection, its one prompt slot and its ordered updates.
  * A facade over the units that do the work: {@link PromptSlot} (one turn at a time),
  * {@link SessionSelection} (model, mode, effort), {@link Outbox} and {@link Recorder} (the log and
- * the updates, in one order) and {@link TurnRunner} (a turn, with its event mapping, usage,
+ * the updates, in one order) and {@link PromptTurn} (a turn, with its event mapping, usage,
  * permissions and title).
  */
 export class Session {
@@ -100,18 +94,29 @@ export class Session {
   readonly #slot: PromptSlot;
   readonly #selection: SessionSelection;
   readonly #outbox: Outbox;
-  readonly #turns: TurnRunner;
+  readonly #turns: PromptTurn;
+  /** The session's state: `open` ⇄ `prompting` in the slot, `closing` and `closed` here. */
+  readonly #lifecycle: SessionLifecycle;
+  /** The close under way or done, shared by every {@link close} call. */
   #closing: Promise<void> | undefined;
   /** What {@link start} was given as `created`, until it resolves. */
   #created: Promise<void> | undefined;
 
-  /** @param options What the session is built from */
-  constructor(options: SessionOptions) {
+  /**
+   * @param options What the session is built from
+   * @param lifecycle Its state, when a session manager made it in `creating` or `loading` (it
+   *   is `open` from {@link start} on); else the session starts `open`
+   */
+  constructor(
+    options: SessionOptions,
+    lifecycle: SessionLifecycle = new SessionLifecycle(options.id),
+  ) {
     this.id = options.id;
     this.cwd = options.cwd;
     this.additionalDirectories = options.additionalDirectories;
     this.#options = options;
-    this.#slot = new PromptSlot(options.id);
+    this.#lifecycle = lifecycle;
+    this.#slot = new PromptSlot(options.id, lifecycle);
     const { services } = options;
     this.#selection = new SessionSelection(options.selection, services.catalog);
     const recorder = new Recorder({
@@ -126,7 +131,12 @@ export class Session {
       new UpdateQueue(options.sink, options.logger),
       services.defer,
     );
-    this.#turns = buildTurnRunner(options, this.#outbox);
+    this.#turns = buildPromptTurn(options, this.#outbox);
+  }
+
+  /** Where the session is in its lifecycle (see `./session_state.ts`). */
+  get state(): SessionState {
+    return this.#lifecycle.state;
   }
 
   /**
@@ -147,6 +157,8 @@ export class Session {
    */
   start(options: SessionStart = {}): void {
     const { selectionChanged = false, created } = options;
+    const state = this.#lifecycle.state;
+    if (state === "creating" || state === "loading") this.#lifecycle.to("open");
     if (created) {
       this.#created = created;
       created.then(() => this.#created = undefined, () => {});
@@ -161,17 +173,6 @@ export class Session {
     // A restored session's repair (replayed to the client already) is in the store before the
     // `session/load` or `session/resume` answer can go out.
     if (this.#options.restored && (repair.length > 0 || selectionChanged)) this.#outbox.flush();
-  }
-
-  /**
-   * Sends replayed updates (for `session/load`) ahead of anything else of the session.
-   *
-   * @param updates The conversation as updates
-   * @returns Once they are written
-   */
-  async replay(updates: readonly SessionUpdate[]): Promise<void> {
-    if (this.#options.replaySink) return await this.#options.replaySink(updates);
-    return await this.#outbox.sendAll(updates);
   }
 
   /**
@@ -315,22 +316,26 @@ export class Session {
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      await this.#slot.close();
-      await this.#outbox.drain();
+      try {
+        await this.#slot.close();
+        await this.#outbox.drain();
+      } finally {
+        this.#lifecycle.to("closed");
+      }
     })();
     return this.#closing;
   }
 }
 
-/** The turn runner of a session and the units it uses. */
-function buildTurnRunner(options: SessionOptions, outbox: Outbox): TurnRunner {
+/** The prompt turns of a session and the units they use. */
+function buildPromptTurn(options: SessionOptions, outbox: Outbox): PromptTurn {
   const { services, id: sessionId, logger, restored } = options;
   const { now } = services;
   const roots = [options.cwd, ...options.additionalDirectories];
   const conversation = new Conversation(restored?.history ?? []);
   const usage = new UsageMeter(restored?.cost ?? 0);
   const meter = new ContextMeter();
-  return new TurnRunner({
+  return new PromptTurn({
     services,
     sessionId,
     cwd: options.cwd,

@@ -1,8 +1,7 @@
-import type { CompactionNotices } from "./compactor.ts";
+import type { CompactionNotices } from "../compaction/compactor.ts";
 import { SessionNotFoundError } from "../util/session_not_found_error.ts";
-import type { PermissionMode } from "../config/config.ts";
+import type { PermissionMode } from "../permission/mode.ts";
 import type { Logger } from "../log/logger.ts";
-import type { SessionUpdate } from "../transport/acp_types.ts";
 import {
   type ListOptions,
   type SessionHeader,
@@ -19,11 +18,13 @@ import { ToolSet } from "../tools/tool_set.ts";
 import type { Workspace } from "../tools/workspace.ts";
 import { initialEffort, type Selection } from "./config_options.ts";
 import { configEvent } from "./selection.ts";
-import { type PermissionAsker, Session, SessionStateError } from "./session.ts";
+import type { PermissionAsker } from "../permission/gate.ts";
+import { Session, SessionStateError } from "./session.ts";
+import { SessionLifecycle, type SessionState } from "./session_state.ts";
 import type { SessionCommands } from "../tools/session_commands.ts";
 import { SessionDisposer } from "./session_disposer.ts";
-import { ReplayFrames, type ReplayFrameSink } from "./replay_frames.ts";
-import { type RestoredSession, SessionRestorer } from "./session_record.ts";
+import { type ReplaySink, replayThrough, ReplayWriter } from "./replay.ts";
+import { type RestoredSession, SessionRestorer } from "./restore.ts";
 import type { SessionServices } from "./session_services.ts";
 import type { UpdateSink } from "./update_queue.ts";
 
@@ -35,15 +36,11 @@ export interface SessionManagerOptions {
   readonly logger: Logger;
   /** Makes the update sink of one session. */
   readonly sinkFor: (sessionId: string) => UpdateSink;
-  /** Makes the bulk replay sink of one session, when the transport has one. */
-  readonly replaySinkFor?: (
-    sessionId: string,
-  ) => (updates: readonly SessionUpdate[]) => Promise<void>;
   /**
-   * Makes the sink of one session's replay serialized as NDJSON, when the transport writes NDJSON
-   * (preferred to {@link replaySinkFor}: the notifications' envelope is serialized once).
+   * Makes the sink of one session's `session/load` replay (the connection's, which may take
+   * frames); without it the replay goes through {@link sinkFor}, one update at a time.
    */
-  readonly replayFramesFor?: (sessionId: string) => ReplayFrameSink;
+  readonly replaySinkFor?: (sessionId: string) => ReplaySink;
   /** Makes the file and command access of one session. */
   readonly workspaceFor: (sessionId: string) => Workspace;
   /** Asks the client for permission. */
@@ -77,12 +74,6 @@ export interface OpenSessionOptions extends Partial<CreateSessionOptions> {
 
 export { SessionNotFoundError };
 
-/**
- * Batches of a `session/load` replay handed to the transport as NDJSON and not yet written, at
- * most (each is one ordered write; a bulk sink of updates takes one batch at a time).
- */
-const REPLAY_BATCHES_IN_FLIGHT = 4;
-
 interface OpenSession {
   readonly session: Session;
   /** The lease; a new session's comes once the session is written (rejects when it failed). */
@@ -90,6 +81,13 @@ interface OpenSession {
   /** Releases what the session's tools hold; runs after the session closed. */
   readonly disposer: SessionDisposer;
   closing?: Promise<void>;
+}
+
+/** A stored session being read back, in state `loading` until it opens. */
+interface Loading {
+  readonly lifecycle: SessionLifecycle;
+  /** Settles once the open has (either way). */
+  readonly settled: Promise<unknown>;
 }
 
 /** A session built but not yet registered, with what it owns. */
@@ -121,10 +119,10 @@ export class SessionManager {
   readonly #options: SessionManagerOptions;
   readonly #sessions = new Map<string, OpenSession>();
   /**
-   * Opens in flight by id: a second load of the id is refused, and a close or delete of it waits
-   * for the open to finish first.
+   * Sessions being read back (`loading`) by id, with their open: a second load of the id is
+   * refused, and a close or delete of it waits for the open to finish first.
    */
-  readonly #opening = new Map<string, Promise<unknown>>();
+  readonly #loading = new Map<string, Loading>();
   #closing: Promise<void> | undefined;
   /** Aborted at shutdown: MCP servers still starting stop. */
   readonly #shutdown = new AbortController();
@@ -157,7 +155,7 @@ export class SessionManager {
       ...(effort === undefined ? {} : { effort }),
     };
     // Tools first: a session whose MCP servers do not start is never recorded.
-    const built = await this.#build(id, params, selection);
+    const built = await this.#build(id, params, selection, new SessionLifecycle(id, "creating"));
     const header: SessionHeader = {
       version: 1,
       id,
@@ -199,15 +197,20 @@ export class SessionManager {
    */
   open(id: string, params: OpenSessionOptions): Promise<Session> {
     this.#assertOpen();
-    if (this.#sessions.has(id) || this.#opening.has(id)) {
+    if (this.stateOf(id) !== undefined) {
       throw new SessionStateError(`session ${id} is already open in this process`);
     }
-    const opening = this.#open(id, params).finally(() => this.#opening.delete(id));
-    this.#opening.set(id, opening.catch(() => {}));
+    const lifecycle = new SessionLifecycle(id, "loading");
+    const opening = this.#open(id, params, lifecycle).finally(() => this.#loading.delete(id));
+    this.#loading.set(id, { lifecycle, settled: opening.catch(() => {}) });
     return opening;
   }
 
-  async #open(id: string, params: OpenSessionOptions): Promise<Session> {
+  async #open(
+    id: string,
+    params: OpenSessionOptions,
+    lifecycle: SessionLifecycle,
+  ): Promise<Session> {
     let lease: SessionLease | undefined;
     try {
       const { store } = this.#options.services;
@@ -221,7 +224,7 @@ export class SessionManager {
       if (!stream) throw new SessionNotFoundError(id);
       let reopened: Reopened;
       try {
-        reopened = await this.#reopen(id, params, stream);
+        reopened = await this.#reopen(id, params, stream, lifecycle);
       } finally {
         // Lets go of the log (when the replay failed part-way) before the lease goes.
         await stream.close();
@@ -244,6 +247,7 @@ export class SessionManager {
     id: string,
     params: OpenSessionOptions,
     stream: SessionRecordStream,
+    lifecycle: SessionLifecycle,
   ): Promise<Reopened> {
     const { header } = stream;
     if (header.cwd !== params.cwd) {
@@ -262,11 +266,9 @@ export class SessionManager {
     };
     const { equipment, disposer } = await this.#equipment(id, roots);
     try {
-      const { restored, held } = await this.#restore(id, stream, params.replay);
+      const restored = await this.#restore(id, stream, params.replay);
       const { selection, fellBack } = this.#restoredSelection(id, restored.selection);
-      const session = this.#session(id, roots, selection, equipment, restored);
-      // Without a bulk sink the replay goes through the session, once it exists.
-      if (held.length > 0) await session.replay(held);
+      const session = this.#session(id, roots, selection, equipment, lifecycle, restored);
       return { built: { session, disposer }, fellBack };
     } catch (error) {
       await disposer.dispose();
@@ -275,18 +277,17 @@ export class SessionManager {
   }
 
   /**
-   * Restores a session from its records. With `replay`, each batch's notifications go to the
-   * transport while the next batches are read and restored (a few batches in flight), or are
-   * held for the session when the transport takes no bulk writes. Everything handed to the
-   * transport is written before this settles, failure included, so the answer to the load
-   * follows it.
+   * Restores a session from its records. With `replay`, each batch's updates go to the session's
+   * replay sink while the next batches are read and restored (a few batches in flight).
+   * Everything handed to the sink is written before this settles, failure included, so the
+   * answer to the load follows it.
    */
   async #restore(
     id: string,
     stream: SessionRecordStream,
     replay: boolean,
-  ): Promise<{ restored: RestoredSession; held: SessionUpdate[] }> {
-    const { logger, replaySinkFor, replayFramesFor } = this.#options;
+  ): Promise<RestoredSession> {
+    const { logger } = this.#options;
     const { attachments } = this.#options.services;
     const restorer = new SessionRestorer({
       attachments,
@@ -295,38 +296,25 @@ export class SessionManager {
       replay,
       ...(this.#options.notices ? { notices: this.#options.notices() } : {}),
     });
-    const frameSink = replay ? replayFramesFor?.(id) : undefined;
-    const frames = frameSink ? new ReplayFrames(frameSink) : undefined;
-    const sink = replay && !frameSink ? replaySinkFor?.(id) : undefined;
-    const held: SessionUpdate[] = [];
-    // Writes under way, oldest first: a few batches may wait for the client at a time.
-    const sending: Promise<void>[] = [];
-    const inFlight = frames ? REPLAY_BATCHES_IN_FLIGHT : 1;
-    const send = async (write: () => Promise<void>): Promise<void> => {
-      if (sending.length >= inFlight) await sending.shift();
-      const written = write();
-      written.catch(() => {});
-      sending.push(written);
-    };
-    const deliver = async (updates: readonly SessionUpdate[]): Promise<void> => {
-      if (frameSink && frames) {
-        for (const update of updates) frames.update(update);
-        if (frames.empty) return;
-        const bytes = frames.take();
-        await send(() => frameSink.write(bytes));
-      } else if (sink) {
-        if (updates.length > 0) await send(() => sink(updates));
-      } else for (const update of updates) held.push(update);
-    };
+    const writer = replay ? new ReplayWriter(this.#replaySink(id)) : undefined;
     try {
-      for await (const records of stream.batches) await deliver(await restorer.add(records));
+      for await (const records of stream.batches) {
+        const updates = await restorer.add(records);
+        await writer?.write(updates);
+      }
       const { restored, updates } = restorer.finish();
-      await deliver(updates);
-      for (const written of sending) await written;
-      return { restored, held };
+      await writer?.write(updates);
+      await writer?.finish();
+      return restored;
     } finally {
-      await Promise.allSettled(sending);
+      await writer?.settled();
     }
+  }
+
+  /** Where a session's replay goes: the connection's sink, else the session's update sink. */
+  #replaySink(id: string): ReplaySink {
+    const { replaySinkFor, sinkFor, logger } = this.#options;
+    return replaySinkFor ? replaySinkFor(id) : replayThrough(sinkFor(id), logger);
   }
 
   /** The stored selection, or the defaults when there is none; a model gone falls back too. */
@@ -360,8 +348,19 @@ export class SessionManager {
    * @returns Whether it exists
    */
   async exists(id: string): Promise<boolean> {
-    if (this.#sessions.has(id) || this.#opening.has(id)) return true;
+    if (this.stateOf(id) !== undefined) return true;
     return await this.#options.services.store.exists(id);
+  }
+
+  /**
+   * Where the session with this id is in its lifecycle, when this manager has it: `loading`
+   * while it is read back, then its own state until it is closed and let go.
+   *
+   * @param id The session id
+   * @returns Its state, or undefined when it is not open here
+   */
+  stateOf(id: string): SessionState | undefined {
+    return this.#loading.get(id)?.lifecycle.state ?? this.#sessions.get(id)?.session.state;
   }
 
   /** The open session with this id. */
@@ -376,7 +375,7 @@ export class SessionManager {
    * @param id The session id
    */
   async close(id: string): Promise<void> {
-    await this.#opening.get(id);
+    await this.#loading.get(id)?.settled;
     const open = this.#sessions.get(id);
     if (!open) return;
     open.closing ??= (async () => {
@@ -420,7 +419,7 @@ export class SessionManager {
     this.#closing ??= (async () => {
       this.#shutdown.abort(new Error("the server is shutting down"));
       // Opens in flight finish first; a session registered from now on is closed at once.
-      await Promise.all(this.#opening.values());
+      await Promise.all([...this.#loading.values()].map((loading) => loading.settled));
       await Promise.all([...this.#sessions.keys()].map((id) => this.close(id)));
     })();
     return this.#closing;
@@ -454,10 +453,11 @@ export class SessionManager {
     id: string,
     params: CreateSessionOptions,
     selection: Selection,
+    lifecycle: SessionLifecycle,
   ): Promise<Built> {
     const { equipment, disposer } = await this.#equipment(id, params);
     try {
-      return { session: this.#session(id, params, selection, equipment), disposer };
+      return { session: this.#session(id, params, selection, equipment, lifecycle), disposer };
     } catch (error) {
       await disposer.dispose();
       throw error;
@@ -534,6 +534,7 @@ export class SessionManager {
     params: CreateSessionOptions,
     selection: Selection,
     equipment: Equipment,
+    lifecycle: SessionLifecycle,
     restored?: RestoredSession,
   ): Session {
     const { services, logger, sinkFor, workspaceFor, ask } = this.#options;
@@ -551,10 +552,9 @@ export class SessionManager {
       ...(params.instructions ? { instructions: params.instructions } : {}),
       ...(this.#options.notices ? { notices: this.#options.notices() } : {}),
       sink: sinkFor(id),
-      ...(this.#options.replaySinkFor ? { replaySink: this.#options.replaySinkFor(id) } : {}),
       logger,
       ...(restored ? { restored } : {}),
-    });
+    }, lifecycle);
   }
 }
 

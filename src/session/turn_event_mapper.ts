@@ -9,9 +9,9 @@ import type { LlmMessage } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Conversation } from "./conversation.ts";
 import type { SessionOutput } from "./outbox.ts";
-import { toSessionUpdate } from "./updates.ts";
+import { toSessionUpdate } from "./to_session_update.ts";
 import type { UsageMeter } from "./usage_meter.ts";
-import { toolResultEvent } from "./session_record.ts";
+import { toolResultEvent } from "./stored_content.ts";
 
 /** What a {@link TurnEventMapper} is built from. */
 export interface TurnEventMapperOptions {

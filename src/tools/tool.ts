@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { PermissionMode } from "../config/config.ts";
+import type { PermissionMode } from "../permission/mode.ts";
 import type { PermissionAnswer, ToolEffect } from "../permission/policy.ts";
 import type { Workspace, WorkspaceFiles } from "./workspace.ts";
 

@@ -11,4 +11,6 @@ export type {
   SessionModeState,
   SessionUpdate,
   ToolCallContent,
+  ToolCallLocation,
+  ToolKind,
 } from "@agentclientprotocol/sdk";

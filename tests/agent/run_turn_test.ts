@@ -1,8 +1,8 @@
 import { NodeHost } from "../../src/host/node_host.ts";
 import { HostWorkspace } from "../../src/tools/host_workspace.ts";
 import assert from "node:assert/strict";
+import type { AuthorizeRequest } from "../../src/permission/authorization.ts";
 import {
-  type AuthorizeRequest,
   type RetryPolicy,
   runTurn,
   TOOL_PARALLELISM,

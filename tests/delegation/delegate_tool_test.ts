@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import type { PermissionMode } from "../../src/config/config.ts";
+import type { PermissionMode } from "../../src/permission/mode.ts";
 import { delegateTool } from "../../src/delegation/delegate_tool.ts";
 import { NodeHost } from "../../src/host/node_host.ts";
 import { createLogger } from "../../src/log/logger.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { PERMISSION_MODES, type PermissionMode } from "../../src/config/config.ts";
+import { PERMISSION_MODES, type PermissionMode } from "../../src/permission/mode.ts";
 import { decidePermission, type PermissionGrants } from "../../src/permission/policy.ts";
 import type { ToolEffect } from "../../src/permission/policy.ts";
 

@@ -10,7 +10,8 @@ import { appendFile, mkdir, readdir, readFile, writeFile } from "node:fs/promise
 import { join } from "node:path";
 import { NodeHost } from "../../src/host/node_host.ts";
 import { nullLogger } from "../../src/log/logger.ts";
-import { replayUpdates, restoreSession } from "../../src/session/session_record.ts";
+import { replayUpdates } from "../../src/session/replay.ts";
+import { restoreSession } from "../../src/session/restore.ts";
 import { FIRST_READ_BYTES, READ_BYTES } from "../../src/store/_log_reader.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
 import type { StoredEvent } from "../../src/store/session_store.ts";

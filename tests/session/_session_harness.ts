@@ -15,10 +15,10 @@ import {
   ProviderError,
 } from "../../src/llm/provider.ts";
 import type { SessionUpdate } from "../../src/transport/acp_types.ts";
-import type { CompactionNotices } from "../../src/session/compactor.ts";
+import type { CompactionNotices } from "../../src/compaction/compactor.ts";
 import { Session } from "../../src/session/session.ts";
 import type { SessionCommands } from "../../src/tools/session_commands.ts";
-import { type RestoredSession, restoreSession } from "../../src/session/session_record.ts";
+import { type RestoredSession, restoreSession } from "../../src/session/restore.ts";
 import { MemoryAttachmentStore } from "../../src/store/memory_attachment_store.ts";
 import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
 import type { StoredEvent } from "../../src/store/session_store.ts";

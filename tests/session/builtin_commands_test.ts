@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { ConfigValueError } from "../../src/session/session.ts";
-import { SessionRestorer } from "../../src/session/session_record.ts";
+import { SessionRestorer } from "../../src/session/restore.ts";
 import { MemoryAttachmentStore } from "../../src/store/memory_attachment_store.ts";
 import { nullLogger } from "../../src/log/logger.ts";
 import { assertValid, harness, INFO, kinds, long, OTHER } from "./_session_harness.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { PERMISSION_MODES } from "../../src/config/config.ts";
+import { PERMISSION_MODES } from "../../src/permission/mode.ts";
 import type { ModelInfo } from "../../src/llm/catalog.ts";
 import type { SessionConfigOption } from "../../src/transport/acp_types.ts";
 import {

@@ -4,7 +4,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { PromptSlot, SessionStateError } from "../../src/session/prompt_slot.ts";
+import { PromptSlot } from "../../src/session/prompt_slot.ts";
+import { SessionStateError } from "../../src/session/session_state.ts";
 import { gate } from "./_fakes.ts";
 
 Deno.test("PromptSlot.take() takes the slot synchronously and frees it once the turn settles", async () => {

@@ -269,3 +269,22 @@ Deno.test("SessionManager: when a session cannot be written, its first prompt fa
   await assert.rejects(prompted, /disk full/);
   await sessions.closeAll();
 });
+
+Deno.test("SessionManager.stateOf() follows a session's lifecycle: loading, open, prompting, then gone once closed", async () => {
+  const { sessions } = manager();
+  const session = await sessions.create(ROOTS);
+  assert.equal(sessions.stateOf(session.id), "open");
+  const turn = session.prompt(text("hello"), signal);
+  assert.equal(sessions.stateOf(session.id), "prompting");
+  assert.equal(await turn, "end_turn");
+  assert.equal(session.state, "open");
+  await sessions.close(session.id);
+  assert.equal(session.state, "closed");
+  assert.equal(sessions.stateOf(session.id), undefined);
+  const opening = sessions.open(session.id, { cwd: "/work", replay: false });
+  assert.equal(sessions.stateOf(session.id), "loading");
+  const reopened = await opening;
+  assert.equal(sessions.stateOf(reopened.id), "open");
+  await sessions.closeAll();
+  assert.equal(reopened.state, "closed");
+});

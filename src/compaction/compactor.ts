@@ -1,5 +1,8 @@
 /**
- * Keeps a session's conversation within its model's context window.
+ * Keeps a session's conversation within its model's context window: decides when the history is
+ * compacted, prunes or summarizes it, records the change and tells the user. It works on the
+ * session through the narrow views below ({@link CompactedHistory}, {@link CompactionOutput},
+ * {@link CompactionUsage}), so this layer sits under the session that owns those parts.
  *
  * @module
  */
@@ -10,7 +13,6 @@ import type { Logger } from "../log/logger.ts";
 import type { SessionUpdate } from "../transport/acp_types.ts";
 import type { StoredEvent } from "../store/session_store.ts";
 import type { ContextMeter } from "./context_meter.ts";
-import type { Conversation } from "./conversation.ts";
 import {
   applyCompaction,
   chooseTailStart,
@@ -18,8 +20,6 @@ import {
   prunable,
   transcript,
 } from "./history_compaction.ts";
-import type { SessionOutput } from "./outbox.ts";
-import type { UsageMeter } from "./usage_meter.ts";
 
 /** The default share of the context window at which the conversation is compacted. */
 export const DEFAULT_COMPACT_THRESHOLD = 0.8;
@@ -48,6 +48,37 @@ const SUMMARY_SYSTEM =
 - what was being done last, and the next steps.
 Be concrete and brief: short sections and bullet points. Do not invent anything that is not in the transcript.`;
 
+/** The conversation a compactor rewrites (a session's `Conversation`). */
+export interface CompactedHistory {
+  /** The messages, as the model sees them; a compaction replaces some in place. */
+  readonly messages: LlmMessage[];
+}
+
+/** Where a compaction's record and updates go (a session's `SessionOutput`). */
+export interface CompactionOutput {
+  /**
+   * Records events; `commit` makes them durable with the turn, `later` lets them wait for the
+   * next write.
+   */
+  record(events: readonly StoredEvent[], commit: boolean, when?: "soon" | "later"): void;
+  /** Sends an update to the client, after everything recorded so far. */
+  send(update: SessionUpdate): Promise<void> | undefined;
+}
+
+/** Counts the usage of the summarizing request (a session's `UsageMeter`). */
+export interface CompactionUsage {
+  /**
+   * Adds one request's usage.
+   *
+   * @returns Its record, and the `usage_update` when the context size is known
+   */
+  add(
+    usage: LlmUsage,
+    model: ModelInfo,
+    inContext?: number,
+  ): { readonly event: StoredEvent; readonly update?: SessionUpdate };
+}
+
 /** How the user is told about compactions: what the client advertised. */
 export interface CompactionNotices {
   /** The client takes `compaction_update` and `compaction_summary_chunk` (`session.compaction`). */
@@ -61,10 +92,10 @@ export interface CompactorOptions {
   readonly sessionId: string;
   /** The share of the window at which to compact before a request (0 < threshold ≤ 1). */
   readonly threshold: number;
-  readonly conversation: Conversation;
+  readonly conversation: CompactedHistory;
   readonly meter: ContextMeter;
-  readonly usage: UsageMeter;
-  readonly output: SessionOutput;
+  readonly usage: CompactionUsage;
+  readonly output: CompactionOutput;
   readonly notices: CompactionNotices;
   readonly logger: Logger;
 }

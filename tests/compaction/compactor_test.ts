@@ -8,13 +8,13 @@
  */
 import assert from "node:assert/strict";
 import { type LlmMessage, type LlmRequest, ProviderError } from "../../src/llm/provider.ts";
-import type { CompactionNotices } from "../../src/session/compactor.ts";
-import { estimateMessageTokens, estimateTextTokens } from "../../src/session/context_meter.ts";
-import { SUMMARY_HEADING } from "../../src/session/history_compaction.ts";
-import type { RestoredSession } from "../../src/session/session_record.ts";
+import type { CompactionNotices } from "../../src/compaction/compactor.ts";
+import { estimateMessageTokens, estimateTextTokens } from "../../src/compaction/context_meter.ts";
+import { SUMMARY_HEADING } from "../../src/compaction/history_compaction.ts";
+import type { RestoredSession } from "../../src/session/restore.ts";
 import type { StoredEvent } from "../../src/store/session_store.ts";
-import { assertValid, harness, kinds, long, WINDOW } from "./_session_harness.ts";
-import { modelInfo } from "./_fakes.ts";
+import { assertValid, harness, kinds, long, WINDOW } from "../session/_session_harness.ts";
+import { modelInfo } from "../session/_fakes.ts";
 
 /** The estimated tokens of a request as the meter counts it (no provider usage in these runs). */
 function requestTokens(request: LlmRequest): number {
@@ -232,7 +232,7 @@ Deno.test("old long tool results are pruned first, without a summary, when that 
 });
 
 Deno.test("the context meter counts from the provider's usage and estimates what follows", async () => {
-  const { ContextMeter } = await import("../../src/session/context_meter.ts");
+  const { ContextMeter } = await import("../../src/compaction/context_meter.ts");
   const meter = new ContextMeter();
   const reply: LlmMessage = { role: "assistant", text: "ok" };
   const result: LlmMessage = {

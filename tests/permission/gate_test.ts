@@ -4,13 +4,13 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { AuthorizeRequest } from "../../src/agent/run_turn.ts";
+import type { AuthorizeRequest } from "../../src/permission/authorization.ts";
 import type { PermissionAnswer } from "../../src/permission/policy.ts";
-import { PermissionGate, type PermissionQuestion } from "../../src/session/permission_gate.ts";
+import { PermissionGate, type PermissionQuestion } from "../../src/permission/gate.ts";
 import type { StoredEvent } from "../../src/store/session_store.ts";
 import type { ToolEffect } from "../../src/permission/policy.ts";
 import type { Tool } from "../../src/tools/tool.ts";
-import { captureLogger } from "./_fakes.ts";
+import { captureLogger } from "../session/_fakes.ts";
 
 function tool(name: string, effect: ToolEffect): Tool {
   return {

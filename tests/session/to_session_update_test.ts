@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { planUpdate, toolCallContent, toSessionUpdate } from "../../src/session/updates.ts";
+import {
+  planUpdate,
+  toolCallContent,
+  toSessionUpdate,
+} from "../../src/session/to_session_update.ts";
 import type { ToolContent } from "../../src/tools/tool.ts";
 import { schemaProblems } from "../_helpers/acp_schema.ts";
 

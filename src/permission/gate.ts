@@ -1,15 +1,15 @@
 /**
- * Whether a tool call of a session may run: the policy, the user's answers and remembered grants.
+ * Decides whether a tool call of a session may run: the mode's policy (`./policy.ts`) first,
+ * then the user's answer, remembering "always" answers for the session. Every decision is
+ * logged and every answer recorded in the session's log.
  *
  * @module
  */
-import type { Authorization, AuthorizeRequest, RelayedPermission } from "../agent/run_turn.ts";
-import type { PermissionMode } from "../config/config.ts";
 import type { Logger } from "../log/logger.ts";
-import { decidePermission, type PermissionAnswer } from "../permission/policy.ts";
-import type { ToolKind, ToolLocation } from "../tools/tool.ts";
-import type { SessionOutput } from "./outbox.ts";
-import { permissionEvent } from "./session_record.ts";
+import type { ToolCallLocation, ToolKind } from "../transport/acp_types.ts";
+import type { Authorization, AuthorizeRequest, RelayedPermission } from "./authorization.ts";
+import type { PermissionMode } from "./mode.ts";
+import { decidePermission, type PermissionAnswer } from "./policy.ts";
 
 /** A tool call the user is asked about. */
 export interface PermissionQuestion {
@@ -18,7 +18,7 @@ export interface PermissionQuestion {
   readonly title: string;
   readonly kind: ToolKind;
   readonly rawInput: unknown;
-  readonly locations: readonly ToolLocation[];
+  readonly locations: readonly ToolCallLocation[];
   readonly signal: AbortSignal;
 }
 
@@ -30,14 +30,28 @@ export type PermissionAsker = (
   question: PermissionQuestion,
 ) => Promise<PermissionAnswer | "cancelled">;
 
+/** The log record of a permission answer (one of the store's events). */
+export interface PermissionRecord {
+  readonly type: "permission";
+  readonly toolCallId: string;
+  /** The tool asked about, `<tool>:relayed` for a question a running call relayed. */
+  readonly tool: string;
+  readonly answer: PermissionAnswer | "cancelled";
+}
+
+/** Records permission answers in the session's log (`commit`: durable before the answer). */
+export interface PermissionRecorder {
+  record(events: readonly PermissionRecord[], commit: boolean): void;
+}
+
 /** What a {@link PermissionGate} is built from. */
 export interface PermissionGateOptions {
   readonly sessionId: string;
   readonly ask: PermissionAsker;
   /** Remembered "always" answers by tool name; the gate adds to it. */
   readonly grants: Map<string, "allow_always" | "reject_always">;
-  /** Where answers are recorded. */
-  readonly output: Pick<SessionOutput, "record">;
+  /** Where answers are recorded (the session's log, committed with the turn). */
+  readonly output: PermissionRecorder;
   readonly logger: Logger;
 }
 
@@ -134,4 +148,13 @@ function authorization(answer: PermissionAnswer | "cancelled", tool: string): Au
         answer === "reject_always" ? " for the rest of this session" : ""
       }.`,
   };
+}
+
+/** The record of a permission answer. */
+function permissionEvent(
+  toolCallId: string,
+  tool: string,
+  answer: PermissionAnswer | "cancelled",
+): PermissionRecord {
+  return { type: "permission", toolCallId, tool, answer };
 }

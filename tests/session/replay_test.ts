@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { SessionUpdate } from "../../src/transport/acp_types.ts";
-import { ReplayFrames } from "../../src/session/replay_frames.ts";
+import { nullLogger } from "../../src/log/logger.ts";
+import { ReplayFrames, replayThrough, ReplayWriter } from "../../src/session/replay.ts";
 
 const decoder = new TextDecoder();
 
@@ -89,4 +90,69 @@ Deno.test("ReplayFrames: a batch longer than a piece is the same bytes as encodi
   replay.update(updates[0] as SessionUpdate);
   assert.equal(notifications(replay.take()).length, 1);
   assert.equal(replay.take().byteLength, 0);
+});
+
+/** A write that settles when the test says, recording what it was given. */
+function heldWrites<T>() {
+  const given: T[] = [];
+  const pending: Array<{ resolve: () => void; reject: (error: unknown) => void }> = [];
+  const write = (value: T): Promise<void> => {
+    given.push(value);
+    return new Promise<void>((resolve, reject) => pending.push({ resolve, reject }));
+  };
+  return { given, pending, write };
+}
+
+const info = (title: string): SessionUpdate => ({ sessionUpdate: "session_info_update", title });
+
+Deno.test("ReplayWriter prefers the sink's frames, four batches in flight", async () => {
+  const frameWrites = heldWrites<Uint8Array>();
+  let updates = 0;
+  const writer = new ReplayWriter({
+    updates: () => {
+      updates++;
+      return Promise.resolve();
+    },
+    frames: { head: '{"update":', tail: "}\n", write: frameWrites.write },
+  });
+  for (let batch = 0; batch < 4; batch++) await writer.write([info(`t${batch}`)]);
+  await writer.write([]);
+  assert.equal(frameWrites.given.length, 4, "an empty batch writes nothing");
+  const fifth = writer.write([info("t4")]);
+  await Promise.resolve();
+  assert.equal(frameWrites.given.length, 4, "the fifth batch waits for the first write");
+  frameWrites.pending[0]?.resolve();
+  await fifth;
+  assert.equal(frameWrites.given.length, 5);
+  for (const write of frameWrites.pending.slice(1)) write.resolve();
+  await writer.finish();
+  assert.equal(updates, 0);
+  assert.deepEqual(
+    frameWrites.given.map((bytes) => notifications(bytes)),
+    [0, 1, 2, 3, 4].map((n) => [{ update: info(`t${n}`) }]),
+  );
+});
+
+Deno.test("ReplayWriter without frames writes one batch of updates at a time; a failure fails the next write", async () => {
+  const batches = heldWrites<readonly SessionUpdate[]>();
+  const writer = new ReplayWriter({ updates: batches.write });
+  await writer.write([info("a"), info("b")]);
+  const second = writer.write([info("c")]);
+  await Promise.resolve();
+  assert.equal(batches.given.length, 1, "the second batch waits for the first");
+  batches.pending[0]?.reject(new Error("client gone"));
+  await assert.rejects(second, /client gone/);
+  await writer.settled();
+  assert.deepEqual(batches.given, [[info("a"), info("b")]]);
+});
+
+Deno.test("replayThrough() writes each update through the update sink, in order, past a failure", async () => {
+  const seen: string[] = [];
+  const sink = replayThrough((update) => {
+    const title = (update as { title: string }).title;
+    seen.push(title);
+    return title === "b" ? Promise.reject(new Error("lost")) : Promise.resolve();
+  }, nullLogger);
+  await sink.updates([info("a"), info("b"), info("c")]);
+  assert.deepEqual(seen, ["a", "b", "c"]);
 });

@@ -1,14 +1,13 @@
 import assert from "node:assert/strict";
 import type { TurnEvent } from "../../src/agent/turn_event.ts";
 import { nullLogger } from "../../src/log/logger.ts";
+import { replayUpdates } from "../../src/session/replay.ts";
 import {
   INTERRUPTED_TOOL_RESULT,
-  replayUpdates,
   restoreSession,
   SessionRestorer,
-  storedToolParts,
-  toolResultEvent,
-} from "../../src/session/session_record.ts";
+} from "../../src/session/restore.ts";
+import { storedToolParts, toolResultEvent } from "../../src/session/stored_content.ts";
 import { MemoryAttachmentStore } from "../../src/store/memory_attachment_store.ts";
 import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
 import type { AttachmentStore, LoadedSession, StoredEvent } from "../../src/store/session_store.ts";

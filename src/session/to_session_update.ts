@@ -1,3 +1,10 @@
+/**
+ * What the client is shown of a turn: {@link toSessionUpdate} turns a turn event into its
+ * `session/update`, with the pieces a replay builds the same updates from (plans, locations,
+ * tool content).
+ *
+ * @module
+ */
 import type { TurnEvent } from "../agent/turn_event.ts";
 import type { SessionUpdate, ToolCallContent } from "../transport/acp_types.ts";
 import type { PlanEntry, ToolDisplay, ToolLocation } from "../tools/tool.ts";
@@ -66,7 +73,7 @@ export function toSessionUpdate(
  * @example A plan of one entry
  * ```ts
  * import assert from "node:assert/strict";
- * import { planUpdate } from "./updates.ts";
+ * import { planUpdate } from "./to_session_update.ts";
  * assert.deepEqual(
  *   planUpdate([{ content: "Fix the parser", status: "in_progress", priority: "high" }]),
  *   {

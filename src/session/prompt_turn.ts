@@ -1,5 +1,7 @@
 /**
- * One prompt turn of a session, from admission to its recorded end.
+ * A session's prompt turns, each from admission to its recorded end: the prompt is recorded
+ * before anything else happens, the agent loop (`runTurn` in `../agent/run_turn.ts`: model,
+ * tools, results) runs with the pinned selection, and the turn's end is recorded and logged.
  *
  * @module
  */
@@ -18,22 +20,22 @@ import type { StoredContentPart } from "../store/session_store.ts";
 import type { ToolSet } from "../tools/tool_set.ts";
 import type { Workspace } from "../tools/workspace.ts";
 import type { Selection } from "./config_options.ts";
-import type { Compactor, CompactOutcome } from "./compactor.ts";
-import type { ContextMeter } from "./context_meter.ts";
+import type { Compactor, CompactOutcome } from "../compaction/compactor.ts";
+import type { ContextMeter } from "../compaction/context_meter.ts";
 import type { Conversation } from "./conversation.ts";
 import type { Outbox } from "./outbox.ts";
-import type { PermissionGate } from "./permission_gate.ts";
+import type { PermissionGate } from "../permission/gate.ts";
 import { invokedCommand, type SessionCommands } from "../tools/session_commands.ts";
 import { turnEffort } from "./selection.ts";
-import { toStoredContent } from "./session_record.ts";
+import { toStoredContent } from "./stored_content.ts";
 import type { SessionServices } from "./session_services.ts";
 import type { SessionTitle } from "./session_title.ts";
 import type { SystemPromptCache } from "./system_prompt_cache.ts";
 import type { TurnEventMapper } from "./turn_event_mapper.ts";
 import type { UsageMeter } from "./usage_meter.ts";
 
-/** What a {@link TurnRunner} is built from: the server's shared services and the session's parts. */
-export interface TurnRunnerOptions {
+/** What a {@link PromptTurn} is built from: the server's shared services and the session's parts. */
+export interface PromptTurnOptions {
   /** What every session of the server shares (built once per server). */
   readonly services: SessionServices;
   readonly sessionId: string;
@@ -85,11 +87,11 @@ interface TurnState {
  * Runs prompt turns: admits the prompt (records it before anything else happens), runs the agent
  * loop with the pinned selection, and records and logs the turn's end.
  */
-export class TurnRunner {
-  readonly #options: TurnRunnerOptions;
+export class PromptTurn {
+  readonly #options: PromptTurnOptions;
 
   /** @param options What the turns use */
-  constructor(options: TurnRunnerOptions) {
+  constructor(options: PromptTurnOptions) {
     this.#options = options;
   }
 
