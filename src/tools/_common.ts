@@ -113,6 +113,24 @@ export function stringField(input: unknown, name: string): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
+/**
+ * The title of a call on the path in `input.path`: `Read src/a.ts`, or `fallback` while it has
+ * none (for `Tool.title`).
+ */
+export function pathTitle(input: unknown, verb: string, fallback: string): string {
+  const path = stringField(input, "path");
+  return path ? `${verb} ${path}` : fallback;
+}
+
+/**
+ * The location of a directory field, resolved against `cwd` without I/O, the working directory
+ * when the field is missing or unusable (for `Tool.locations`).
+ */
+export function directoryLocations(input: unknown, cwd: string, name: string): ToolLocation[] {
+  const dir = stringField(input, name);
+  return [{ path: joinPath(cwd, dir && !dir.includes("\0") ? dir : ".") }];
+}
+
 /** The location of a path field, resolved against `cwd` without I/O (for `Tool.locations`). */
 export function pathLocations(input: unknown, cwd: string, name = "path"): ToolLocation[] {
   const path = stringField(input, name);
