@@ -326,7 +326,8 @@ async function searchFile(search: Search, file: string): Promise<void> {
       if (search.locations.length < 100) search.locations.push({ path: file, line: lineNumber });
     }
     start = end + 1;
-    // One unit is at most about 0.1 ms of matching, whatever the line and the pattern.
+    // One unit is at most 2048 matching steps (see LinePattern.cost), whatever the line and the
+    // pattern, so a slice of the pacer is as long for a complex pattern as for a literal one.
     const units = 1 + Math.floor((Math.min(line.length, window) * search.pattern.cost) / 2048);
     if (pacer.due(units) && !(await pacer.pause())) return;
   }

@@ -6,8 +6,8 @@
  */
 import type { PermissionMode } from "../config/config.ts";
 import type { PermissionAnswer, ToolEffect } from "../permission/policy.ts";
-import { cancelledResult, errorResult, type ObjectSchema, validateInput } from "./_common.ts";
 import type { Workspace, WorkspaceFiles } from "./workspace.ts";
+import { cancelledResult, errorResult, type ObjectSchema, validateInput } from "./_common.ts";
 
 /** ACP tool kinds, used by clients to pick icons and by permission policy. */
 export type ToolKind =
