@@ -7,7 +7,6 @@ import {
   cancelledResult,
   describeError,
   errorResult,
-  type ObjectSchema,
   pathLocations,
   pathTitle,
   readTextOrError,
@@ -16,7 +15,13 @@ import {
 import { plural, quote } from "./_text.ts";
 import { diffDisplay } from "./_diff.ts";
 import { displayPath } from "./paths.ts";
-import { defineTool, type Tool, type ToolContext, type ToolResult } from "./tool.ts";
+import {
+  defineTool,
+  type ObjectSchema,
+  type Tool,
+  type ToolContext,
+  type ToolResult,
+} from "./tool.ts";
 
 const schema: ObjectSchema = {
   type: "object",

@@ -7,7 +7,6 @@ import {
   cancelledResult,
   directoryLocations,
   errorResult,
-  type ObjectSchema,
   resolveOrError,
   stringField,
 } from "./_common.ts";
@@ -18,6 +17,7 @@ import { compileGlob, type Glob } from "./glob.ts";
 import { displayPath } from "./paths.ts";
 import {
   defineTool,
+  type ObjectSchema,
   type Tool,
   type ToolContext,
   type ToolLocation,

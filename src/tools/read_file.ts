@@ -6,7 +6,6 @@
 import {
   cancelledResult,
   errorResult,
-  type ObjectSchema,
   pathLocations,
   pathTitle,
   readTextOrError,
@@ -17,6 +16,7 @@ import { plural, quote, utf8Length } from "./_text.ts";
 import { displayPath } from "./paths.ts";
 import {
   defineTool,
+  type ObjectSchema,
   type Tool,
   type ToolContext,
   type ToolLocation,

@@ -8,7 +8,6 @@ import {
   describeError,
   directoryLocations,
   errorResult,
-  type ObjectSchema,
   resolveOrError,
   stringField,
 } from "./_common.ts";
@@ -16,6 +15,7 @@ import { quote, shorten } from "./_text.ts";
 import { displayPath } from "./paths.ts";
 import {
   defineTool,
+  type ObjectSchema,
   type Tool,
   type ToolContext,
   type ToolDisplay,

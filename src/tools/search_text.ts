@@ -7,7 +7,6 @@ import {
   cancelledResult,
   directoryLocations,
   errorResult,
-  type ObjectSchema,
   resolveOrError,
   stringField,
 } from "./_common.ts";
@@ -20,6 +19,7 @@ import { displayPath } from "./paths.ts";
 import { basenamePath } from "./posix_path.ts";
 import {
   defineTool,
+  type ObjectSchema,
   type Tool,
   type ToolContext,
   type ToolLocation,

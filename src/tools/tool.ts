@@ -7,7 +7,7 @@
 import type { PermissionMode } from "../config/config.ts";
 import type { PermissionAnswer, ToolEffect } from "../permission/policy.ts";
 import type { Workspace, WorkspaceFiles } from "./workspace.ts";
-import { cancelledResult, errorResult, type ObjectSchema, validateInput } from "./_common.ts";
+import { cancelledResult, errorResult, validateInput } from "./_common.ts";
 
 /** ACP tool kinds, used by clients to pick icons and by permission policy. */
 export type ToolKind =
@@ -173,6 +173,41 @@ export interface Tool {
   /** Runs the call. */
   execute(input: unknown, context: ToolContext): Promise<ToolResult>;
 }
+
+/** A string input field. */
+export type StringSchema = {
+  readonly type: "string";
+  readonly description: string;
+  readonly minLength?: number;
+};
+
+/** An integer input field. */
+export type IntegerSchema = {
+  readonly type: "integer";
+  readonly description: string;
+  readonly minimum?: number;
+  readonly maximum?: number;
+};
+
+/** A boolean input field. */
+export type BooleanSchema = {
+  readonly type: "boolean";
+  readonly description: string;
+};
+
+/** One input field. */
+export type PropertySchema = StringSchema | IntegerSchema | BooleanSchema;
+
+/**
+ * The JSON schema subset the built-in tools use for their input: an object of string, integer
+ * and boolean fields, nothing else allowed.
+ */
+export type ObjectSchema = {
+  readonly type: "object";
+  readonly properties: Readonly<Record<string, PropertySchema>>;
+  readonly required: readonly string[];
+  readonly additionalProperties: false;
+};
 
 /**
  * What {@link defineTool} makes a {@link Tool} of: the tool's face, and the work of one call on an

@@ -7,7 +7,6 @@ import {
   cancelledResult,
   describeError,
   errorResult,
-  type ObjectSchema,
   pathLocations,
   pathTitle,
   resolveOrError,
@@ -18,6 +17,7 @@ import { displayPath } from "./paths.ts";
 import { dirnamePath } from "./posix_path.ts";
 import {
   defineTool,
+  type ObjectSchema,
   type Tool,
   type ToolContext,
   type ToolLocation,

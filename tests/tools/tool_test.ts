@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
-import type { ObjectSchema } from "../../src/tools/_common.ts";
-import { defineTool, type Tool, type ToolContext, type ToolResult } from "../../src/tools/tool.ts";
+import {
+  defineTool,
+  type ObjectSchema,
+  type Tool,
+  type ToolContext,
+  type ToolResult,
+} from "../../src/tools/tool.ts";
 
 const schema: ObjectSchema = {
   type: "object",
