@@ -205,26 +205,6 @@ export class NodeHost implements Host {
     return this.#processes.then((processes) => processes.stopProcesses(options));
   }
 
-  /** The user's home directory. */
-  homeDir(): string {
-    return os.homedir();
-  }
-
-  /** The process's working directory. */
-  cwd(): string {
-    return process.cwd();
-  }
-
-  /** An environment variable. */
-  env(name: string): string | undefined {
-    return this.#env[name];
-  }
-
-  /** Milliseconds since the epoch. */
-  now(): number {
-    return Date.now();
-  }
-
   /** Appends with one `write` on an `O_APPEND` descriptor; see {@link NodeDurableFiles.appendFile}. */
   appendFile(file: string, data: string | Uint8Array, options: AppendFileOptions): Promise<void> {
     return this.#durable.appendFile(file, data, options);
@@ -284,6 +264,21 @@ export class NodeHost implements Host {
     return this.#durable.syncDir(dir);
   }
 
+  /** The user's home directory. */
+  homeDir(): string {
+    return os.homedir();
+  }
+
+  /** The process's working directory. */
+  cwd(): string {
+    return process.cwd();
+  }
+
+  /** An environment variable. */
+  env(name: string): string | undefined {
+    return this.#env[name];
+  }
+
   /** This process's id. */
   pid(): number {
     return process.pid;
@@ -314,6 +309,11 @@ export class NodeHost implements Host {
     } catch {
       return true;
     }
+  }
+
+  /** Milliseconds since the epoch. */
+  now(): number {
+    return Date.now();
   }
 }
 
