@@ -4,9 +4,9 @@ import {
   configFromEnv,
   configFromFile,
   mergeConfig,
-  parseArgs,
-  USAGE,
 } from "./config/config.ts";
+import { parseArgs } from "./config/args.ts";
+import { USAGE } from "./config/usage.ts";
 // The JSON reader (config and script files), the commands and the HTTP transport are imported
 // when they run; the `+` in their specifiers keeps them out of Deno's start-up module graph (see
 // src/runtime/main.ts).

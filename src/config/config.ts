@@ -1,8 +1,8 @@
 /**
  * The server's settings. Each one is described once, in {@link SETTINGS}: its flag, environment
  * variable, config-file key, default, how its value is read and its `--help` line. The readers
- * (`parseArgs`, `configFromEnv`, `configFromFile`), `mergeConfig`, `DEFAULT_CONFIG` and `USAGE`
- * all derive from that table.
+ * (`configFromEnv`, `configFromFile` here, `parseArgs` in `./args.ts`), `mergeConfig`,
+ * `DEFAULT_CONFIG` and `USAGE` (`./usage.ts`) all derive from that table.
  *
  * @module
  */
@@ -129,9 +129,12 @@ export interface Config {
   readonly maxSockets: number;
   /** Most HTTP sockets of one peer address still sending their request headers. @default {256} */
   readonly maxSocketsPerAddress: number;
-  /** Providers from the config file, by id (they override built-in ones of the same id). */
+  /**
+   * Providers from the config file, by id (they override built-in ones of the same id).
+   * @default {{}}
+   */
   readonly providers: Readonly<Record<string, ProviderConfig>>;
-  /** Model facts from the config file, by full model id. */
+  /** Model facts from the config file, by full model id. @default {{}} */
   readonly models: Readonly<Record<string, ModelFacts>>;
   /** ACP agents the `delegate` tool can start, by name (config file only). @default {{}} */
   readonly agents: Readonly<Record<string, AgentConfig>>;
@@ -142,28 +145,6 @@ export interface Config {
    */
   readonly maxDelegationDepth: number;
 }
-
-/** What the command line asks for. */
-export type Command =
-  | { readonly kind: "help" }
-  | { readonly kind: "version" }
-  | { readonly kind: "serve"; readonly overrides: Partial<Config> }
-  | {
-    /** `acp-harness models`: list the models and exit. */
-    readonly kind: "models";
-    /** Print JSON instead of a table. */
-    readonly json: boolean;
-    readonly overrides: Partial<Config>;
-  }
-  | {
-    /** `acp-harness copy-sessions --from <dir|url> --to <dir|url>`: copy sessions between stores. */
-    readonly kind: "copy-sessions";
-    /** The source store: a JSONL data directory or a PostgreSQL URL. */
-    readonly from: string;
-    /** The destination store: a JSONL data directory or a PostgreSQL URL. */
-    readonly to: string;
-    readonly overrides: Partial<Config>;
-  };
 
 // ---------------------------------------------------------------------------------------------
 // The settings table.
@@ -576,15 +557,22 @@ export const SETTINGS: SettingsTable = {
 };
 
 /** A config being filled in: every field optional and writable. */
-type Draft = { -readonly [K in keyof Config]?: Config[K] };
+export type ConfigDraft = { -readonly [K in keyof Config]?: Config[K] };
 
 function isSettingKey(key: string): key is keyof Config {
   return Object.hasOwn(SETTINGS, key);
 }
 
-const SETTING_KEYS: readonly (keyof Config)[] = Object.keys(SETTINGS).filter(isSettingKey);
+/** The keys of {@link SETTINGS}, in its order (that of the usage text). */
+export const SETTING_KEYS: readonly (keyof Config)[] = Object.keys(SETTINGS).filter(isSettingKey);
 
-function keysBy(
+/**
+ * The settings by one of their names: the flag, the environment variable or the file key.
+ *
+ * @param name Picks the name of a setting (`undefined` for one without)
+ * @returns The key of each setting by that name
+ */
+export function settingKeysBy(
   name: (setting: SettingsTable[keyof Config]) => string | undefined,
 ): Map<string, keyof Config> {
   const keys = new Map<string, keyof Config>();
@@ -595,48 +583,19 @@ function keysBy(
   return keys;
 }
 
-const BY_FLAG = keysBy((setting) => setting.flag);
-const BY_ENV = keysBy((setting) => setting.env);
-const BY_FILE_KEY = keysBy((setting) => setting.fileKey);
+const BY_ENV = settingKeysBy((setting) => setting.env);
+const BY_FILE_KEY = settingKeysBy((setting) => setting.fileKey);
 
-/**
- * How `--help` and the README name a setting's flag: `--max-steps <n>`, `--stream[=<bool>]`.
- *
- * @param setting A setting
- * @returns The flag with its value, or `undefined` for a setting without a flag
- */
-export function flagTerm(setting: Setting<unknown>): string | undefined {
-  if (setting.flag === undefined) return undefined;
-  const placeholder = setting.placeholder ?? "<value>";
-  return setting.bare === undefined
-    ? `${setting.flag} ${placeholder}`
-    : `${setting.flag}[=${placeholder}]`;
-}
-
-/**
- * How `--help` and the README show a setting's default: `50`, `off`, `32 MiB`.
- *
- * @param setting A setting
- * @returns The default as text, or `undefined` when there is none to show
- */
-export function shownDefault(setting: Setting<unknown>): string | undefined {
-  if (setting.shownDefault !== undefined) return setting.shownDefault;
-  const value = setting.default;
-  if (typeof value === "boolean") return value ? "on" : "off";
-  if (typeof value === "string" || typeof value === "number") return String(value);
-  return undefined;
-}
-
-function putDefault<K extends keyof Config>(config: Draft, key: K): void {
+function putDefault<K extends keyof Config>(config: ConfigDraft, key: K): void {
   config[key] = SETTINGS[key].default;
 }
 
-function isComplete(config: Draft): config is Config {
+function isComplete(config: ConfigDraft): config is Config {
   return SETTING_KEYS.every((key) => Object.hasOwn(config, key));
 }
 
 function defaultConfig(): Config {
-  const config: Draft = {};
+  const config: ConfigDraft = {};
   for (const key of SETTING_KEYS) putDefault(config, key);
   if (!isComplete(config)) throw new TypeError("Cannot build the default config: a key is missing");
   return config;
@@ -646,89 +605,19 @@ function defaultConfig(): Config {
 export const DEFAULT_CONFIG: Config = defaultConfig();
 
 // ---------------------------------------------------------------------------------------------
-// The usage text.
-
-/** Widest line of the usage text. */
-const USAGE_WIDTH = 100;
-
-/**
- * Lays out `[term, description]` rows in two columns: terms indented by two spaces, every
- * description starting in the same column, long descriptions wrapped at word boundaries with
- * continuation lines in that column; a newline in a description starts a new line.
- */
-function twoColumns(rows: ReadonlyArray<readonly [string, string]>, column: number): string {
-  const lines: string[] = [];
-  for (const [term, description] of rows) {
-    let line = `  ${term}`.padEnd(column);
-    let start = true;
-    for (const word of description.replaceAll("\n", " \n ").split(" ")) {
-      if (word === "\n" || (!start && line.length + 1 + word.length > USAGE_WIDTH)) {
-        lines.push(line);
-        line = " ".repeat(column);
-        start = true;
-        if (word === "\n") continue;
-      }
-      line += start ? word : ` ${word}`;
-      start = false;
-    }
-    lines.push(line);
-  }
-  return lines.join("\n");
-}
-
-/** The usage row of a setting with a flag (none without): help (env …; default …), the note. */
-function optionRows(setting: Setting<unknown>): Array<readonly [string, string]> {
-  const term = flagTerm(setting);
-  if (term === undefined) return [];
-  const shown = shownDefault(setting);
-  const where = [
-    ...(setting.env ? [`env ${setting.env}`] : []),
-    ...(shown ? [`default ${shown}`] : []),
-  ];
-  const help = where.length ? `${setting.help} (${where.join("; ")})` : setting.help;
-  return [[term, setting.note ? `${help}\n${setting.note}` : help]];
-}
-
-const OPTIONS: ReadonlyArray<readonly [string, string]> = [
-  ...SETTING_KEYS.flatMap((key) => optionRows(SETTINGS[key])),
-  ["-h, --help", "Print this help and exit"],
-  ["-V, --version", "Print the version and exit"],
-];
-
-const COMMANDS: ReadonlyArray<readonly [string, string]> = [
-  ["serve", "Serve ACP (the default): on stdio, or with --http over HTTP and WebSocket"],
-  ["models [--json]", "List the models and whether each can be used now, then exit"],
-  [
-    "copy-sessions",
-    "Copy sessions and their attachments from one store to another (--from, --to: a JSONL data " +
-    "directory or a postgres:// URL); sessions already at the destination are skipped",
-  ],
-];
-
-const COLUMN = 2 + Math.max(...[...OPTIONS, ...COMMANDS].map(([term]) => term.length)) + 2;
-
-/** The usage text printed by `--help` and after a usage error. */
-export const USAGE: string = `Usage: acp-harness [serve] [options]
-       acp-harness serve --http [--host <addr>] [--port <n>] [options]
-       acp-harness models [--json] [options]
-       acp-harness copy-sessions --from <url-or-dir> --to <url-or-dir> [options]
-
-Serves the Agent Client Protocol (ACP) on stdin/stdout until stdin closes, or with --http over
-HTTP and WebSocket until SIGINT or SIGTERM; logs go to stderr.
-
-Commands:
-${twoColumns(COMMANDS, COLUMN)}
-
-Options:
-${twoColumns(OPTIONS, COLUMN)}
-`;
-
-// ---------------------------------------------------------------------------------------------
 // Reading the sources.
 
-/** Sets `key` from a text, or to the flag's bare value when `text` is `undefined`. */
-function setFromText<K extends keyof Config>(
-  into: Draft,
+/**
+ * Sets `key` from a text, or to the flag's bare value when `text` is `undefined`.
+ *
+ * @param into The config being filled in
+ * @param key The setting
+ * @param text Its text, from a flag or a variable
+ * @param name The flag or variable, for messages
+ * @throws {ConfigError} For a missing or bad value, or a setting only the config file sets
+ */
+export function setFromText<K extends keyof Config>(
+  into: ConfigDraft,
   key: K,
   text: string | undefined,
   name: string,
@@ -742,7 +631,7 @@ function setFromText<K extends keyof Config>(
 }
 
 function setFromJson<K extends keyof Config>(
-  into: Draft,
+  into: ConfigDraft,
   key: K,
   json: unknown,
   name: string,
@@ -761,89 +650,6 @@ function withPrefix(prefix: string, read: () => void): void {
 }
 
 /**
- * Parses command-line arguments. Pure: no I/O. `models` as the first argument asks for the
- * model list (it also takes `--json`); `copy-sessions` copies sessions between stores (it takes
- * `--from` and `--to`, both required); anything else serves.
- *
- * @example Parsing flags
- * ```ts
- * import assert from "node:assert/strict";
- * import { parseArgs } from "./config.ts";
- * const command = parseArgs(["--mode", "auto", "--stream"]);
- * assert(command.kind === "serve" && command.overrides.mode === "auto");
- * ```
- *
- * @param args The arguments after the program name
- * @returns What to do
- * @throws {ConfigError} For an unknown flag, a missing value or a bad value
- */
-export function parseArgs(args: readonly string[]): Command {
-  const overrides: Draft = {};
-  const models = args[0] === "models";
-  const copy = args[0] === "copy-sessions";
-  const first = models || copy || args[0] === "serve" ? 1 : 0;
-  let json = false;
-  const ends: { from?: string; to?: string } = {};
-  for (let index = first; index < args.length; index++) {
-    const arg = args[index] ?? "";
-    if (arg === "-h" || arg === "--help") return { kind: "help" };
-    if (arg === "-V" || arg === "--version") return { kind: "version" };
-    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
-    const flag = eq === -1 ? arg : arg.slice(0, eq);
-    if (flag === "--json") {
-      if (!models) throw new ConfigError(`Option "--json" applies only to "acp-harness models"`);
-      if (eq !== -1) throw new ConfigError(`Option "--json" takes no value`);
-      json = true;
-      continue;
-    }
-    if (flag === "--from" || flag === "--to") {
-      if (!copy) {
-        throw new ConfigError(`Option "${flag}" applies only to "acp-harness copy-sessions"`);
-      }
-      const text = eq === -1 ? args[++index] : arg.slice(eq + 1);
-      if (text === undefined || text === "" || (eq === -1 && text.startsWith("--"))) {
-        throw new ConfigError(`Option "${flag}" needs a value`);
-      }
-      ends[flag === "--from" ? "from" : "to"] = text;
-      continue;
-    }
-    const key = BY_FLAG.get(flag);
-    if (key === undefined) {
-      throw new ConfigError(
-        arg.startsWith("-") ? unknownOption(flag) : `Unexpected argument "${arg}"`,
-      );
-    }
-    let text: string | undefined;
-    if (eq !== -1) text = arg.slice(eq + 1);
-    else if (SETTINGS[key].bare === undefined) {
-      text = args[++index];
-      if (text?.startsWith("--")) text = undefined;
-    }
-    if (text === "" && SETTINGS[key].bare === undefined) text = undefined;
-    setFromText(overrides, key, text, flag);
-  }
-  if (models) return { kind: "models", json, overrides };
-  if (copy) {
-    if (ends.from === undefined || ends.to === undefined) {
-      throw new ConfigError(
-        `"acp-harness copy-sessions" needs --from <url-or-dir> and --to <url-or-dir>`,
-      );
-    }
-    return { kind: "copy-sessions", from: ends.from, to: ends.to, overrides };
-  }
-  return { kind: "serve", overrides };
-}
-
-/** The flags of the command line besides the settings' own. */
-const COMMAND_FLAGS = ["--help", "--version", "--json", "--from", "--to"];
-
-/** "Unknown option", with the nearest flag when one is close. */
-function unknownOption(flag: string): string {
-  const near = nearestWord(flag, [...BY_FLAG.keys(), ...COMMAND_FLAGS]);
-  return `Unknown option "${flag}"${near === undefined ? "" : ` (did you mean "${near}"?)`}`;
-}
-
-/**
  * Reads the settings that environment variables give.
  *
  * @param env Looks up one variable
@@ -851,7 +657,7 @@ function unknownOption(flag: string): string {
  * @throws {ConfigError} Naming the variable with a bad value
  */
 export function configFromEnv(env: (name: string) => string | undefined): Partial<Config> {
-  const settings: Draft = {};
+  const settings: ConfigDraft = {};
   for (const [name, key] of BY_ENV) {
     const value = env(name);
     if (value === undefined || value === "") continue;
@@ -873,7 +679,7 @@ export function configFromFile(json: unknown, file: string): Partial<Config> {
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
     throw new ConfigError(`${prefix}expected a JSON object`);
   }
-  const settings: Draft = {};
+  const settings: ConfigDraft = {};
   for (const [name, value] of Object.entries(json)) {
     if (name === "$schema") continue;
     const key = BY_FILE_KEY.get(name);
@@ -888,7 +694,11 @@ export function configFromFile(json: unknown, file: string): Partial<Config> {
   return settings;
 }
 
-function copySetting<K extends keyof Config>(into: Draft, from: Partial<Config>, key: K): void {
+function copySetting<K extends keyof Config>(
+  into: ConfigDraft,
+  from: Partial<Config>,
+  key: K,
+): void {
   const value = from[key];
   if (value !== undefined) into[key] = value;
 }
@@ -901,7 +711,7 @@ function copySetting<K extends keyof Config>(into: Draft, from: Partial<Config>,
  */
 export function mergeConfig(...sources: ReadonlyArray<Partial<Config>>): Config {
   const merged: Config = { ...DEFAULT_CONFIG };
-  const draft: Draft = merged; // the same object, writable while the sources are copied in
+  const draft: ConfigDraft = merged; // the same object, writable while the sources are copied in
   for (const source of sources) {
     for (const key of SETTING_KEYS) copySetting(draft, source, key);
   }

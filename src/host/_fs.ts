@@ -1,7 +1,7 @@
 /**
  * Internal: `node:fs` and `node:fs/promises` for the host, loaded on first use rather than at
  * start-up. Serving starts without touching a file, and on Deno loading these modules takes
- * several milliseconds that the answer to `initialize` would otherwise wait for.
+ * long enough that the answer to `initialize` would otherwise wait for it visibly.
  *
  * `process.getBuiltinModule` hands them over synchronously on Deno, Bun and Node.js 20.16 or
  * newer. Older Node.js versions lack it: there {@link preloadFs} (called when a host is made)
@@ -68,4 +68,10 @@ export function fsSync(): typeof NodeFs {
   syncModule ??= builtin<typeof NodeFs>("node:fs");
   if (!syncModule) throw new Error(`Cannot use "node:fs": it is still being imported`);
   return syncModule;
+}
+
+/** Whether a file operation failed because the path does not exist (or runs through a file). */
+export function isNotFound(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === "ENOENT" || code === "ENOTDIR";
 }

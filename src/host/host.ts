@@ -11,7 +11,7 @@
 export interface SuperviseOptions {
   /**
    * Reaping what dead hosts left waits until this settles, so that start-up work that cannot wait
-   * goes first (on Deno, loading the process part takes milliseconds). Supervision itself starts
+   * goes first (loading the process part is not free, on Deno least of all). Supervision itself starts
    * at once: a process started meanwhile is supervised, and its start reaps first.
    */
   readonly reapAfter?: Promise<unknown>;
@@ -192,8 +192,8 @@ export interface HostDurableFiles {
   createExclusive(path: string, data: string | Uint8Array, options?: SyncOptions): Promise<boolean>;
   /**
    * Gives the file at `existing` a second name, `path` (a hard link), only if `path` does not
-   * exist: an exclusive create without a new file, which on some file systems costs a tenth or
-   * less of {@link createExclusive}.
+   * exist: an exclusive create without a new file, which on some file systems costs far less than
+   * {@link createExclusive}.
    *
    * @returns `false` if `path` exists
    * @throws When `existing` is gone or the file system has no hard links (callers fall back to

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { abortableDelay } from "../util/abortable_delay.ts";
 import type { SessionHeader } from "./session_store.ts";
 import { InvalidSessionIdError } from "./store_errors.ts";
 
@@ -50,7 +51,6 @@ export async function readIfExists(
   }
 }
 
-/** Resolves after `ms` milliseconds. */
 /**
  * A flush shared by its callers (group commit): the first call starts a timer of `delayMs`, every
  * call until it fires gets the same promise, and calls made once the flush has started get the
@@ -63,18 +63,11 @@ export async function readIfExists(
 export function groupFlush(delayMs: number, run: () => Promise<void>): () => Promise<void> {
   let pending: Promise<void> | undefined;
   return () =>
-    pending ??= sleep(delayMs).then(() => {
+    pending ??= abortableDelay(delayMs).then(() => {
       pending = undefined;
       return run();
     });
 }
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** A plain object (not null, not an array). */
-export { isRecord as isObject } from "../util/json.ts";
 
 /** An array of strings. */
 export function isStringArray(value: unknown): value is string[] {

@@ -14,8 +14,8 @@ import {
   groupFlush,
   isNotFound,
   isValidSessionId,
-  sleep,
 } from "./_common.ts";
+import { abortableDelay } from "../util/abortable_delay.ts";
 import { type JsonlLogs, type LogState, SYNC_DELAY_MS } from "./_jsonl_log.ts";
 import { type HeldLock, tryLock } from "./_lock_file.ts";
 import {
@@ -681,7 +681,7 @@ export class JsonlIndex {
           }`,
         );
       }
-      await sleep(delay);
+      await abortableDelay(delay);
       waited += delay;
     }
   }

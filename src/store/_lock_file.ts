@@ -8,7 +8,9 @@
  * @module
  */
 import type { FileIdentity, Host } from "../host/host.ts";
-import { isNotFound, isObject, sleep } from "./_common.ts";
+import { abortableDelay } from "../util/abortable_delay.ts";
+import { isRecord } from "../util/json.ts";
+import { isNotFound } from "./_common.ts";
 
 /** An unparsable lock younger than this is being written (create, then write): wait for it. */
 const UNPARSABLE_GRACE_MS = 3_000;
@@ -212,13 +214,13 @@ export async function tryLock(
     const state = staleness(host, existing, options.staleAfterMs);
     if (state === "held") return { acquired: false, holder };
     if (state === "writing") {
-      await sleep(5 * (attempt + 1));
+      await abortableDelay(5 * (attempt + 1));
       continue;
     }
     if (await takeOver(host, path, existing.raw, raw)) {
       return { acquired: true, lock: new HeldLock(host, path, owner) };
     }
-    await sleep(1 + attempt * 2);
+    await abortableDelay(1 + attempt * 2);
   }
   return { acquired: false, holder };
 }
@@ -317,7 +319,7 @@ function parseOwner(raw: string): LockOwner | undefined {
     return undefined;
   }
   if (
-    !isObject(value) || !Number.isSafeInteger(value.pid) || typeof value.hostname !== "string" ||
+    !isRecord(value) || !Number.isSafeInteger(value.pid) || typeof value.hostname !== "string" ||
     typeof value.time !== "string"
   ) {
     return undefined;

@@ -7,13 +7,8 @@
  * @module
  */
 import type { ListOptions } from "./session_store.ts";
-import {
-  isCanonicalTime,
-  isObject,
-  isStringArray,
-  isValidSessionId,
-  SHA256_HEX,
-} from "./_common.ts";
+import { isCanonicalTime, isStringArray, isValidSessionId, SHA256_HEX } from "./_common.ts";
+import { isRecord } from "../util/json.ts";
 import { InvalidCursorError, type SessionSummary } from "./session_store.ts";
 
 /** An index line that sets a session's summary and adds attachment references. */
@@ -76,7 +71,7 @@ export interface IndexHeader {
  * @returns The line, or `undefined` when it is not a valid update or tombstone
  */
 export function toIndexLine(value: unknown): IndexLine | undefined {
-  if (!isObject(value) || !isValidSessionId(value.id)) return undefined;
+  if (!isRecord(value) || !isValidSessionId(value.id)) return undefined;
   if (value.deleted === true) {
     const { unreadable, size, mtimeMs } = value;
     return typeof unreadable === "string" && Number.isSafeInteger(size) && (size as number) >= 0 &&
@@ -110,7 +105,7 @@ export function toIndexLine(value: unknown): IndexLine | undefined {
  * @returns The header, or `undefined`
  */
 export function toIndexHeader(value: unknown): IndexHeader | undefined {
-  if (!isObject(value) || value.acpHarnessIndex !== 1 || typeof value.generation !== "string") {
+  if (!isRecord(value) || value.acpHarnessIndex !== 1 || typeof value.generation !== "string") {
     return undefined;
   }
   return value as unknown as IndexHeader;
@@ -412,7 +407,7 @@ export function decodeCursor(cursor: string): ListKey {
     throw new InvalidCursorError("Cannot use cursor: not a cursor issued by session/list");
   }
   if (
-    !isObject(value) || Object.keys(value).length !== 2 || !isCanonicalTime(value.c) ||
+    !isRecord(value) || Object.keys(value).length !== 2 || !isCanonicalTime(value.c) ||
     !isValidSessionId(value.i)
   ) {
     throw new InvalidCursorError("Cannot use cursor: not a cursor issued by session/list");

@@ -3,7 +3,8 @@
  *
  * @module
  */
-import { isObject, isStringArray } from "./_common.ts";
+import { isRecord } from "../util/json.ts";
+import { isStringArray } from "./_common.ts";
 import type { SessionHeader, StoredEvent, StoredRecord } from "./session_store.ts";
 import { CorruptSessionLogError } from "./store_errors.ts";
 import { concatBytes } from "../util/concat_bytes.ts";
@@ -200,7 +201,7 @@ export class SessionLogParser {
 }
 
 function checkHeader(value: unknown, path: string, id: string): SessionHeader {
-  if (!isObject(value)) throw new CorruptSessionLogError(path, 1, "is not a header object");
+  if (!isRecord(value)) throw new CorruptSessionLogError(path, 1, "is not a header object");
   if (value.version !== 1) {
     throw new CorruptSessionLogError(
       path,
@@ -225,7 +226,7 @@ function checkHeader(value: unknown, path: string, id: string): SessionHeader {
 }
 
 function checkRecord(value: unknown, path: string, line: number, seq: number): StoredRecord {
-  if (!isObject(value) || typeof value.type !== "string" || typeof value.time !== "string") {
+  if (!isRecord(value) || typeof value.type !== "string" || typeof value.time !== "string") {
     throw new CorruptSessionLogError(path, line, "is not a record with a type and a time");
   }
   if (value.seq !== seq) {
@@ -282,7 +283,7 @@ export function collectFacts(
     const content = (event as { content?: unknown }).content;
     if (!Array.isArray(content)) return;
     for (const part of content) {
-      if (isObject(part) && part.type === "image" && typeof part.sha256 === "string") {
+      if (isRecord(part) && part.type === "image" && typeof part.sha256 === "string") {
         attachments.add(part.sha256);
       }
     }

@@ -1,45 +1,20 @@
 /**
- * Internal helpers shared by the built-in tools: input schemas and their validation, results,
- * and path resolution that turns refusals into results.
+ * Internal helpers shared by the built-in tools: input validation (against the schemas of
+ * tool.ts), titles and locations of unchecked input, results, and path resolution that turns
+ * refusals into results.
  *
  * @module
  */
 import { resolveToolPath } from "./paths.ts";
 import { joinPath } from "./posix_path.ts";
 import { quote } from "./_text.ts";
-import type { ToolContext, ToolLocation, ToolResult } from "./tool.ts";
-
-/** A string input field. */
-export type StringSchema = {
-  readonly type: "string";
-  readonly description: string;
-  readonly minLength?: number;
-};
-
-/** An integer input field. */
-export type IntegerSchema = {
-  readonly type: "integer";
-  readonly description: string;
-  readonly minimum?: number;
-  readonly maximum?: number;
-};
-
-/** A boolean input field. */
-export type BooleanSchema = {
-  readonly type: "boolean";
-  readonly description: string;
-};
-
-/** One input field. */
-export type PropertySchema = StringSchema | IntegerSchema | BooleanSchema;
-
-/** The JSON schema subset the built-in tools use for their input. */
-export type ObjectSchema = {
-  readonly type: "object";
-  readonly properties: Readonly<Record<string, PropertySchema>>;
-  readonly required: readonly string[];
-  readonly additionalProperties: false;
-};
+import type {
+  ObjectSchema,
+  PropertySchema,
+  ToolContext,
+  ToolLocation,
+  ToolResult,
+} from "./tool.ts";
 
 /**
  * Checks `input` against `schema`. An optional field may also be `null`, which counts as absent
@@ -111,6 +86,24 @@ export function stringField(input: unknown, name: string): string | undefined {
   if (typeof input !== "object" || input === null) return undefined;
   const value = (input as Record<string, unknown>)[name];
   return typeof value === "string" ? value : undefined;
+}
+
+/**
+ * The title of a call on the path in `input.path`: `Read src/a.ts`, or `fallback` while it has
+ * none (for `Tool.title`).
+ */
+export function pathTitle(input: unknown, verb: string, fallback: string): string {
+  const path = stringField(input, "path");
+  return path ? `${verb} ${path}` : fallback;
+}
+
+/**
+ * The location of a directory field, resolved against `cwd` without I/O, the working directory
+ * when the field is missing or unusable (for `Tool.locations`).
+ */
+export function directoryLocations(input: unknown, cwd: string, name: string): ToolLocation[] {
+  const dir = stringField(input, name);
+  return [{ path: joinPath(cwd, dir && !dir.includes("\0") ? dir : ".") }];
 }
 
 /** The location of a path field, resolved against `cwd` without I/O (for `Tool.locations`). */

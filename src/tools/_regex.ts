@@ -46,7 +46,7 @@ export interface LinePattern {
   readonly window: number;
   /**
    * Worst-case matching cost per character, in RE2 instructions (1 for a literal pattern): one
-   * line costs at most `cost × min(length, window)` steps of about 50 ns.
+   * line costs at most `cost × min(length, window)` steps.
    */
   readonly cost: number;
   /** Whether the pattern matches somewhere in `line` (only its first `window` characters). */

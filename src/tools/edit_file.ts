@@ -7,17 +7,21 @@ import {
   cancelledResult,
   describeError,
   errorResult,
-  type ObjectSchema,
   pathLocations,
+  pathTitle,
   readTextOrError,
   resolveOrError,
-  stringField,
-  validateInput,
 } from "./_common.ts";
 import { plural, quote } from "./_text.ts";
 import { diffDisplay } from "./_diff.ts";
 import { displayPath } from "./paths.ts";
-import type { Tool, ToolContext, ToolLocation, ToolResult } from "./tool.ts";
+import {
+  defineTool,
+  type ObjectSchema,
+  type Tool,
+  type ToolContext,
+  type ToolResult,
+} from "./tool.ts";
 
 const schema: ObjectSchema = {
   type: "object",
@@ -69,7 +73,7 @@ const NUMBERED_LINE = /^ *\d+\t/m;
  * // result.content: "Edited src/a.ts: replaced 1 occurrence at line 3"
  * ```
  */
-export const editFileTool: Tool = {
+export const editFileTool: Tool = defineTool<EditFileInput>({
   name: "edit_file",
   description: [
     "Replace text in an existing file in the workspace.",
@@ -78,30 +82,20 @@ export const editFileTool: Tool = {
     "To create a file or rewrite it completely use write_file.",
     "Relative paths are resolved against the working directory; paths outside the workspace are refused.",
   ].join(" "),
-  inputSchema: schema,
+  schema,
   kind: "edit",
   effect: "write",
-  title(input: unknown): string {
-    const path = stringField(input, "path");
-    return path ? `Edit ${path}` : "Edit file";
-  },
-  locations(input: unknown, cwd: string): readonly ToolLocation[] {
-    return pathLocations(input, cwd);
-  },
-  execute(input: unknown, context: ToolContext): Promise<ToolResult> {
-    return editFile(input, context);
-  },
-};
+  title: (input) => pathTitle(input, "Edit", "Edit file"),
+  locations: (input, cwd) => pathLocations(input, cwd),
+  prepare: (input) =>
+    input.old_text === input.new_text
+      ? "Cannot edit: old_text and new_text are the same, so nothing would change"
+      : input,
+  run: editFile,
+});
 
-async function editFile(input: unknown, context: ToolContext): Promise<ToolResult> {
-  const invalid = validateInput(schema, input);
-  if (invalid !== undefined) return errorResult(invalid);
-  const { path, old_text: oldText, new_text: newText, replace_all: replaceAll } =
-    input as EditFileInput;
-  if (oldText === newText) {
-    return errorResult("Cannot edit: old_text and new_text are the same, so nothing would change");
-  }
-  if (context.signal.aborted) return cancelledResult();
+async function editFile(input: EditFileInput, context: ToolContext): Promise<ToolResult> {
+  const { path, old_text: oldText, new_text: newText, replace_all: replaceAll } = input;
   const resolved = await resolveOrError(context, path);
   if (!resolved.ok) return resolved.result;
   const file = resolved.path;
@@ -117,24 +111,14 @@ async function editFile(input: unknown, context: ToolContext): Promise<ToolResul
   const read = await readTextOrError(context, file, shown, "edit");
   if (!read.ok) return read.result;
   const before = read.text;
-  let search = oldText;
-  let replacement = newText;
-  let positions = occurrences(before, search);
-  if (positions.length === 0 && before.includes("\r\n") && oldText.includes("\n")) {
-    const crlfSearch = toCrlf(oldText);
-    const crlfPositions = occurrences(before, crlfSearch);
-    if (crlfPositions.length > 0) {
-      search = crlfSearch;
-      replacement = toCrlf(newText);
-      positions = crlfPositions;
-    }
-  }
-  if (positions.length === 0) {
+  const found = findOccurrences(before, oldText, newText);
+  if (found.positions.length === 0) {
     const hint = NUMBERED_LINE.test(oldText)
       ? " old_text seems to include read_file's line-number prefixes; leave them out."
       : " Read the file again and copy the text exactly, whitespace included.";
     return errorResult(`Cannot edit ${quote(shown)}: old_text was not found in it.${hint}`);
   }
+  const { positions, search, replacement } = found;
   if (positions.length > 1 && replaceAll !== true) {
     const lines = positions.slice(0, 10).map((at) => lineAt(before, at)).join(", ");
     return errorResult(
@@ -166,6 +150,26 @@ async function editFile(input: unknown, context: ToolContext): Promise<ToolResul
     display: diffDisplay(file, before, after),
     locations: [{ path: file, line: firstLine }],
   };
+}
+
+/**
+ * Where `oldText` occurs in `text`, and the texts to search and replace with: as given, or with
+ * CRLF line ends in a CRLF file when that is the only way to match.
+ */
+function findOccurrences(
+  text: string,
+  oldText: string,
+  newText: string,
+): { positions: number[]; search: string; replacement: string } {
+  const positions = occurrences(text, oldText);
+  if (positions.length === 0 && text.includes("\r\n") && oldText.includes("\n")) {
+    const search = toCrlf(oldText);
+    const crlfPositions = occurrences(text, search);
+    if (crlfPositions.length > 0) {
+      return { positions: crlfPositions, search, replacement: toCrlf(newText) };
+    }
+  }
+  return { positions, search: oldText, replacement: newText };
 }
 
 /** Start offsets of the non-overlapping occurrences of `search` in `text`. */

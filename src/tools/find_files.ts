@@ -5,19 +5,24 @@
  */
 import {
   cancelledResult,
+  directoryLocations,
   errorResult,
-  type ObjectSchema,
   resolveOrError,
   stringField,
-  validateInput,
 } from "./_common.ts";
 import { plural, quote } from "./_text.ts";
 import { Pacer, sortPaced } from "./_pace.ts";
 import { SKIPPED_DIRECTORIES, walkFiles, type WalkStats } from "./_walk.ts";
-import { compileGlob } from "./glob.ts";
+import { compileGlob, type Glob } from "./glob.ts";
 import { displayPath } from "./paths.ts";
-import { joinPath } from "./posix_path.ts";
-import type { Tool, ToolContext, ToolLocation, ToolResult } from "./tool.ts";
+import {
+  defineTool,
+  type ObjectSchema,
+  type Tool,
+  type ToolContext,
+  type ToolLocation,
+  type ToolResult,
+} from "./tool.ts";
 
 /** Most paths one call returns. */
 export const FIND_FILES_MAX_RESULTS = 1000;
@@ -49,6 +54,11 @@ interface FindFilesInput {
   readonly path?: string | null;
 }
 
+/** A checked input with its pattern compiled. */
+interface FindFilesCall extends FindFilesInput {
+  readonly glob: Glob;
+}
+
 /**
  * `find_files {pattern, path?}`: the files under `path` (default: the working directory) whose
  * path relative to it matches a glob (see {@link compileGlob}), sorted, at most 1000. `.git` and
@@ -64,7 +74,7 @@ interface FindFilesInput {
  * // result.content: "src/a.ts\nsrc/b/c.ts"
  * ```
  */
-export const findFilesTool: Tool = {
+export const findFilesTool: Tool = defineTool<FindFilesInput, FindFilesCall>({
   name: "find_files",
   description: [
     "Find files by name with a glob pattern, recursively.",
@@ -74,7 +84,7 @@ export const findFilesTool: Tool = {
     ".git and node_modules are skipped unless the pattern names them.",
     "Paths outside the workspace are refused.",
   ].join(" "),
-  inputSchema: schema,
+  schema,
   kind: "search",
   effect: "read",
   title(input: unknown): string {
@@ -83,22 +93,18 @@ export const findFilesTool: Tool = {
     if (!pattern) return "Find files";
     return path ? `Find ${pattern} in ${path}` : `Find ${pattern}`;
   },
-  locations(input: unknown, cwd: string): readonly ToolLocation[] {
-    const path = stringField(input, "path");
-    return [{ path: joinPath(cwd, path && !path.includes("\0") ? path : ".") }];
+  locations: (input, cwd) => directoryLocations(input, cwd, "path"),
+  async prepare(input: FindFilesInput): Promise<FindFilesCall | string> {
+    const glob = await compileGlob(input.pattern);
+    return typeof glob === "string" ? `Invalid input: "pattern": ${glob}` : { ...input, glob };
   },
-  execute(input: unknown, context: ToolContext): Promise<ToolResult> {
-    return findFiles(input, context);
-  },
-};
+  run: findFiles,
+});
 
-async function findFiles(input: unknown, context: ToolContext): Promise<ToolResult> {
-  const invalid = validateInput(schema, input);
-  if (invalid !== undefined) return errorResult(invalid);
-  const { pattern, path } = input as FindFilesInput;
-  const glob = await compileGlob(pattern);
-  if (typeof glob === "string") return errorResult(`Invalid input: "pattern": ${glob}`);
-  if (context.signal.aborted) return cancelledResult();
+async function findFiles(
+  { pattern, path, glob }: FindFilesCall,
+  context: ToolContext,
+): Promise<ToolResult> {
   const resolved = await resolveOrError(context, path ?? ".");
   if (!resolved.ok) return resolved.result;
   const root = resolved.path;

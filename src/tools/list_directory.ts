@@ -7,17 +7,22 @@ import {
   cancelledResult,
   describeError,
   errorResult,
-  type ObjectSchema,
   pathLocations,
+  pathTitle,
   resolveOrError,
-  stringField,
-  validateInput,
 } from "./_common.ts";
 import { Pacer, sortPaced } from "./_pace.ts";
 import { quote } from "./_text.ts";
 import { displayPath } from "./paths.ts";
 import { joinPath } from "./posix_path.ts";
-import type { Tool, ToolContext, ToolLocation, ToolResult } from "./tool.ts";
+import {
+  defineTool,
+  type ObjectSchema,
+  type Tool,
+  type ToolContext,
+  type ToolLocation,
+  type ToolResult,
+} from "./tool.ts";
 import type { DirEntry } from "./workspace.ts";
 
 /** Most entries one call lists. */
@@ -53,7 +58,7 @@ interface ListDirectoryInput {
  * // result.content: "README.md\nsrc/\ntests/"
  * ```
  */
-export const listDirectoryTool: Tool = {
+export const listDirectoryTool: Tool = defineTool<ListDirectoryInput>({
   name: "list_directory",
   description: [
     "List the entries of one directory in the workspace, sorted by name.",
@@ -62,26 +67,18 @@ export const listDirectoryTool: Tool = {
     "Use find_files to search a whole tree by name.",
     "Relative paths are resolved against the working directory; paths outside the workspace are refused.",
   ].join(" "),
-  inputSchema: schema,
+  schema,
   kind: "read",
   effect: "read",
-  title(input: unknown): string {
-    const path = stringField(input, "path");
-    return path ? `List ${path}` : "List directory";
-  },
-  locations(input: unknown, cwd: string): readonly ToolLocation[] {
-    return pathLocations(input, cwd);
-  },
-  execute(input: unknown, context: ToolContext): Promise<ToolResult> {
-    return listDirectory(input, context);
-  },
-};
+  title: (input) => pathTitle(input, "List", "List directory"),
+  locations: (input, cwd) => pathLocations(input, cwd),
+  run: listDirectory,
+});
 
-async function listDirectory(input: unknown, context: ToolContext): Promise<ToolResult> {
-  const invalid = validateInput(schema, input);
-  if (invalid !== undefined) return errorResult(invalid);
-  const { path } = input as ListDirectoryInput;
-  if (context.signal.aborted) return cancelledResult();
+async function listDirectory(
+  { path }: ListDirectoryInput,
+  context: ToolContext,
+): Promise<ToolResult> {
   const resolved = await resolveOrError(context, path);
   if (!resolved.ok) return resolved.result;
   const dir = resolved.path;

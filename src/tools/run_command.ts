@@ -6,16 +6,21 @@
 import {
   cancelledResult,
   describeError,
+  directoryLocations,
   errorResult,
-  type ObjectSchema,
   resolveOrError,
   stringField,
-  validateInput,
 } from "./_common.ts";
 import { quote, shorten } from "./_text.ts";
 import { displayPath } from "./paths.ts";
-import { joinPath } from "./posix_path.ts";
-import type { Tool, ToolContext, ToolDisplay, ToolLocation, ToolResult } from "./tool.ts";
+import {
+  defineTool,
+  type ObjectSchema,
+  type Tool,
+  type ToolContext,
+  type ToolDisplay,
+  type ToolResult,
+} from "./tool.ts";
 import type { CommandResult } from "./workspace.ts";
 
 /** Timeout when the call gives none. */
@@ -77,7 +82,7 @@ interface RunCommandInput {
  * // result.content: "Exit code: 0\n\n> test\n…"
  * ```
  */
-export const runCommandTool: Tool = {
+export const runCommandTool: Tool = defineTool<RunCommandInput>({
   name: "run_command",
   description: [
     "Run a shell command (/bin/sh -c) in the workspace and return its exit code and combined stdout and stderr.",
@@ -87,7 +92,7 @@ export const runCommandTool: Tool = {
     "Background processes (&) are killed when the command ends, so a command cannot leave a server or watcher running: start it and use it in the same command.",
     "Prefer read_file, edit_file, find_files and search_text over cat, sed, find and grep.",
   ].join(" "),
-  inputSchema: schema,
+  schema,
   kind: "execute",
   effect: "execute",
   title(input: unknown): string {
@@ -97,20 +102,12 @@ export const runCommandTool: Tool = {
     const more = command.trim().includes("\n") ? " …" : "";
     return `Run: ${shorten(firstLine, 80)}${more}`;
   },
-  locations(input: unknown, cwd: string): readonly ToolLocation[] {
-    const dir = stringField(input, "cwd");
-    return [{ path: joinPath(cwd, dir && !dir.includes("\0") ? dir : ".") }];
-  },
-  execute(input: unknown, context: ToolContext): Promise<ToolResult> {
-    return runCommand(input, context);
-  },
-};
+  locations: (input, cwd) => directoryLocations(input, cwd, "cwd"),
+  run: runCommand,
+});
 
-async function runCommand(input: unknown, context: ToolContext): Promise<ToolResult> {
-  const invalid = validateInput(schema, input);
-  if (invalid !== undefined) return errorResult(invalid);
-  const { command, cwd, timeout_ms: timeoutMs } = input as RunCommandInput;
-  if (context.signal.aborted) return cancelledResult();
+async function runCommand(input: RunCommandInput, context: ToolContext): Promise<ToolResult> {
+  const { command, cwd, timeout_ms: timeoutMs } = input;
   const resolved = await resolveOrError(context, cwd ?? ".");
   if (!resolved.ok) return resolved.result;
   const dir = resolved.path;

@@ -5,11 +5,10 @@
  */
 import {
   cancelledResult,
+  directoryLocations,
   errorResult,
-  type ObjectSchema,
   resolveOrError,
   stringField,
-  validateInput,
 } from "./_common.ts";
 import { plural, quote, shorten, utf8Length } from "./_text.ts";
 import { Pacer } from "./_pace.ts";
@@ -17,8 +16,15 @@ import { compileLinePattern, type LinePattern } from "./_regex.ts";
 import { SKIPPED_DIRECTORIES, walkFiles, type WalkStats } from "./_walk.ts";
 import { compileGlob, type Glob } from "./glob.ts";
 import { displayPath } from "./paths.ts";
-import { basenamePath, joinPath } from "./posix_path.ts";
-import type { Tool, ToolContext, ToolLocation, ToolResult } from "./tool.ts";
+import { basenamePath } from "./posix_path.ts";
+import {
+  defineTool,
+  type ObjectSchema,
+  type Tool,
+  type ToolContext,
+  type ToolLocation,
+  type ToolResult,
+} from "./tool.ts";
 
 /** Most matching lines one call returns. */
 export const SEARCH_TEXT_MAX_MATCHES = 500;
@@ -67,6 +73,12 @@ interface SearchTextInput {
   readonly include?: string | null;
 }
 
+/** A checked input with its pattern and its `include` glob compiled. */
+interface SearchTextCall extends SearchTextInput {
+  readonly compiled: LinePattern;
+  readonly filter: Glob | undefined;
+}
+
 /**
  * `search_text {pattern, path?, include?}`: a regular expression in RE2 syntax (ripgrep's and
  * Go's: no backreferences, no lookaround), matched in linear time line by line in the text files
@@ -86,7 +98,7 @@ interface SearchTextInput {
  * // result.content: "src/a.ts:12: // TODO: remove"
  * ```
  */
-export const searchTextTool: Tool = {
+export const searchTextTool: Tool = defineTool<SearchTextInput, SearchTextCall>({
   name: "search_text",
   description: [
     "Search file contents with a regular expression, line by line (like rg -n).",
@@ -97,7 +109,7 @@ export const searchTextTool: Tool = {
     "Very long lines are matched on their first few thousand characters.",
     "Paths outside the workspace are refused.",
   ].join(" "),
-  inputSchema: schema,
+  schema,
   kind: "search",
   effect: "read",
   title(input: unknown): string {
@@ -107,14 +119,25 @@ export const searchTextTool: Tool = {
     const shown = shorten(pattern, 60);
     return path ? `Search ${shown} in ${path}` : `Search ${shown}`;
   },
-  locations(input: unknown, cwd: string): readonly ToolLocation[] {
-    const path = stringField(input, "path");
-    return [{ path: joinPath(cwd, path && !path.includes("\0") ? path : ".") }];
-  },
-  execute(input: unknown, context: ToolContext): Promise<ToolResult> {
-    return searchText(input, context);
-  },
-};
+  locations: (input, cwd) => directoryLocations(input, cwd, "path"),
+  prepare: compileSearch,
+  run: searchText,
+});
+
+/** Compiles the pattern and the `include` glob of a call, or says why one is not valid. */
+async function compileSearch(input: SearchTextInput): Promise<SearchTextCall | string> {
+  const compiled = await compileLinePattern(input.pattern);
+  if (typeof compiled === "string") {
+    return `Invalid input: "pattern" is not a valid RE2 regular expression: ${compiled}`;
+  }
+  let filter: Glob | undefined;
+  if (input.include !== undefined && input.include !== null) {
+    const glob = await compileGlob(input.include);
+    if (typeof glob === "string") return `Invalid input: "include": ${glob}`;
+    filter = glob;
+  }
+  return { ...input, compiled, filter };
+}
 
 /** The running state of one search. */
 interface Search {
@@ -137,24 +160,8 @@ interface Search {
   cut: number;
 }
 
-async function searchText(input: unknown, context: ToolContext): Promise<ToolResult> {
-  const invalid = validateInput(schema, input);
-  if (invalid !== undefined) return errorResult(invalid);
-  const { pattern, path, include } = input as SearchTextInput;
-  const compiled = await compileLinePattern(pattern);
-  if (typeof compiled === "string") {
-    return errorResult(
-      `Invalid input: "pattern" is not a valid RE2 regular expression: ${compiled}`,
-    );
-  }
-  let filter: Glob | undefined;
-  if (include !== undefined && include !== null) {
-    const glob = await compileGlob(include);
-    if (typeof glob === "string") return errorResult(`Invalid input: "include": ${glob}`);
-    filter = glob;
-  }
-  if (context.signal.aborted) return cancelledResult();
-  const resolved = await resolveOrError(context, path ?? ".");
+async function searchText(call: SearchTextCall, context: ToolContext): Promise<ToolResult> {
+  const resolved = await resolveOrError(context, call.path ?? ".");
   if (!resolved.ok) return resolved.result;
   const root = resolved.path;
   const shown = displayPath(context.cwd, root);
@@ -162,7 +169,7 @@ async function searchText(input: unknown, context: ToolContext): Promise<ToolRes
   if (context.signal.aborted) return cancelledResult();
   if (info === undefined) return errorResult(`Cannot search ${quote(shown)}: it does not exist`);
   const search: Search = {
-    pattern: compiled,
+    pattern: call.compiled,
     context,
     pacer: new Pacer(context.signal),
     lines: [],
@@ -178,24 +185,50 @@ async function searchText(input: unknown, context: ToolContext): Promise<ToolRes
     cut: 0,
   };
   const stats: WalkStats = { entries: 0, limited: false, unreadable: 0 };
-  if (!info.isDirectory) {
-    if (filter === undefined || filter.matches(basenamePath(root))) await searchFile(search, root);
-  } else {
-    const walk = walkFiles(context.files, root, {
-      signal: context.signal,
-      pacer: search.pacer,
-      maxEntries: SEARCH_TEXT_MAX_ENTRIES,
-      enter: (_relative, name) =>
-        !SKIPPED_DIRECTORIES.includes(name) || filter?.names(name) === true,
-    }, stats);
-    for await (const entry of walk) {
-      // A symlink may point out of the workspace; its target is searched where it lives, if inside.
-      if (entry.isSymlink || (filter !== undefined && !filter.matches(entry.relative))) continue;
-      await searchFile(search, entry.path);
-      if (search.full || search.exhausted || context.signal.aborted) break;
-    }
+  if (info.isDirectory) await searchTree(search, root, call.filter, stats);
+  else if (call.filter === undefined || call.filter.matches(basenamePath(root))) {
+    await searchFile(search, root);
   }
   if (context.signal.aborted) return cancelledResult();
+  const notes = searchNotes(search, stats);
+  const locations = search.locations.length > 0 ? search.locations : [{ path: root }];
+  if (search.lines.length === 0) {
+    const content = [
+      `No matches for ${quote(call.pattern)} in ${shown} (${
+        plural(search.searched, "file")
+      } searched)`,
+      ...notes,
+    ].join("\n");
+    return { content, isError: false, locations };
+  }
+  return { content: [...search.lines, ...notes].join("\n"), isError: false, locations };
+}
+
+/** Searches the files under the directory `root` that `filter` lets through, in walk order. */
+async function searchTree(
+  search: Search,
+  root: string,
+  filter: Glob | undefined,
+  stats: WalkStats,
+): Promise<void> {
+  const { context } = search;
+  const walk = walkFiles(context.files, root, {
+    signal: context.signal,
+    pacer: search.pacer,
+    maxEntries: SEARCH_TEXT_MAX_ENTRIES,
+    enter: (_relative, name) => !SKIPPED_DIRECTORIES.includes(name) || filter?.names(name) === true,
+  }, stats);
+  for await (const entry of walk) {
+    // A symlink may point out of the workspace; its target is searched where it lives, if inside.
+    if (entry.isSymlink || (filter !== undefined && !filter.matches(entry.relative))) continue;
+    await searchFile(search, entry.path);
+    if (search.full || search.exhausted || context.signal.aborted) break;
+  }
+}
+
+/** The notes that end a search's output: where it stopped early, what it skipped. */
+function searchNotes(search: Search, stats: WalkStats): string[] {
+  const window = search.pattern.window;
   const notes: string[] = [];
   if (search.full) {
     notes.push(
@@ -218,7 +251,7 @@ async function searchText(input: unknown, context: ToolContext): Promise<ToolRes
     notes.push(
       `[${
         plural(search.cut, "line")
-      } longer than ${compiled.window} characters matched on their first ${compiled.window} characters only]`,
+      } longer than ${window} characters matched on their first ${window} characters only]`,
     );
   }
   const skipped: string[] = [];
@@ -227,15 +260,7 @@ async function searchText(input: unknown, context: ToolContext): Promise<ToolRes
   const unreadable = search.unreadable + stats.unreadable;
   if (unreadable > 0) skipped.push(`${unreadable} unreadable`);
   if (skipped.length > 0) notes.push(`[skipped ${skipped.join(", ")}]`);
-  const locations = search.locations.length > 0 ? search.locations : [{ path: root }];
-  if (search.lines.length === 0) {
-    const content = [
-      `No matches for ${quote(pattern)} in ${shown} (${plural(search.searched, "file")} searched)`,
-      ...notes,
-    ].join("\n");
-    return { content, isError: false, locations };
-  }
-  return { content: [...search.lines, ...notes].join("\n"), isError: false, locations };
+  return notes;
 }
 
 async function searchFile(search: Search, file: string): Promise<void> {
@@ -301,7 +326,8 @@ async function searchFile(search: Search, file: string): Promise<void> {
       if (search.locations.length < 100) search.locations.push({ path: file, line: lineNumber });
     }
     start = end + 1;
-    // One unit is at most about 0.1 ms of matching, whatever the line and the pattern.
+    // One unit is at most 2048 matching steps (see LinePattern.cost), whatever the line and the
+    // pattern, so a slice of the pacer is as long for a complex pattern as for a literal one.
     const units = 1 + Math.floor((Math.min(line.length, window) * search.pattern.cost) / 2048);
     if (pacer.due(units) && !(await pacer.pause())) return;
   }

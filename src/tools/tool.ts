@@ -1,11 +1,13 @@
 /**
- * The tool contract the agent loop runs.
+ * The tool contract the agent loop runs, and {@link defineTool}, which builds the built-in tools
+ * on it.
  *
  * @module
  */
 import type { PermissionMode } from "../permission/mode.ts";
 import type { PermissionAnswer, ToolEffect } from "../permission/policy.ts";
 import type { Workspace, WorkspaceFiles } from "./workspace.ts";
+import { cancelledResult, errorResult, validateInput } from "./_common.ts";
 
 /** ACP tool kinds, used by clients to pick icons and by permission policy. */
 export type ToolKind =
@@ -170,4 +172,135 @@ export interface Tool {
   locations?(input: unknown, cwd: string): readonly ToolLocation[];
   /** Runs the call. */
   execute(input: unknown, context: ToolContext): Promise<ToolResult>;
+}
+
+/** A string input field. */
+export type StringSchema = {
+  readonly type: "string";
+  readonly description: string;
+  readonly minLength?: number;
+};
+
+/** An integer input field. */
+export type IntegerSchema = {
+  readonly type: "integer";
+  readonly description: string;
+  readonly minimum?: number;
+  readonly maximum?: number;
+};
+
+/** A boolean input field. */
+export type BooleanSchema = {
+  readonly type: "boolean";
+  readonly description: string;
+};
+
+/** One input field. */
+export type PropertySchema = StringSchema | IntegerSchema | BooleanSchema;
+
+/**
+ * The JSON schema subset the built-in tools use for their input: an object of string, integer
+ * and boolean fields, nothing else allowed.
+ */
+export type ObjectSchema = {
+  readonly type: "object";
+  readonly properties: Readonly<Record<string, PropertySchema>>;
+  readonly required: readonly string[];
+  readonly additionalProperties: false;
+};
+
+/**
+ * What {@link defineTool} makes a {@link Tool} of: the tool's face, and the work of one call on an
+ * input already checked against `schema`.
+ *
+ * @typeParam Input The input as `schema` describes it (an optional field may be `null`)
+ * @typeParam Prepared What {@link prepare} makes of it for {@link run}; the input itself without
+ *   `prepare`
+ */
+export interface ToolDefinition<Input extends object, Prepared extends object = Input> {
+  /** Name the model calls the tool by. */
+  readonly name: string;
+  /** What the tool does, for the model. */
+  readonly description: string;
+  /** The input's schema: what the model is told, and what every call is checked against. */
+  readonly schema: ObjectSchema;
+  /** ACP tool kind. */
+  readonly kind: ToolKind;
+  /** What the tool does to the world (decides whether permission modes let it run). */
+  readonly effect: ToolEffect;
+  /** A short human title for one call (the input is unchecked here). Must not throw. */
+  title(input: unknown): string;
+  /** Files the call will touch, resolved against `cwd` (unchecked input; no I/O). */
+  locations?(input: unknown, cwd: string): readonly ToolLocation[];
+  /**
+   * Readies a checked input for {@link run} (compiles a pattern, say), or refuses it: a string is
+   * the message of the call's error result. Runs before the cancellation check, so a refused input
+   * says so even on a cancelled call.
+   */
+  prepare?(input: Input): Prepared | string | Promise<Prepared | string>;
+  /** Does the call: its input is checked, prepared, and the call was not cancelled before it. */
+  run(input: Prepared, context: ToolContext): Promise<ToolResult>;
+}
+
+/**
+ * Makes a {@link Tool} of a definition. Its `execute` checks the input against the schema (an
+ * invalid one is an error result naming the first bad field), prepares it, answers a call
+ * cancelled by then with the cancelled result, and only then runs it.
+ *
+ * @example A tool that greets
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { defineTool, type ToolContext } from "./tool.ts";
+ * const greet = defineTool<{ readonly name: string }>({
+ *   name: "greet",
+ *   description: "Greets someone.",
+ *   schema: {
+ *     type: "object",
+ *     properties: { name: { type: "string", minLength: 1, description: "Who." } },
+ *     required: ["name"],
+ *     additionalProperties: false,
+ *   },
+ *   kind: "other",
+ *   effect: "read",
+ *   title: () => "Greet",
+ *   run: ({ name }) => Promise.resolve({ content: `Hello, ${name}`, isError: false }),
+ * });
+ * const context = { signal: new AbortController().signal } as ToolContext;
+ * assert.equal((await greet.execute({ name: "Ada" }, context)).content, "Hello, Ada");
+ * assert.equal(
+ *   (await greet.execute({}, context)).content,
+ *   'Invalid input: "name" is required',
+ * );
+ * ```
+ *
+ * @typeParam Input The input as the schema describes it
+ * @typeParam Prepared What `prepare` makes of it (the input itself without `prepare`)
+ * @param definition The tool's face and its work
+ * @returns The tool
+ */
+export function defineTool<Input extends object, Prepared extends object = Input>(
+  definition: ToolDefinition<Input, Prepared>,
+): Tool {
+  const { schema, prepare, run } = definition;
+  const execute = async (input: unknown, context: ToolContext): Promise<ToolResult> => {
+    const invalid = validateInput(schema, input);
+    if (invalid !== undefined) return errorResult(invalid);
+    // Checked against the schema just now.
+    const checked = input as Input;
+    let prepared = prepare ? prepare(checked) : checked as object as Prepared;
+    if (prepared instanceof Promise) prepared = await prepared;
+    if (typeof prepared === "string") return errorResult(prepared);
+    if (context.signal.aborted) return cancelledResult();
+    return await run(prepared, context);
+  };
+  return {
+    name: definition.name,
+    description: definition.description,
+    inputSchema: schema,
+    kind: definition.kind,
+    effect: definition.effect,
+    title: definition.title,
+    ...(definition.locations ? { locations: definition.locations } : {}),
+    execute,
+  };
 }

@@ -7,17 +7,22 @@ import {
   cancelledResult,
   describeError,
   errorResult,
-  type ObjectSchema,
   pathLocations,
+  pathTitle,
   resolveOrError,
-  stringField,
-  validateInput,
 } from "./_common.ts";
 import { plural, quote, utf8Length } from "./_text.ts";
 import { diffDisplay } from "./_diff.ts";
 import { displayPath } from "./paths.ts";
 import { dirnamePath } from "./posix_path.ts";
-import type { Tool, ToolContext, ToolLocation, ToolResult } from "./tool.ts";
+import {
+  defineTool,
+  type ObjectSchema,
+  type Tool,
+  type ToolContext,
+  type ToolLocation,
+  type ToolResult,
+} from "./tool.ts";
 
 const schema: ObjectSchema = {
   type: "object",
@@ -50,7 +55,7 @@ interface WriteFileInput {
  * // result.content: "Created notes/todo.md (1 line, 4 bytes)"
  * ```
  */
-export const writeFileTool: Tool = {
+export const writeFileTool: Tool = defineTool<WriteFileInput>({
   name: "write_file",
   description: [
     "Create a file, or replace the whole content of an existing one, in the workspace.",
@@ -58,26 +63,18 @@ export const writeFileTool: Tool = {
     "To change part of an existing file prefer edit_file, which does not need the whole file.",
     "Relative paths are resolved against the working directory; paths outside the workspace are refused.",
   ].join(" "),
-  inputSchema: schema,
+  schema,
   kind: "edit",
   effect: "write",
-  title(input: unknown): string {
-    const path = stringField(input, "path");
-    return path ? `Write ${path}` : "Write file";
-  },
-  locations(input: unknown, cwd: string): readonly ToolLocation[] {
-    return pathLocations(input, cwd);
-  },
-  execute(input: unknown, context: ToolContext): Promise<ToolResult> {
-    return writeFile(input, context);
-  },
-};
+  title: (input) => pathTitle(input, "Write", "Write file"),
+  locations: (input, cwd) => pathLocations(input, cwd),
+  run: writeFile,
+});
 
-async function writeFile(input: unknown, context: ToolContext): Promise<ToolResult> {
-  const invalid = validateInput(schema, input);
-  if (invalid !== undefined) return errorResult(invalid);
-  const { path, content } = input as WriteFileInput;
-  if (context.signal.aborted) return cancelledResult();
+async function writeFile(
+  { path, content }: WriteFileInput,
+  context: ToolContext,
+): Promise<ToolResult> {
   const resolved = await resolveOrError(context, path);
   if (!resolved.ok) return resolved.result;
   const file = resolved.path;

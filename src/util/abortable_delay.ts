@@ -12,11 +12,11 @@
  * ```
  *
  * @param ms How long to wait
- * @param signal Ends the wait early
+ * @param signal Ends the wait early; without one, the wait always runs its time
  * @returns `true` when the time passed, `false` when the signal aborted
  */
-export function abortableDelay(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
+export function abortableDelay(ms: number, signal?: AbortSignal): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
   if (ms <= 0) return Promise.resolve(true);
   return new Promise((resolve) => {
     const onAbort = (): void => {
@@ -24,9 +24,9 @@ export function abortableDelay(ms: number, signal: AbortSignal): Promise<boolean
       resolve(false);
     };
     const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
+      signal?.removeEventListener("abort", onAbort);
       resolve(true);
     }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
+    signal?.addEventListener("abort", onAbort, { once: true });
   });
 }

@@ -9,8 +9,8 @@ import {
   configFromEnv,
   configFromFile,
   DEFAULT_CONFIG,
-  parseArgs,
 } from "../../src/config/config.ts";
+import { parseArgs } from "../../src/config/args.ts";
 
 const FILE = "/etc/acp-harness.json";
 

@@ -1,19 +1,16 @@
 import assert from "node:assert/strict";
 import {
   BOOLEAN_WORDS,
-  type Command,
   type Config,
   ConfigError,
   configFromEnv,
   configFromFile,
   DEFAULT_CONFIG,
-  flagTerm,
   mergeConfig,
-  parseArgs,
   SETTINGS,
-  shownDefault,
-  USAGE,
 } from "../../src/config/config.ts";
+import { type Command, parseArgs } from "../../src/config/args.ts";
+import { flagTerm, shownDefault, USAGE } from "../../src/config/usage.ts";
 
 /** The overrides of a `serve` command; fails for any other command. */
 function overrides(command: Command): Partial<Config> {
@@ -688,6 +685,44 @@ Deno.test("SETTINGS gives DEFAULT_CONFIG: one entry per Config field, with its d
     { ...DEFAULT_CONFIG },
   );
   assert.deepEqual(Object.keys(SETTINGS).sort(), Object.keys(DEFAULT_CONFIG).sort());
+});
+
+/**
+ * The `@default {…}` of each field of the `Config` interface in src/config/config.ts, by field
+ * name (`undefined` for a field without one).
+ */
+async function jsdocDefaults(): Promise<Map<string, string | undefined>> {
+  const source = await Deno.readTextFile(new URL("../../src/config/config.ts", import.meta.url));
+  const start = source.indexOf("export interface Config {");
+  assert.notEqual(start, -1, "config.ts declares the Config interface");
+  const body = source.slice(start, source.indexOf("\n}\n", start));
+  const defaults = new Map<string, string | undefined>();
+  for (const [, doc = "", field = ""] of body.matchAll(/\/\*\*([\s\S]*?)\*\/\s*readonly (\w+)/g)) {
+    defaults.set(field, /@default \{(.*?)\}(?=\s|$)/.exec(doc)?.[1]);
+  }
+  return defaults;
+}
+
+Deno.test("Config's JSDoc @default of each field says what SETTINGS gives as its default", async () => {
+  const defaults = await jsdocDefaults();
+  assert.deepEqual([...defaults.keys()].sort(), Object.keys(SETTINGS).sort());
+  for (const [key, setting] of Object.entries(SETTINGS)) {
+    const documented = defaults.get(key);
+    if (setting.default === undefined) {
+      assert.equal(documented, undefined, `${key} has no default, and its JSDoc names none`);
+      continue;
+    }
+    assert.notEqual(documented, undefined, `${key}: its JSDoc has no @default`);
+    // A JSON value, or the text --help shows (`16 MiB`).
+    let value: unknown;
+    try {
+      value = JSON.parse(documented as string);
+    } catch {
+      assert.equal(documented, shownDefault(setting), `${key}: @default {${documented}}`);
+      continue;
+    }
+    assert.deepEqual(value, setting.default, `${key}: @default {${documented}}`);
+  }
 });
 
 Deno.test("SETTINGS: every flag and variable is read, every key is in the file, each once", () => {

@@ -56,10 +56,10 @@ import {
   canonicalTime,
   checkHeader,
   creationTime,
-  isObject,
   isValidSessionId,
   SHA256_HEX,
 } from "../_common.ts";
+import { isRecord } from "../../util/json.ts";
 import { encodeCursor, listStart } from "../_session_index.ts";
 import { collectFacts } from "../_session_log.ts";
 import {
@@ -370,7 +370,7 @@ export class PostgresSessionStore implements SessionStore {
       } catch {
         throw new CorruptSessionLogError(where, row.seq, "is not JSON");
       }
-      if (!isObject(event) || typeof event.type !== "string") {
+      if (!isRecord(event) || typeof event.type !== "string") {
         throw new CorruptSessionLogError(where, row.seq, "is not an event");
       }
       return { ...(event as StoredEvent), seq: row.seq, time: row.time };
@@ -704,7 +704,7 @@ function prepareEvents(id: string, events: readonly StoredEvent[]): PreparedEven
   const attachments = new Set<string>();
   for (const event of events) {
     const text = JSON.stringify(event);
-    if (!isObject(event) || typeof text !== "string") {
+    if (!isRecord(event) || typeof text !== "string") {
       throw new TypeError(`Cannot append to session "${id}": an event is not an object`);
     }
     texts.push(text);

@@ -1,0 +1,122 @@
+/**
+ * The command line: which command it asks for, and the settings its flags give (each flag is a
+ * setting's, from {@link SETTINGS}, or one of the commands' own).
+ *
+ * @module
+ */
+import { nearestWord } from "../util/nearest_word.ts";
+import {
+  type Config,
+  type ConfigDraft,
+  ConfigError,
+  setFromText,
+  settingKeysBy,
+  SETTINGS,
+} from "./config.ts";
+
+/** What the command line asks for. */
+export type Command =
+  | { readonly kind: "help" }
+  | { readonly kind: "version" }
+  | { readonly kind: "serve"; readonly overrides: Partial<Config> }
+  | {
+    /** `acp-harness models`: list the models and exit. */
+    readonly kind: "models";
+    /** Print JSON instead of a table. */
+    readonly json: boolean;
+    readonly overrides: Partial<Config>;
+  }
+  | {
+    /** `acp-harness copy-sessions --from <dir|url> --to <dir|url>`: copy sessions between stores. */
+    readonly kind: "copy-sessions";
+    /** The source store: a JSONL data directory or a PostgreSQL URL. */
+    readonly from: string;
+    /** The destination store: a JSONL data directory or a PostgreSQL URL. */
+    readonly to: string;
+    readonly overrides: Partial<Config>;
+  };
+
+const BY_FLAG = settingKeysBy((setting) => setting.flag);
+
+/**
+ * Parses command-line arguments. Pure: no I/O. `models` as the first argument asks for the
+ * model list (it also takes `--json`); `copy-sessions` copies sessions between stores (it takes
+ * `--from` and `--to`, both required); anything else serves.
+ *
+ * @example Parsing flags
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseArgs } from "./args.ts";
+ * const command = parseArgs(["--mode", "auto", "--stream"]);
+ * assert(command.kind === "serve" && command.overrides.mode === "auto");
+ * ```
+ *
+ * @param args The arguments after the program name
+ * @returns What to do
+ * @throws {ConfigError} For an unknown flag, a missing value or a bad value
+ */
+export function parseArgs(args: readonly string[]): Command {
+  const overrides: ConfigDraft = {};
+  const models = args[0] === "models";
+  const copy = args[0] === "copy-sessions";
+  const first = models || copy || args[0] === "serve" ? 1 : 0;
+  let json = false;
+  const ends: { from?: string; to?: string } = {};
+  for (let index = first; index < args.length; index++) {
+    const arg = args[index] ?? "";
+    if (arg === "-h" || arg === "--help") return { kind: "help" };
+    if (arg === "-V" || arg === "--version") return { kind: "version" };
+    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
+    const flag = eq === -1 ? arg : arg.slice(0, eq);
+    if (flag === "--json") {
+      if (!models) throw new ConfigError(`Option "--json" applies only to "acp-harness models"`);
+      if (eq !== -1) throw new ConfigError(`Option "--json" takes no value`);
+      json = true;
+      continue;
+    }
+    if (flag === "--from" || flag === "--to") {
+      if (!copy) {
+        throw new ConfigError(`Option "${flag}" applies only to "acp-harness copy-sessions"`);
+      }
+      const text = eq === -1 ? args[++index] : arg.slice(eq + 1);
+      if (text === undefined || text === "" || (eq === -1 && text.startsWith("--"))) {
+        throw new ConfigError(`Option "${flag}" needs a value`);
+      }
+      ends[flag === "--from" ? "from" : "to"] = text;
+      continue;
+    }
+    const key = BY_FLAG.get(flag);
+    if (key === undefined) {
+      throw new ConfigError(
+        arg.startsWith("-") ? unknownOption(flag) : `Unexpected argument "${arg}"`,
+      );
+    }
+    let text: string | undefined;
+    if (eq !== -1) text = arg.slice(eq + 1);
+    else if (SETTINGS[key].bare === undefined) {
+      text = args[++index];
+      if (text?.startsWith("--")) text = undefined;
+    }
+    if (text === "" && SETTINGS[key].bare === undefined) text = undefined;
+    setFromText(overrides, key, text, flag);
+  }
+  if (models) return { kind: "models", json, overrides };
+  if (copy) {
+    if (ends.from === undefined || ends.to === undefined) {
+      throw new ConfigError(
+        `"acp-harness copy-sessions" needs --from <url-or-dir> and --to <url-or-dir>`,
+      );
+    }
+    return { kind: "copy-sessions", from: ends.from, to: ends.to, overrides };
+  }
+  return { kind: "serve", overrides };
+}
+
+/** The flags of the command line besides the settings' own. */
+const COMMAND_FLAGS = ["--help", "--version", "--json", "--from", "--to"];
+
+/** "Unknown option", with the nearest flag when one is close. */
+function unknownOption(flag: string): string {
+  const near = nearestWord(flag, [...BY_FLAG.keys(), ...COMMAND_FLAGS]);
+  return `Unknown option "${flag}"${near === undefined ? "" : ` (did you mean "${near}"?)`}`;
+}
