@@ -1,6 +1,6 @@
 import type * as HttpListener from "./bun_http.ts";
 import process from "node:process";
-import { runCli } from "../cli.ts";
+import { runCli } from "../cli/cli.ts";
 import { nodePlatformBase } from "./node_platform.ts";
 
 /** Bun's writer of a file or pipe (`Bun.stdout.writer()`). */

@@ -3,7 +3,7 @@ import process from "node:process";
 import { Socket } from "node:net";
 import { Readable, Writable } from "node:stream";
 import { setImmediate } from "node:timers";
-import { runCli } from "../cli.ts";
+import { runCli } from "../cli/cli.ts";
 import { NodeHost } from "../host/node_host.ts";
 
 /**

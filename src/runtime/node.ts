@@ -1,7 +1,7 @@
 import type * as HttpListener from "./node_http.ts";
 import process from "node:process";
 import { Readable, Writable } from "node:stream";
-import { runCli } from "../cli.ts";
+import { runCli } from "../cli/cli.ts";
 import { nodePlatformBase } from "./node_platform.ts";
 
 /** Runs the CLI on Node.js and exits with its code. */

@@ -7,7 +7,7 @@
  */
 import process from "node:process";
 import { setImmediate } from "node:timers";
-import type { CliPlatform } from "../cli.ts";
+import type { CliPlatform } from "../cli/cli.ts";
 import { NodeHost } from "../host/node_host.ts";
 
 /**

@@ -16,7 +16,7 @@ import {
   VERSION,
 } from "../../mod.ts";
 import type { RetryPolicy } from "../../src/agent/run_turn.ts";
-import { createCatalog } from "../../src/cli.ts";
+import { createCatalog } from "../../src/cli/cli.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
 import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
 import type { Tool } from "../../src/tools/tool.ts";

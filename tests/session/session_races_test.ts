@@ -20,7 +20,7 @@ import {
   type Stream,
   VERSION,
 } from "../../mod.ts";
-import { createCatalog } from "../../src/cli.ts";
+import { createCatalog } from "../../src/cli/cli.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
 import type { SessionStore } from "../../src/store/session_store.ts";
 import { memoryClient } from "../_helpers/acp_client.ts";

@@ -6,40 +6,40 @@ import {
   mergeConfig,
   parseArgs,
   USAGE,
-} from "./config/config.ts";
+} from "../config/config.ts";
 // The JSON reader (config and script files), the commands and the HTTP transport are imported
 // when they run; the `+` in their specifiers keeps them out of Deno's start-up module graph (see
 // src/runtime/main.ts).
-import type * as JsonText from "./config/json_text.ts";
+import type * as JsonText from "../config/json_text.ts";
 import type * as CopySessionsCommand from "./copy_sessions_command.ts";
 import type * as ModelsCommand from "./models_command.ts";
-import type * as DelegateTool from "./delegation/delegate_tool.ts";
-import type * as BuiltinTools from "./tools/builtin_tools.ts";
-import type { ToolSetFactory } from "./session/tool_set_factory.ts";
+import type * as DelegateTool from "../delegation/delegate_tool.ts";
+import type * as BuiltinTools from "../tools/builtin_tools.ts";
+import type { ToolSetFactory } from "../session/tool_set_factory.ts";
 import {
   DELEGATION_DEPTH_ENV,
   mayDelegate,
   readDelegationDepth,
-} from "./delegation/delegation_depth.ts";
-import type * as HttpSecurity from "./transport/http/http_security.ts";
-import type * as HttpTransport from "./transport/http/http_transport.ts";
-import type { Host } from "./host/host.ts";
-import { ModelCatalog } from "./llm/catalog.ts";
-import { builtinProviders, type ProviderSpec } from "./llm/presets.ts";
-import { parseScript, type Script } from "./llm/scripted.ts";
-import { createLogger, type Logger } from "./log/logger.ts";
-import { isPostgresUrl, MEMORY_STORE, openSessionStore } from "./store/open_session_store.ts";
-import { normalizePath } from "./tools/posix_path.ts";
-import { isAbsolutePath } from "./util/path.ts";
+} from "../delegation/delegation_depth.ts";
+import type * as HttpSecurity from "../transport/http/http_security.ts";
+import type * as HttpTransport from "../transport/http/http_transport.ts";
+import type { Host } from "../host/host.ts";
+import { ModelCatalog } from "../llm/catalog.ts";
+import { builtinProviders, type ProviderSpec } from "../llm/presets.ts";
+import { parseScript, type Script } from "../llm/scripted.ts";
+import { createLogger, type Logger } from "../log/logger.ts";
+import { isPostgresUrl, MEMORY_STORE, openSessionStore } from "../store/open_session_store.ts";
+import { normalizePath } from "../tools/posix_path.ts";
+import { isAbsolutePath } from "../util/path.ts";
 import {
   type AgentServer,
   type AgentServerConnection,
   createAgentServer,
-} from "./protocol/agent_server.ts";
-import type { HttpListener, ServeHttp } from "./transport/http/http_handler.ts";
-import { type NdJsonStream, ndJsonStream } from "./transport/nd_json_stream.ts";
-import { abortableDelay } from "./util/abortable_delay.ts";
-import { VERSION } from "./util/version.ts";
+} from "../protocol/agent_server.ts";
+import type { HttpListener, ServeHttp } from "../transport/http/http_handler.ts";
+import { type NdJsonStream, ndJsonStream } from "../transport/nd_json_stream.ts";
+import { abortableDelay } from "../util/abortable_delay.ts";
+import { VERSION } from "../util/version.ts";
 
 /** What a runtime entry point hands the CLI. */
 export interface CliPlatform {
@@ -399,8 +399,8 @@ function delegatingToolsFor(
   }
   return async (info) => {
     const [{ builtinTools }, { delegateTool }] = await Promise.all([
-      import("./tools/builtin_tools" + ".ts") as Promise<typeof BuiltinTools>,
-      import("./delegation/delegate_tool" + ".ts") as Promise<typeof DelegateTool>,
+      import("../tools/builtin_tools" + ".ts") as Promise<typeof BuiltinTools>,
+      import("../delegation/delegate_tool" + ".ts") as Promise<typeof DelegateTool>,
     ]);
     return [
       ...builtinTools(),
@@ -466,7 +466,7 @@ async function serveHttp(
 ): Promise<number> {
   if (!platform.serveHttp) throw new ConfigError("This runtime cannot serve HTTP");
   const { isLoopback, loopbackHosts } =
-    await (import("./transport/http/http_security" + ".ts") as Promise<
+    await (import("../transport/http/http_security" + ".ts") as Promise<
       typeof HttpSecurity
     >);
   const token = config.token ??
@@ -487,7 +487,7 @@ async function serveHttp(
   }
   const { server, closeStore } = await composeServer(platform, config, catalog, logger, "http");
   const { createHttpTransport } =
-    await (import("./transport/http/http_transport" + ".ts") as Promise<
+    await (import("../transport/http/http_transport" + ".ts") as Promise<
       typeof HttpTransport
     >);
   const transport = createHttpTransport({
@@ -676,7 +676,7 @@ async function readJson(host: Host, file: string, origin = ""): Promise<unknown>
   }
   try {
     const { parseJsonText } =
-      await (import("./config/json_text" + ".ts") as Promise<typeof JsonText>);
+      await (import("../config/json_text" + ".ts") as Promise<typeof JsonText>);
     return parseJsonText(text, file);
   } catch (error) {
     throw new ConfigError((error as Error).message);
