@@ -7,22 +7,12 @@ import {
   parseArgs,
   USAGE,
 } from "../config/config.ts";
-// The JSON reader (config and script files), the commands and the HTTP transport are imported
-// when they run; the `+` in their specifiers keeps them out of Deno's start-up module graph (see
-// src/runtime/main.ts).
-import type * as JsonText from "../config/json_text.ts";
-import type * as CopySessionsCommand from "./copy_sessions_command.ts";
-import type * as ModelsCommand from "./models_command.ts";
-import type * as DelegateTool from "../delegation/delegate_tool.ts";
-import type * as BuiltinTools from "../tools/builtin_tools.ts";
 import type { ToolSetFactory } from "../session/tool_set_factory.ts";
 import {
   DELEGATION_DEPTH_ENV,
   mayDelegate,
   readDelegationDepth,
 } from "../delegation/delegation_depth.ts";
-import type * as HttpSecurity from "../transport/http/http_security.ts";
-import type * as HttpTransport from "../transport/http/http_transport.ts";
 import type { Host } from "../host/host.ts";
 import { ModelCatalog } from "../llm/catalog.ts";
 import { builtinProviders, type ProviderSpec } from "../llm/presets.ts";
@@ -40,6 +30,15 @@ import type { HttpListener, ServeHttp } from "../transport/http/http_handler.ts"
 import { type NdJsonStream, ndJsonStream } from "../transport/nd_json_stream.ts";
 import { abortableDelay } from "../util/abortable_delay.ts";
 import { VERSION } from "../util/version.ts";
+import {
+  loadBuiltinTools,
+  loadCopySessionsCommand,
+  loadDelegateTool,
+  loadHttpSecurity,
+  loadHttpTransport,
+  loadJsonText,
+  loadModelsCommand,
+} from "./lazy.ts";
 
 /** What a runtime entry point hands the CLI. */
 export interface CliPlatform {
@@ -173,9 +172,7 @@ async function copySessionsCommand(
   command: { readonly from: string; readonly to: string },
 ): Promise<number> {
   try {
-    const { runCopySessions } = await (import("./copy_sessions_command" + ".ts") as Promise<
-      typeof CopySessionsCommand
-    >);
+    const { runCopySessions } = await loadCopySessionsCommand();
     const result = await runCopySessions({
       from: resolveLocation(command.from, platform.host),
       to: resolveLocation(command.to, platform.host),
@@ -199,9 +196,7 @@ async function printModels(
   options: { readonly model: string; readonly json: boolean },
 ): Promise<void> {
   const discovery = await catalog.discover({ timeoutMs: DISCOVERY_TIMEOUT_MS });
-  const { formatModelTable, modelsJson } = await (import("./models_command" + ".ts") as Promise<
-    typeof ModelsCommand
-  >);
+  const { formatModelTable, modelsJson } = await loadModelsCommand();
   const listings = catalog.known();
   let text: string;
   if (options.json) {
@@ -399,8 +394,8 @@ function delegatingToolsFor(
   }
   return async (info) => {
     const [{ builtinTools }, { delegateTool }] = await Promise.all([
-      import("../tools/builtin_tools" + ".ts") as Promise<typeof BuiltinTools>,
-      import("../delegation/delegate_tool" + ".ts") as Promise<typeof DelegateTool>,
+      loadBuiltinTools(),
+      loadDelegateTool(),
     ]);
     return [
       ...builtinTools(),
@@ -465,10 +460,7 @@ async function serveHttp(
   logger: Logger,
 ): Promise<number> {
   if (!platform.serveHttp) throw new ConfigError("This runtime cannot serve HTTP");
-  const { isLoopback, loopbackHosts } =
-    await (import("../transport/http/http_security" + ".ts") as Promise<
-      typeof HttpSecurity
-    >);
+  const { isLoopback, loopbackHosts } = await loadHttpSecurity();
   const token = config.token ??
     (config.tokenFile ? await readToken(platform.host, config.tokenFile) : undefined);
   if (!isLoopback(config.host)) {
@@ -486,10 +478,7 @@ async function serveHttp(
     }
   }
   const { server, closeStore } = await composeServer(platform, config, catalog, logger, "http");
-  const { createHttpTransport } =
-    await (import("../transport/http/http_transport" + ".ts") as Promise<
-      typeof HttpTransport
-    >);
+  const { createHttpTransport } = await loadHttpTransport();
   const transport = createHttpTransport({
     server,
     logger,
@@ -675,8 +664,7 @@ async function readJson(host: Host, file: string, origin = ""): Promise<unknown>
     throw new ConfigError(`Cannot read "${file}"${origin}: ${(error as Error).message}`);
   }
   try {
-    const { parseJsonText } =
-      await (import("../config/json_text" + ".ts") as Promise<typeof JsonText>);
+    const { parseJsonText } = await loadJsonText();
     return parseJsonText(text, file);
   } catch (error) {
     throw new ConfigError((error as Error).message);

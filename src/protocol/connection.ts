@@ -21,6 +21,7 @@ import { agentApp } from "./routes.ts";
 import { DEFAULT_MAX_REQUESTS_IN_FLIGHT, RequestBound } from "./request_bound.ts";
 import { orderSessionMessages, type SessionOrder, streamSource } from "./session_order.ts";
 import type * as SessionSideModule from "./session_side.ts";
+import { lazyImport } from "../util/lazy_import.ts";
 
 /**
  * The session side of a connection (`./session_side.ts`): the handlers of the session methods and
@@ -228,8 +229,7 @@ export class Connection implements ConnectionContext {
 
   sessionSide(): Promise<SessionSide> {
     if (this.#loadingSide) return this.#loadingSide;
-    // The `+` keeps the session side out of Deno's start-up module graph (src/runtime/main.ts).
-    const loading = import("./session_side" + ".ts") as Promise<SessionSide>;
+    const loading = lazyImport<SessionSide>(import("./session_side" + ".ts"));
     this.#loadingSide = loading.then((side) => {
       const sessions = side.createSessionManager(this, {
         client: this.#acp.client,

@@ -1,7 +1,7 @@
 /**
  * The platform pieces the Node.js and Bun entry points share: arguments, host, stderr, deferred
  * tasks and shutdown signals on `node:process`. Apart from their stdio (the Bun entry loads no
- * `node:stream`, which takes Bun over 10 ms).
+ * `node:stream`, which is slow for Bun to load).
  *
  * @module
  */
