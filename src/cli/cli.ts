@@ -27,6 +27,7 @@ import {
   createAgentServer,
 } from "../protocol/agent_server.ts";
 import type { HttpListener, ServeHttp } from "../transport/http/http_handler.ts";
+import type { HttpTransport } from "../transport/http/http_transport.ts";
 import { type NdJsonStream, ndJsonStream } from "../transport/nd_json_stream.ts";
 import { abortableDelay } from "../util/abortable_delay.ts";
 import { VERSION } from "../util/version.ts";
@@ -149,8 +150,8 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   out.releaseLock();
   try {
     return config.http
-      ? await serveHttp(platform, config, catalog, logger)
-      : await serveStdio(platform, config, catalog, logger);
+      ? await runHttpServer(platform, config, catalog, logger)
+      : await runStdioServer(platform, config, catalog, logger);
   } catch (error) {
     if (error instanceof ConfigError) {
       platform.writeStderr(`acp-harness: ${error.message}\n`);
@@ -415,7 +416,7 @@ function delegatingToolsFor(
  * Serves ACP on stdio until stdin closes or a shutdown signal arrives: composes the server
  * (which store, which tools, which host), connects stdio to it, and shuts down.
  */
-async function serveStdio(
+async function runStdioServer(
   platform: CliPlatform,
   config: Config,
   catalog: ModelCatalog,
@@ -453,16 +454,78 @@ async function serveStdio(
  * binds the runtime's listener (`listening on <url>` goes to stderr), then on the signal stops
  * accepting, drains every connection (running turns end `cancelled`), and exits.
  */
-async function serveHttp(
+async function runHttpServer(
   platform: CliPlatform,
   config: Config,
   catalog: ModelCatalog,
   logger: Logger,
 ): Promise<number> {
   if (!platform.serveHttp) throw new ConfigError("This runtime cannot serve HTTP");
+  const { token, allowedHosts } = await httpSecurity(platform.host, config);
+  const { server, closeStore } = await composeServer(platform, config, catalog, logger, "http");
+  const { createHttpTransport } = await loadHttpTransport();
+  const transport = createHttpTransport({
+    server,
+    logger,
+    security: {
+      token,
+      allowedOrigins: config.allowedOrigins,
+      allowedHosts,
+    },
+    limits: {
+      maxBodyBytes: config.maxMessageBytes,
+      maxConnections: config.maxConnections,
+      maxConnectionsPerAddress: config.maxConnectionsPerAddress,
+      maxSessionsPerConnection: config.maxSessionsPerConnection,
+      maxBufferedBytes: config.maxBufferedBytes,
+      stallTimeoutMs: config.stallTimeout * 1000,
+      idleTimeoutMs: config.idleTimeout * 1000,
+      bodyTimeoutMs: config.bodyTimeout * 1000,
+    },
+  });
+  const served: ServedHttp = {
+    server,
+    transport,
+    listener: await listenHttp(platform.serveHttp, transport, config, closeStore),
+    closeStore,
+  };
+  platform.writeStderr(`listening on ${served.listener.url}\n`);
+  logger.info("serving ACP over HTTP", { version: VERSION, model: config.model });
+  let stopListening = (): void => {};
+  const signalled = new Promise<void>((resolve) => {
+    stopListening = platform.onShutdownSignal(() => resolve());
+  });
+  try {
+    await signalled;
+    logger.info("shutdown signal received");
+    await closeHttpServer(platform.host, served, logger);
+  } finally {
+    // Listening to the end: a second signal during the drain must not end the server early.
+    stopListening();
+  }
+  return 0;
+}
+
+/** What `serve --http` runs, for {@link closeHttpServer}. */
+interface ServedHttp {
+  readonly server: AgentServer;
+  readonly transport: HttpTransport;
+  readonly listener: HttpListener;
+  closeStore(): Promise<void>;
+}
+
+/**
+ * The bearer token and the Host headers `serve --http` accepts. An address other than loopback
+ * needs a token and `--allowed-roots`: without them any client that reaches the port could work
+ * anywhere on the machine.
+ */
+async function httpSecurity(
+  host: Host,
+  config: Config,
+): Promise<{ token: string | undefined; allowedHosts: readonly string[] | undefined }> {
   const { isLoopback, loopbackHosts } = await loadHttpSecurity();
   const token = config.token ??
-    (config.tokenFile ? await readToken(platform.host, config.tokenFile) : undefined);
+    (config.tokenFile ? await readToken(host, config.tokenFile) : undefined);
   if (!isLoopback(config.host)) {
     if (token === undefined) {
       throw new ConfigError(
@@ -477,30 +540,21 @@ async function serveHttp(
       );
     }
   }
-  const { server, closeStore } = await composeServer(platform, config, catalog, logger, "http");
-  const { createHttpTransport } = await loadHttpTransport();
-  const transport = createHttpTransport({
-    server,
-    logger,
-    security: {
-      token,
-      allowedOrigins: config.allowedOrigins,
-      allowedHosts: loopbackHosts(config.host),
-    },
-    limits: {
-      maxBodyBytes: config.maxMessageBytes,
-      maxConnections: config.maxConnections,
-      maxConnectionsPerAddress: config.maxConnectionsPerAddress,
-      maxSessionsPerConnection: config.maxSessionsPerConnection,
-      maxBufferedBytes: config.maxBufferedBytes,
-      stallTimeoutMs: config.stallTimeout * 1000,
-      idleTimeoutMs: config.idleTimeout * 1000,
-      bodyTimeoutMs: config.bodyTimeout * 1000,
-    },
-  });
-  let listener: HttpListener;
+  return { token, allowedHosts: loopbackHosts(config.host) };
+}
+
+/**
+ * Binds the runtime's listener to the configured address; when it cannot, closes what was opened
+ * for it and says why in a {@link ConfigError} (a port in use is a start-up problem, exit 2).
+ */
+async function listenHttp(
+  serveHttp: ServeHttp,
+  transport: HttpTransport,
+  config: Config,
+  closeStore: () => Promise<void>,
+): Promise<HttpListener> {
   try {
-    listener = await platform.serveHttp(transport, {
+    return await serveHttp(transport, {
       hostname: config.host,
       port: config.port,
       maxMessageBytes: config.maxMessageBytes,
@@ -515,36 +569,29 @@ async function serveHttp(
       `Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
     );
   }
-  platform.writeStderr(`listening on ${listener.url}\n`);
-  logger.info("serving ACP over HTTP", { version: VERSION, model: config.model });
-  let stopListening = (): void => {};
-  const signalled = new Promise<void>((resolve) => {
-    stopListening = platform.onShutdownSignal(() => resolve());
-  });
+}
+
+/**
+ * Shuts `serve --http` down: stops accepting at once, gives what is open the grace period to
+ * finish (turns that do not settle in it are left), stops the processes started, then closes the
+ * transport, the listener and the store.
+ */
+async function closeHttpServer(host: Host, served: ServedHttp, logger: Logger): Promise<void> {
+  const listenerClosed = served.listener.close(SHUTDOWN_GRACE_MS * 2);
+  const grace = new AbortController();
   try {
-    await signalled;
-    logger.info("shutdown signal received");
-    // Stop accepting at once; what is open gets the grace period to finish.
-    const listenerClosed = listener.close(SHUTDOWN_GRACE_MS * 2);
-    const grace = new AbortController();
-    try {
-      const settled = await Promise.race([
-        server.close().then(() => true),
-        abortableDelay(SHUTDOWN_GRACE_MS, grace.signal).then(() => false),
-      ]);
-      if (!settled) logger.warn("turns did not settle in time; exiting anyway");
-      await platform.host.stopProcesses({ graceMs: SHUTDOWN_KILL_GRACE_MS });
-      await transport.close();
-      await listenerClosed;
-      await closeStore();
-    } finally {
-      grace.abort();
-    }
+    const settled = await Promise.race([
+      served.server.close().then(() => true),
+      abortableDelay(SHUTDOWN_GRACE_MS, grace.signal).then(() => false),
+    ]);
+    if (!settled) logger.warn("turns did not settle in time; exiting anyway");
+    await host.stopProcesses({ graceMs: SHUTDOWN_KILL_GRACE_MS });
+    await served.transport.close();
+    await listenerClosed;
+    await served.closeStore();
   } finally {
-    // Listening to the end: a second signal during the drain must not end the server early.
-    stopListening();
+    grace.abort();
   }
-  return 0;
 }
 
 /** The first line of a token file, without surrounding white space. */
