@@ -12,9 +12,9 @@ import {
   createMemoryPair,
   mergeConfig,
   NodeHost,
-  parseScript,
   VERSION,
 } from "../../mod.ts";
+import { parseScript } from "../../llm.ts";
 import type { RetryPolicy } from "../../src/agent/run_turn.ts";
 import { createCatalog } from "../../src/cli/cli.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
