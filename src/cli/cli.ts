@@ -26,7 +26,7 @@ import {
   type AgentServerConnection,
   createAgentServer,
 } from "../protocol/agent_server.ts";
-import type { HttpListener, ServeHttp } from "../transport/http/http_handler.ts";
+import type { HttpListener, ListenOptions, ServeHttp } from "../transport/http/http_handler.ts";
 import type { HttpTransport } from "../transport/http/http_transport.ts";
 import { type NdJsonStream, ndJsonStream } from "../transport/nd_json_stream.ts";
 import { abortableDelay } from "../util/abortable_delay.ts";
@@ -486,7 +486,14 @@ async function runHttpServer(
   const served: ServedHttp = {
     server,
     transport,
-    listener: await listenHttp(platform.serveHttp, transport, config, closeStore),
+    listener: await listenHttp(platform.serveHttp, transport, {
+      hostname: config.host,
+      port: config.port,
+      maxMessageBytes: config.maxMessageBytes,
+      headerTimeoutMs: config.headerTimeout * 1000,
+      maxSockets: config.maxSockets,
+      maxSocketsPerAddress: config.maxSocketsPerAddress,
+    }, closeStore),
     closeStore,
   };
   platform.writeStderr(`listening on ${served.listener.url}\n`);
@@ -550,23 +557,16 @@ async function httpSecurity(
 async function listenHttp(
   serveHttp: ServeHttp,
   transport: HttpTransport,
-  config: Config,
+  options: ListenOptions,
   closeStore: () => Promise<void>,
 ): Promise<HttpListener> {
   try {
-    return await serveHttp(transport, {
-      hostname: config.host,
-      port: config.port,
-      maxMessageBytes: config.maxMessageBytes,
-      headerTimeoutMs: config.headerTimeout * 1000,
-      maxSockets: config.maxSockets,
-      maxSocketsPerAddress: config.maxSocketsPerAddress,
-    });
+    return await serveHttp(transport, options);
   } catch (error) {
     await transport.close();
     await closeStore();
     throw new ConfigError(
-      `Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
+      `Cannot listen on ${options.hostname}:${options.port}: ${(error as Error).message}`,
     );
   }
 }

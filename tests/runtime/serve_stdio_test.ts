@@ -5,18 +5,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import {
-  type AgentServer,
-  createAgentServer,
-  DEFAULT_CONFIG,
-  ndJsonStream,
-  nullLogger,
-  VERSION,
-} from "../../mod.ts";
-import { NodeHost } from "../../host.ts";
-import { ModelCatalog } from "../../llm.ts";
+import { type AgentServer, ndJsonStream, VERSION } from "../../mod.ts";
 import { serveStdio } from "../../stdio.ts";
-import { MemorySessionStore } from "../../store.ts";
 import {
   type AcpTestClient,
   exitWithin,
@@ -24,6 +14,7 @@ import {
   spawnAgent,
 } from "../_helpers/acp_client.ts";
 import { BUN, DENO, ROOT } from "../_helpers/runtimes.ts";
+import { createTestAgentServer } from "../_helpers/server.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
 
 /** Two byte pipes: a client on one end, `serveStdio` on the other. */
@@ -38,17 +29,9 @@ function pipes(): {
   return { client, input: toServer.readable, output: toClient.writable };
 }
 
+/** A server of the test kit's (offline models, sessions in memory). */
 function echoServer(): AgentServer {
-  const store = new MemorySessionStore();
-  return createAgentServer({
-    config: DEFAULT_CONFIG,
-    catalog: new ModelCatalog(),
-    host: new NodeHost(),
-    logger: nullLogger,
-    version: VERSION,
-    store,
-    attachments: store.attachments,
-  });
+  return createTestAgentServer().server;
 }
 
 Deno.test("serveStdio() serves a prompt on the given streams and ends when the input ends", async () => {
