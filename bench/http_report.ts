@@ -287,7 +287,7 @@ function renderStartup({ rows, graph, tally }: HttpSectionOptions): string {
     "the runtime listeners (`src/runtime/*_http.ts`, `http_common.ts`), `hono`, " +
     "`@hono/node-server`, `ws` and the SDK's `experimental/server`. Target: none of it at " +
     "start-up but at most `src/transport/http/http_security.ts`, the loopback checks the CLI " +
-    "runs on its settings (`isLoopback`, `loopbackHosts`, now imported by `src/cli.ts` only " +
+    "runs on its settings (`isLoopback`, `loopbackHosts`, now imported by `src/cli/cli.ts` only " +
     "when `--http` or a host is set), a module with no imports. " +
     (typeof graph === "string"
       ? `The graphs could not be read: ${graph}.`

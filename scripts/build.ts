@@ -8,14 +8,33 @@
  *
  * With `--package`, or under `npm pack` / `npm publish` (npm runs `prepack`, which runs this
  * before packing; `prepare` runs it after `npm install` in a clone, and is left out of the packed
- * manifest by `scripts/pack_manifest.ts`), it also builds what the npm package exports: the
- * library API of `mod.ts` as ESM, `dist/mod.js` (its lazy parts in `dist/chunks/` too), and its
- * type declarations in one file, `dist/mod.d.ts` (see `scripts/build_declarations.ts`).
+ * manifest by `scripts/pack_manifest.ts`), it also builds what the npm package exports, the same
+ * entries as JSR's (see {@link PACKAGE_ENTRIES}): each as ESM, `dist/<name>.js` (the code they
+ * share and their lazy parts in `dist/chunks/` too), with its type declarations,
+ * `dist/<name>.d.ts` (see `scripts/build_declarations.ts`).
  *
  * @module
  */
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { build, type BuildOptions, type Plugin } from "./esbuild.ts";
+
+/**
+ * The entries of the npm package, by subpath: the source each is built from (the file that
+ * `deno.json` exports at that subpath) and its name in `dist/`. `./cli` is `cli_main`, as
+ * `dist/cli.js` is the bin (which runs the program when loaded; the entry only exports `main`).
+ */
+export const PACKAGE_ENTRIES: Readonly<
+  Record<string, { readonly source: string; readonly output: string }>
+> = {
+  ".": { source: "mod.ts", output: "mod" },
+  "./server": { source: "server.ts", output: "server" },
+  "./llm": { source: "llm.ts", output: "llm" },
+  "./tools": { source: "tools.ts", output: "tools" },
+  "./store": { source: "store.ts", output: "store" },
+  "./host": { source: "host.ts", output: "host" },
+  "./stdio": { source: "stdio.ts", output: "stdio" },
+  "./cli": { source: "cli.ts", output: "cli_main" },
+};
 
 /**
  * Keeps the code start-up runs in one shared chunk. esbuild puts each module in a chunk named by
@@ -106,17 +125,20 @@ export function cliBuildOptions(root: string, outdir: string): BuildOptions {
 }
 
 /**
- * The esbuild options of the library bundle, `mod.js`: the exports of `mod.ts` with every
- * dependency inside, for Node.js 20+ and Bun. `import.meta.main` is defined as `false`, so
- * importing the bundle never starts the command line (and the runtime entry points are left out).
+ * The esbuild options of the library bundles, one per entry of {@link PACKAGE_ENTRIES}
+ * (`mod.js`, `llm.js`, …): the exports of each entry with every dependency inside, for Node.js
+ * 20+ and Bun. `import.meta.main` is defined as `false`, so importing a bundle never starts the
+ * command line (`./cli` runs it when its `main` is called).
  *
  * @param root The repository root, with a trailing slash
- * @param outdir Where `mod.js` and `chunks/` go
+ * @param outdir Where the bundles and `chunks/` go
  * @returns The options
  */
 export function libraryBuildOptions(root: string, outdir: string): BuildOptions {
   return {
-    entryPoints: { mod: `${root}mod.ts` },
+    entryPoints: Object.fromEntries(
+      Object.values(PACKAGE_ENTRIES).map((entry) => [entry.output, `${root}${entry.source}`]),
+    ),
     bundle: true,
     splitting: true,
     minify: true,
@@ -141,14 +163,19 @@ if (import.meta.main) {
     npmCommand === "publish";
   // Chunks of an earlier build would pile up (their names carry content hashes). The compiled
   // binary (dist/bin, `deno task compile`) is not this build's and stays.
-  for (const output of ["chunks", "cli.js", "mod.js", "mod.d.ts"]) {
+  // The TypeScript compiler is loaded only by `declarationFiles`: the plain build stays quick.
+  const { declarationFiles, SHARED_DECLARATIONS } = await import("./build_declarations.ts");
+  const outputs = ["chunks", "cli.js", SHARED_DECLARATIONS];
+  for (const { output } of Object.values(PACKAGE_ENTRIES)) {
+    outputs.push(`${output}.js`, `${output}.d.ts`);
+  }
+  for (const output of outputs) {
     await rm(`${root}dist/${output}`, { recursive: true, force: true });
   }
   await build(cliBuildOptions(root, `${root}dist`));
   if (forPackage) {
     await build(libraryBuildOptions(root, `${root}dist`));
-    // The TypeScript compiler is loaded only here: the plain build stays quick.
-    const { declarationBundle } = await import("./build_declarations.ts");
-    await writeFile(`${root}dist/mod.d.ts`, declarationBundle(root));
+    const files = await declarationFiles(root, Object.values(PACKAGE_ENTRIES));
+    for (const [name, text] of files) await writeFile(`${root}dist/${name}`, text);
   }
 }

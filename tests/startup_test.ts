@@ -31,7 +31,7 @@ const LAZY_SOURCES: readonly RegExp[] = [
   /^src\/transport\/http\//,
   /^src\/store\/postgres\//,
   /^src\/llm\/(openai_chat|anthropic_messages|http_provider_core|event_stream|post_json|provider_errors|sse)\.ts$/,
-  /^src\/(models_command|copy_sessions_command)\.ts$/,
+  /^src\/cli\/(models_command|copy_sessions_command)\.ts$/,
   /^src\/config\/json_text\.ts$/,
   /^src\/runtime\/\w+_http\.ts$/,
 ];
@@ -101,7 +101,7 @@ Deno.test("deno run mod.ts reads none of the lazy modules before it starts", asy
   assert.deepEqual(lazyAmong(readFiles.map(relative)), []);
   assert.deepEqual(lazyAmong([...graph.startup].map(relative)), []);
   // The entry and the runtime dispatch are there, and so is what answers `initialize`.
-  for (const needed of ["src/runtime/main.ts", "src/cli.ts", "src/protocol/routes.ts"]) {
+  for (const needed of ["src/runtime/main.ts", "src/cli/cli.ts", "src/protocol/routes.ts"]) {
     assert.ok(graph.startup.has(`file://${ROOT}/${needed}`), needed);
   }
 });
@@ -114,7 +114,7 @@ Deno.test("bun mod.ts loads no node:stream before it answers initialize (over 10
     `file://${ROOT}/src/runtime/main.ts`,
     `file://${ROOT}/src/runtime/bun.ts`,
   ], false);
-  assert.ok(loaded.has(`file://${ROOT}/src/cli.ts`), "the Bun entry imports the CLI");
+  assert.ok(loaded.has(`file://${ROOT}/src/cli/cli.ts`), "the Bun entry imports the CLI");
   assert.deepEqual([...loaded].filter((specifier) => specifier.startsWith("node:stream")), []);
 });
 

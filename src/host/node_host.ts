@@ -14,6 +14,7 @@ import process from "node:process";
 import { fsPromises, fsSync, preloadFs } from "./_fs.ts";
 import { NodeDurableFiles } from "./node_durable_files.ts";
 import { NodeFiles } from "./node_files.ts";
+import { lazyImport } from "../util/lazy_import.ts";
 import type * as NodeProcessesModule from "./node_processes.ts";
 import type { NodeProcesses } from "./node_processes.ts";
 import type {
@@ -67,8 +68,7 @@ export class NodeHost implements Host {
   /** The process part, loaded by the first process started or supervised. */
   #loadProcesses(): Promise<NodeProcesses> {
     if (this.#processes) return this.#processes;
-    // The `+` keeps this part out of Deno's start-up module graph (see src/runtime/main.ts).
-    const loading = import("./node_processes" + ".ts") as Promise<typeof NodeProcessesModule>;
+    const loading = lazyImport<typeof NodeProcessesModule>(import("./node_processes" + ".ts"));
     this.#processes = loading.then(({ NodeProcesses }) => new NodeProcesses(this.#env));
     return this.#processes;
   }

@@ -13,6 +13,7 @@ import {
 } from "./provider.ts";
 import { type Script, ScriptedProvider } from "./scripted.ts";
 import { describeNetworkError } from "../util/network_error.ts";
+import { lazyImport } from "../util/lazy_import.ts";
 
 /** What the server knows about one model. */
 export interface ModelInfo {
@@ -425,16 +426,14 @@ export class ModelCatalog {
         ...(fetchImpl ? { fetch: fetchImpl } : {}),
       };
       if (spec.api === "anthropic-messages") {
-        // The `+` keeps the providers out of Deno's start-up module graph (src/runtime/main.ts).
-        const { AnthropicMessagesProvider } =
-          await (import("./anthropic_messages" + ".ts") as Promise<
-            typeof AnthropicMessages
-          >);
+        const { AnthropicMessagesProvider } = await lazyImport<typeof AnthropicMessages>(
+          import("./anthropic_messages" + ".ts"),
+        );
         return new AnthropicMessagesProvider(common);
       }
-      const { OpenAiChatProvider } = await (import("./openai_chat" + ".ts") as Promise<
-        typeof OpenAiChat
-      >);
+      const { OpenAiChatProvider } = await lazyImport<typeof OpenAiChat>(
+        import("./openai_chat" + ".ts"),
+      );
       return new OpenAiChatProvider({
         ...common,
         ...(spec.maxTokensField ? { maxTokensField: spec.maxTokensField } : {}),

@@ -1,7 +1,7 @@
-import type * as HttpListener from "./bun_http.ts";
 import process from "node:process";
-import { runCli } from "../cli.ts";
+import { runCli } from "../cli/cli.ts";
 import { nodePlatformBase } from "./node_platform.ts";
+import { loadBunHttp } from "./lazy.ts";
 
 /** Bun's writer of a file or pipe (`Bun.stdout.writer()`). */
 interface BunFileSink {
@@ -21,20 +21,15 @@ interface BunGlobal {
 /**
  * Runs the CLI on Bun and exits with its code: stdin is Bun's own stream, stdout its own writer.
  * `process.stdout` through `node:stream` would do too, but loading `node:stream` and making
- * `process.stdout` took Bun about 15 ms of its start-up here, before `initialize` could be
- * answered; Bun's writer takes under 1 ms. A write waits until the pipe has taken it, without
- * blocking the process.
+ * `process.stdout` is a large part of Bun's start-up, before `initialize` can be answered, and
+ * Bun's writer costs next to nothing (bench/RESULTS.md). A write waits until the pipe has taken
+ * it, without blocking the process.
  */
 export async function main(): Promise<void> {
   const bun = (globalThis as unknown as { Bun: BunGlobal }).Bun;
   const code = await runCli({
     ...nodePlatformBase(),
-    serveHttp: async (handler, options) =>
-      // The `+` keeps the HTTP listener out of Deno's start-up module graph (./main.ts).
-      await (await (import("./bun_http" + ".ts") as Promise<typeof HttpListener>)).serveHttp(
-        handler,
-        options,
-      ),
+    serveHttp: async (handler, options) => (await loadBunHttp()).serveHttp(handler, options),
     stdin: bun.stdin.stream(),
     stdout: sinkWritable(bun.stdout.writer()),
   });

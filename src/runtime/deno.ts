@@ -1,10 +1,10 @@
-import type * as HttpListener from "./deno_http.ts";
 import process from "node:process";
 import { Socket } from "node:net";
 import { Readable, Writable } from "node:stream";
 import { setImmediate } from "node:timers";
-import { runCli } from "../cli.ts";
+import { runCli } from "../cli/cli.ts";
 import { NodeHost } from "../host/node_host.ts";
+import { loadDenoHttp } from "./lazy.ts";
 
 /**
  * Runs the CLI on Deno and exits with its code.
@@ -14,8 +14,8 @@ import { NodeHost } from "../host/node_host.ts";
  * thread. Deno 2.9's `process.stdout` writes synchronously, so a write larger than the room left
  * in the pipe (64 KiB on Linux), such as a `session/load` replay batch, held the whole server
  * until the client read it. `Deno.stdout.writable` does not block but hands every write to a
- * thread and back; with `process.stdin` for reading, that cost about a third of a prompt's round
- * trip here. A file or a terminal keeps `process.stdin` and `Deno.stdout.writable`.
+ * thread and back, which with `process.stdin` for reading made every prompt's round trip slower
+ * (bench/RESULTS.md). A file or a terminal keeps `process.stdin` and `Deno.stdout.writable`.
  */
 export async function main(): Promise<void> {
   const encoder = new TextEncoder();
@@ -35,12 +35,7 @@ export async function main(): Promise<void> {
     writeStderr: (text) => void Deno.stderr.writeSync(encoder.encode(text)),
     stderrIsTerminal: Deno.stderr.isTerminal(),
     defer: (task) => void setImmediate(task),
-    serveHttp: async (handler, options) =>
-      // The `+` keeps the HTTP listener out of Deno's start-up module graph (./main.ts).
-      await (await (import("./deno_http" + ".ts") as Promise<typeof HttpListener>)).serveHttp(
-        handler,
-        options,
-      ),
+    serveHttp: async (handler, options) => (await loadDenoHttp()).serveHttp(handler, options),
     onShutdownSignal(handler) {
       for (const signal of signals) Deno.addSignalListener(signal, handler);
       return () => {

@@ -1,13 +1,13 @@
 /**
  * The platform pieces the Node.js and Bun entry points share: arguments, host, stderr, deferred
  * tasks and shutdown signals on `node:process`. Apart from their stdio (the Bun entry loads no
- * `node:stream`, which takes Bun over 10 ms).
+ * `node:stream`, which is slow for Bun to load).
  *
  * @module
  */
 import process from "node:process";
 import { setImmediate } from "node:timers";
-import type { CliPlatform } from "../cli.ts";
+import type { CliPlatform } from "../cli/cli.ts";
 import { NodeHost } from "../host/node_host.ts";
 
 /**

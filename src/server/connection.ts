@@ -17,6 +17,7 @@ import { RequestBound } from "../protocol/request_bound.ts";
 import type { ServerSettings } from "./server_settings.ts";
 import { orderSessionMessages, type SessionOrder, streamSource } from "./session_order.ts";
 import type * as SessionSideModule from "./connection_sessions.ts";
+import { lazyImport } from "../util/lazy_import.ts";
 
 /**
  * The session side of a connection (`./connection_sessions.ts`): the handlers of the session
@@ -166,8 +167,7 @@ export class Connection implements ConnectionContext {
 
   sessionSide(): Promise<SessionSide> {
     if (this.#loadingSide) return this.#loadingSide;
-    // The `+` keeps the session side out of Deno's start-up module graph (src/runtime/main.ts).
-    const loading = import("./connection_sessions" + ".ts") as Promise<SessionSide>;
+    const loading = lazyImport<SessionSide>(import("./connection_sessions" + ".ts"));
     this.#loadingSide = loading.then((side) => {
       const sessions = side.createSessionManager(this, {
         client: this.#acp.client,

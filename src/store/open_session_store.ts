@@ -13,6 +13,7 @@ import { MemoryAttachmentStore } from "./memory_attachment_store.ts";
 import { MemorySessionStore } from "./memory_session_store.ts";
 import type * as PostgresStore from "./postgres/postgres_store.ts";
 import type { AttachmentStore, SessionStore } from "./session_store.ts";
+import { lazyImport } from "../util/lazy_import.ts";
 
 /** A session store and its attachment store, open until {@link OpenedSessionStore.close}. */
 export interface OpenedSessionStore {
@@ -113,11 +114,7 @@ export async function openSessionStore(
       close: () => Promise.resolve(),
     };
   }
-  // The `+` keeps PostgreSQL out of Deno's start-up module graph (see src/runtime/main.ts).
-  const { openPostgresStore, redactUrl } =
-    await (import("./postgres/postgres_store" + ".ts") as Promise<
-      typeof PostgresStore
-    >);
+  const { openPostgresStore, redactUrl } = await loadPostgresStore();
   const description = redactUrl(options.location);
   try {
     const opened = await openPostgresStore({
@@ -150,4 +147,9 @@ export async function openSessionStore(
         : `Cannot open the PostgreSQL store at ${description}: ${message}`,
     );
   }
+}
+
+/** The PostgreSQL store and its driver, loaded by the first `postgres://` location. */
+function loadPostgresStore(): Promise<typeof PostgresStore> {
+  return lazyImport<typeof PostgresStore>(import("./postgres/postgres_store" + ".ts"));
 }

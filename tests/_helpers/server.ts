@@ -13,10 +13,10 @@ import {
   DEFAULT_SERVER_SETTINGS,
   mergeConfig,
   NodeHost,
-  parseScript,
 } from "../../mod.ts";
+import { parseScript } from "../../llm.ts";
 import type { RetryPolicy } from "../../src/agent/run_turn.ts";
-import { createCatalog } from "../../src/cli.ts";
+import { createCatalog } from "../../src/cli/cli.ts";
 import { settingsOf } from "../../src/cli/cli_settings.ts";
 import type { SessionServices } from "../../src/session/session_services.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";

@@ -1,6 +1,7 @@
 /**
- * The JSR side of the package: the entry files deno.json exports are published, and the subpath
- * entries are smaller views of the package root; deno.json's import map (what `deno install -g`
+ * The JSR side of the package: the entry files deno.json exports are published, the npm package
+ * exports the same subpaths from the same files, `./server` is a view of the package root and
+ * `./stdio` and `./cli` export what they are for; deno.json's import map (what `deno install -g`
  * and JSR resolve the npm packages by) agrees with package.json; the root manifest, whose
  * packages `deno run -A mod.ts` installs, holds no development tool.
  *
@@ -10,6 +11,20 @@ import assert from "node:assert/strict";
 import { readdir, readFile } from "node:fs/promises";
 import { ROOT } from "../_helpers/runtimes.ts";
 
+import { PACKAGE_ENTRIES } from "../../scripts/build.ts";
+
+/** The entries of the package, by subpath, in the order deno.json lists them. */
+const ENTRIES: Readonly<Record<string, string>> = {
+  ".": "./mod.ts",
+  "./server": "./server.ts",
+  "./llm": "./llm.ts",
+  "./tools": "./tools.ts",
+  "./store": "./store.ts",
+  "./host": "./host.ts",
+  "./stdio": "./stdio.ts",
+  "./cli": "./cli.ts",
+};
+
 const config = JSON.parse(await readFile(`${ROOT}deno.json`, "utf8")) as {
   imports: Record<string, string>;
   exports: Record<string, string>;
@@ -17,11 +32,32 @@ const config = JSON.parse(await readFile(`${ROOT}deno.json`, "utf8")) as {
   tasks: Record<string, string>;
 };
 
-Deno.test("deno.json exports ., ./server and ./stdio, each a published file", () => {
-  assert.deepEqual(Object.keys(config.exports), [".", "./server", "./stdio"]);
+Deno.test("deno.json exports the root and the subpath entries, each a published file", () => {
+  assert.deepEqual(config.exports, ENTRIES);
   for (const path of Object.values(config.exports)) {
     assert.ok(config.publish.include.includes(path.replace(/^\.\//, "")), path);
   }
+});
+
+Deno.test("the npm package exports the same subpaths as JSR, each built from the same file", async () => {
+  const npm = JSON.parse(await readFile(`${ROOT}package.json`, "utf8")) as {
+    exports: Record<string, { types: string; import: string }>;
+  };
+  assert.deepEqual(Object.keys(npm.exports), Object.keys(ENTRIES));
+  assert.deepEqual(Object.keys(PACKAGE_ENTRIES), Object.keys(ENTRIES));
+  for (const [subpath, source] of Object.entries(ENTRIES)) {
+    const entry = PACKAGE_ENTRIES[subpath];
+    assert.equal(`./${entry?.source}`, source, subpath);
+    assert.deepEqual(npm.exports[subpath], {
+      types: `./dist/${entry?.output}.d.ts`,
+      import: `./dist/${entry?.output}.js`,
+    }, subpath);
+  }
+});
+
+Deno.test("deno task ok lints the docs of every entry", () => {
+  const files = Object.values(ENTRIES).map((path) => path.replace(/^\.\//, ""));
+  assert.match(config.tasks["ok"] ?? "", new RegExp(`deno doc --lint ${files.join(" ")} `));
 });
 
 Deno.test("./server exports the package root's values, nothing of its own", async () => {
@@ -33,10 +69,13 @@ Deno.test("./server exports the package root's values, nothing of its own", asyn
   }
 });
 
-Deno.test("./stdio exports the command line's main and starts nothing when imported", async () => {
+Deno.test("./stdio exports serveStdio, ./cli the command line's main; neither starts anything", async () => {
   const stdio = await import("../../stdio.ts");
-  assert.deepEqual(Object.keys(stdio), ["main"]);
-  assert.equal(typeof stdio.main, "function");
+  assert.deepEqual(Object.keys(stdio), ["serveStdio"]);
+  assert.equal(typeof stdio.serveStdio, "function");
+  const cli = await import("../../cli.ts");
+  assert.deepEqual(Object.keys(cli), ["main"]);
+  assert.equal(typeof cli.main, "function");
 });
 
 Deno.test("tasks run the Deno that runs them, not a node_modules path", () => {
@@ -52,7 +91,7 @@ const manifest = JSON.parse(await readFile(`${ROOT}package.json`, "utf8")) as {
 
 /** The npm packages the sources import by bare name (`x`, `@scope/x`, and their subpaths). */
 async function importedPackages(): Promise<Set<string>> {
-  const files = ["mod.ts", "server.ts", "stdio.ts"];
+  const files = Object.values(ENTRIES).map((path) => path.replace(/^\.\//, ""));
   for (const entry of await readdir(`${ROOT}src`, { recursive: true })) {
     if (entry.endsWith(".ts")) files.push(`src/${entry}`);
   }

@@ -1,7 +1,8 @@
 /**
  * The npm package as its users get it: packed with `npm pack` (whose `prepack` runs the build),
  * installed from the tarball into an empty project with no network, then run as `npx`, as the
- * installed bin on Node.js and through `bun x`, and imported as a library on Node.js and Bun.
+ * installed bin on Node.js and through `bun x`, and imported as a library on Node.js and Bun, by
+ * every subpath JSR has too (`acp-harness/llm`, …).
  *
  * The build runs in a staging copy of the sources, not in the checkout: it rebuilds `dist/`, which
  * other tests run meanwhile.
@@ -14,6 +15,7 @@ import { cp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises"
 import { join } from "node:path";
 import process from "node:process";
 import * as library from "../../mod.ts";
+import { PACKAGE_ENTRIES } from "../../scripts/build.ts";
 import { VERSION } from "../../src/util/version.ts";
 import { exitWithin, spawnAgent } from "../_helpers/acp_client.ts";
 import { ROOT, RUNTIMES } from "../_helpers/runtimes.ts";
@@ -25,9 +27,7 @@ const TSC = `${ROOT}scripts/tools/node_modules/typescript/bin/tsc`;
 const SOURCES = [
   "package.json",
   "deno.json",
-  "mod.ts",
-  "server.ts",
-  "stdio.ts",
+  ...Object.values(PACKAGE_ENTRIES).map((entry) => entry.source),
   "src",
   "scripts",
   "README.md",
@@ -146,17 +146,22 @@ async function initializeThrough(
   }
 }
 
-/** A consumer of the library: serves `initialize` in-process and prints what it saw. */
+/** The package's import specifiers by subpath: `acp-harness`, `acp-harness/llm`, … */
+const SPECIFIERS: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.keys(PACKAGE_ENTRIES).map((subpath) => [subpath, `acp-harness${subpath.slice(1)}`]),
+);
+
+/**
+ * A consumer of the library: serves `initialize` in-process and prints what it saw, the names
+ * each subpath exports included.
+ */
 const CONSUMER_MJS = `import * as harness from "acp-harness";
-import {
-  createAgentServer, createMemoryPair, DEFAULT_CONFIG, MemorySessionStore, ModelCatalog, NodeHost,
-  nullLogger, VERSION,
-} from "acp-harness";
-const store = new MemorySessionStore();
-const server = createAgentServer({
-  config: DEFAULT_CONFIG, catalog: new ModelCatalog(), host: new NodeHost(), logger: nullLogger,
-  version: VERSION, store, attachments: store.attachments,
-});
+import { createAgentServer, createMemoryPair, NodeHost, VERSION } from "acp-harness";
+const subpaths = {};
+for (const [subpath, specifier] of Object.entries(${JSON.stringify(SPECIFIERS)})) {
+  subpaths[subpath] = Object.keys(await import(specifier)).sort();
+}
+const server = createAgentServer({ host: new NodeHost() });
 const [serverSide, clientSide] = createMemoryPair();
 const connection = server.connect(serverSide);
 const writer = clientSide.writable.getWriter();
@@ -168,22 +173,37 @@ const { value } = await reader.read();
 await writer.close();
 await connection.closed;
 await server.close();
-console.log(JSON.stringify({ version: VERSION, exports: Object.keys(harness).sort(), answer: value }));
+console.log(JSON.stringify({
+  version: VERSION, exports: Object.keys(harness).sort(), subpaths, answer: value,
+}));
 `;
 
-/** The same use from TypeScript, type-checked against the package's declarations. */
+/**
+ * The same use from TypeScript, type-checked against the package's declarations; the parts come
+ * from the subpaths (a class from one is the same type in another), the server from the root.
+ */
 const CONSUMER_TS = `import {
-  type AgentServer, createAgentServer, createMemoryPair, MemorySessionStore, ModelCatalog, NodeHost,
-  nullLogger, type Tool, VERSION,
+  type AgentServer, createAgentServer, createMemoryPair, nullLogger, VERSION,
 } from "acp-harness";
+import { main } from "acp-harness/cli";
+import { type Host, NodeHost } from "acp-harness/host";
+import { type LlmProvider, ModelCatalog, parseScript, ScriptedProvider } from "acp-harness/llm";
+import { serveStdio } from "acp-harness/stdio";
+import { MemorySessionStore, type SessionStore } from "acp-harness/store";
+import { builtinTools, type Tool } from "acp-harness/tools";
 const store = new MemorySessionStore();
+const sessions: SessionStore = store;
+const host: Host = new NodeHost();
 const server: AgentServer = createAgentServer({
-  catalog: new ModelCatalog(), host: new NodeHost(), logger: nullLogger,
-  version: VERSION, store, attachments: store.attachments,
+  catalog: new ModelCatalog(), host, logger: nullLogger,
+  version: VERSION, store: sessions, attachments: store.attachments,
 });
 const [serverSide] = createMemoryPair();
 export const closed: Promise<void> = server.connect(serverSide).closed;
-export const tools: readonly Tool[] = [];
+export const tools: readonly Tool[] = builtinTools();
+export const provider: LlmProvider = new ScriptedProvider(parseScript([{ text: "hi" }]));
+export const serve: (options: { server: AgentServer }) => Promise<void> = serveStdio;
+export const run: () => Promise<void> = main;
 export const version: string = VERSION;
 `;
 
@@ -238,7 +258,11 @@ Deno.test("npm package: packs, installs offline, runs on Node.js and Bun, import
   await t.step("the tarball holds the bundles and their declarations, no sources", async () => {
     const listing = await runOk("tar", ["-tzf", tarball], { cwd: packs, env, timeoutMs: 10_000 });
     const files = listing.stdout.trim().split("\n").map((entry) => entry.replace(/^package\//, ""));
-    for (const needed of ["dist/cli.js", "dist/mod.js", "dist/mod.d.ts", ...TOP_LEVEL]) {
+    const entries = Object.values(PACKAGE_ENTRIES).flatMap(({ output }) => [
+      `dist/${output}.js`,
+      `dist/${output}.d.ts`,
+    ]);
+    for (const needed of ["dist/cli.js", "dist/_declarations.d.ts", ...entries, ...TOP_LEVEL]) {
       assert.ok(files.includes(needed), `${needed} is in the tarball`);
     }
     const stray = files.filter((file) => !file.startsWith("dist/") && !TOP_LEVEL.includes(file));
@@ -320,10 +344,19 @@ Deno.test("npm package: packs, installs offline, runs on Node.js and Bun, import
       const seen = JSON.parse(result.stdout) as {
         version: string;
         exports: string[];
+        subpaths: Record<string, string[]>;
         answer: { id: number; result: { agentInfo: unknown } };
       };
       assert.equal(seen.version, VERSION);
       assert.deepEqual(seen.exports, Object.keys(library).sort(), "the exports of mod.ts");
+      for (const [subpath, { source }] of Object.entries(PACKAGE_ENTRIES)) {
+        const entry = await import(`../../${source}`) as Record<string, unknown>;
+        assert.deepEqual(
+          seen.subpaths[subpath],
+          Object.keys(entry).sort(),
+          `the exports of ${source}`,
+        );
+      }
       assert.equal(seen.answer.id, 1);
       assert.deepEqual(seen.answer.result.agentInfo, {
         name: "acp-harness",

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { readdir, readFile } from "node:fs/promises";
 import { mergeConfig, NodeHost } from "../../mod.ts";
-import { createCatalog } from "../../src/cli.ts";
+import { createCatalog } from "../../src/cli/cli.ts";
 import { nullLogger } from "../../src/log/logger.ts";
 import type { SessionUpdate } from "../../src/transport/acp_types.ts";
 import { SessionStateError } from "../../src/session/session.ts";

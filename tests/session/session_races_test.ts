@@ -16,10 +16,10 @@ import {
   createMemoryPair,
   mergeConfig,
   NodeHost,
-  parseScript,
   type Stream,
 } from "../../mod.ts";
-import { createCatalog } from "../../src/cli.ts";
+import { parseScript } from "../../llm.ts";
+import { createCatalog } from "../../src/cli/cli.ts";
 import { settingsOf } from "../../src/cli/cli_settings.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
 import type { SessionStore } from "../../src/store/session_store.ts";

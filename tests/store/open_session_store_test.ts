@@ -3,7 +3,7 @@ import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { NodeHost } from "../../mod.ts";
 import { nullLogger } from "../../src/log/logger.ts";
-import { runCopySessions } from "../../src/copy_sessions_command.ts";
+import { runCopySessions } from "../../src/cli/copy_sessions_command.ts";
 import { ConfigError } from "../../src/config/value_types.ts";
 import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
 import { MEMORY_STORE, openSessionStore } from "../../src/store/open_session_store.ts";

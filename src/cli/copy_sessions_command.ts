@@ -8,22 +8,22 @@
  *
  * @module
  */
-import type { Host } from "./host/host.ts";
-import type { Logger } from "./log/logger.ts";
-import { ConfigError } from "./config/value_types.ts";
+import type { Host } from "../host/host.ts";
+import type { Logger } from "../log/logger.ts";
+import { ConfigError } from "../config/value_types.ts";
 import {
   MEMORY_STORE,
   type OpenedSessionStore,
   openSessionStore,
-} from "./store/open_session_store.ts";
+} from "../store/open_session_store.ts";
 import type {
   LoadedSession,
   SessionStore,
   StoredEvent,
   StoredRecord,
   UnreadableSession,
-} from "./store/session_store.ts";
-import { CorruptSessionLogError } from "./store/store_errors.ts";
+} from "../store/session_store.ts";
+import { CorruptSessionLogError } from "../store/store_errors.ts";
 
 /** Sessions between two progress lines. */
 const PROGRESS_EVERY = 100;

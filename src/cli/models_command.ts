@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { DiscoveryResult, ModelListing } from "./llm/catalog.ts";
+import type { DiscoveryResult, ModelListing } from "../llm/catalog.ts";
 
 /** One model as `acp-harness models --json` prints it. */
 export interface ModelsJsonEntry extends ModelListing {

@@ -4,43 +4,43 @@ import {
   configFromEnv,
   configFromFile,
   mergeConfig,
-} from "./config/config.ts";
-import { parseArgs } from "./config/args.ts";
-import { USAGE } from "./config/usage.ts";
-// The JSON reader (config and script files), the commands and the HTTP transport are imported
-// when they run; the `+` in their specifiers keeps them out of Deno's start-up module graph (see
-// src/runtime/main.ts).
-import type * as JsonText from "./config/json_text.ts";
-import type * as CopySessionsCommand from "./copy_sessions_command.ts";
-import type * as ModelsCommand from "./models_command.ts";
-import type * as DelegateTool from "./delegation/delegate_tool.ts";
-import type * as BuiltinTools from "./tools/builtin_tools.ts";
-import type { ToolSetFactory } from "./session/tool_set_factory.ts";
+} from "../config/config.ts";
+import { parseArgs } from "../config/args.ts";
+import { USAGE } from "../config/usage.ts";
+import type { ToolSetFactory } from "../session/tool_set_factory.ts";
 import {
   DELEGATION_DEPTH_ENV,
   mayDelegate,
   readDelegationDepth,
-} from "./delegation/delegation_depth.ts";
-import type * as HttpSecurity from "./transport/http/http_security.ts";
-import type * as HttpTransport from "./transport/http/http_transport.ts";
-import type { Host } from "./host/host.ts";
-import { ModelCatalog } from "./llm/catalog.ts";
-import { builtinProviders, type ProviderSpec } from "./llm/presets.ts";
-import { parseScript, type Script } from "./llm/scripted.ts";
-import { createLogger, type Logger } from "./log/logger.ts";
-import { isPostgresUrl, MEMORY_STORE, openSessionStore } from "./store/open_session_store.ts";
-import { normalizePath } from "./tools/posix_path.ts";
-import { isAbsolutePath } from "./util/path.ts";
+} from "../delegation/delegation_depth.ts";
+import type { Host } from "../host/host.ts";
+import { ModelCatalog } from "../llm/catalog.ts";
+import { builtinProviders, type ProviderSpec } from "../llm/presets.ts";
+import { parseScript, type Script } from "../llm/scripted.ts";
+import { createLogger, type Logger } from "../log/logger.ts";
+import { isPostgresUrl, MEMORY_STORE, openSessionStore } from "../store/open_session_store.ts";
+import { normalizePath } from "../tools/posix_path.ts";
+import { isAbsolutePath } from "../util/path.ts";
 import {
   type AgentServer,
   type AgentServerConnection,
   createAgentServer,
-} from "./server/agent_server.ts";
-import type { HttpListener, ServeHttp } from "./transport/http/http_handler.ts";
-import { type NdJsonStream, ndJsonStream } from "./transport/nd_json_stream.ts";
-import { abortableDelay } from "./util/abortable_delay.ts";
-import { VERSION } from "./util/version.ts";
-import { settingsOf } from "./cli/cli_settings.ts";
+} from "../server/agent_server.ts";
+import type { HttpListener, ListenOptions, ServeHttp } from "../transport/http/http_handler.ts";
+import type { HttpTransport } from "../transport/http/http_transport.ts";
+import { type NdJsonStream, ndJsonStream } from "../transport/nd_json_stream.ts";
+import { abortableDelay } from "../util/abortable_delay.ts";
+import { VERSION } from "../util/version.ts";
+import { settingsOf } from "./cli_settings.ts";
+import {
+  loadBuiltinTools,
+  loadCopySessionsCommand,
+  loadDelegateTool,
+  loadHttpSecurity,
+  loadHttpTransport,
+  loadJsonText,
+  loadModelsCommand,
+} from "./lazy.ts";
 
 /** What a runtime entry point hands the CLI. */
 export interface CliPlatform {
@@ -151,8 +151,8 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   out.releaseLock();
   try {
     return config.http
-      ? await serveHttp(platform, config, catalog, logger)
-      : await serveStdio(platform, config, catalog, logger);
+      ? await runHttpServer(platform, config, catalog, logger)
+      : await runStdioServer(platform, config, catalog, logger);
   } catch (error) {
     if (error instanceof ConfigError) {
       platform.writeStderr(`acp-harness: ${error.message}\n`);
@@ -174,9 +174,7 @@ async function copySessionsCommand(
   command: { readonly from: string; readonly to: string },
 ): Promise<number> {
   try {
-    const { runCopySessions } = await (import("./copy_sessions_command" + ".ts") as Promise<
-      typeof CopySessionsCommand
-    >);
+    const { runCopySessions } = await loadCopySessionsCommand();
     const result = await runCopySessions({
       from: resolveLocation(command.from, platform.host),
       to: resolveLocation(command.to, platform.host),
@@ -200,9 +198,7 @@ async function printModels(
   options: { readonly model: string; readonly json: boolean },
 ): Promise<void> {
   const discovery = await catalog.discover({ timeoutMs: DISCOVERY_TIMEOUT_MS });
-  const { formatModelTable, modelsJson } = await (import("./models_command" + ".ts") as Promise<
-    typeof ModelsCommand
-  >);
+  const { formatModelTable, modelsJson } = await loadModelsCommand();
   const listings = catalog.known();
   let text: string;
   if (options.json) {
@@ -400,8 +396,8 @@ function delegatingToolsFor(
   }
   return async (info) => {
     const [{ builtinTools }, { delegateTool }] = await Promise.all([
-      import("./tools/builtin_tools" + ".ts") as Promise<typeof BuiltinTools>,
-      import("./delegation/delegate_tool" + ".ts") as Promise<typeof DelegateTool>,
+      loadBuiltinTools(),
+      loadDelegateTool(),
     ]);
     return [
       ...builtinTools(),
@@ -421,7 +417,7 @@ function delegatingToolsFor(
  * Serves ACP on stdio until stdin closes or a shutdown signal arrives: composes the server
  * (which store, which tools, which host), connects stdio to it, and shuts down.
  */
-async function serveStdio(
+async function runStdioServer(
   platform: CliPlatform,
   config: Config,
   catalog: ModelCatalog,
@@ -459,19 +455,70 @@ async function serveStdio(
  * binds the runtime's listener (`listening on <url>` goes to stderr), then on the signal stops
  * accepting, drains every connection (running turns end `cancelled`), and exits.
  */
-async function serveHttp(
+async function runHttpServer(
   platform: CliPlatform,
   config: Config,
   catalog: ModelCatalog,
   logger: Logger,
 ): Promise<number> {
   if (!platform.serveHttp) throw new ConfigError("This runtime cannot serve HTTP");
-  const { isLoopback, loopbackHosts } =
-    await (import("./transport/http/http_security" + ".ts") as Promise<
-      typeof HttpSecurity
-    >);
+  const { token, allowedHosts } = await httpSecurity(platform.host, config);
+  const { server, closeStore } = await composeServer(platform, config, catalog, logger, "http");
+  const { createHttpTransport } = await loadHttpTransport();
+  const { httpLimits, httpListen } = settingsOf(config);
+  const transport = createHttpTransport({
+    server,
+    logger,
+    security: {
+      token,
+      allowedOrigins: config.allowedOrigins,
+      allowedHosts,
+    },
+    limits: httpLimits,
+  });
+  const served: ServedHttp = {
+    server,
+    transport,
+    listener: await listenHttp(platform.serveHttp, transport, httpListen, closeStore),
+    closeStore,
+  };
+  platform.writeStderr(`listening on ${served.listener.url}\n`);
+  logger.info("serving ACP over HTTP", { version: VERSION, model: config.model });
+  let stopListening = (): void => {};
+  const signalled = new Promise<void>((resolve) => {
+    stopListening = platform.onShutdownSignal(() => resolve());
+  });
+  try {
+    await signalled;
+    logger.info("shutdown signal received");
+    await closeHttpServer(platform.host, served, logger);
+  } finally {
+    // Listening to the end: a second signal during the drain must not end the server early.
+    stopListening();
+  }
+  return 0;
+}
+
+/** What `serve --http` runs, for {@link closeHttpServer}. */
+interface ServedHttp {
+  readonly server: AgentServer;
+  readonly transport: HttpTransport;
+  readonly listener: HttpListener;
+  closeStore(): Promise<void>;
+}
+
+/**
+ * The bearer token and the Host headers `serve --http` accepts. An address other than loopback
+ * needs a token and `--allowed-roots`: without them any client that reaches the port could work
+ * anywhere on the machine.
+ */
+async function httpSecurity(
+  host: Host,
+  config: Config,
+): Promise<{ token: string | undefined; allowedHosts: readonly string[] | undefined }> {
+  const { isLoopback, loopbackHosts } = await loadHttpSecurity();
   const token = config.token ??
-    (config.tokenFile ? await readToken(platform.host, config.tokenFile) : undefined);
+    (config.tokenFile ? await readToken(host, config.tokenFile) : undefined);
   if (!isLoopback(config.host)) {
     if (token === undefined) {
       throw new ConfigError(
@@ -486,62 +533,51 @@ async function serveHttp(
       );
     }
   }
-  const { server, closeStore } = await composeServer(platform, config, catalog, logger, "http");
-  const { createHttpTransport } =
-    await (import("./transport/http/http_transport" + ".ts") as Promise<
-      typeof HttpTransport
-    >);
-  const { httpLimits, httpListen } = settingsOf(config);
-  const transport = createHttpTransport({
-    server,
-    logger,
-    security: {
-      token,
-      allowedOrigins: config.allowedOrigins,
-      allowedHosts: loopbackHosts(config.host),
-    },
-    limits: httpLimits,
-  });
-  let listener: HttpListener;
+  return { token, allowedHosts: loopbackHosts(config.host) };
+}
+
+/**
+ * Binds the runtime's listener to the configured address; when it cannot, closes what was opened
+ * for it and says why in a {@link ConfigError} (a port in use is a start-up problem, exit 2).
+ */
+async function listenHttp(
+  serveHttp: ServeHttp,
+  transport: HttpTransport,
+  options: ListenOptions,
+  closeStore: () => Promise<void>,
+): Promise<HttpListener> {
   try {
-    listener = await platform.serveHttp(transport, httpListen);
+    return await serveHttp(transport, options);
   } catch (error) {
     await transport.close();
     await closeStore();
     throw new ConfigError(
-      `Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
+      `Cannot listen on ${options.hostname}:${options.port}: ${(error as Error).message}`,
     );
   }
-  platform.writeStderr(`listening on ${listener.url}\n`);
-  logger.info("serving ACP over HTTP", { version: VERSION, model: config.model });
-  let stopListening = (): void => {};
-  const signalled = new Promise<void>((resolve) => {
-    stopListening = platform.onShutdownSignal(() => resolve());
-  });
+}
+
+/**
+ * Shuts `serve --http` down: stops accepting at once, gives what is open the grace period to
+ * finish (turns that do not settle in it are left), stops the processes started, then closes the
+ * transport, the listener and the store.
+ */
+async function closeHttpServer(host: Host, served: ServedHttp, logger: Logger): Promise<void> {
+  const listenerClosed = served.listener.close(SHUTDOWN_GRACE_MS * 2);
+  const grace = new AbortController();
   try {
-    await signalled;
-    logger.info("shutdown signal received");
-    // Stop accepting at once; what is open gets the grace period to finish.
-    const listenerClosed = listener.close(SHUTDOWN_GRACE_MS * 2);
-    const grace = new AbortController();
-    try {
-      const settled = await Promise.race([
-        server.close().then(() => true),
-        abortableDelay(SHUTDOWN_GRACE_MS, grace.signal).then(() => false),
-      ]);
-      if (!settled) logger.warn("turns did not settle in time; exiting anyway");
-      await platform.host.stopProcesses({ graceMs: SHUTDOWN_KILL_GRACE_MS });
-      await transport.close();
-      await listenerClosed;
-      await closeStore();
-    } finally {
-      grace.abort();
-    }
+    const settled = await Promise.race([
+      served.server.close().then(() => true),
+      abortableDelay(SHUTDOWN_GRACE_MS, grace.signal).then(() => false),
+    ]);
+    if (!settled) logger.warn("turns did not settle in time; exiting anyway");
+    await host.stopProcesses({ graceMs: SHUTDOWN_KILL_GRACE_MS });
+    await served.transport.close();
+    await listenerClosed;
+    await served.closeStore();
   } finally {
-    // Listening to the end: a second signal during the drain must not end the server early.
-    stopListening();
+    grace.abort();
   }
-  return 0;
 }
 
 /** The first line of a token file, without surrounding white space. */
@@ -661,8 +697,7 @@ async function readJson(host: Host, file: string, origin = ""): Promise<unknown>
     throw new ConfigError(`Cannot read "${file}"${origin}: ${(error as Error).message}`);
   }
   try {
-    const { parseJsonText } =
-      await (import("./config/json_text" + ".ts") as Promise<typeof JsonText>);
+    const { parseJsonText } = await loadJsonText();
     return parseJsonText(text, file);
   } catch (error) {
     throw new ConfigError((error as Error).message);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { ModelCatalog } from "../src/llm/catalog.ts";
-import { builtinProviders } from "../src/llm/presets.ts";
-import { formatModelTable, modelsJson } from "../src/models_command.ts";
+import { ModelCatalog } from "../../src/llm/catalog.ts";
+import { builtinProviders } from "../../src/llm/presets.ts";
+import { formatModelTable, modelsJson } from "../../src/cli/models_command.ts";
 
 const env = (vars: Record<string, string>) => (name: string): string | undefined => vars[name];
 
