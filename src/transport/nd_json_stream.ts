@@ -18,14 +18,13 @@ export interface NdJsonStreamOptions {
   /** Told about every line that could not be delivered. */
   readonly onInvalid?: (reason: string) => void;
   /**
-   * Schedules the write of a burst of messages; runtimes pass `setImmediate`. Given, what is sent
-   * in the task that delivered an inbound message waits for it or for an answer, whichever comes
-   * first (a prompt's updates go out with its answer, in one write); an answer is written at once
-   * unless it is `followed` (see `writeMessage`); any other message is written at once when no
-   * write is under way (a streamed delta), else with the others sent meanwhile when that write
-   * ends.
-   * Without it, the first few messages of a burst are written at once and the rest when
-   * `setTimeout(flush, 0)` fires.
+   * Schedules the write of a burst of messages; runtimes pass `setImmediate`.
+   *
+   * - Given: a message goes out at once when no write is under way, else with the others sent
+   *   meanwhile when that write ends; what the task delivering an inbound message sends waits
+   *   for its answer (or for `defer`), so a prompt's last updates and its answer share one write.
+   * - Not given: the first few messages of a burst go out at once, the rest together when
+   *   `setTimeout(flush, 0)` fires.
    * @default {setTimeout(flush, 0)}
    */
   readonly defer?: (flush: () => void) => void;
@@ -58,9 +57,18 @@ export type FrameWriter = Pick<FastStream, "writeFrames">;
  * burst are written at once, the rest coalesced into one write when `defer` fires.
  *
  * @example Framing a pair of byte streams (stdout and stdin in the runtime entry points)
- * ```ts ignore
+ * ```ts
+ * import assert from "node:assert/strict";
  * import { ndJsonStream } from "./nd_json_stream.ts";
- * const stream = ndJsonStream(output, input, { maxMessageBytes: 1 << 20 });
+ * const bytes = new TextEncoder().encode('{"jsonrpc":"2.0","id":1,"method":"ping"}\nnot json\n');
+ * const input = new Blob([bytes]).stream();
+ * const output = new TransformStream<Uint8Array, Uint8Array>();
+ * const stream = ndJsonStream(output.writable, input, { maxMessageBytes: 1 << 20 });
+ * const written = new Response(output.readable).text();
+ * assert.deepEqual(await stream.messages.read(), { jsonrpc: "2.0", id: 1, method: "ping" });
+ * assert.equal(await stream.messages.read(), undefined);
+ * await stream.writable.close();
+ * assert.match(await written, /"code":-32700/);
  * ```
  *
  * @param output Where encoded messages go
