@@ -82,5 +82,5 @@ export {
   ndJsonStream,
   type NdJsonStreamOptions,
 } from "./src/transport/nd_json_stream.ts";
-export type { Stream } from "./src/transport/acp.ts";
+export type { FastStream, Stream, WriteMessageOptions } from "./src/transport/acp.ts";
 export { VERSION } from "./src/util/version.ts";
