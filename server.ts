@@ -74,10 +74,14 @@ export {
 } from "./src/store/jsonl_session_store.ts";
 export { createMemoryPair } from "./src/transport/memory.ts";
 export {
-  type MessageSource,
   type NdJsonStream,
   ndJsonStream,
   type NdJsonStreamOptions,
 } from "./src/transport/nd_json_stream.ts";
-export type { Stream } from "./src/transport/acp.ts";
+export type {
+  FastStream,
+  MessageSource,
+  Stream,
+  WriteMessageOptions,
+} from "./src/transport/acp.ts";
 export { VERSION } from "./src/util/version.ts";

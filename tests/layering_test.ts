@@ -136,3 +136,99 @@ Deno.test("src/ folders import each other without a cycle (type-only and lazy im
   const found = cycles(graph);
   assert.ok(found.length === 0, `folder cycles in src/:\n${found.join("\n")}`);
 });
+
+/**
+ * Each folder's layer: a folder imports only folders of a lower rank, so that what the drawing in
+ * `docs/architecture.md` says is the direction of every import, not only the absence of cycles.
+ * Equal ranks may not import each other either. From the top: the runtime entries and the CLI
+ * compose; the HTTP adapter and delegation sit on the server and the protocol; the server
+ * composes the protocol handlers over the session core; below the session come compaction, the
+ * turn loop and the MCP client, then tools and stores, then config, models and permission, the
+ * transport's message contract, the host, the logger and the helpers.
+ */
+const RANKS: Readonly<Record<string, number>> = {
+  runtime: 100,
+  cli: 90,
+  "transport/http": 80,
+  delegation: 80,
+  server: 70,
+  protocol: 60,
+  session: 50,
+  compaction: 45,
+  agent: 40,
+  mcp: 40,
+  tools: 30,
+  store: 30,
+  config: 25,
+  llm: 20,
+  permission: 20,
+  transport: 15,
+  host: 10,
+  log: 5,
+  util: 0,
+};
+
+/**
+ * The modules of `src/transport/` that are its contract: the `Stream` of messages with its
+ * optional fast paths, and the ACP types. Only the layers that build streams (the CLI, the
+ * runtime entries and the HTTP adapter) may import the NDJSON framer and the memory pair
+ * themselves.
+ */
+const TRANSPORT_CONTRACT: readonly string[] = ["transport/acp.ts", "transport/acp_types.ts"];
+
+/** The layers that may reach past the transport's contract into its implementations. */
+const STREAM_BUILDERS: readonly string[] = ["runtime", "cli", "transport/http"];
+
+/** Every import of `files` that breaks {@link RANKS} or the transport's seam, as `file:line`. */
+function layerBreaks(files: ReadonlyArray<readonly [string, string]>): string[] {
+  const breaks: string[] = [];
+  for (const [path, source] of files) {
+    const from = folderOf(path);
+    for (const site of analyze(source).imports) {
+      if (!site.specifier.startsWith(".")) continue;
+      const target = posix.normalize(posix.join(posix.dirname(path), site.specifier));
+      if (target.startsWith("../")) continue;
+      const to = folderOf(target);
+      if (to === from) continue;
+      const where = `src/${path}:${site.line}`;
+      const [rankFrom, rankTo] = [RANKS[from], RANKS[to]];
+      if (rankFrom === undefined || rankTo === undefined) {
+        breaks.push(`${where}: ${rankFrom === undefined ? from : to} has no rank in RANKS`);
+      } else if (rankTo >= rankFrom) {
+        breaks.push(`${where}: ${from} (${rankFrom}) imports ${to} (${rankTo}), a layer above`);
+      } else if (
+        to === "transport" && !TRANSPORT_CONTRACT.includes(target) &&
+        !STREAM_BUILDERS.includes(from)
+      ) {
+        breaks.push(`${where}: ${from} imports ${target}, past the transport's contract`);
+      }
+    }
+  }
+  return breaks;
+}
+
+Deno.test("layerBreaks() names an import upwards, one between equals and one past a seam", () => {
+  const breaks = layerBreaks([
+    ["session/a.ts", 'import type { S } from "../server/s.ts";'],
+    ["agent/b.ts", 'import { m } from "../mcp/m.ts";\nimport { t } from "../tools/t.ts";'],
+    ["protocol/c.ts", 'import type { N } from "../transport/nd_json_stream.ts";'],
+    ["server/d.ts", 'import type { S } from "../transport/acp.ts";'],
+    ["cli/e.ts", 'import { ndJsonStream } from "../transport/nd_json_stream.ts";'],
+    ["nowhere/f.ts", 'import { u } from "../util/u.ts";'],
+  ]);
+  assert.deepEqual(breaks, [
+    "src/session/a.ts:1: session (50) imports server (70), a layer above",
+    "src/agent/b.ts:1: agent (40) imports mcp (40), a layer above",
+    "src/protocol/c.ts:1: protocol imports transport/nd_json_stream.ts, past the transport's contract",
+    "src/nowhere/f.ts:1: nowhere has no rank in RANKS",
+  ]);
+});
+
+Deno.test("src/ folders import only the layers below them, and the transport only through its contract", async () => {
+  const paths = await listTs(SRC);
+  const files = await Promise.all(
+    paths.map(async (path) => [path, await readFile(`${SRC}${path}`, "utf8")] as const),
+  );
+  const breaks = layerBreaks(files);
+  assert.deepEqual(breaks, [], `imports against the layers of src/:\n${breaks.join("\n")}`);
+});

@@ -1,5 +1,5 @@
 import type { AnyMessage } from "../transport/acp.ts";
-import type { MessageSource } from "../transport/nd_json_stream.ts";
+import type { MessageSource } from "../transport/acp.ts";
 
 /** The default of {@link RequestBoundOptions.max}. */
 export const DEFAULT_MAX_REQUESTS_IN_FLIGHT = 64;

@@ -5,8 +5,7 @@ import type { Session } from "../session/session.ts";
 import type { SessionManager } from "../session/session_manager.ts";
 import type { SessionServices } from "../session/session_services.ts";
 import type { Workspace } from "../tools/workspace.ts";
-import type { AnyMessage, Stream } from "../transport/acp.ts";
-import type { NdJsonStream } from "../transport/nd_json_stream.ts";
+import { type AnyMessage, fastPathsOf, type Stream } from "../transport/acp.ts";
 import type { ClientCapabilities } from "../transport/acp_types.ts";
 import { withFields } from "./connection_logger.ts";
 import { outbound } from "./outbound.ts";
@@ -124,7 +123,7 @@ export class Connection implements ConnectionContext {
         this.logger.info("requests in flight at the bound: reading waits for answers", { max });
       },
     });
-    const input = (stream as Partial<NdJsonStream>).messages ?? streamSource(stream.readable);
+    const input = fastPathsOf(stream)?.messages ?? streamSource(stream.readable);
     // Messages of one session take effect in arrival order; `session/cancel` is carried out there.
     this.#order = orderSessionMessages(this.#bound.guard(input), {
       cancel: (sessionId) => this.#sessions?.get(sessionId)?.cancel(),

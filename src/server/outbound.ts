@@ -1,6 +1,5 @@
 import type { Logger } from "../log/logger.ts";
-import type { AnyMessage, Stream } from "../transport/acp.ts";
-import type { BulkWriter, FrameWriter, NdJsonStream } from "../transport/nd_json_stream.ts";
+import { type AnyMessage, fastPathsOf, type Stream } from "../transport/acp.ts";
 import { redactUrls } from "../util/redact_urls.ts";
 
 /** A connection's outbound side, as {@link outbound} makes it. */
@@ -44,7 +43,7 @@ export function outbound(
 ): Outbound {
   const writer = stream.writable.getWriter();
   // An NDJSON transport takes a message without its writable around it: one hand-off less.
-  const writeMessage = (stream as Partial<NdJsonStream>).writeMessage?.bind(stream);
+  const fast = fastPathsOf(stream);
   const write = (message: AnyMessage): Promise<void> | undefined => {
     const followed = onAnswer !== undefined && !("method" in message) &&
       onAnswer((message as { id?: unknown }).id) === true;
@@ -72,8 +71,8 @@ export function outbound(
         message: described.message,
       });
     }
-    return writeMessage
-      ? writeMessage(message, followed ? FOLLOWED : undefined)
+    return fast
+      ? fast.writeMessage(message, followed ? FOLLOWED : undefined)
       : writer.write(message);
   };
   const writable = new WriterPerMessage<AnyMessage>({
@@ -81,15 +80,11 @@ export function outbound(
     close: () => writer.close(),
     abort: (reason) => writer.abort(reason),
   });
-  const frameWriter = (stream as Partial<FrameWriter>).writeFrames;
   return {
     writable,
-    ...(frameWriter
-      ? { writeFrames: (frames: Uint8Array) => frameWriter.call(stream, frames) }
-      : {}),
+    ...(fast ? { writeFrames: (frames: Uint8Array) => fast.writeFrames(frames) } : {}),
     async writeDirect(messages: readonly AnyMessage[]): Promise<void> {
-      const bulk = (stream as Partial<BulkWriter>).writeMany;
-      if (bulk) return await bulk.call(stream, messages);
+      if (fast) return await fast.writeMany(messages);
       let last: Promise<void> = Promise.resolve();
       for (const message of messages) {
         last = writer.write(message);

@@ -1,5 +1,5 @@
 import type { AnyMessage } from "../transport/acp.ts";
-import type { MessageSource } from "../transport/nd_json_stream.ts";
+import type { MessageSource } from "../transport/acp.ts";
 
 /** Requests that act on one session, named by their `params.sessionId`. */
 const SESSION_REQUESTS: ReadonlySet<string> = new Set([

@@ -6,7 +6,7 @@
  * @module
  */
 import type { TurnServices, TurnSettings } from "../agent/run_turn.ts";
-import type { PermissionMode } from "../config/config.ts";
+import type { PermissionMode } from "../permission/mode.ts";
 import type { Host } from "../host/host.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
 import type { AttachmentStore, SessionStore } from "../store/session_store.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { RequestBound } from "../../src/protocol/request_bound.ts";
 import type { AnyMessage } from "../../src/transport/acp.ts";
-import type { MessageSource } from "../../src/transport/nd_json_stream.ts";
+import type { MessageSource } from "../../src/transport/acp.ts";
 import { settle } from "../_helpers/wait.ts";
 
 /** A source of the given messages, then endless silence (never `undefined`). */

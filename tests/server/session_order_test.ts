@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { orderSessionMessages } from "../../src/server/session_order.ts";
 import type { AnyMessage } from "../../src/transport/acp.ts";
-import type { MessageSource } from "../../src/transport/nd_json_stream.ts";
+import type { MessageSource } from "../../src/transport/acp.ts";
 
 function prompt(id: number, sessionId: string): AnyMessage {
   return { jsonrpc: "2.0", id, method: "session/prompt", params: { sessionId, prompt: [] } };

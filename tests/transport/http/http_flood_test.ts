@@ -4,12 +4,13 @@
  * `/acp` gets its `202` only once the connection has read it (so past the connection's bound on
  * requests in flight it waits), a request POSTed on `/v1/acp/:id` waits for its answer, so what
  * waits is held by the client's own HTTP requests (and sockets, which the listener caps). Every
- * one is answered and the server keeps serving.
+ * one is answered and the server keeps serving. Driven through the transport's handler, without
+ * a socket.
  *
  * @module
  */
 import assert from "node:assert/strict";
-import { startHttpServer } from "../../_helpers/http_server.ts";
+import { startHandler } from "./_request.ts";
 
 const JSON_HEADERS = { "content-type": "application/json" };
 /** Requests in one flood, and how many the client has in the air at once. */
@@ -43,15 +44,19 @@ async function postAll(
 }
 
 Deno.test("a POST flood on one /acp connection is handled a few at a time and answered in full", async () => {
-  await using server = await startHttpServer({ config: { maxRequestsInFlight: MAX_IN_FLIGHT } });
+  await using server = startHandler({ config: { maxRequestsInFlight: MAX_IN_FLIGHT } });
   const url = `${server.url}/acp`;
-  const opened = await fetch(url, { method: "POST", headers: JSON_HEADERS, body: initialize });
+  const opened = await server.fetch(url, {
+    method: "POST",
+    headers: JSON_HEADERS,
+    body: initialize,
+  });
   assert.equal(opened.status, 200);
   await opened.body?.cancel();
   const connectionId = opened.headers.get("acp-connection-id")!;
   const headers = { ...JSON_HEADERS, "acp-connection-id": connectionId };
   // The answers come on the connection's event stream.
-  const events = await fetch(url, {
+  const events = await server.fetch(url, {
     headers: { accept: "text/event-stream", "acp-connection-id": connectionId },
   });
   const answered = new Set<number>();
@@ -67,7 +72,7 @@ Deno.test("a POST flood on one /acp connection is handled a few at a time and an
   })();
   await postAll(
     FLOOD,
-    (id) => fetch(url, { method: "POST", headers, body: list(id) }),
+    (id) => server.fetch(url, { method: "POST", headers, body: list(id) }),
     async (response, id) => {
       await response.body?.cancel();
       assert.equal(response.status, 202, `request ${id}`);
@@ -75,18 +80,22 @@ Deno.test("a POST flood on one /acp connection is handled a few at a time and an
   );
   await reading;
   assert.equal(answered.size, FLOOD);
-  assert.equal(await (await fetch(`${server.url}/health`)).text(), "ok");
+  assert.equal(await (await server.fetch(`${server.url}/health`)).text(), "ok");
 });
 
 Deno.test("a POST flood on one /v1/acp/:id key is handled a few at a time and answered in full", async () => {
-  await using server = await startHttpServer({ config: { maxRequestsInFlight: MAX_IN_FLIGHT } });
+  await using server = startHandler({ config: { maxRequestsInFlight: MAX_IN_FLIGHT } });
   const url = `${server.url}/v1/acp/flood`;
-  const opened = await fetch(url, { method: "POST", headers: JSON_HEADERS, body: initialize });
+  const opened = await server.fetch(url, {
+    method: "POST",
+    headers: JSON_HEADERS,
+    body: initialize,
+  });
   assert.equal(opened.status, 200);
   await opened.body?.cancel();
   await postAll(
     FLOOD,
-    (id) => fetch(url, { method: "POST", headers: JSON_HEADERS, body: list(id) }),
+    (id) => server.fetch(url, { method: "POST", headers: JSON_HEADERS, body: list(id) }),
     async (response, id) => {
       assert.equal(response.status, 200, `request ${id}`);
       const answer = await response.json() as { id: number; result?: unknown };
@@ -94,5 +103,5 @@ Deno.test("a POST flood on one /v1/acp/:id key is handled a few at a time and an
       assert.ok(answer.result, `request ${id}: ${JSON.stringify(answer)}`);
     },
   );
-  assert.equal(await (await fetch(`${server.url}/health`)).text(), "ok");
+  assert.equal(await (await server.fetch(`${server.url}/health`)).text(), "ok");
 });

@@ -6,8 +6,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { startHttpServer } from "../../_helpers/http_server.ts";
 import { pollUntil } from "../../_helpers/wait.ts";
+import { startHandler } from "./_request.ts";
 
 const INITIALIZE = '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}';
 
@@ -36,7 +36,7 @@ function post(url: string, body: BodyInit, headers: Record<string, string> = {})
 }
 
 Deno.test("HTTP transport: a body in thousands of one-byte pieces gets 408", async () => {
-  await using http = await startHttpServer();
+  await using http = startHandler();
   const body = INITIALIZE + " ".repeat(5000);
   const response = await http.transport.fetch(post(`${http.url}/acp`, drip(body)), {});
   assert.equal(response.status, 408);
@@ -49,7 +49,7 @@ Deno.test("HTTP transport: a body in thousands of one-byte pieces gets 408", asy
 });
 
 Deno.test("HTTP transport: a body not complete within the body timeout gets 408", async () => {
-  await using http = await startHttpServer({ limits: { bodyTimeoutMs: 100 } });
+  await using http = startHandler({ limits: { bodyTimeoutMs: 100 } });
   const stalled = new ReadableStream<Uint8Array>({
     start(controller) {
       controller.enqueue(new TextEncoder().encode('{"jsonrpc":'));
@@ -61,7 +61,7 @@ Deno.test("HTTP transport: a body not complete within the body timeout gets 408"
 });
 
 Deno.test("HTTP transport: one address may open at most maxConnectionsPerAddress", async () => {
-  await using http = await startHttpServer({ limits: { maxConnectionsPerAddress: 2 } });
+  await using http = startHandler({ limits: { maxConnectionsPerAddress: 2 } });
   const from = (remoteAddress: string) => ({ remoteAddress });
   const ids: string[] = [];
   for (let index = 0; index < 2; index++) {
@@ -111,7 +111,7 @@ Deno.test("HTTP transport: one address may open at most maxConnectionsPerAddress
 });
 
 Deno.test("HTTP transport: swept idle connections leave nothing registered", async () => {
-  await using http = await startHttpServer({
+  await using http = startHandler({
     limits: { idleTimeoutMs: 200, maxConnectionsPerAddress: 2 },
   });
   const open = async (remoteAddress: string): Promise<number> => {

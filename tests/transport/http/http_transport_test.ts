@@ -1,7 +1,8 @@
 /**
- * The HTTP transport in-process on a real 127.0.0.1 socket: the RFD profile driven by the ACP
- * SDK's own HTTP and WebSocket clients, raw `fetch` for every status, the security checks,
- * connection isolation, the workspace allow-list and each limit.
+ * The HTTP transport in-process: the RFD profile driven by the ACP SDK's own HTTP and WebSocket
+ * clients, raw `fetch` for every status, the security checks, connection isolation, the
+ * workspace allow-list and each limit. Requests go straight to the transport's handler
+ * (`_request.ts`); the WebSocket tests need a listener and run on a real 127.0.0.1 socket.
  *
  * @module
  */
@@ -10,12 +11,12 @@ import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
-import { connect } from "node:net";
 import { join } from "node:path";
 import { WebSocket as NodeWebSocket } from "ws";
 import { type AcpTestClient, memoryClient, RpcError } from "../../_helpers/acp_client.ts";
 import { startHttpServer } from "../../_helpers/http_server.ts";
 import { tempDir } from "../../_helpers/temp_dir.ts";
+import { type HandlerTestServer, startHandler } from "./_request.ts";
 
 const JSON_HEADERS = { "content-type": "application/json" };
 
@@ -28,30 +29,27 @@ function initializeBody(id: number | string = 0): string {
   });
 }
 
+/** Where an SDK HTTP client sends its requests: a listener's URL, or a handler. */
+type HttpTarget = string | Pick<HandlerTestServer, "url" | "fetch">;
+
 /** An SDK HTTP client as a test client; `close()` ends the stream (DELETE). */
-function httpClient(url: string, headers: Record<string, string> = {}): AcpTestClient {
-  return memoryClient(createHttpStream(`${url}/acp`, { headers }));
+function httpClient(target: HttpTarget, headers: Record<string, string> = {}): AcpTestClient {
+  if (typeof target === "string") {
+    return memoryClient(createHttpStream(`${target}/acp`, { headers }));
+  }
+  return memoryClient(createHttpStream(`${target.url}/acp`, { headers, fetch: target.fetch }));
 }
 
 async function closeClient(client: AcpTestClient): Promise<void> {
   await (client as unknown as { close(): Promise<void> }).close().catch(() => {});
 }
 
-/** Sends a raw HTTP/1.1 request over TCP (headers fetch will not send); returns the status. */
-async function rawStatus(url: string, request: string): Promise<number> {
-  const { hostname, port } = new URL(url);
-  const socket = connect({ host: hostname, port: Number(port) });
-  socket.setEncoding("utf8");
-  let text = "";
-  socket.on("data", (chunk: string) => text += chunk);
-  socket.write(request);
-  await new Promise<void>((resolve) => socket.on("close", () => resolve()));
-  return Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
-}
-
 /** POSTs initialize raw; returns the connection id. */
-async function rawInitialize(url: string, headers: Record<string, string> = {}): Promise<string> {
-  const response = await fetch(`${url}/acp`, {
+async function rawInitialize(
+  http: Pick<HandlerTestServer, "url" | "fetch">,
+  headers: Record<string, string> = {},
+): Promise<string> {
+  const response = await http.fetch(`${http.url}/acp`, {
     method: "POST",
     headers: { ...JSON_HEADERS, ...headers },
     body: initializeBody(),
@@ -66,8 +64,8 @@ async function rawInitialize(url: string, headers: Record<string, string> = {}):
 
 Deno.test("SDK HTTP client: initialize, new session, streamed prompt, load after reconnect", async () => {
   await using cwd = await tempDir("acp-harness-http-");
-  await using http = await startHttpServer();
-  const first = httpClient(http.url);
+  await using http = startHandler();
+  const first = httpClient(http);
   const init = await first.initialize();
   assert.equal((init.agentCapabilities as { loadSession: boolean }).loadSession, true);
   const sessionId = await first.newSession(cwd.path);
@@ -80,7 +78,7 @@ Deno.test("SDK HTTP client: initialize, new session, streamed prompt, load after
   await closeClient(first);
   await http.waitForLog(/connection closed/);
 
-  const second = httpClient(http.url);
+  const second = httpClient(http);
   await second.initialize();
   await second.request("session/load", { sessionId, cwd: cwd.path, mcpServers: [] });
   // The RFD profile answers `session/load` on the connection stream and replays on the session
@@ -96,7 +94,7 @@ Deno.test("SDK HTTP client: initialize, new session, streamed prompt, load after
 
 Deno.test("SDK HTTP client: a permission request is answered and a turn is cancelled", async () => {
   await using cwd = await tempDir("acp-harness-http-");
-  await using http = await startHttpServer({
+  await using http = startHandler({
     config: { model: "scripted", mode: "ask" },
     script: [
       { toolCalls: [{ id: "w1", name: "write_file", arguments: { path: "a.txt", content: "x" } }] },
@@ -104,7 +102,7 @@ Deno.test("SDK HTTP client: a permission request is answered and a turn is cance
       { text: "slow", delayMs: 60_000 },
     ],
   });
-  const client = httpClient(http.url);
+  const client = httpClient(http);
   client.handlers.set("session/request_permission", () => ({
     outcome: { outcome: "selected", optionId: "allow_once" },
   }));
@@ -189,10 +187,10 @@ Deno.test("a dropped WebSocket cancels its running turn; the session loads on a 
 });
 
 Deno.test("RFD profile: every status code", async () => {
-  await using http = await startHttpServer({ limits: { maxBodyBytes: 4096 } });
+  await using http = startHandler({ limits: { maxBodyBytes: 4096 } });
   const url = `${http.url}/acp`;
   const post = (body: string, headers: Record<string, string> = JSON_HEADERS) =>
-    fetch(url, { method: "POST", headers, body });
+    http.fetch(url, { method: "POST", headers, body });
   const status = async (response: Promise<Response>): Promise<number> => {
     const settled = await response;
     await settled.body?.cancel();
@@ -232,7 +230,7 @@ Deno.test("RFD profile: every status code", async () => {
     await status(post(newSession, { ...JSON_HEADERS, "acp-connection-id": "nope" })),
     404,
   );
-  const id = await rawInitialize(http.url);
+  const id = await rawInitialize(http);
   assert.equal(
     await status(post(initializeBody(1), { ...JSON_HEADERS, "acp-connection-id": id })),
     400,
@@ -245,41 +243,47 @@ Deno.test("RFD profile: every status code", async () => {
     params: { sessionId: "s", prompt: [] },
   });
   assert.equal(await status(post(prompt, { ...JSON_HEADERS, "acp-connection-id": id })), 400);
-  assert.equal(await status(fetch(url, { headers: { "acp-connection-id": id } })), 406);
+  assert.equal(await status(http.fetch(url, { headers: { "acp-connection-id": id } })), 406);
   const sse = { accept: "text/event-stream" };
-  assert.equal(await status(fetch(url, { headers: sse })), 400);
-  assert.equal(await status(fetch(url, { headers: { ...sse, "acp-connection-id": "x" } })), 404);
-  const stream = await fetch(url, { headers: { ...sse, "acp-connection-id": id } });
+  assert.equal(await status(http.fetch(url, { headers: sse })), 400);
+  assert.equal(
+    await status(http.fetch(url, { headers: { ...sse, "acp-connection-id": "x" } })),
+    404,
+  );
+  const stream = await http.fetch(url, { headers: { ...sse, "acp-connection-id": id } });
   assert.equal(stream.status, 200);
   assert.equal(stream.headers.get("content-type"), "text/event-stream");
-  assert.equal(await status(fetch(url, { headers: { ...sse, "acp-connection-id": id } })), 409);
-  assert.equal(await status(fetch(url, { method: "PUT" })), 405);
-  assert.equal(await status(fetch(`${http.url}/elsewhere`)), 404);
-  assert.equal(await status(fetch(url, { method: "DELETE" })), 400);
   assert.equal(
-    await status(fetch(url, { method: "DELETE", headers: { "acp-connection-id": id } })),
+    await status(http.fetch(url, { headers: { ...sse, "acp-connection-id": id } })),
+    409,
+  );
+  assert.equal(await status(http.fetch(url, { method: "PUT" })), 405);
+  assert.equal(await status(http.fetch(`${http.url}/elsewhere`)), 404);
+  assert.equal(await status(http.fetch(url, { method: "DELETE" })), 400);
+  assert.equal(
+    await status(http.fetch(url, { method: "DELETE", headers: { "acp-connection-id": id } })),
     202,
   );
   await stream.body?.cancel();
   assert.equal(
-    await status(fetch(url, { method: "DELETE", headers: { "acp-connection-id": id } })),
+    await status(http.fetch(url, { method: "DELETE", headers: { "acp-connection-id": id } })),
     404,
   );
-  assert.equal(await status(fetch(`${http.url}/health`)), 200);
+  assert.equal(await status(http.fetch(`${http.url}/health`)), 200);
 });
 
 Deno.test("a message nested thousands deep gets its error and the connection goes on", async () => {
   await using cwd = await tempDir("acp-harness-http-");
-  await using http = await startHttpServer();
-  const id = await rawInitialize(http.url);
+  await using http = startHandler();
+  const id = await rawInitialize(http);
   const headers = { ...JSON_HEADERS, "acp-connection-id": id };
-  const events = await fetch(`${http.url}/acp`, {
+  const events = await http.fetch(`${http.url}/acp`, {
     headers: { accept: "text/event-stream", "acp-connection-id": id },
   });
   const reader = events.body!.pipeThrough(new TextDecoderStream()).getReader();
   const deep = `${'{"a":'.repeat(5000)}1${"}".repeat(5000)}`;
   const post = (body: string) =>
-    fetch(`${http.url}/acp`, { method: "POST", headers, body }).then(async (response) => {
+    http.fetch(`${http.url}/acp`, { method: "POST", headers, body }).then(async (response) => {
       await response.body?.cancel();
       return response.status;
     });
@@ -301,12 +305,12 @@ Deno.test("a message nested thousands deep gets its error and the connection goe
 });
 
 Deno.test("security: bearer token, Origin and Host", async () => {
-  await using http = await startHttpServer({
+  await using http = startHandler({
     token: "s3cret-token",
     allowedOrigins: ["https://ide.example"],
   });
   const init = (headers: Record<string, string>) =>
-    fetch(`${http.url}/acp`, {
+    http.fetch(`${http.url}/acp`, {
       method: "POST",
       headers: { ...JSON_HEADERS, ...headers },
       body: initializeBody(),
@@ -331,38 +335,34 @@ Deno.test("security: bearer token, Origin and Host", async () => {
   assert.equal(allowed.status, 200);
   assert.equal(allowed.headers.get("access-control-allow-origin"), "https://ide.example");
   await allowed.body?.cancel();
-  // A DNS-rebound name in Host is refused on loopback (fetch does not let a test set Host).
-  const rebound = await rawStatus(
-    http.url,
-    "POST /acp HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer s3cret-token\r\n" +
-      "Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
-  );
-  assert.equal(rebound, 403);
+  // A DNS-rebound name in Host is refused on loopback.
+  const rebound = await http.fetch(`${http.url}/acp`, {
+    method: "POST",
+    headers: { ...JSON_HEADERS, host: "evil.example", authorization: "Bearer s3cret-token" },
+    body: "{}",
+  });
+  assert.equal(rebound.status, 403);
+  await rebound.body?.cancel();
   // The health check needs no token.
-  const health = await fetch(`${http.url}/health`);
+  const health = await http.fetch(`${http.url}/health`);
   assert.equal(await health.text(), "ok");
   // A WebSocket upgrade without the token is refused before any ACP.
-  const refused = await new Promise<number>((resolve) => {
-    const socket = new NodeWebSocket(`${http.url.replace("http", "ws")}/acp`);
-    socket.on("unexpected-response", (_request, response) => {
-      resolve(response.statusCode ?? 0);
-      socket.terminate();
-    });
-    socket.on("error", () => {});
-  });
-  assert.equal(refused, 401);
+  const refused = await http.upgrade("/acp");
+  assert(refused instanceof Response);
+  assert.equal(refused.status, 401);
+  await refused.body?.cancel();
   // The token never reaches the log.
   assert(!http.logs.some((line) => line.includes("s3cret-token")));
 });
 
 Deno.test("isolation: a connection cannot prompt, cancel or close another's session", async () => {
   await using cwd = await tempDir("acp-harness-http-");
-  await using http = await startHttpServer({
+  await using http = startHandler({
     config: { model: "scripted" },
     script: [{ text: "slow", delayMs: 60_000 }],
   });
-  const a = httpClient(http.url);
-  const b = httpClient(http.url);
+  const a = httpClient(http);
+  const b = httpClient(http);
   await a.initialize();
   await b.initialize();
   const sessionId = await a.newSession(cwd.path);
@@ -387,8 +387,8 @@ Deno.test("allow-list: cwd outside the workspace roots gets -32602, list shows o
   await using outside = await tempDir("acp-harness-outside-");
   const inside = join(root.path, "project");
   await mkdir(inside);
-  await using http = await startHttpServer({ allowedRoots: [root.path] });
-  const client = httpClient(http.url);
+  await using http = startHandler({ allowedRoots: [root.path] });
+  const client = httpClient(http);
   await client.initialize();
   await assert.rejects(
     client.newSession(outside.path),
@@ -406,10 +406,10 @@ Deno.test("allow-list: cwd outside the workspace roots gets -32602, list shows o
 
 Deno.test("limits: connections, sessions per connection", async () => {
   await using cwd = await tempDir("acp-harness-http-");
-  await using http = await startHttpServer({
+  await using http = startHandler({
     limits: { maxConnections: 2, maxSessionsPerConnection: 2 },
   });
-  const a = httpClient(http.url);
+  const a = httpClient(http);
   await a.initialize();
   await a.newSession(cwd.path);
   await a.newSession(cwd.path);
@@ -417,8 +417,8 @@ Deno.test("limits: connections, sessions per connection", async () => {
     a.newSession(cwd.path),
     (error: unknown) => error instanceof RpcError && error.code === -32029,
   );
-  await rawInitialize(http.url);
-  const third = await fetch(`${http.url}/acp`, {
+  await rawInitialize(http);
+  const third = await http.fetch(`${http.url}/acp`, {
     method: "POST",
     headers: JSON_HEADERS,
     body: initializeBody(),
@@ -427,7 +427,7 @@ Deno.test("limits: connections, sessions per connection", async () => {
   assert.equal(third.headers.get("retry-after"), "1");
   await third.body?.cancel();
   // An empty Acp-Connection-Id opens a connection too, so it counts against the limit.
-  const emptyId = await fetch(`${http.url}/acp`, {
+  const emptyId = await http.fetch(`${http.url}/acp`, {
     method: "POST",
     headers: { ...JSON_HEADERS, "acp-connection-id": "" },
     body: initializeBody(),
@@ -439,8 +439,8 @@ Deno.test("limits: connections, sessions per connection", async () => {
 });
 
 Deno.test("limits: an idle connection is closed", async () => {
-  await using http = await startHttpServer({ limits: { idleTimeoutMs: 200 } });
-  await rawInitialize(http.url);
+  await using http = startHandler({ limits: { idleTimeoutMs: 200 } });
+  await rawInitialize(http);
   await http.waitForLog(/closing idle connection/);
   await http.waitForLog(/connection closed/);
   assert.equal(http.transport.connections, 0);
@@ -448,17 +448,17 @@ Deno.test("limits: an idle connection is closed", async () => {
 
 Deno.test("limits: a stalled reader's connection is closed", async () => {
   await using cwd = await tempDir("acp-harness-http-");
-  await using http = await startHttpServer({
+  await using http = startHandler({
     limits: { maxBufferedBytes: 2048, stallTimeoutMs: 200 },
   });
   // A client that never opens the session stream: the echo turn's output fills the buffer.
-  const id = await rawInitialize(http.url);
+  const id = await rawInitialize(http);
   const headers = { ...JSON_HEADERS, "acp-connection-id": id };
-  const events = await fetch(`${http.url}/acp`, {
+  const events = await http.fetch(`${http.url}/acp`, {
     headers: { accept: "text/event-stream", "acp-connection-id": id },
   });
   const reader = events.body!.pipeThrough(new TextDecoderStream()).getReader();
-  await fetch(`${http.url}/acp`, {
+  await http.fetch(`${http.url}/acp`, {
     method: "POST",
     headers,
     body: JSON.stringify({
@@ -472,7 +472,7 @@ Deno.test("limits: a stalled reader's connection is closed", async () => {
   while (!text.includes('"sessionId"')) text += (await reader.read()).value ?? "";
   const sessionId = /"sessionId":"([^"]+)"/.exec(text)![1]!;
   for (let index = 0; index < 3; index++) {
-    await fetch(`${http.url}/acp`, {
+    await http.fetch(`${http.url}/acp`, {
       method: "POST",
       headers: { ...headers, "acp-session-id": sessionId },
       body: JSON.stringify({
@@ -495,8 +495,8 @@ Deno.test("limits: a stalled reader's connection is closed", async () => {
 
 Deno.test("100 concurrent connections each run a session", async () => {
   await using cwd = await tempDir("acp-harness-http-");
-  await using http = await startHttpServer();
-  const clients = Array.from({ length: 100 }, () => httpClient(http.url));
+  await using http = startHandler();
+  const clients = Array.from({ length: 100 }, () => httpClient(http));
   const reasons = await Promise.all(clients.map(async (client, index) => {
     await client.initialize();
     const sessionId = await client.newSession(cwd.path);

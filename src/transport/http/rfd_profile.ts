@@ -1,0 +1,127 @@
+/**
+ * The `/acp` profile of the HTTP transport: the ACP RFD "Streamable HTTP & WebSocket Transport",
+ * served by the ACP SDK's `AcpServer` (see {@link RfdProfile}).
+ *
+ * @module
+ */
+import { AcpServer } from "@agentclientprotocol/sdk/experimental/server";
+import type { AgentServerConnection } from "../../server/agent_server.ts";
+import type { Stream } from "../acp.ts";
+import { exactIdUpgrade, restoreExactIdsIn } from "./exact_ids.ts";
+import type { RequestInfo, WebSocketUpgrade } from "./http_handler.ts";
+
+/** What an {@link RfdProfile} is built from. */
+export interface RfdProfileOptions {
+  /** Serves one new connection; throws a `ConnectionLimitError` to refuse it. */
+  readonly connect: (stream: Stream, transport: string, info: RequestInfo) => AgentServerConnection;
+  /** The refusal of one more connection from this peer, if one is due. */
+  readonly refusal: (info: RequestInfo) => Response | undefined;
+  /** Output a connection holds for a reader that is not reading, in bytes. */
+  readonly maxBufferedBytes: number;
+  /** How long a full buffer waits for its reader before the connection is closed, in ms. */
+  readonly maxOutputStallMs: number;
+}
+
+/**
+ * The bridge between the HTTP transport and the SDK's `AcpServer`: POST with
+ * `Acp-Connection-Id`/`Acp-Session-Id`, SSE GET streams, DELETE, and the WebSocket upgrade on the
+ * same path. Every connection the SDK opens is served through `connect` (counted and limited
+ * there); what the SDK would answer badly is answered here first (a connection refused, an
+ * `initialize` whose id it cannot match), and ids a number cannot hold exactly go back out as
+ * the client wrote them.
+ *
+ * @example Serving `/acp`
+ * ```ts ignore
+ * const rfd = new RfdProfile({ connect, refusal, maxBufferedBytes, maxOutputStallMs });
+ * const response = await rfd.handle(request, info);
+ * ```
+ */
+export class RfdProfile {
+  readonly #options: RfdProfileOptions;
+  readonly #acp: AcpServer;
+
+  /** @param options How to connect and refuse, and the output limits */
+  constructor(options: RfdProfileOptions) {
+    this.#options = options;
+    this.#acp = new AcpServer({
+      agent: {
+        connect: () => Promise.reject(new Error("unreachable: every call names its agent")),
+      },
+      maxBufferedBytes: options.maxBufferedBytes,
+      maxOutputStallMs: options.maxOutputStallMs,
+    });
+  }
+
+  /**
+   * Answers one request on `/acp` (its body already read, its ids already made placeholders).
+   *
+   * @param request The request
+   * @param info Its peer
+   * @returns The answer
+   */
+  async handle(request: Request, info: RequestInfo): Promise<Response> {
+    // As the SDK reads it: an empty `Acp-Connection-Id` opens a connection too (and counts).
+    const opening = request.method === "POST" && !request.headers.get("acp-connection-id");
+    const refused = opening ? this.#options.refusal(info) : undefined;
+    if (refused) return refused;
+    // The SDK waits for the answer to an `initialize` whose id is neither a string nor a number
+    // (an array, an object) and, unable to match it, answers 500: refused here instead.
+    if (opening && await hasBadRequestId(request)) {
+      return Response.json({
+        jsonrpc: "2.0",
+        id: null,
+        error: {
+          code: -32600,
+          message: "Invalid request: a request id must be a string or a number",
+        },
+      }, { status: 400 });
+    }
+    const response = await this.#acp.handleRequest(request, { agent: this.#agent("http", info) });
+    // The SDK answers a connector that refused (our connection limit, raced) with 500.
+    const raced = opening && response.status === 500 ? this.#options.refusal(info) : undefined;
+    if (raced) {
+      await response.body?.cancel();
+      return raced;
+    }
+    return restoreExactIdsIn(response);
+  }
+
+  /**
+   * The WebSocket upgrade of one new connection (its request already allowed).
+   *
+   * @param info The peer
+   * @returns The upgrade to carry out
+   */
+  upgrade(info: RequestInfo): WebSocketUpgrade {
+    return exactIdUpgrade(
+      this.#acp.prepareWebSocketUpgrade({ agent: this.#agent("websocket", info) }),
+    );
+  }
+
+  /** Ends every stream and socket of the profile. */
+  close(): Promise<void> {
+    return this.#acp.close();
+  }
+
+  #agent(transport: string, info: RequestInfo): { connect(stream: Stream): AgentServerConnection } {
+    return { connect: (stream: Stream) => this.#options.connect(stream, transport, info) };
+  }
+}
+
+/**
+ * Whether a request's body is a JSON-RPC request whose id is neither a string, a number nor
+ * `null` (which the SDK refuses itself). Reads a copy of the body; anything that does not parse is
+ * left to the SDK.
+ */
+async function hasBadRequestId(request: Request): Promise<boolean> {
+  let message: unknown;
+  try {
+    message = JSON.parse(await request.clone().text());
+  } catch {
+    return false;
+  }
+  if (typeof message !== "object" || message === null || Array.isArray(message)) return false;
+  if (!("method" in message) || !("id" in message)) return false;
+  const { id } = message as { id: unknown };
+  return id !== null && typeof id !== "string" && typeof id !== "number";
+}
