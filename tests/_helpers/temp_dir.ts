@@ -57,13 +57,13 @@ export async function makeTempDir(prefix = "acp-harness-"): Promise<string> {
 }
 
 /**
- * Removes a directory tree; retries while a process that is ending still writes into it, and
- * never throws (what is left there, the run's root collects).
+ * Removes a directory tree made by {@link makeTempDir}; retries while a process that is ending
+ * still writes into it.
  *
  * @param path The directory
  */
 export async function removeTempDir(path: string): Promise<void> {
-  await rm(path, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }).catch(() => {});
+  await rm(path, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
 }
 
 /**
@@ -77,7 +77,7 @@ export async function tempDir(prefix = "acp-harness-"): Promise<TempDir> {
   return {
     path,
     async [Symbol.asyncDispose](): Promise<void> {
-      await rm(path, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+      await removeTempDir(path);
     },
   };
 }

@@ -6,8 +6,6 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { mkdtemp, realpath, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   type AgentServer,
@@ -24,6 +22,7 @@ import {
   VERSION,
 } from "../../mod.ts";
 import { type AcpTestClient, memoryClient, RpcError } from "../_helpers/acp_client.ts";
+import { makeTempDir, removeTempDir } from "../_helpers/temp_dir.ts";
 
 interface Fixture {
   readonly server: AgentServer;
@@ -38,7 +37,7 @@ interface Fixture {
 }
 
 async function fixture(toolsFor?: ToolSetFactory, idleTask?: () => void): Promise<Fixture> {
-  const root = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-factory-")));
+  const root = await makeTempDir("acp-harness-factory-");
   const cwd = join(root, "work");
   await Deno.mkdir(cwd);
   const host = new NodeHost({});
@@ -78,7 +77,7 @@ async function fixture(toolsFor?: ToolSetFactory, idleTask?: () => void): Promis
     },
     async [Symbol.asyncDispose]() {
       await server.close();
-      await rm(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+      await removeTempDir(root);
     },
   };
 }
