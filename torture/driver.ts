@@ -1,18 +1,16 @@
 /**
  * The torture suite's driver: real server processes on a runtime, spoken to in raw NDJSON (so a
- * scenario can send malformed frames and several messages in one write), and the process hunt
- * that finds whatever a server left behind.
+ * scenario can send malformed frames and several messages in one write). The hunt for what a
+ * server left behind is the kit's (`tests/_helpers/marked_processes.ts`).
  *
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { findBun, findDeno } from "../tests/_helpers/runtime_binaries.ts";
-import { pollUntil } from "../tests/_helpers/wait.ts";
 
 /** The repository root. */
 export const ROOT: string = fileURLToPath(new URL("../", import.meta.url));
@@ -370,111 +368,6 @@ export class Server {
     }
     return undefined;
   }
-}
-
-/** Whether /proc/<pid> is a live (non-zombie) process. */
-async function live(pid: number): Promise<boolean> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-    return !/^\d+ \(.*\) [ZX]/s.test(stat);
-  } catch {
-    return false;
-  }
-}
-
-/** A process found by {@link findMarked}. */
-export interface MarkedProcess {
-  readonly pid: number;
-  readonly command: string;
-}
-
-/** Every live process (other than this one) whose environment or command line carries `marker`. */
-export async function findMarked(marker: string): Promise<MarkedProcess[]> {
-  const found: MarkedProcess[] = [];
-  let entries: string[];
-  try {
-    entries = await readdir("/proc");
-  } catch {
-    return found;
-  }
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    const pid = Number(entry);
-    if (pid === process.pid) continue;
-    let environ = "";
-    let cmdline = "";
-    try {
-      environ = await readFile(`/proc/${pid}/environ`, "latin1");
-    } catch {
-      // not ours or gone
-    }
-    try {
-      cmdline = await readFile(`/proc/${pid}/cmdline`, "latin1");
-    } catch {
-      // gone
-    }
-    if (!environ.includes(marker) && !cmdline.includes(marker)) continue;
-    if (await live(pid)) found.push({ pid, command: cmdline.replaceAll("\0", " ").trim() });
-  }
-  return found;
-}
-
-/**
- * Polls until no process carries `marker` except those in `except`, for at most `ms`; returns the
- * ones still alive then.
- */
-export async function hunt(
-  marker: string,
-  ms: number,
-  except: readonly number[] = [],
-  ignore?: RegExp,
-): Promise<MarkedProcess[]> {
-  let left: MarkedProcess[] = [];
-  // Processes that are not our children end by no event we can wait on: only /proc tells.
-  await pollUntil(async () => {
-    left = (await findMarked(marker)).filter(({ pid, command }) =>
-      !except.includes(pid) && !(ignore?.test(command) ?? false)
-    );
-    return left.length === 0;
-  }, { what: `no process carrying ${marker}`, timeoutMs: ms, intervalMs: 50 }).catch(() => {});
-  return left;
-}
-
-/** Waits (bounded) until a process carrying `marker` has `pattern` in its command line. */
-export async function waitForProcess(
-  marker: string,
-  pattern: RegExp,
-  ms: number,
-): Promise<MarkedProcess | undefined> {
-  let found: MarkedProcess | undefined;
-  // A grandchild starting is announced by no event: only /proc tells.
-  await pollUntil(async () => {
-    found = (await findMarked(marker)).find(({ command }) => pattern.test(command));
-    return found !== undefined;
-  }, { what: `a process carrying ${marker} running ${pattern}`, timeoutMs: ms, intervalMs: 25 })
-    .catch(() => {});
-  return found;
-}
-
-/** SIGKILLs the given processes (ones our servers started), by pid. */
-export function killAll(processes: readonly MarkedProcess[]): void {
-  for (const { pid } of processes) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // gone
-    }
-  }
-}
-
-/** A new temporary directory (symlinks resolved). */
-export async function tempDir(prefix: string): Promise<string> {
-  return await realpath(await mkdtemp(join(tmpdir(), prefix)));
-}
-
-/** Removes a directory tree. */
-export async function removeDir(dir: string): Promise<void> {
-  await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }).catch(() => {});
 }
 
 /** Writes a script for the `scripted` model and returns its path. */

@@ -39,11 +39,9 @@ import {
   hunt,
   killAll,
   type MarkedProcess,
-  random,
-  type Server,
   waitForProcess,
-  writeScript,
-} from "../driver.ts";
+} from "../../tests/_helpers/marked_processes.ts";
+import { random, type Server, writeScript } from "../driver.ts";
 import {
   type AcpClient,
   type Answer,
