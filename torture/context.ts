@@ -76,7 +76,12 @@ export class ScenarioContext {
 
   /** A context with its own temporary directory. */
   static async create(runtime: RuntimeSpec, size: Size, seed: number): Promise<ScenarioContext> {
-    return new ScenarioContext(runtime, size, await makeTempDir(`acp-torture-${runtime.name}-`), seed);
+    return new ScenarioContext(
+      runtime,
+      size,
+      await makeTempDir(`acp-torture-${runtime.name}-`),
+      seed,
+    );
   }
 
   /** A fresh unique marker, hunted for at the end. */
