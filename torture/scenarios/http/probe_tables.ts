@@ -17,8 +17,8 @@ import {
   type Victims,
 } from "./probes.ts";
 
-/** The fixed hostile requests (fetch and raw). */
-export function fixedProbes(env: Env, victims: Victims, rng: Rng): Array<() => Probe> {
+/** The rows so far, the shared bodies and headers, and the helpers that add a row. */
+function tables(env: Env, victims: Victims, rng: Rng) {
   const target = env.target;
   const auth = bearer(target);
   const json = { ...auth, "content-type": "application/json" };
@@ -66,7 +66,54 @@ export function fixedProbes(env: Env, victims: Victims, rng: Rng): Array<() => P
     }));
   };
 
-  // Bodies, on /acp without a connection, on the victim's connection, and on a URL key.
+  const A = `Authorization: Bearer ${target.token}`;
+  const J = "Content-Type: application/json";
+  const C = (): string => `Acp-Connection-Id: ${victims.acp.connectionId}`;
+  const raw = (
+    label: string,
+    pieces: Lazy<ReadonlyArray<string | Uint8Array>>,
+    extra: Omit<RawProbe, "kind" | "label" | "pieces"> = {},
+  ): void => {
+    probes.push(() => ({
+      kind: "raw",
+      label,
+      pieces: made(pieces),
+      ...extra,
+      // Loose probes may get no answer at all: a short wait; an expected answer gets 10 s.
+      options: { waitMs: extra.expect ? 10_000 : 3_000, ...extra.options },
+    }));
+  };
+  const post = (headers: readonly string[], body?: string, length = true): string =>
+    rawRequest(target, "POST /acp HTTP/1.1", [A, J, ...headers], body, { length });
+  return {
+    probes,
+    env,
+    victims,
+    rng,
+    target,
+    auth,
+    json,
+    keyed,
+    victimHeaders,
+    victimJson,
+    init,
+    list,
+    big,
+    fetchProbe,
+    A,
+    J,
+    C,
+    raw,
+    post,
+  };
+}
+
+/** See {@link tables}. */
+type Tables = ReturnType<typeof tables>;
+
+/** Bodies on /acp without a connection, on the victim's connection, and on a URL key. */
+function bodyProbes(t: Tables): void {
+  const { rng, json, keyed, victimJson, init, list, fetchProbe } = t;
   const bodies: Array<[string, string, readonly number[] | undefined]> = [
     ["an empty body", "", [400]],
     ["truncated JSON", init.slice(0, 30), [400]],
@@ -121,8 +168,11 @@ export function fixedProbes(env: Env, victims: Victims, rng: Rng): Array<() => P
       expect,
     );
   }
+}
 
-  // Content types.
+/** Wrong and missing content types. */
+function contentTypeProbes(t: Tables): void {
+  const { auth, keyed, init, list, fetchProbe } = t;
   const types: Array<[string, Record<string, string>, readonly number[] | undefined]> = [
     ["text/plain", { "content-type": "text/plain" }, [415]],
     ["form", { "content-type": "application/x-www-form-urlencoded" }, [415]],
@@ -151,8 +201,11 @@ export function fixedProbes(env: Env, victims: Victims, rng: Rng): Array<() => P
   fetchProbe("POST /v1/acp without a Content-Type", "POST", `/v1/acp/${keyed.key}`, auth, bytes, [
     415,
   ]);
+}
 
-  // Bodies over the limit: declared, and streamed without a length.
+/** Bodies over the limit: declared, and streamed without a length. */
+function limitProbes(t: Tables): void {
+  const { json, keyed, victimJson, big, fetchProbe } = t;
   const streamed = (): ReadableStream<Uint8Array> => {
     let sent = 0;
     const chunk = new Uint8Array(64 * 1024).fill(0x61);
@@ -179,8 +232,11 @@ export function fixedProbes(env: Env, victims: Victims, rng: Rng): Array<() => P
     streamed,
     [413, 0],
   );
+}
 
-  // Connection and session ids.
+/** Connection and session ids: unknown, overlong, garbage, another's. */
+function idProbes(t: Tables): void {
+  const { victims, rng, auth, json, victimJson, init, list, fetchProbe } = t;
   const prompt = (sessionId: string): string =>
     JSON.stringify({
       jsonrpc: "2.0",
@@ -260,8 +316,11 @@ export function fixedProbes(env: Env, victims: Victims, rng: Rng): Array<() => P
   fetchProbe("POST /acp, initialize on an open connection", "POST", "/acp", victimJson, init, [
     400,
   ]);
+}
 
-  // GETs without (the right) Accept, second readers, DELETEs of nothing.
+/** GETs without (the right) Accept, second readers, DELETEs of nothing. */
+function acceptProbes(t: Tables): void {
+  const { auth, victimHeaders, fetchProbe } = t;
   fetchProbe("GET /acp, victim, Accept */*", "GET", "/acp", victimHeaders, undefined, [406]);
   fetchProbe(
     "GET /acp, victim, Accept text/html",
@@ -310,8 +369,11 @@ export function fixedProbes(env: Env, victims: Victims, rng: Rng): Array<() => P
   );
   fetchProbe("DELETE /acp, no connection", "DELETE", "/acp", auth, undefined, [400]);
   fetchProbe("DELETE /v1/acp, never opened", "DELETE", "/v1/acp/fz-never", auth, undefined, [404]);
+}
 
-  // Verbs and paths.
+/** Every verb, and random paths. */
+function verbProbes(t: Tables): void {
+  const { auth, json, init, list, fetchProbe } = t;
   for (const method of ["PUT", "PATCH", "PROPFIND", "FOO", "MKCOL"]) {
     // Parsers may refuse a method they do not know: Node.js with 400, Bun by closing.
     const expect = method === "FOO" ? [405, 400, 501, 0] : [405];
@@ -347,27 +409,11 @@ export function fixedProbes(env: Env, victims: Victims, rng: Rng): Array<() => P
     fetchProbe(`GET ${path.slice(0, 40)}`, "GET", path, auth, undefined, expect);
     fetchProbe(`POST ${path.slice(0, 40)}`, "POST", path, json, init, expect);
   }
+}
 
-  // Raw requests: lies about lengths, broken framing, injections, huge heads.
-  const A = `Authorization: Bearer ${target.token}`;
-  const J = "Content-Type: application/json";
-  const C = (): string => `Acp-Connection-Id: ${victims.acp.connectionId}`;
-  const raw = (
-    label: string,
-    pieces: Lazy<ReadonlyArray<string | Uint8Array>>,
-    extra: Omit<RawProbe, "kind" | "label" | "pieces"> = {},
-  ): void => {
-    probes.push(() => ({
-      kind: "raw",
-      label,
-      pieces: made(pieces),
-      ...extra,
-      // Loose probes may get no answer at all: a short wait; an expected answer gets 10 s.
-      options: { waitMs: extra.expect ? 10_000 : 3_000, ...extra.options },
-    }));
-  };
-  const post = (headers: readonly string[], body?: string, length = true): string =>
-    rawRequest(target, "POST /acp HTTP/1.1", [A, J, ...headers], body, { length });
+/** Raw requests that lie about their length or break the framing. */
+function rawLengthProbes(t: Tables): void {
+  const { init, list, big, C, raw, post } = t;
   // Once answered 500 by the SDK (seed 454368, fuzz 168): an initialize with an array id.
   raw("initialize whose id is an array, empty Acp-Connection-Id", [
     post(["Acp-Connection-Id: "], init.replace('"id":"fz-init"', '"id":[]')),
@@ -436,6 +482,11 @@ export function fixedProbes(env: Env, victims: Victims, rng: Rng): Array<() => P
       injected: true,
     },
   );
+}
+
+/** Raw requests with injected, broken or huge heads and request lines. */
+function rawHeadProbes(t: Tables): void {
+  const { target, list, A, J, C, raw, post } = t;
   raw("an obs-fold header", () => [post([C(), "Acp-Session-Id: s", " X-Injected: 1"], list)], {
     injected: true,
   });
@@ -507,5 +558,18 @@ export function fixedProbes(env: Env, victims: Victims, rng: Rng): Array<() => P
       ),
     ]),
   ]);
-  return probes;
+}
+
+/** The fixed hostile requests (fetch and raw), table by table, in a fixed order. */
+export function fixedProbes(env: Env, victims: Victims, rng: Rng): Array<() => Probe> {
+  const t = tables(env, victims, rng);
+  bodyProbes(t);
+  contentTypeProbes(t);
+  limitProbes(t);
+  idProbes(t);
+  acceptProbes(t);
+  verbProbes(t);
+  rawLengthProbes(t);
+  rawHeadProbes(t);
+  return t.probes;
 }
