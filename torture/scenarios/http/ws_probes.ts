@@ -87,78 +87,85 @@ export function wsProbe(spec: WsCase): CustomProbe {
   };
 }
 
-export function wsProbes(rng: Rng): Probe[] {
-  const text = (value: string): Uint8Array => new TextEncoder().encode(value);
-  const bytes = (length: number): Uint8Array =>
-    Uint8Array.from({ length }, () => Math.floor(rng() * 256));
-  const init = JSON.stringify({
-    jsonrpc: "2.0",
-    id: "ws-frag",
-    method: "initialize",
-    params: INITIALIZE,
-  });
+/** What the WebSocket cases' frames are made of. */
+interface WsParts {
+  readonly text: (value: string) => Uint8Array;
+  /** Random bytes (drawn when the case runs). */
+  readonly bytes: (length: number) => Uint8Array;
+  /** An `initialize` request, to fragment and mask. */
+  readonly init: string;
+}
+
+/** Handshakes that must be refused, or are the runtime's to accept. */
+function handshakeCases(): WsCase[] {
   const fail = [400, 401, 403, 404, 405, 406, 426, 0];
   return [
-    wsProbe({
+    {
       label: "WebSocket without Sec-WebSocket-Key",
       handshake: { key: null },
       expectStatus: fail,
-    }),
+    },
     // Deno's upgrade does not check the version or the key's form: lenient, not wrong.
-    wsProbe({ label: "WebSocket version 99", handshake: { version: "99" }, expectStatus: "any" }),
-    wsProbe({
+    { label: "WebSocket version 99", handshake: { version: "99" }, expectStatus: "any" },
+    {
       label: "WebSocket with a short key",
       handshake: { key: "short" },
       expectStatus: "any",
-    }),
-    wsProbe({
+    },
+    {
       label: "WebSocket on /v1/acp/x",
       handshake: { path: "/v1/acp/x" },
       expectStatus: [404],
-    }),
-    wsProbe({
+    },
+    {
       label: "WebSocket on /health",
       handshake: { path: "/health" },
       expectStatus: fail.concat(200),
-    }),
-    wsProbe({
+    },
+    {
       label: "WebSocket by POST",
       handshake: { method: "POST" },
       expectStatus: fail.concat(415, 101),
-    }),
-    wsProbe({
+    },
+  ];
+}
+
+/** Odd frames: binary, bad UTF-8, unmasked, unknown opcodes, RSV bits, fragments. */
+function frameCases({ text, bytes, init }: WsParts): WsCase[] {
+  return [
+    {
       label: "binary frame, then a request",
       act: (socket) => socket.sendFrame({ opcode: OPCODE.binary, payload: bytes(1024) }),
       answers: true,
-    }),
-    wsProbe({
+    },
+    {
       label: "text that is not JSON",
       act: (socket) => socket.send("{oops"),
-    }),
-    wsProbe({
+    },
+    {
       label: "text that is not UTF-8",
       initialize: true,
       act: (socket) =>
         socket.sendFrame({ opcode: OPCODE.text, payload: new Uint8Array([0xff, 0xfe, 0x80]) }),
-    }),
-    wsProbe({
+    },
+    {
       label: "an unmasked frame",
       act: (socket) => socket.sendFrame({ opcode: OPCODE.text, payload: text(init), mask: false }),
-    }),
-    wsProbe({
+    },
+    {
       label: "opcode 3",
       initialize: true,
       act: (socket) => socket.sendFrame({ opcode: 3, payload: bytes(10) }),
-    }),
-    wsProbe({
+    },
+    {
       label: "RSV1 set",
       act: (socket) => socket.sendFrame({ opcode: OPCODE.text, payload: text(init), rsv: 4 }),
-    }),
-    wsProbe({
+    },
+    {
       label: "a 126-byte ping",
       act: (socket) => socket.sendFrame({ opcode: OPCODE.ping, payload: bytes(126) }),
-    }),
-    wsProbe({
+    },
+    {
       label: "initialize in three fragments with a ping between",
       act: (socket) => {
         const third = Math.floor(init.length / 3);
@@ -172,20 +179,26 @@ export function wsProbes(rng: Rng): Probe[] {
         socket.sendFrame({ opcode: OPCODE.continuation, payload: text(init.slice(2 * third)) });
       },
       answers: true,
-    }),
-    wsProbe({
+    },
+    {
       label: "a continuation first",
       act: (socket) => socket.sendFrame({ opcode: OPCODE.continuation, payload: text(init) }),
-    }),
-    wsProbe({
+    },
+  ];
+}
+
+/** Frames and messages over the limits, floods, odd closes, junk and deep nesting. */
+function limitCases({ text, bytes }: WsParts): WsCase[] {
+  return [
+    {
       label: "a frame declaring 2^62 bytes, then gone",
       initialize: true,
       act: (socket) => {
         socket.sendFrame({ opcode: OPCODE.text, payload: bytes(1024), length: 2n ** 62n });
         socket.destroy();
       },
-    }),
-    wsProbe({
+    },
+    {
       label: "a text message over the limit",
       initialize: true,
       act: (socket) =>
@@ -193,15 +206,15 @@ export function wsProbes(rng: Rng): Probe[] {
           JSON.stringify({ jsonrpc: "2.0", id: 1, method: "x", params: "y".repeat(LIMIT + 1000) }),
         ),
       closes: 1009,
-    }),
-    wsProbe({
+    },
+    {
       label: "a binary message over the limit",
       initialize: true,
       act: (socket) =>
         socket.sendFrame({ opcode: OPCODE.binary, payload: new Uint8Array(LIMIT + 1000) }),
       closes: 1009,
-    }),
-    wsProbe({
+    },
+    {
       label: "30 pings, then a request",
       initialize: true,
       act: (socket) => {
@@ -210,9 +223,9 @@ export function wsProbes(rng: Rng): Probe[] {
         }
       },
       answers: true,
-    }),
+    },
     // Node.js's `ws` drops a client with more than 60 pings not yet answered (a flood guard).
-    wsProbe({
+    {
       label: "1,000 pings",
       initialize: true,
       act: (socket) => {
@@ -220,26 +233,26 @@ export function wsProbes(rng: Rng): Probe[] {
           socket.sendFrame({ opcode: OPCODE.ping, payload: text(String(index)) });
         }
       },
-    }),
-    wsProbe({
+    },
+    {
       label: "a close frame with code 999",
       act: (socket) =>
         socket.sendFrame({ opcode: OPCODE.close, payload: new Uint8Array([0x03, 0xe7]) }),
-    }),
-    wsProbe({
+    },
+    {
       label: "a close frame with a 1-byte payload",
       initialize: true,
       act: (socket) => socket.sendFrame({ opcode: OPCODE.close, payload: new Uint8Array([1]) }),
-    }),
-    wsProbe({
+    },
+    {
       label: "half a 64 KB frame, then gone",
       initialize: true,
       act: (socket) => {
         socket.sendFrame({ opcode: OPCODE.text, payload: bytes(32 * 1024), length: 64n * 1024n });
         socket.destroy();
       },
-    }),
-    wsProbe({
+    },
+    {
       label: "2,000 junk requests unread, then gone",
       initialize: true,
       act: (socket) => {
@@ -255,8 +268,8 @@ export function wsProbes(rng: Rng): Probe[] {
         }
         socket.destroy();
       },
-    }),
-    wsProbe({
+    },
+    {
       label: "session/new before initialize",
       act: (socket) =>
         socket.send(
@@ -267,24 +280,39 @@ export function wsProbes(rng: Rng): Probe[] {
             params: { cwd: "/", mcpServers: [] },
           }),
         ),
-    }),
-    wsProbe({
+    },
+    {
       label: "2 MB of random bytes",
       act: (socket) => socket.sendRaw(bytes(2 * 1024 * 1024)),
-    }),
-    wsProbe({
+    },
+    {
       label: "a 50,000-deep object, then a request",
       initialize: true,
       act: (socket) => socket.send('{"a":'.repeat(50_000) + "1" + "}".repeat(50_000)),
       answers: true,
-    }),
-    wsProbe({
+    },
+    {
       label: "50,000-deep params, then a request",
       initialize: true,
       act: (socket) => socket.send(deepParams),
       answers: true,
-    }),
+    },
   ];
+}
+
+/** The WebSocket probes, table by table. */
+export function wsProbes(rng: Rng): Probe[] {
+  const parts: WsParts = {
+    text: (value) => new TextEncoder().encode(value),
+    bytes: (length) => Uint8Array.from({ length }, () => Math.floor(rng() * 256)),
+    init: JSON.stringify({
+      jsonrpc: "2.0",
+      id: "ws-frag",
+      method: "initialize",
+      params: INITIALIZE,
+    }),
+  };
+  return [...handshakeCases(), ...frameCases(parts), ...limitCases(parts)].map(wsProbe);
 }
 
 /** A random sequence of WebSocket frames, ended at random. */
