@@ -73,44 +73,26 @@ export function nearMisses(token: string, rng: Rng): Array<[string, Record<strin
   ];
 }
 
-export async function auth(env: Env): Promise<void> {
-  const { context, target } = env;
-  const rng = random(context.seed + 22);
-  const good = client(env, "acp") as RfdClient;
-  const keyed = client(env, "keyed") as KeyedClient;
-  for (const live of [good, keyed]) {
-    if (!(await connected(env, "auth: a good client", live))) {
-      throw new Error("Cannot connect a good client");
-    }
-  }
-  const unauthCwd = await workspace(env, "unauthorized");
-  let sent = 0;
-  const sessionNew = (): string =>
-    JSON.stringify({
-      jsonrpc: "2.0",
-      id: `unauth-${sent++}`,
-      method: "session/new",
-      params: { cwd: unauthCwd, mcpServers: [] },
-    });
-  const initialize = (): string =>
-    JSON.stringify({
-      jsonrpc: "2.0",
-      id: `unauth-${sent++}`,
-      method: "initialize",
-      params: INITIALIZE,
-    });
+/** A route the near misses are tried on. */
+interface AuthRoute {
+  readonly label: string;
+  readonly method: string;
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body?: () => string;
+}
+
+/** The routes, live connections' included, that must answer 401 to every near miss. */
+function authRoutes(
+  bodies: { readonly sessionNew: () => string; readonly initialize: () => string },
+  good: RfdClient,
+  keyed: KeyedClient,
+): AuthRoute[] {
+  const { sessionNew, initialize } = bodies;
   const json = { "content-type": "application/json" };
   const sse = { accept: "text/event-stream" };
   const conn = { "acp-connection-id": good.connectionId ?? "" };
-  const routes: Array<
-    {
-      label: string;
-      method: string;
-      path: string;
-      headers: Record<string, string>;
-      body?: () => string;
-    }
-  > = [
+  return [
     {
       label: "POST /acp initialize",
       method: "POST",
@@ -157,6 +139,96 @@ export async function auth(env: Env): Promise<void> {
     },
     { label: "GET /nowhere", method: "GET", path: "/nowhere", headers: {} },
   ];
+}
+
+/** Near misses only a raw request can send; the server's parser may refuse them with 400 first. */
+function rawMisses(token: string, rng: Rng): Array<[string, string[]]> {
+  return [
+    ["a NUL after the token", [`Authorization: Bearer ${token}\0`]],
+    ["two wrong Authorization headers", [
+      "Authorization: Bearer x",
+      `Authorization: Basic ${btoa(token)}`,
+    ]],
+    ["a full-width letter", [
+      `Authorization: Bearer ${token.slice(0, -1)}\u00ef\u00bc\u00a1`,
+    ]],
+    ["a token of high bytes", [
+      `Authorization: Bearer ${headerSafe(randomBytes(rng, 20))}`,
+    ]],
+    ["a 100 KB token", [`Authorization: Bearer ${token}${"t".repeat(100_000)}`]],
+  ];
+}
+
+/** Nothing of the near misses reached ACP: no session in that directory, no answer to them. */
+async function nothingReached(
+  env: Env,
+  live: RfdClient | KeyedClient,
+  unauthCwd: string,
+): Promise<void> {
+  const { context } = env;
+  const answer = await live.call("session/list", { cwd: unauthCwd }, 10_000);
+  const sessions = (answer.frame?.result as { sessions?: unknown[] } | undefined)?.sessions;
+  if (sessions === undefined) {
+    context.fail(
+      "other",
+      "wedged",
+      `auth: the ${live.profile} client's session/list: ${JSON.stringify(answer)}`,
+    );
+  } else if (sessions.length > 0) {
+    context.fail(
+      "escapes",
+      "auth-bypass",
+      `auth: a session was made without the token: ${JSON.stringify(sessions[0])}`,
+      sessions.length,
+    );
+  }
+  const leaked = live.frames.filter((frame) => String(frame.id ?? "").startsWith("unauth-"));
+  if (leaked.length > 0) {
+    context.fail(
+      "escapes",
+      "auth-bypass",
+      `auth: an unauthorized request was answered: ${JSON.stringify(leaked[0]).slice(0, 200)}`,
+      leaked.length,
+    );
+  }
+  // The DELETEs and GETs without the token ended or stole nothing.
+  await wholePrompt(
+    env,
+    `auth: the ${live.profile} client afterwards`,
+    live,
+    await workspace(env, `auth-${live.profile}`),
+  );
+  await closeClient(env, `auth: the ${live.profile} client`, live);
+}
+
+export async function auth(env: Env): Promise<void> {
+  const { context, target } = env;
+  const rng = random(context.seed + 22);
+  const good = client(env, "acp") as RfdClient;
+  const keyed = client(env, "keyed") as KeyedClient;
+  for (const live of [good, keyed]) {
+    if (!(await connected(env, "auth: a good client", live))) {
+      throw new Error("Cannot connect a good client");
+    }
+  }
+  const unauthCwd = await workspace(env, "unauthorized");
+  let sent = 0;
+  const sessionNew = (): string =>
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id: `unauth-${sent++}`,
+      method: "session/new",
+      params: { cwd: unauthCwd, mcpServers: [] },
+    });
+  const initialize = (): string =>
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id: `unauth-${sent++}`,
+      method: "initialize",
+      params: INITIALIZE,
+    });
+  const json = { "content-type": "application/json" };
+  const routes = authRoutes({ sessionNew, initialize }, good, keyed);
   let misses = nearMisses(target.token, rng);
   if (context.size === "test") misses = misses.filter((_, index) => index % 3 === 0);
   const verdict = (label: string, status: number, allowed: readonly number[]): void => {
@@ -197,22 +269,7 @@ export async function auth(env: Env): Promise<void> {
       verdict(`WebSocket upgrade with ${what}`, handshake.status ?? 0, [401]);
     });
   }
-  // Only a raw request can send these; the server's parser may refuse them with 400 first.
-  const rawMisses: Array<[string, string[]]> = [
-    ["a NUL after the token", [`Authorization: Bearer ${target.token}\0`]],
-    ["two wrong Authorization headers", [
-      "Authorization: Bearer x",
-      `Authorization: Basic ${btoa(target.token)}`,
-    ]],
-    ["a full-width letter", [
-      `Authorization: Bearer ${target.token.slice(0, -1)}\u00ef\u00bc\u00a1`,
-    ]],
-    ["a token of high bytes", [
-      `Authorization: Bearer ${headerSafe(randomBytes(rng, 20))}`,
-    ]],
-    ["a 100 KB token", [`Authorization: Bearer ${target.token}${"t".repeat(100_000)}`]],
-  ];
-  for (const [what, headers] of rawMisses) {
+  for (const [what, headers] of rawMisses(target.token, rng)) {
     checks.push(async () => {
       const result = await rawHttp(target, [rawRequest(target, "POST /acp HTTP/1.1", [
         ...headers,
@@ -231,40 +288,5 @@ export async function auth(env: Env): Promise<void> {
     [good, keyed],
   );
   if (!(await alive(env, "auth"))) return;
-  // Nothing of it reached ACP: no session in that directory, no answer to those requests.
-  for (const live of [good, keyed]) {
-    const answer = await live.call("session/list", { cwd: unauthCwd }, 10_000);
-    const sessions = (answer.frame?.result as { sessions?: unknown[] } | undefined)?.sessions;
-    if (sessions === undefined) {
-      context.fail(
-        "other",
-        "wedged",
-        `auth: the ${live.profile} client's session/list: ${JSON.stringify(answer)}`,
-      );
-    } else if (sessions.length > 0) {
-      context.fail(
-        "escapes",
-        "auth-bypass",
-        `auth: a session was made without the token: ${JSON.stringify(sessions[0])}`,
-        sessions.length,
-      );
-    }
-    const leaked = live.frames.filter((frame) => String(frame.id ?? "").startsWith("unauth-"));
-    if (leaked.length > 0) {
-      context.fail(
-        "escapes",
-        "auth-bypass",
-        `auth: an unauthorized request was answered: ${JSON.stringify(leaked[0]).slice(0, 200)}`,
-        leaked.length,
-      );
-    }
-    // The DELETEs and GETs without the token ended or stole nothing.
-    await wholePrompt(
-      env,
-      `auth: the ${live.profile} client afterwards`,
-      live,
-      await workspace(env, `auth-${live.profile}`),
-    );
-    await closeClient(env, `auth: the ${live.profile} client`, live);
-  }
+  for (const live of [good, keyed]) await nothingReached(env, live, unauthCwd);
 }
