@@ -10,6 +10,7 @@
 import { type ChildProcess, spawn, type SpawnOptions } from "node:child_process";
 import type { AnyMessage, Stream } from "../../mod.ts";
 import { schemaProblems } from "./acp_schema.ts";
+import { Waiters } from "./waiters.ts";
 
 /** A JSON-RPC error answer. */
 export class RpcError extends Error {
@@ -65,7 +66,7 @@ export class AcpTestClient {
     { method: string; resolve: (frame: Frame) => void }
   >();
   readonly #sentMethods = new Map<string | number, string>();
-  readonly #waiters = new Set<() => void>();
+  readonly #waiters = new Waiters();
   readonly #answering = new Set<Promise<void>>();
   #nextId: number;
 
@@ -113,7 +114,7 @@ export class AcpTestClient {
 
   /** Re-checks every waiter: after a batch of frames, or an event that is no frame (an exit). */
   wake(): void {
-    for (const check of [...this.#waiters]) check();
+    this.#waiters.wake();
   }
 
   #check(frame: Frame, answered: string | undefined): void {
@@ -255,20 +256,7 @@ export class AcpTestClient {
     timeoutMs = 30_000,
     giveUp?: () => boolean,
   ): Promise<boolean> {
-    if (predicate()) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const done = (value: boolean): void => {
-        clearTimeout(timer);
-        this.#waiters.delete(check);
-        resolve(value);
-      };
-      const timer = setTimeout(() => done(false), timeoutMs);
-      const check = (): void => {
-        if (predicate()) done(true);
-        else if (giveUp?.() === true) done(false);
-      };
-      this.#waiters.add(check);
-    });
+    return this.#waiters.until(predicate, timeoutMs, giveUp);
   }
 
   /** The next request id {@link request} will use. */
