@@ -17,7 +17,48 @@ import {
   type Victims,
 } from "./probes.ts";
 
-/** The rows so far, the shared bodies and headers, and the helpers that add a row. */
+/** A fixed fetch probe as a row of a table: its headers and body may be made when it runs. */
+interface FetchRow {
+  readonly kind: "fetch";
+  readonly label: string;
+  readonly method: string;
+  readonly path: string;
+  readonly headers: Lazy<Record<string, string>>;
+  readonly body?: Lazy<NonNullable<FetchProbe["body"]>>;
+  /** Left out: any status but a 5xx (501, 503 and 505 excepted). */
+  readonly expect?: readonly number[] | undefined;
+}
+
+/** A fixed raw probe as a row of a table: its bytes may be made when it runs. */
+interface RawRow extends Omit<RawProbe, "pieces"> {
+  readonly pieces: Lazy<ReadonlyArray<string | Uint8Array>>;
+}
+
+/** A row of the fixed probe tables. */
+type Row = FetchRow | RawRow;
+
+/** The probe a row stands for, made when it runs (the victims may have been replaced). */
+function probeOf(row: Row): Probe {
+  if (row.kind === "fetch") {
+    return {
+      kind: "fetch",
+      label: row.label,
+      method: row.method,
+      path: row.path,
+      headers: made(row.headers),
+      ...(row.body === undefined ? {} : { body: made(row.body) }),
+      ...(row.expect === undefined ? {} : { expect: row.expect }),
+    };
+  }
+  return {
+    ...row,
+    pieces: made(row.pieces),
+    // Loose probes may get no answer at all: a short wait; an expected answer gets 10 s.
+    options: { waitMs: row.expect ? 10_000 : 3_000, ...row.options },
+  };
+}
+
+/** What the tables are built from: the target, the victims, shared bodies and headers. */
 function tables(env: Env, victims: Victims, rng: Rng) {
   const target = env.target;
   const auth = bearer(target);
@@ -46,47 +87,14 @@ function tables(env: Env, victims: Victims, rng: Rng) {
     method: "session/list",
     params: { cwd: "x".repeat(LIMIT + 1000) },
   });
-  const probes: Array<() => Probe> = [];
-  const fetchProbe = (
-    label: string,
-    method: string,
-    path: string,
-    headers: Lazy<Record<string, string>>,
-    body?: Lazy<NonNullable<FetchProbe["body"]>>,
-    expect?: readonly number[],
-  ): void => {
-    probes.push(() => ({
-      kind: "fetch",
-      label,
-      method,
-      path,
-      headers: made(headers),
-      ...(body === undefined ? {} : { body: made(body) }),
-      ...(expect === undefined ? {} : { expect }),
-    }));
-  };
 
   const A = `Authorization: Bearer ${target.token}`;
   const J = "Content-Type: application/json";
   const C = (): string => `Acp-Connection-Id: ${victims.acp.connectionId}`;
-  const raw = (
-    label: string,
-    pieces: Lazy<ReadonlyArray<string | Uint8Array>>,
-    extra: Omit<RawProbe, "kind" | "label" | "pieces"> = {},
-  ): void => {
-    probes.push(() => ({
-      kind: "raw",
-      label,
-      pieces: made(pieces),
-      ...extra,
-      // Loose probes may get no answer at all: a short wait; an expected answer gets 10 s.
-      options: { waitMs: extra.expect ? 10_000 : 3_000, ...extra.options },
-    }));
-  };
+
   const post = (headers: readonly string[], body?: string, length = true): string =>
     rawRequest(target, "POST /acp HTTP/1.1", [A, J, ...headers], body, { length });
   return {
-    probes,
     env,
     victims,
     rng,
@@ -99,11 +107,9 @@ function tables(env: Env, victims: Victims, rng: Rng) {
     init,
     list,
     big,
-    fetchProbe,
     A,
     J,
     C,
-    raw,
     post,
   };
 }
@@ -112,8 +118,8 @@ function tables(env: Env, victims: Victims, rng: Rng) {
 type Tables = ReturnType<typeof tables>;
 
 /** Bodies on /acp without a connection, on the victim's connection, and on a URL key. */
-function bodyProbes(t: Tables): void {
-  const { rng, json, keyed, victimJson, init, list, fetchProbe } = t;
+function bodyProbes(t: Tables): Row[] {
+  const { rng, json, keyed, victimJson, init, list } = t;
   const bodies: Array<[string, string, readonly number[] | undefined]> = [
     ["an empty body", "", [400]],
     ["truncated JSON", init.slice(0, 30), [400]],
@@ -156,23 +162,42 @@ function bodyProbes(t: Tables): void {
       undefined,
     ],
   ];
-  for (const [what, body, expect] of bodies) {
-    fetchProbe(`POST /acp, no connection: ${what}`, "POST", "/acp", json, body, expect);
-    fetchProbe(`POST /acp, victim connection: ${what}`, "POST", "/acp", victimJson, body, expect);
-    fetchProbe(
-      `POST /v1/acp/<victim>: ${what}`,
-      "POST",
-      `/v1/acp/${keyed.key}`,
-      json,
-      body,
-      expect,
-    );
-  }
+  return [
+    ...bodies.flatMap(([what, body, expect]): Row[] => [
+      {
+        kind: "fetch",
+        label: `POST /acp, no connection: ${what}`,
+        method: "POST",
+        path: "/acp",
+        headers: json,
+        body,
+        expect,
+      },
+      {
+        kind: "fetch",
+        label: `POST /acp, victim connection: ${what}`,
+        method: "POST",
+        path: "/acp",
+        headers: victimJson,
+        body,
+        expect,
+      },
+      {
+        kind: "fetch",
+        label: `POST /v1/acp/<victim>: ${what}`,
+        method: "POST",
+        path: `/v1/acp/${keyed.key}`,
+        headers: json,
+        body,
+        expect,
+      },
+    ]),
+  ];
 }
 
 /** Wrong and missing content types. */
-function contentTypeProbes(t: Tables): void {
-  const { auth, keyed, init, list, fetchProbe } = t;
+function contentTypeProbes(t: Tables): Row[] {
+  const { auth, keyed, init, list } = t;
   const types: Array<[string, Record<string, string>, readonly number[] | undefined]> = [
     ["text/plain", { "content-type": "text/plain" }, [415]],
     ["form", { "content-type": "application/x-www-form-urlencoded" }, [415]],
@@ -184,28 +209,55 @@ function contentTypeProbes(t: Tables): void {
     ["JSON as UTF-16", { "content-type": "application/json; charset=utf-16" }, undefined],
     ["two types", { "content-type": "application/json, text/plain" }, undefined],
   ];
-  for (const [what, type, expect] of types) {
-    fetchProbe(`POST /acp as ${what}`, "POST", "/acp", { ...auth, ...type }, init, expect);
-    fetchProbe(
-      `POST /v1/acp as ${what}`,
-      "POST",
-      `/v1/acp/${keyed.key}`,
-      { ...auth, ...type },
-      list,
-      expect,
-    );
-  }
-  // No Content-Type at all (a byte body gets none from fetch).
   const bytes = new TextEncoder().encode(init);
-  fetchProbe("POST /acp without a Content-Type", "POST", "/acp", auth, bytes, [415]);
-  fetchProbe("POST /v1/acp without a Content-Type", "POST", `/v1/acp/${keyed.key}`, auth, bytes, [
-    415,
-  ]);
+  return [
+    ...types.flatMap(([what, type, expect]): Row[] => [
+      {
+        kind: "fetch",
+        label: `POST /acp as ${what}`,
+        method: "POST",
+        path: "/acp",
+        headers: { ...auth, ...type },
+        body: init,
+        expect,
+      },
+      {
+        kind: "fetch",
+        label: `POST /v1/acp as ${what}`,
+        method: "POST",
+        path: `/v1/acp/${keyed.key}`,
+        headers: { ...auth, ...type },
+        body: list,
+        expect,
+      },
+    ]),
+    // No Content-Type at all (a byte body gets none from fetch).
+    {
+      kind: "fetch",
+      label: "POST /acp without a Content-Type",
+      method: "POST",
+      path: "/acp",
+      headers: auth,
+      body: bytes,
+      expect: [415],
+    },
+    {
+      kind: "fetch",
+      label: "POST /v1/acp without a Content-Type",
+      method: "POST",
+      path: `/v1/acp/${keyed.key}`,
+      headers: auth,
+      body: bytes,
+      expect: [
+        415,
+      ],
+    },
+  ];
 }
 
 /** Bodies over the limit: declared, and streamed without a length. */
-function limitProbes(t: Tables): void {
-  const { json, keyed, victimJson, big, fetchProbe } = t;
+function limitProbes(t: Tables): Row[] {
+  const { json, keyed, victimJson, big } = t;
   const streamed = (): ReadableStream<Uint8Array> => {
     let sent = 0;
     const chunk = new Uint8Array(64 * 1024).fill(0x61);
@@ -217,26 +269,61 @@ function limitProbes(t: Tables): void {
       },
     });
   };
-  fetchProbe("POST /acp over the limit", "POST", "/acp", json, big, [413, 0]);
-  fetchProbe("POST /acp over the limit, victim connection", "POST", "/acp", victimJson, big, [
-    413,
-    0,
-  ]);
-  fetchProbe("POST /v1/acp over the limit", "POST", `/v1/acp/${keyed.key}`, json, big, [413, 0]);
-  fetchProbe("POST /acp streamed over the limit", "POST", "/acp", json, streamed, [413, 0]);
-  fetchProbe(
-    "POST /v1/acp streamed over the limit",
-    "POST",
-    `/v1/acp/${keyed.key}`,
-    json,
-    streamed,
-    [413, 0],
-  );
+  return [
+    {
+      kind: "fetch",
+      label: "POST /acp over the limit",
+      method: "POST",
+      path: "/acp",
+      headers: json,
+      body: big,
+      expect: [413, 0],
+    },
+    {
+      kind: "fetch",
+      label: "POST /acp over the limit, victim connection",
+      method: "POST",
+      path: "/acp",
+      headers: victimJson,
+      body: big,
+      expect: [
+        413,
+        0,
+      ],
+    },
+    {
+      kind: "fetch",
+      label: "POST /v1/acp over the limit",
+      method: "POST",
+      path: `/v1/acp/${keyed.key}`,
+      headers: json,
+      body: big,
+      expect: [413, 0],
+    },
+    {
+      kind: "fetch",
+      label: "POST /acp streamed over the limit",
+      method: "POST",
+      path: "/acp",
+      headers: json,
+      body: streamed,
+      expect: [413, 0],
+    },
+    {
+      kind: "fetch",
+      label: "POST /v1/acp streamed over the limit",
+      method: "POST",
+      path: `/v1/acp/${keyed.key}`,
+      headers: json,
+      body: streamed,
+      expect: [413, 0],
+    },
+  ];
 }
 
 /** Connection and session ids: unknown, overlong, garbage, another's. */
-function idProbes(t: Tables): void {
-  const { victims, rng, auth, json, victimJson, init, list, fetchProbe } = t;
+function idProbes(t: Tables): Row[] {
+  const { victims, rng, auth, json, victimJson, init, list } = t;
   const prompt = (sessionId: string): string =>
     JSON.stringify({
       jsonrpc: "2.0",
@@ -251,141 +338,174 @@ function idProbes(t: Tables): void {
     ["a path as connection id", "../../etc/passwd", [404]],
     ["a latin1 connection id", "\u00e9\u00ff\u00a0x", [404]],
   ];
-  for (const [what, id, expect] of ids) {
-    fetchProbe(
-      `POST /acp with ${what}`,
-      "POST",
-      "/acp",
-      { ...json, "acp-connection-id": id },
-      list,
-      expect,
-    );
-    fetchProbe(
-      `GET /acp with ${what}`,
-      "GET",
-      "/acp",
+  return [
+    ...ids.flatMap(([what, id, expect]): Row[] => [
       {
-        ...auth,
-        "acp-connection-id": id,
-        accept: "text/event-stream",
+        kind: "fetch",
+        label: `POST /acp with ${what}`,
+        method: "POST",
+        path: "/acp",
+        headers: { ...json, "acp-connection-id": id },
+        body: list,
+        expect,
       },
-      undefined,
-      [...expect, 400, 404],
-    );
-    fetchProbe(
-      `DELETE /acp with ${what}`,
-      "DELETE",
-      "/acp",
-      { ...auth, "acp-connection-id": id },
-      undefined,
-      [...expect, 400, 404],
-    );
-  }
-  fetchProbe(
-    "POST /acp, session header not the params' session",
-    "POST",
-    "/acp",
-    () => ({ ...victimJson(), "acp-session-id": "other" }),
-    () => prompt(victims.session),
-    [400],
-  );
-  fetchProbe(
-    "POST /acp, a 2,000-character session id",
-    "POST",
-    "/acp",
-    () => ({ ...victimJson(), "acp-session-id": "s".repeat(2000) }),
-    prompt("s".repeat(2000)),
-    [400],
-  );
-  fetchProbe(
-    "POST /acp, an unknown session",
-    "POST",
-    "/acp",
-    () => ({ ...victimJson(), "acp-session-id": "unknown-session" }),
-    prompt("unknown-session"),
-    [202],
-  );
-  fetchProbe(
-    "POST /acp, session/prompt without a session header",
-    "POST",
-    "/acp",
-    victimJson,
-    () => prompt(victims.session),
-    [400],
-  );
-  fetchProbe("POST /acp, initialize on an open connection", "POST", "/acp", victimJson, init, [
-    400,
-  ]);
+      {
+        kind: "fetch",
+        label: `GET /acp with ${what}`,
+        method: "GET",
+        path: "/acp",
+        headers: {
+          ...auth,
+          "acp-connection-id": id,
+          accept: "text/event-stream",
+        },
+        expect: [...expect, 400, 404],
+      },
+      {
+        kind: "fetch",
+        label: `DELETE /acp with ${what}`,
+        method: "DELETE",
+        path: "/acp",
+        headers: { ...auth, "acp-connection-id": id },
+        expect: [...expect, 400, 404],
+      },
+    ]),
+    {
+      kind: "fetch",
+      label: "POST /acp, session header not the params' session",
+      method: "POST",
+      path: "/acp",
+      headers: () => ({ ...victimJson(), "acp-session-id": "other" }),
+      body: () => prompt(victims.session),
+      expect: [400],
+    },
+    {
+      kind: "fetch",
+      label: "POST /acp, a 2,000-character session id",
+      method: "POST",
+      path: "/acp",
+      headers: () => ({ ...victimJson(), "acp-session-id": "s".repeat(2000) }),
+      body: prompt("s".repeat(2000)),
+      expect: [400],
+    },
+    {
+      kind: "fetch",
+      label: "POST /acp, an unknown session",
+      method: "POST",
+      path: "/acp",
+      headers: () => ({ ...victimJson(), "acp-session-id": "unknown-session" }),
+      body: prompt("unknown-session"),
+      expect: [202],
+    },
+    {
+      kind: "fetch",
+      label: "POST /acp, session/prompt without a session header",
+      method: "POST",
+      path: "/acp",
+      headers: victimJson,
+      body: () => prompt(victims.session),
+      expect: [400],
+    },
+    {
+      kind: "fetch",
+      label: "POST /acp, initialize on an open connection",
+      method: "POST",
+      path: "/acp",
+      headers: victimJson,
+      body: init,
+      expect: [
+        400,
+      ],
+    },
+  ];
 }
 
 /** GETs without (the right) Accept, second readers, DELETEs of nothing. */
-function acceptProbes(t: Tables): void {
-  const { auth, victimHeaders, fetchProbe } = t;
-  fetchProbe("GET /acp, victim, Accept */*", "GET", "/acp", victimHeaders, undefined, [406]);
-  fetchProbe(
-    "GET /acp, victim, Accept text/html",
-    "GET",
-    "/acp",
-    () => ({ ...victimHeaders(), accept: "text/html" }),
-    undefined,
-    [406],
-  );
-  fetchProbe(
-    "GET /acp, no connection",
-    "GET",
-    "/acp",
-    { ...auth, accept: "text/event-stream" },
-    undefined,
-    [400],
-  );
-  fetchProbe(
-    "GET /acp, victim, a second reader",
-    "GET",
-    "/acp",
-    () => ({ ...victimHeaders(), accept: "text/event-stream" }),
-    undefined,
-    [409],
-  );
-  fetchProbe("GET /v1/acp, Accept */*", "GET", "/v1/acp/fz-accept", auth, undefined, [406]);
-  fetchProbe(
-    "GET /v1/acp, Accept application/json",
-    "GET",
-    "/v1/acp/fz-accept",
-    { ...auth, accept: "application/json" },
-    undefined,
-    [406],
-  );
-  fetchProbe(
-    "GET /v1/acp, garbage Last-Event-ID",
-    "GET",
-    "/v1/acp/fz-last",
+function acceptProbes(t: Tables): Row[] {
+  const { auth, victimHeaders } = t;
+  return [
     {
-      ...auth,
-      accept: "text/event-stream",
-      "last-event-id": "-1e999 \u00ff",
+      kind: "fetch",
+      label: "GET /acp, victim, Accept */*",
+      method: "GET",
+      path: "/acp",
+      headers: victimHeaders,
+      expect: [406],
     },
-    undefined,
-    [200],
-  );
-  fetchProbe("DELETE /acp, no connection", "DELETE", "/acp", auth, undefined, [400]);
-  fetchProbe("DELETE /v1/acp, never opened", "DELETE", "/v1/acp/fz-never", auth, undefined, [404]);
+    {
+      kind: "fetch",
+      label: "GET /acp, victim, Accept text/html",
+      method: "GET",
+      path: "/acp",
+      headers: () => ({ ...victimHeaders(), accept: "text/html" }),
+      expect: [406],
+    },
+    {
+      kind: "fetch",
+      label: "GET /acp, no connection",
+      method: "GET",
+      path: "/acp",
+      headers: { ...auth, accept: "text/event-stream" },
+      expect: [400],
+    },
+    {
+      kind: "fetch",
+      label: "GET /acp, victim, a second reader",
+      method: "GET",
+      path: "/acp",
+      headers: () => ({ ...victimHeaders(), accept: "text/event-stream" }),
+      expect: [409],
+    },
+    {
+      kind: "fetch",
+      label: "GET /v1/acp, Accept */*",
+      method: "GET",
+      path: "/v1/acp/fz-accept",
+      headers: auth,
+      expect: [406],
+    },
+    {
+      kind: "fetch",
+      label: "GET /v1/acp, Accept application/json",
+      method: "GET",
+      path: "/v1/acp/fz-accept",
+      headers: { ...auth, accept: "application/json" },
+      expect: [406],
+    },
+    {
+      kind: "fetch",
+      label: "GET /v1/acp, garbage Last-Event-ID",
+      method: "GET",
+      path: "/v1/acp/fz-last",
+      headers: {
+        ...auth,
+        accept: "text/event-stream",
+        "last-event-id": "-1e999 \u00ff",
+      },
+      expect: [200],
+    },
+    {
+      kind: "fetch",
+      label: "DELETE /acp, no connection",
+      method: "DELETE",
+      path: "/acp",
+      headers: auth,
+      expect: [400],
+    },
+    {
+      kind: "fetch",
+      label: "DELETE /v1/acp, never opened",
+      method: "DELETE",
+      path: "/v1/acp/fz-never",
+      headers: auth,
+      expect: [404],
+    },
+  ];
 }
 
 /** Every verb, and random paths. */
-function verbProbes(t: Tables): void {
-  const { auth, json, init, list, fetchProbe } = t;
-  for (const method of ["PUT", "PATCH", "PROPFIND", "FOO", "MKCOL"]) {
-    // Parsers may refuse a method they do not know: Node.js with 400, Bun by closing.
-    const expect = method === "FOO" ? [405, 400, 501, 0] : [405];
-    fetchProbe(`${method} /acp`, method, "/acp", json, list, expect);
-    fetchProbe(`${method} /v1/acp`, method, "/v1/acp/fz-verbs", json, list, expect);
-    fetchProbe(`${method} /v1/rpc`, method, "/v1/rpc", json, list, expect);
-  }
-  for (const method of ["HEAD", "OPTIONS"]) {
-    for (const path of ["/acp", "/v1/acp/fz-verbs", "/health", "/nowhere"]) {
-      fetchProbe(`${method} ${path}`, method, path, auth);
-    }
-  }
+function verbProbes(t: Tables): Row[] {
+  const { auth, json, init, list } = t;
   const paths: Array<[string, readonly number[] | undefined]> = [
     ["/", [404]],
     ["/acp/", undefined],
@@ -405,171 +525,394 @@ function verbProbes(t: Tables): void {
     ["/acp?x=1", undefined],
     [`/${"a".repeat(8000)}`, undefined],
   ];
-  for (const [path, expect] of paths) {
-    fetchProbe(`GET ${path.slice(0, 40)}`, "GET", path, auth, undefined, expect);
-    fetchProbe(`POST ${path.slice(0, 40)}`, "POST", path, json, init, expect);
-  }
+  return [
+    ...["PUT", "PATCH", "PROPFIND", "FOO", "MKCOL"].flatMap((method): Row[] => {
+      // Parsers may refuse a method they do not know: Node.js with 400, Bun by closing.
+      const expect = method === "FOO" ? [405, 400, 501, 0] : [405];
+      return [
+        {
+          kind: "fetch",
+          label: `${method} /acp`,
+          method,
+          path: "/acp",
+          headers: json,
+          body: list,
+          expect,
+        },
+        {
+          kind: "fetch",
+          label: `${method} /v1/acp`,
+          method,
+          path: "/v1/acp/fz-verbs",
+          headers: json,
+          body: list,
+          expect,
+        },
+        {
+          kind: "fetch",
+          label: `${method} /v1/rpc`,
+          method,
+          path: "/v1/rpc",
+          headers: json,
+          body: list,
+          expect,
+        },
+      ];
+    }),
+    ...["HEAD", "OPTIONS"].flatMap((method): Row[] => [
+      ...["/acp", "/v1/acp/fz-verbs", "/health", "/nowhere"].flatMap((path): Row[] => [
+        { kind: "fetch", label: `${method} ${path}`, method: method, path: path, headers: auth },
+      ]),
+    ]),
+    ...paths.flatMap(([path, expect]): Row[] => [
+      {
+        kind: "fetch",
+        label: `GET ${path.slice(0, 40)}`,
+        method: "GET",
+        path,
+        headers: auth,
+        expect,
+      },
+      {
+        kind: "fetch",
+        label: `POST ${path.slice(0, 40)}`,
+        method: "POST",
+        path,
+        headers: json,
+        body: init,
+        expect,
+      },
+    ]),
+  ];
 }
 
 /** Raw requests that lie about their length or break the framing. */
-function rawLengthProbes(t: Tables): void {
-  const { init, list, big, C, raw, post } = t;
-  // Once answered 500 by the SDK (seed 454368, fuzz 168): an initialize with an array id.
-  raw("initialize whose id is an array, empty Acp-Connection-Id", [
-    post(["Acp-Connection-Id: "], init.replace('"id":"fz-init"', '"id":[]')),
-  ], { expect: [400] });
-  raw("Content-Length 10^15, a small body", [
-    post(["Content-Length: 1000000000000000"], list, false),
-  ], {
-    expect: [413, 400],
-  });
-  raw("Content-Length beyond 2^64", [
-    post(["Content-Length: 99999999999999999999999"], list, false),
-  ]);
-  raw("Content-Length -1", [post(["Content-Length: -1"], list, false)]);
-  raw("Content-Length not a number", [post(["Content-Length: abc"], list, false)]);
-  raw("two Content-Lengths", [
-    post(["Content-Length: 5", `Content-Length: ${list.length}`], list, false),
-  ]);
-  raw("Content-Length and chunked", [
-    post(
-      ["Content-Length: 5", "Transfer-Encoding: chunked"],
-      `${list.length.toString(16)}\r\n${list}\r\n0\r\n\r\n`,
-      false,
-    ),
-  ]);
-  raw("Content-Length 100, 10 bytes, half-close", [
-    post(["Content-Length: 100"], list.slice(0, 10), false),
-  ], {
-    options: { hangUp: "end" },
-  });
-  raw("Content-Length 100, 10 bytes, then gone", [
-    post(["Content-Length: 100"], list.slice(0, 10), false),
-  ], {
-    options: { hangUp: "destroy", hangUpAfterMs: 200 },
-  });
-  raw("Content-Length 5, a longer body", [post(["Content-Length: 5"], list, false)]);
-  raw("chunked, a bad chunk size", [
-    post(["Transfer-Encoding: chunked"], "zz\r\nabc\r\n0\r\n\r\n", false),
-  ]);
-  raw("chunked, a 2^64-1 chunk, then gone", [
-    post(["Transfer-Encoding: chunked"], "ffffffffffffffff\r\nabc", false),
-  ], {
-    options: { hangUp: "destroy", hangUpAfterMs: 300 },
-  });
+function rawLengthProbes(t: Tables): Row[] {
+  const { init, list, big, C, post } = t;
   const chunk = "a".repeat(65536);
-  raw("chunked over the limit", [
-    post(["Transfer-Encoding: chunked"], `${`10000\r\n${chunk}\r\n`.repeat(20)}0\r\n\r\n`, false),
-  ], {
-    expect: [413, 0],
-    options: { waitMs: 10_000 },
-  });
-  raw("Content-Length over the limit", [post([], big)], {
-    expect: [413, 0],
-    options: { waitMs: 10_000 },
-  });
-  raw(
-    "a bare LF in a header value",
-    () => [post([C(), "Acp-Session-Id: s\nX-Injected: 1"], list)],
+  return [
+    // Once answered 500 by the SDK (seed 454368, fuzz 168): an initialize with an array id.
     {
+      kind: "raw",
+      label: "initialize whose id is an array, empty Acp-Connection-Id",
+      pieces: [
+        post(["Acp-Connection-Id: "], init.replace('"id":"fz-init"', '"id":[]')),
+      ],
+      expect: [400],
+    },
+    {
+      kind: "raw",
+      label: "Content-Length 10^15, a small body",
+      pieces: [
+        post(["Content-Length: 1000000000000000"], list, false),
+      ],
+      expect: [413, 400],
+    },
+    {
+      kind: "raw",
+      label: "Content-Length beyond 2^64",
+      pieces: [
+        post(["Content-Length: 99999999999999999999999"], list, false),
+      ],
+    },
+    {
+      kind: "raw",
+      label: "Content-Length -1",
+      pieces: [post(["Content-Length: -1"], list, false)],
+    },
+    {
+      kind: "raw",
+      label: "Content-Length not a number",
+      pieces: [post(["Content-Length: abc"], list, false)],
+    },
+    {
+      kind: "raw",
+      label: "two Content-Lengths",
+      pieces: [
+        post(["Content-Length: 5", `Content-Length: ${list.length}`], list, false),
+      ],
+    },
+    {
+      kind: "raw",
+      label: "Content-Length and chunked",
+      pieces: [
+        post(
+          ["Content-Length: 5", "Transfer-Encoding: chunked"],
+          `${list.length.toString(16)}\r\n${list}\r\n0\r\n\r\n`,
+          false,
+        ),
+      ],
+    },
+    {
+      kind: "raw",
+      label: "Content-Length 100, 10 bytes, half-close",
+      pieces: [
+        post(["Content-Length: 100"], list.slice(0, 10), false),
+      ],
+      options: { hangUp: "end" },
+    },
+    {
+      kind: "raw",
+      label: "Content-Length 100, 10 bytes, then gone",
+      pieces: [
+        post(["Content-Length: 100"], list.slice(0, 10), false),
+      ],
+      options: { hangUp: "destroy", hangUpAfterMs: 200 },
+    },
+    {
+      kind: "raw",
+      label: "Content-Length 5, a longer body",
+      pieces: [post(["Content-Length: 5"], list, false)],
+    },
+    {
+      kind: "raw",
+      label: "chunked, a bad chunk size",
+      pieces: [
+        post(["Transfer-Encoding: chunked"], "zz\r\nabc\r\n0\r\n\r\n", false),
+      ],
+    },
+    {
+      kind: "raw",
+      label: "chunked, a 2^64-1 chunk, then gone",
+      pieces: [
+        post(["Transfer-Encoding: chunked"], "ffffffffffffffff\r\nabc", false),
+      ],
+      options: { hangUp: "destroy", hangUpAfterMs: 300 },
+    },
+    {
+      kind: "raw",
+      label: "chunked over the limit",
+      pieces: [
+        post(
+          ["Transfer-Encoding: chunked"],
+          `${`10000\r\n${chunk}\r\n`.repeat(20)}0\r\n\r\n`,
+          false,
+        ),
+      ],
+      expect: [413, 0],
+      options: { waitMs: 10_000 },
+    },
+    {
+      kind: "raw",
+      label: "Content-Length over the limit",
+      pieces: [post([], big)],
+      expect: [413, 0],
+      options: { waitMs: 10_000 },
+    },
+    {
+      kind: "raw",
+      label: "a bare LF in a header value",
+      pieces: () => [post([C(), "Acp-Session-Id: s\nX-Injected: 1"], list)],
       injected: true,
     },
-  );
-  raw(
-    "a bare CR in a header value",
-    () => [post([C(), "Acp-Session-Id: s\rX-Injected: 1"], list)],
     {
+      kind: "raw",
+      label: "a bare CR in a header value",
+      pieces: () => [post([C(), "Acp-Session-Id: s\rX-Injected: 1"], list)],
       injected: true,
     },
-  );
+  ];
 }
 
-/** Raw requests with injected, broken or huge heads and request lines. */
-function rawHeadProbes(t: Tables): void {
-  const { target, list, A, J, C, raw, post } = t;
-  raw("an obs-fold header", () => [post([C(), "Acp-Session-Id: s", " X-Injected: 1"], list)], {
-    injected: true,
-  });
-  raw("CRLF in the request target", [
-    `GET /health%0d%0aX-Injected:%201 HTTP/1.1\r\nHost: ${target.host}:${target.port}\r\nConnection: close\r\n\r\n`,
-  ], { injected: true });
-  raw("a NUL in a header value", () => [post([C(), "Acp-Session-Id: s\0s"], list)]);
-  raw("DEL and high bytes in a header value", [post([`Acp-Connection-Id: \x7f\x80\xff`], list)]);
-  raw("a header without a colon", [post(["Acp-Connection-Id"], list)]);
-  raw("a header name with a space", [post(["Bad Name: x"], list)]);
-  raw("a 200 KB header", [post([`X-Big: ${"b".repeat(200_000)}`], list)]);
-  raw("5,000 headers", [
-    post(Array.from({ length: 5000 }, (_, index) => `X-H${index}: ${index}`), list),
-  ]);
-  raw("a garbage request line", ["GARBAGE\r\n\r\n"]);
-  raw("no HTTP version", ["GET /health\r\n\r\n"]);
-  raw("HTTP/9.9", [`GET /health HTTP/9.9\r\nHost: ${target.host}:${target.port}\r\n\r\n`]);
-  raw("the HTTP/2 preface", ["PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"]);
-  raw("HTTP/1.0 without Host", ["GET /acp HTTP/1.0\r\n\r\n"]);
-  raw("no Host", [rawRequest(target, "POST /acp HTTP/1.1", [A, J], list, { host: false })], {
-    expect: [400, 403],
-  });
-  raw("Host evil.example", [
-    rawRequest(target, "POST /acp HTTP/1.1", ["Host: evil.example", A, J], list, { host: false }),
-  ], { expect: [403] });
-  raw("Host 127.0.0.1.evil.example", [
-    rawRequest(target, "POST /acp HTTP/1.1", ["Host: 127.0.0.1.evil.example", A, J], list, {
-      host: false,
-    }),
-  ], { expect: [403] });
-  raw("two Hosts", [post(["Host: evil.example"], list)], { no2xx: true });
-  raw("an absolute URI of another host", [
-    rawRequest(target, "POST http://evil.example/acp HTTP/1.1", [A, J], list),
-  ]);
-  raw("a 100 KB path", [rawRequest(target, `GET /${"p".repeat(100_000)} HTTP/1.1`, [A])]);
-  raw("a lower-case method", [rawRequest(target, "get /health HTTP/1.1", [A])]);
-  raw("TRACE", () => [rawRequest(target, "TRACE /acp HTTP/1.1", [A, C()])], { no2xx: true });
-  raw("CONNECT", [rawRequest(target, `CONNECT ${target.host}:22 HTTP/1.1`, [A])], { no2xx: true });
-  raw("pipelined: /health, then garbage", [
-    `${
-      rawRequest(target, "GET /health HTTP/1.1", [], undefined, { close: false })
-    }GARBAGE /\r\n\r\n`,
-  ]);
+/** Raw requests with injected, broken or huge headers. */
+function rawHeadProbes(t: Tables): Row[] {
+  const { target, list, C, post } = t;
+  return [
+    {
+      kind: "raw",
+      label: "an obs-fold header",
+      pieces: () => [post([C(), "Acp-Session-Id: s", " X-Injected: 1"], list)],
+      injected: true,
+    },
+    {
+      kind: "raw",
+      label: "CRLF in the request target",
+      pieces: [
+        `GET /health%0d%0aX-Injected:%201 HTTP/1.1\r\nHost: ${target.host}:${target.port}\r\nConnection: close\r\n\r\n`,
+      ],
+      injected: true,
+    },
+    {
+      kind: "raw",
+      label: "a NUL in a header value",
+      pieces: () => [post([C(), "Acp-Session-Id: s\0s"], list)],
+    },
+    {
+      kind: "raw",
+      label: "DEL and high bytes in a header value",
+      pieces: [post([`Acp-Connection-Id: \x7f\x80\xff`], list)],
+    },
+    { kind: "raw", label: "a header without a colon", pieces: [post(["Acp-Connection-Id"], list)] },
+    { kind: "raw", label: "a header name with a space", pieces: [post(["Bad Name: x"], list)] },
+    {
+      kind: "raw",
+      label: "a 200 KB header",
+      pieces: [post([`X-Big: ${"b".repeat(200_000)}`], list)],
+    },
+    {
+      kind: "raw",
+      label: "5,000 headers",
+      pieces: [
+        post(Array.from({ length: 5000 }, (_, index) => `X-H${index}: ${index}`), list),
+      ],
+    },
+  ];
+}
+
+/** Raw requests with broken, odd or hostile request lines, hosts and framing. */
+function rawRequestLineProbes(t: Tables): Row[] {
+  const { target, list, A, J, C, post } = t;
   const slow = post([], list);
-  raw("slowloris: a byte at a time, then gone", [...slow.slice(0, 60)], {
-    options: { pauseMs: 10, hangUp: "destroy", hangUpAfterMs: 100 },
-  });
-  raw("Expect: 100-continue, then no body", [
-    post(["Expect: 100-continue", "Content-Length: 100"], "", false),
-  ]);
-  raw("Upgrade: h2c", [post(["Upgrade: h2c", "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA"], list)]);
-  raw("Transfer-Encoding: gzip", [post(["Transfer-Encoding: gzip"], list)]);
-  raw("Content-Encoding: gzip, a plain body", () => [post([C(), "Content-Encoding: gzip"], list)]);
-  raw("GET /acp without Accept", () => [rawRequest(target, "GET /acp HTTP/1.1", [A, C()])], {
-    expect: [406],
-  });
-  raw("GET /v1/acp without Accept", [rawRequest(target, "GET /v1/acp/fz-raw HTTP/1.1", [A])], {
-    expect: [406],
-  });
-  raw("headers, then gone", [post(["Content-Length: 50"], undefined, false)], {
-    options: { hangUp: "destroy", hangUpAfterMs: 100 },
-  });
-  raw("UTF-8 in the request target", [
-    Buffer.concat([
-      Buffer.from("GET /v1/acp/"),
-      Buffer.from("\u00e9\u6f22", "utf8"),
-      Buffer.from(
-        ` HTTP/1.1\r\nHost: ${target.host}:${target.port}\r\n${A}\r\nConnection: close\r\n\r\n`,
-      ),
-    ]),
-  ]);
+  return [
+    { kind: "raw", label: "a garbage request line", pieces: ["GARBAGE\r\n\r\n"] },
+    { kind: "raw", label: "no HTTP version", pieces: ["GET /health\r\n\r\n"] },
+    {
+      kind: "raw",
+      label: "HTTP/9.9",
+      pieces: [`GET /health HTTP/9.9\r\nHost: ${target.host}:${target.port}\r\n\r\n`],
+    },
+    { kind: "raw", label: "the HTTP/2 preface", pieces: ["PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"] },
+    { kind: "raw", label: "HTTP/1.0 without Host", pieces: ["GET /acp HTTP/1.0\r\n\r\n"] },
+    {
+      kind: "raw",
+      label: "no Host",
+      pieces: [rawRequest(target, "POST /acp HTTP/1.1", [A, J], list, { host: false })],
+      expect: [400, 403],
+    },
+    {
+      kind: "raw",
+      label: "Host evil.example",
+      pieces: [
+        rawRequest(target, "POST /acp HTTP/1.1", ["Host: evil.example", A, J], list, {
+          host: false,
+        }),
+      ],
+      expect: [403],
+    },
+    {
+      kind: "raw",
+      label: "Host 127.0.0.1.evil.example",
+      pieces: [
+        rawRequest(target, "POST /acp HTTP/1.1", ["Host: 127.0.0.1.evil.example", A, J], list, {
+          host: false,
+        }),
+      ],
+      expect: [403],
+    },
+    { kind: "raw", label: "two Hosts", pieces: [post(["Host: evil.example"], list)], no2xx: true },
+    {
+      kind: "raw",
+      label: "an absolute URI of another host",
+      pieces: [
+        rawRequest(target, "POST http://evil.example/acp HTTP/1.1", [A, J], list),
+      ],
+    },
+    {
+      kind: "raw",
+      label: "a 100 KB path",
+      pieces: [rawRequest(target, `GET /${"p".repeat(100_000)} HTTP/1.1`, [A])],
+    },
+    {
+      kind: "raw",
+      label: "a lower-case method",
+      pieces: [rawRequest(target, "get /health HTTP/1.1", [A])],
+    },
+    {
+      kind: "raw",
+      label: "TRACE",
+      pieces: () => [rawRequest(target, "TRACE /acp HTTP/1.1", [A, C()])],
+      no2xx: true,
+    },
+    {
+      kind: "raw",
+      label: "CONNECT",
+      pieces: [rawRequest(target, `CONNECT ${target.host}:22 HTTP/1.1`, [A])],
+      no2xx: true,
+    },
+    {
+      kind: "raw",
+      label: "pipelined: /health, then garbage",
+      pieces: [
+        `${
+          rawRequest(target, "GET /health HTTP/1.1", [], undefined, { close: false })
+        }GARBAGE /\r\n\r\n`,
+      ],
+    },
+    {
+      kind: "raw",
+      label: "slowloris: a byte at a time, then gone",
+      pieces: [...slow.slice(0, 60)],
+      options: { pauseMs: 10, hangUp: "destroy", hangUpAfterMs: 100 },
+    },
+    {
+      kind: "raw",
+      label: "Expect: 100-continue, then no body",
+      pieces: [
+        post(["Expect: 100-continue", "Content-Length: 100"], "", false),
+      ],
+    },
+    {
+      kind: "raw",
+      label: "Upgrade: h2c",
+      pieces: [post(["Upgrade: h2c", "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA"], list)],
+    },
+    {
+      kind: "raw",
+      label: "Transfer-Encoding: gzip",
+      pieces: [post(["Transfer-Encoding: gzip"], list)],
+    },
+    {
+      kind: "raw",
+      label: "Content-Encoding: gzip, a plain body",
+      pieces: () => [post([C(), "Content-Encoding: gzip"], list)],
+    },
+    {
+      kind: "raw",
+      label: "GET /acp without Accept",
+      pieces: () => [rawRequest(target, "GET /acp HTTP/1.1", [A, C()])],
+      expect: [406],
+    },
+    {
+      kind: "raw",
+      label: "GET /v1/acp without Accept",
+      pieces: [rawRequest(target, "GET /v1/acp/fz-raw HTTP/1.1", [A])],
+      expect: [406],
+    },
+    {
+      kind: "raw",
+      label: "headers, then gone",
+      pieces: [post(["Content-Length: 50"], undefined, false)],
+      options: { hangUp: "destroy", hangUpAfterMs: 100 },
+    },
+    {
+      kind: "raw",
+      label: "UTF-8 in the request target",
+      pieces: [
+        Buffer.concat([
+          Buffer.from("GET /v1/acp/"),
+          Buffer.from("\u00e9\u6f22", "utf8"),
+          Buffer.from(
+            ` HTTP/1.1\r\nHost: ${target.host}:${target.port}\r\n${A}\r\nConnection: close\r\n\r\n`,
+          ),
+        ]),
+      ],
+    },
+  ];
 }
 
 /** The fixed hostile requests (fetch and raw), table by table, in a fixed order. */
 export function fixedProbes(env: Env, victims: Victims, rng: Rng): Array<() => Probe> {
   const t = tables(env, victims, rng);
-  bodyProbes(t);
-  contentTypeProbes(t);
-  limitProbes(t);
-  idProbes(t);
-  acceptProbes(t);
-  verbProbes(t);
-  rawLengthProbes(t);
-  rawHeadProbes(t);
-  return t.probes;
+  const rows = [
+    ...bodyProbes(t),
+    ...contentTypeProbes(t),
+    ...limitProbes(t),
+    ...idProbes(t),
+    ...acceptProbes(t),
+    ...verbProbes(t),
+    ...rawLengthProbes(t),
+    ...rawHeadProbes(t),
+    ...rawRequestLineProbes(t),
+  ];
+  return rows.map((row) => () => probeOf(row));
 }
