@@ -5,7 +5,13 @@
  * @module
  */
 import { Buffer } from "node:buffer";
-import { bearer, INITIALIZE, rawRequest } from "../../http_client.ts";
+import {
+  bearer,
+  INITIALIZE,
+  type KeyedClient,
+  rawRequest,
+  type Target,
+} from "../../http_client.ts";
 import { type Env, fakeUuid, LIMIT, randomBytes, type Rng } from "./_shared.ts";
 import {
   deepParams,
@@ -59,7 +65,33 @@ function probeOf(row: Row): Probe {
 }
 
 /** What the tables are built from: the target, the victims, shared bodies and headers. */
-function tables(env: Env, victims: Victims, rng: Rng) {
+interface Tables {
+  readonly env: Env;
+  readonly victims: Victims;
+  readonly rng: Rng;
+  readonly target: Target;
+  /** The right `Authorization` header. */
+  readonly auth: Record<string, string>;
+  /** {@link auth} and a JSON content type. */
+  readonly json: Record<string, string>;
+  readonly keyed: KeyedClient;
+  /** The `/acp` victim's headers, made when the probe runs. */
+  readonly victimHeaders: () => Record<string, string>;
+  readonly victimJson: () => Record<string, string>;
+  /** An `initialize`, a `session/list`, and a `session/list` over the limit. */
+  readonly init: string;
+  readonly list: string;
+  readonly big: string;
+  /** Raw header lines: the token, a JSON content type, the victim's connection id. */
+  readonly A: string;
+  readonly J: string;
+  readonly C: () => string;
+  /** A raw `POST /acp` with the token, the JSON type and `headers`. */
+  readonly post: (headers: readonly string[], body?: string, length?: boolean) => string;
+}
+
+/** Builds {@link Tables}. */
+function tables(env: Env, victims: Victims, rng: Rng): Tables {
   const target = env.target;
   const auth = bearer(target);
   const json = { ...auth, "content-type": "application/json" };
@@ -87,11 +119,9 @@ function tables(env: Env, victims: Victims, rng: Rng) {
     method: "session/list",
     params: { cwd: "x".repeat(LIMIT + 1000) },
   });
-
   const A = `Authorization: Bearer ${target.token}`;
   const J = "Content-Type: application/json";
   const C = (): string => `Acp-Connection-Id: ${victims.acp.connectionId}`;
-
   const post = (headers: readonly string[], body?: string, length = true): string =>
     rawRequest(target, "POST /acp HTTP/1.1", [A, J, ...headers], body, { length });
   return {
@@ -113,9 +143,6 @@ function tables(env: Env, victims: Victims, rng: Rng) {
     post,
   };
 }
-
-/** See {@link tables}. */
-type Tables = ReturnType<typeof tables>;
 
 /** Bodies on /acp without a connection, on the victim's connection, and on a URL key. */
 function bodyProbes(t: Tables): Row[] {
