@@ -34,7 +34,7 @@ export const PACE_S = 2;
 /** The server's process supervisor (src/host/process_guard.ts), by its command line. */
 export const SUPERVISOR = /acp-harness-supervisor/;
 /** Sleeps for what `.delay` in the session's directory says (0.2 s without one). */
-export const COMMAND = 'sleep "$(cat .delay 2>/dev/null || echo 0.2)"; echo slept';
+const COMMAND = 'sleep "$(cat .delay 2>/dev/null || echo 0.2)"; echo slept';
 /** One turn: a thought, text, the command, then text. */
 export const TURN = [
   {

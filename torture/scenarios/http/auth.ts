@@ -30,7 +30,7 @@ import {
 } from "./_shared.ts";
 
 /** Ways to almost have the token: `[label, headers]`, all of which must get 401. */
-export function nearMisses(token: string, rng: Rng): Array<[string, Record<string, string>]> {
+function nearMisses(token: string, rng: Rng): Array<[string, Record<string, string>]> {
   const swap = (text: string, at: number): string => {
     const char = text[at] ?? "";
     const other = char === char.toUpperCase() ? char.toLowerCase() : char.toUpperCase();

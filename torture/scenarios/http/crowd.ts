@@ -67,7 +67,7 @@ export async function flood(env: Env): Promise<void> {
 }
 
 /** Floods one WebSocket; `done` resolves with how many were answered and how it closed. */
-export function floodSocket(
+function floodSocket(
   env: Env,
   count: number,
 ): { socket: NodeWebSocket; done: Promise<{ answers: number; code: number }> } {
@@ -112,7 +112,7 @@ export async function crowd(env: Env): Promise<void> {
   await alive(env, "crowd");
 }
 
-export async function crowdMember(env: Env, index: number, rng: Rng): Promise<void> {
+async function crowdMember(env: Env, index: number, rng: Rng): Promise<void> {
   const { context } = env;
   const cwd = await workspace(env, `crowd-${index}`);
   for (let round = 1 + Math.floor(rng() * 3); round > 0; round--) {
@@ -163,7 +163,7 @@ export async function crowdMember(env: Env, index: number, rng: Rng): Promise<vo
 }
 
 /** Connections the server's log shows opened and not closed. */
-export function openConnections(stderr: string): string[] {
+function openConnections(stderr: string): string[] {
   const open = new Map<string, string>();
   for (
     const match of stderr.matchAll(

@@ -23,7 +23,7 @@ import {
   workspace,
 } from "./_shared.ts";
 
-export const VANISH: Record<Profile, readonly string[]> = {
+const VANISH: Record<Profile, readonly string[]> = {
   acp: ["every request and stream dropped"],
   keyed: ["the prompt's POST and the stream dropped"],
   ws: ["TCP closed without a close frame", "half-closed (FIN)", "a close frame, then gone"],
@@ -47,7 +47,7 @@ export async function drops(env: Env): Promise<void> {
  * The idle limit counts from the end of the last request handled: after a turn longer than the
  * limit, a request sent well within the limit is still served on the same connection.
  */
-export async function outlivesTurn(env: Env, profile: Profile, n: number): Promise<void> {
+async function outlivesTurn(env: Env, profile: Profile, n: number): Promise<void> {
   const { context } = env;
   const label = `idle ${n} (${profile})`;
   const long = client(env, profile);
@@ -107,7 +107,7 @@ export async function outlivesTurn(env: Env, profile: Profile, n: number): Promi
   }
 }
 
-export async function dropCase(env: Env, profile: Profile, n: number): Promise<void> {
+async function dropCase(env: Env, profile: Profile, n: number): Promise<void> {
   const { context } = env;
   const variants = VANISH[profile];
   const variant = variants[Math.floor(n / PROFILES.length) % variants.length] as string;

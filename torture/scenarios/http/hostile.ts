@@ -22,7 +22,7 @@ import { fixedProbes } from "./probe_tables.ts";
 import { wsFuzz, wsProbes } from "./ws_probes.ts";
 
 /** Connects the victims (again, when one was lost); false when the server refuses. */
-export async function connectVictims(
+async function connectVictims(
   env: Env,
   victims: Partial<Victims> & { cwd: string },
 ): Promise<boolean> {
@@ -105,6 +105,6 @@ export async function hostile(env: Env): Promise<void> {
 }
 
 /** The last line of `text` matching `pattern` (for a failure's example). */
-export function lastLines(text: string, pattern: RegExp): string {
+function lastLines(text: string, pattern: RegExp): string {
   return text.split("\n").filter((line) => pattern.test(line)).slice(-1).join(" ").slice(0, 300);
 }

@@ -30,7 +30,7 @@ import {
 } from "./_shared.ts";
 
 /** Near misses of an id: what a guessing client would try. */
-export function nearIds(id: string): string[] {
+function nearIds(id: string): string[] {
   const last = id.at(-1) ?? "x";
   const other = last === "0" ? "1" : "0";
   return [
@@ -75,7 +75,7 @@ interface Round {
   readonly secret: string;
 }
 
-export async function isolationRound(env: Env, a: Profile, b: Profile, n: number): Promise<void> {
+async function isolationRound(env: Env, a: Profile, b: Profile, n: number): Promise<void> {
   const { context } = env;
   const label = `isolation ${n} (A ${a}, B ${b})`;
   const owner = client(env, a);

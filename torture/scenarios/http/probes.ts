@@ -115,7 +115,7 @@ export const deepParams = `{"jsonrpc":"2.0","id":"fz-deep","method":"session/lis
   '{"a":'.repeat(50_000)
 }1${"}".repeat(50_000)}}`;
 
-export const METHODS = [
+const METHODS = [
   "initialize",
   "session/new",
   "session/load",
@@ -133,7 +133,7 @@ export const METHODS = [
 ];
 
 /** A random JSON value, nested up to `depth`. */
-export function randomValue(rng: Rng, depth: number, sessionId?: string): unknown {
+function randomValue(rng: Rng, depth: number, sessionId?: string): unknown {
   const roll = rng();
   if (depth <= 0 || roll < 0.3) {
     return choose<unknown>(rng, [

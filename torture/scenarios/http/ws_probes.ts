@@ -15,7 +15,7 @@ import { checkStatus, type Env, LIMIT, type Rng } from "./_shared.ts";
 import { type CustomProbe, deepParams, type Probe, randomBody } from "./probes.ts";
 
 /** A WebSocket case: a handshake, something done on the socket, and what must follow. */
-export interface WsCase {
+interface WsCase {
   readonly label: string;
   readonly handshake?: HandshakeOptions;
   /** The handshake must get one of these (101 for a socket; `any`: any but a 5xx). */
@@ -29,7 +29,7 @@ export interface WsCase {
   readonly closes?: number;
 }
 
-export function wsProbe(spec: WsCase): CustomProbe {
+function wsProbe(spec: WsCase): CustomProbe {
   return {
     kind: "custom",
     label: spec.label,
