@@ -29,6 +29,7 @@ import type { BenchRun, Pair, RuntimeResult } from "./results.ts";
 import { INITIALIZE_PARAMS } from "./rpc_client.ts";
 import { orderFor, type Runtime } from "./settings.ts";
 import { median } from "./stats.ts";
+import { makeTempDir, removeTempDir } from "../tests/_helpers/temp_dir.ts";
 
 /** The LLM-turn workload: step 1 streams this many text deltas and `read_file` calls. */
 export const LLM_TURN = { deltas: 5_000, toolCalls: 20 } as const;
@@ -263,9 +264,7 @@ async function llmTurnBare(server: FakeLlmServer): Promise<number> {
  */
 async function withFakeModel(body: (model: FakeModel) => Promise<void>): Promise<void> {
   const server = await startFakeLlmServer();
-  const workspace = await Deno.realPath(
-    await Deno.makeTempDir({ prefix: "acp-harness-bench-llm-" }),
-  );
+  const workspace = await makeTempDir("acp-harness-bench-llm-");
   try {
     await Deno.writeTextFile(
       `${workspace}/${LLM_TURN_FILE}`,
@@ -287,7 +286,7 @@ async function withFakeModel(body: (model: FakeModel) => Promise<void>): Promise
   } finally {
     killAllChildren();
     await server.close();
-    await Deno.remove(workspace, { recursive: true });
+    await removeTempDir(workspace);
   }
 }
 

@@ -4,16 +4,9 @@
  *
  * @module
  */
-import {
-  findMarked,
-  hunt,
-  killAll,
-  removeDir,
-  type RuntimeSpec,
-  Server,
-  type ServerOptions,
-  tempDir,
-} from "./driver.ts";
+import { findMarked, hunt, killAll } from "../tests/_helpers/marked_processes.ts";
+import { makeTempDir, removeTempDir } from "../tests/_helpers/temp_dir.ts";
+import { type RuntimeSpec, Server, type ServerOptions } from "./driver.ts";
 
 /** The failure kinds of the table. "other" failures carry a sub-kind. */
 export type FailureKind =
@@ -83,7 +76,12 @@ export class ScenarioContext {
 
   /** A context with its own temporary directory. */
   static async create(runtime: RuntimeSpec, size: Size, seed: number): Promise<ScenarioContext> {
-    return new ScenarioContext(runtime, size, await tempDir(`acp-torture-${runtime.name}-`), seed);
+    return new ScenarioContext(
+      runtime,
+      size,
+      await makeTempDir(`acp-torture-${runtime.name}-`),
+      seed,
+    );
   }
 
   /** A fresh unique marker, hunted for at the end. */
@@ -173,7 +171,7 @@ export class ScenarioContext {
         killAll(left);
       }
     }
-    await removeDir(this.base);
+    await removeTempDir(this.base).catch(() => {});
     return this.tally;
   }
 

@@ -1,24 +1,28 @@
 /**
  * The torture suite's driver: real server processes on a runtime, spoken to in raw NDJSON (so a
- * scenario can send malformed frames and several messages in one write), and the process hunt
- * that finds whatever a server left behind.
+ * scenario can send malformed frames and several messages in one write). The hunt for what a
+ * server left behind is the kit's (`tests/_helpers/marked_processes.ts`).
  *
  * @module
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import type { ChildProcess } from "node:child_process";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
+import {
+  type AcpTestClient,
+  type Frame as KitFrame,
+  spawnAgent,
+  type StdioAgent,
+} from "../tests/_helpers/acp_client.ts";
 import { findBun, findDeno } from "../tests/_helpers/runtime_binaries.ts";
-import { pollUntil } from "../tests/_helpers/wait.ts";
 
 /** The repository root. */
 export const ROOT: string = fileURLToPath(new URL("../", import.meta.url));
 
 /** A JSON-RPC frame as parsed from one line. */
-export type Frame = Record<string, unknown>;
+export type Frame = KitFrame;
 
 /** The name of a runtime the server runs on. */
 export type RuntimeName = "deno" | "node" | "bun";
@@ -67,14 +71,12 @@ export type RequestAnswerer = (
 /** The well-formed answer that allows once. */
 export const ALLOW_ONCE = { outcome: { outcome: "selected", optionId: "allow_once" } };
 
-/** A real server process with a raw NDJSON client on its stdio. */
+/**
+ * A real server process with the kit's client on its stdio ({@link spawnAgent}): the torture
+ * scenarios' view of it, with raw writes, frames built to be sent raw, and waits that end when
+ * the process exits.
+ */
 export class Server {
-  /** Every frame received, in order. */
-  readonly frames: Frame[] = [];
-  /** Every stdout line, in order (raw). */
-  readonly lines: string[] = [];
-  /** Lines on stdout that are not JSON (stdout must carry frames only). */
-  readonly impure: string[] = [];
   readonly child: ChildProcess;
   readonly exited: Promise<{ code: number | null; signal: string | null }>;
   readonly marker: string;
@@ -84,17 +86,13 @@ export class Server {
   /** How agent-to-client requests are answered; by default permission is allowed once. */
   answer: RequestAnswerer = (frame) =>
     frame.method === "session/request_permission" ? { result: ALLOW_ONCE } : undefined;
-  exit: { code: number | null; signal: string | null } | undefined;
-  #stderr = "";
-  #buffer = "";
-  // Far from the ids malformed frames use, so that their answers are never taken for ours.
-  #nextId = 10_000_000;
-  readonly #waiters = new Set<() => void>();
+  readonly #agent: StdioAgent;
+  readonly #client: AcpTestClient;
 
   private constructor(runtime: RuntimeSpec, options: ServerOptions) {
     this.marker = options.marker;
     this.runtime = runtime.name;
-    this.child = spawn(
+    this.#agent = spawnAgent(
       runtime.command,
       [
         ...runtime.args,
@@ -105,7 +103,6 @@ export class Server {
       ],
       {
         cwd: options.cwd,
-        stdio: ["pipe", "pipe", "pipe"],
         env: {
           ...process.env,
           NO_COLOR: "1",
@@ -113,28 +110,43 @@ export class Server {
           ...options.env,
         },
       },
+      {
+        // Far from the ids malformed frames use, so that their answers are never taken for ours.
+        client: { checkSchema: false, firstId: 10_000_000 },
+        stderrLimit: options.stderrLimit ?? 200_000,
+        // The waits below are for conditions that stay true; floods make per-frame checks dear.
+        wakePerRead: true,
+      },
     );
-    this.child.stderr?.setEncoding("utf8");
-    const stderrLimit = options.stderrLimit ?? 200_000;
-    this.child.stderr?.on("data", (text: string) => {
-      if (this.#stderr.length < stderrLimit) this.#stderr += text;
-      this.#wake();
-    });
-    this.child.stdout?.setEncoding("utf8");
-    this.child.stdout?.on("data", (text: string) => this.#onData(text));
-    this.child.stdin?.on("error", () => {});
-    this.exited = new Promise((resolve) =>
-      this.child.on("exit", (code, signal) => {
-        this.exit = { code, signal };
-        this.#wake();
-        resolve({ code, signal });
-      })
-    );
+    this.child = this.#agent.child;
+    this.exited = this.#agent.exited;
+    this.#client = this.#agent.client;
+    this.#client.onRequest = (frame) => this.#onRequest(frame);
   }
 
   /** Spawns a server on `runtime`. */
   static start(runtime: RuntimeSpec, options: ServerOptions): Server {
     return new Server(runtime, options);
+  }
+
+  /** Every frame received, in order. */
+  get frames(): Frame[] {
+    return this.#client.frames;
+  }
+
+  /** Every stdout line, in order (raw). */
+  get lines(): string[] {
+    return this.#agent.lines;
+  }
+
+  /** Lines on stdout that are not a JSON object (stdout must carry frames only). */
+  get impure(): string[] {
+    return this.#agent.impure;
+  }
+
+  /** The exit code and signal, once it exited. */
+  get exit(): { code: number | null; signal: string | null } | undefined {
+    return this.#agent.exit;
   }
 
   /** The process id. */
@@ -144,7 +156,7 @@ export class Server {
 
   /** What the server wrote to stderr (the first 200 KB, or `stderrLimit`). */
   get stderr(): string {
-    return this.#stderr;
+    return this.#agent.stderr();
   }
 
   /**
@@ -152,59 +164,22 @@ export class Server {
    * undefined when the server exited first or `timeoutMs` passed.
    */
   async listening(timeoutMs = 30_000): Promise<string | undefined> {
-    const url = (): string | undefined => /listening on (http:\/\/\S+)/.exec(this.#stderr)?.[1];
+    const url = (): string | undefined => /listening on (http:\/\/\S+)/.exec(this.stderr)?.[1];
     await this.waitFor(() => url() !== undefined, timeoutMs);
     return url();
   }
 
-  #onData(text: string): void {
-    this.#buffer += text;
-    let newline: number;
-    while ((newline = this.#buffer.indexOf("\n")) !== -1) {
-      const line = this.#buffer.slice(0, newline);
-      this.#buffer = this.#buffer.slice(newline + 1);
-      if (line.trim() === "") continue;
-      this.lines.push(line);
-      let frame: Frame;
-      try {
-        frame = JSON.parse(line);
-      } catch {
-        this.impure.push(line.slice(0, 300));
-        continue;
-      }
-      if (frame === null || typeof frame !== "object" || Array.isArray(frame)) {
-        this.impure.push(line.slice(0, 300));
-        continue;
-      }
-      this.frames.push(frame);
-      if (typeof frame.method === "string" && frame.id !== undefined) this.#onRequest(frame);
-    }
-    this.#wake();
-  }
-
-  #onRequest(frame: Frame): void {
+  #onRequest(frame: Frame): boolean {
     const answer = this.answer(frame, this);
-    if (answer === undefined) {
-      void this.write({
-        jsonrpc: "2.0",
-        id: frame.id,
-        error: { code: -32601, message: `Method not found: ${String(frame.method)}` },
-      });
-    } else if ("raw" in answer) void this.writeRaw(answer.raw);
+    if (answer === undefined) return false;
+    if ("raw" in answer) void this.writeRaw(answer.raw);
     else void this.write({ jsonrpc: "2.0", id: frame.id, result: answer.result });
-  }
-
-  #wake(): void {
-    for (const wake of [...this.#waiters]) wake();
+    return true;
   }
 
   /** Writes text to stdin as is (one write). */
   writeRaw(text: string): Promise<void> {
-    return new Promise((resolve) => {
-      const stdin = this.child.stdin;
-      if (!stdin || stdin.destroyed || stdin.writableEnded) return resolve();
-      stdin.write(text, () => resolve());
-    });
+    return this.#agent.writeRaw(text);
   }
 
   /** Writes messages as NDJSON, all of them in ONE write. */
@@ -214,16 +189,12 @@ export class Server {
 
   /** A request frame with a fresh id (not sent). */
   request(method: string, params?: unknown): { id: number; frame: Frame } {
-    const id = this.#nextId++;
-    return {
-      id,
-      frame: { jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) },
-    };
+    return this.#client.nextRequest(method, params);
   }
 
   /** A notification frame (not sent). */
   notification(method: string, params?: unknown): Frame {
-    return { jsonrpc: "2.0", method, params };
+    return this.#client.notification(method, params);
   }
 
   /** Sends a request alone and resolves with its response frame (undefined on timeout or exit). */
@@ -251,38 +222,22 @@ export class Server {
 
   #tail(): string {
     const exit = this.exit ? ` (exited ${JSON.stringify(this.exit)})` : "";
-    return `${exit}\n${this.#stderr.slice(-600)}`;
+    return `${exit}\n${this.stderr.slice(-600)}`;
   }
 
   /** The index in {@link frames} of the response to `id`, or -1. */
   responseIndex(id: number | string): number {
-    return this.frames.findIndex((frame) =>
-      frame.id === id && frame.method === undefined && ("result" in frame || "error" in frame)
-    );
+    return this.#client.responseIndex(id);
   }
 
   /** Waits for the response to `id`; undefined on timeout or exit. */
-  async response(id: number | string, timeoutMs = 30_000): Promise<Frame | undefined> {
-    const ok = await this.waitFor(() => this.responseIndex(id) !== -1, timeoutMs);
-    return ok ? this.frames[this.responseIndex(id)] : undefined;
+  response(id: number | string, timeoutMs = 30_000): Promise<Frame | undefined> {
+    return this.#client.response(id, timeoutMs, () => this.exit !== undefined);
   }
 
   /** Resolves true once `predicate` holds, false on timeout or when the process exits first. */
   waitFor(predicate: () => boolean, timeoutMs = 30_000): Promise<boolean> {
-    if (predicate()) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const done = (value: boolean): void => {
-        clearTimeout(timer);
-        this.#waiters.delete(check);
-        resolve(value);
-      };
-      const timer = setTimeout(() => done(false), timeoutMs);
-      const check = (): void => {
-        if (predicate()) done(true);
-        else if (this.exit) done(false);
-      };
-      this.#waiters.add(check);
-    });
+    return this.#client.waitUntil(predicate, timeoutMs, () => this.exit !== undefined);
   }
 
   /** The `session/update` params received for a session, from frame index `from` on. */
@@ -338,7 +293,7 @@ export class Server {
 
   /** Closes stdin. */
   end(): void {
-    this.child.stdin?.end();
+    this.#agent.end();
   }
 
   /** Waits up to `ms` for the exit; false when still running. */
@@ -362,119 +317,14 @@ export class Server {
 
   /** Why this server counts as crashed, or undefined. */
   crash(): string | undefined {
-    if (this.impure.length > 0) return `non-JSON line on stdout: ${this.impure[0]}`;
+    if (this.impure.length > 0) return `non-JSON line on stdout: ${this.impure[0]!.slice(0, 300)}`;
     if (!this.exit) return undefined;
     if (this.expectedSignal === "SIGKILL") return undefined;
     if (this.exit.code !== 0) {
-      return `exited ${JSON.stringify(this.exit)}: ${this.#stderr.slice(-400)}`;
+      return `exited ${JSON.stringify(this.exit)}: ${this.stderr.slice(-400)}`;
     }
     return undefined;
   }
-}
-
-/** Whether /proc/<pid> is a live (non-zombie) process. */
-async function live(pid: number): Promise<boolean> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-    return !/^\d+ \(.*\) [ZX]/s.test(stat);
-  } catch {
-    return false;
-  }
-}
-
-/** A process found by {@link findMarked}. */
-export interface MarkedProcess {
-  readonly pid: number;
-  readonly command: string;
-}
-
-/** Every live process (other than this one) whose environment or command line carries `marker`. */
-export async function findMarked(marker: string): Promise<MarkedProcess[]> {
-  const found: MarkedProcess[] = [];
-  let entries: string[];
-  try {
-    entries = await readdir("/proc");
-  } catch {
-    return found;
-  }
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    const pid = Number(entry);
-    if (pid === process.pid) continue;
-    let environ = "";
-    let cmdline = "";
-    try {
-      environ = await readFile(`/proc/${pid}/environ`, "latin1");
-    } catch {
-      // not ours or gone
-    }
-    try {
-      cmdline = await readFile(`/proc/${pid}/cmdline`, "latin1");
-    } catch {
-      // gone
-    }
-    if (!environ.includes(marker) && !cmdline.includes(marker)) continue;
-    if (await live(pid)) found.push({ pid, command: cmdline.replaceAll("\0", " ").trim() });
-  }
-  return found;
-}
-
-/**
- * Polls until no process carries `marker` except those in `except`, for at most `ms`; returns the
- * ones still alive then.
- */
-export async function hunt(
-  marker: string,
-  ms: number,
-  except: readonly number[] = [],
-  ignore?: RegExp,
-): Promise<MarkedProcess[]> {
-  let left: MarkedProcess[] = [];
-  // Processes that are not our children end by no event we can wait on: only /proc tells.
-  await pollUntil(async () => {
-    left = (await findMarked(marker)).filter(({ pid, command }) =>
-      !except.includes(pid) && !(ignore?.test(command) ?? false)
-    );
-    return left.length === 0;
-  }, { what: `no process carrying ${marker}`, timeoutMs: ms, intervalMs: 50 }).catch(() => {});
-  return left;
-}
-
-/** Waits (bounded) until a process carrying `marker` has `pattern` in its command line. */
-export async function waitForProcess(
-  marker: string,
-  pattern: RegExp,
-  ms: number,
-): Promise<MarkedProcess | undefined> {
-  let found: MarkedProcess | undefined;
-  // A grandchild starting is announced by no event: only /proc tells.
-  await pollUntil(async () => {
-    found = (await findMarked(marker)).find(({ command }) => pattern.test(command));
-    return found !== undefined;
-  }, { what: `a process carrying ${marker} running ${pattern}`, timeoutMs: ms, intervalMs: 25 })
-    .catch(() => {});
-  return found;
-}
-
-/** SIGKILLs the given processes (ones our servers started), by pid. */
-export function killAll(processes: readonly MarkedProcess[]): void {
-  for (const { pid } of processes) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // gone
-    }
-  }
-}
-
-/** A new temporary directory (symlinks resolved). */
-export async function tempDir(prefix: string): Promise<string> {
-  return await realpath(await mkdtemp(join(tmpdir(), prefix)));
-}
-
-/** Removes a directory tree. */
-export async function removeDir(dir: string): Promise<void> {
-  await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }).catch(() => {});
 }
 
 /** Writes a script for the `scripted` model and returns its path. */

@@ -9,6 +9,7 @@
  */
 import { Buffer } from "node:buffer";
 import { connect as netConnect } from "node:net";
+import { Waiters } from "../tests/_helpers/waiters.ts";
 import type { Frame } from "./driver.ts";
 
 /** Where a server listens, and its token. */
@@ -400,7 +401,7 @@ export class RawWebSocket {
   #fragmentOpcode = 0;
   #sentClose = false;
   #isClosed = false;
-  readonly #waiters = new Set<() => void>();
+  readonly #waiters = new Waiters();
 
   private constructor(socket: ReturnType<typeof netConnect>, rest: Buffer) {
     this.#socket = socket;
@@ -476,7 +477,7 @@ export class RawWebSocket {
   }
 
   #wake(): void {
-    for (const wake of [...this.#waiters]) wake();
+    this.#waiters.wake();
   }
 
   /** Resolves true once a received text message matches; false after `ms` or on close. */
@@ -484,19 +485,7 @@ export class RawWebSocket {
     const found = (): boolean => this.messages.some(matches);
     if (found()) return Promise.resolve(true);
     if (this.#isClosed) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const done = (value: boolean): void => {
-        clearTimeout(timer);
-        this.#waiters.delete(check);
-        resolve(value);
-      };
-      const timer = setTimeout(() => done(false), ms);
-      const check = (): void => {
-        if (found()) done(true);
-        else if (this.#isClosed) done(false);
-      };
-      this.#waiters.add(check);
-    });
+    return this.#waiters.until(found, ms, () => this.#isClosed);
   }
 
   /** Sends one text message. */
@@ -636,7 +625,7 @@ export abstract class AcpClient {
   /** The first of this client's request ids; its ids are `idBase` up to `idBase + 999,999`. */
   readonly idBase: number;
   #nextId: number;
-  readonly #waiters = new Set<() => void>();
+  readonly #waiters = new Waiters();
   readonly #tasks = new Set<Promise<unknown>>();
   #ended = false;
   /** Whether {@link connect} succeeded. */
@@ -672,7 +661,7 @@ export abstract class AcpClient {
   /** Marks the client ended: whoever waits for an answer stops waiting. */
   protected markEnded(): void {
     this.#ended = true;
-    for (const wake of [...this.#waiters]) wake();
+    this.#waiters.wake();
   }
 
   /** Settles once nothing the client started is under way (after {@link close} or {@link vanish}). */
@@ -697,7 +686,7 @@ export abstract class AcpClient {
         typeof sessionId === "string" ? sessionId : undefined,
       );
     }
-    for (const wake of [...this.#waiters]) wake();
+    this.#waiters.wake();
   }
 
   /** The response to `id` received so far. */
@@ -711,19 +700,7 @@ export abstract class AcpClient {
   waitFor(predicate: () => boolean, ms: number): Promise<boolean> {
     if (predicate()) return Promise.resolve(true);
     if (this.#ended) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const done = (value: boolean): void => {
-        clearTimeout(timer);
-        this.#waiters.delete(check);
-        resolve(value);
-      };
-      const timer = setTimeout(() => done(false), ms);
-      const check = (): void => {
-        if (predicate()) done(true);
-        else if (this.#ended) done(false);
-      };
-      this.#waiters.add(check);
-    });
+    return this.#waiters.until(predicate, ms, () => this.#ended);
   }
 
   /** A request with a fresh id of this client (not sent). */

@@ -234,7 +234,7 @@ export interface SessionLease {
  * ## Contract
  *
  * Every store meets these, whatever it keeps its data in (files, a database, memory); the suite
- * in `tests/store/session_store_contract.ts` checks them.
+ * in `tests/store/_session_store_contract.ts` checks them.
  *
  * - **Asynchronous, honest failures.** Every method reports failure only through its returned
  *   promise; none throws synchronously.

@@ -1,12 +1,16 @@
 /**
- * A raw JSON-RPC test client for driving the server, in memory or over a child's stdio. It
- * records every inbound frame and checks each against the ACP schema.
+ * The kit's one NDJSON JSON-RPC client, for tests, the torture suite and the bench: it drives
+ * the server in memory or over a child's stdio, records every inbound frame and checks each
+ * against the ACP schema. Beside the request/answer helpers it can build frames to send raw
+ * (several in one write, malformed ones), wait for the answer to any id, and say which requests
+ * are still unanswered.
  *
  * @module
  */
 import { type ChildProcess, spawn, type SpawnOptions } from "node:child_process";
 import type { AnyMessage, Stream } from "../../mod.ts";
 import { schemaProblems } from "./acp_schema.ts";
+import { Waiters } from "./waiters.ts";
 
 /** A JSON-RPC error answer. */
 export class RpcError extends Error {
@@ -20,7 +24,26 @@ export class RpcError extends Error {
 }
 
 type Handler = (params: unknown, method: string) => unknown | Promise<unknown>;
-type Frame = Record<string, unknown>;
+/** A JSON-RPC frame as parsed from one line. */
+export type Frame = Record<string, unknown>;
+
+/** Options for {@link AcpTestClient}. */
+export interface AcpTestClientOptions {
+  /**
+   * Whether inbound frames are checked against the ACP schema (into
+   * {@link AcpTestClient.problems}); off for floods where the check would cost the run.
+   *
+   * @default {true}
+   */
+  readonly checkSchema?: boolean;
+  /**
+   * The first request id: far from the ids a test's hand-made frames use, so that their
+   * answers are never taken for the client's.
+   *
+   * @default {0}
+   */
+  readonly firstId?: number;
+}
 
 /** Drives an agent over JSON-RPC frames. */
 export class AcpTestClient {
@@ -30,28 +53,71 @@ export class AcpTestClient {
   readonly problems: string[] = [];
   /** Agent-to-client request handlers by method. */
   readonly handlers = new Map<string, Handler>();
+  /**
+   * Sees each agent-to-client request before {@link handlers}; returns true when it answered
+   * the request itself (e.g. with a raw, malformed answer), false to leave it to the handlers.
+   */
+  onRequest: ((frame: Frame) => boolean) | undefined;
   readonly #send: (message: unknown) => Promise<void>;
+  readonly #checkSchema: boolean;
+  readonly #open = new Set<string | number>();
   readonly #pending = new Map<
     string | number,
     { method: string; resolve: (frame: Frame) => void }
   >();
   readonly #sentMethods = new Map<string | number, string>();
-  readonly #waiters = new Set<() => void>();
+  readonly #waiters = new Waiters();
   readonly #answering = new Set<Promise<void>>();
-  #nextId = 0;
+  #nextId: number;
 
-  constructor(send: (message: unknown) => Promise<void>) {
+  /**
+   * @param send Writes one frame to the agent
+   * @param options Schema checks and the first id
+   */
+  constructor(send: (message: unknown) => Promise<void>, options: AcpTestClientOptions = {}) {
     this.#send = send;
+    this.#checkSchema = options.checkSchema ?? true;
+    this.#nextId = options.firstId ?? 0;
   }
 
-  /** Feeds one inbound frame. */
-  receive(frame: Frame): void {
+  /**
+   * Feeds one inbound frame.
+   *
+   * @param frame The frame
+   * @param wake Whether to re-check the waiters now; a reader that feeds many frames at once
+   *   may pass false and call {@link wake} after the last
+   */
+  receive(frame: Frame, wake = true): void {
     this.frames.push(frame);
     const id = frame.id as string | number | null | undefined;
     const method = typeof frame.method === "string" ? frame.method : undefined;
     const answered = method === undefined && id !== undefined && id !== null
       ? this.#sentMethods.get(id)
       : undefined;
+    if (this.#checkSchema) this.#check(frame, answered);
+    if (method !== undefined && id !== undefined) {
+      if (this.onRequest?.(frame) === true) {
+        if (wake) this.wake();
+        return;
+      }
+      const answering = this.#answer(id as string | number, method, frame.params);
+      this.#answering.add(answering);
+      void answering.finally(() => this.#answering.delete(answering));
+    } else if (method === undefined && id !== undefined && id !== null) {
+      if ("result" in frame || "error" in frame) this.#open.delete(id);
+      const pending = this.#pending.get(id);
+      this.#pending.delete(id);
+      pending?.resolve(frame);
+    }
+    if (wake) this.wake();
+  }
+
+  /** Re-checks every waiter: after a batch of frames, or an event that is no frame (an exit). */
+  wake(): void {
+    this.#waiters.wake();
+  }
+
+  #check(frame: Frame, answered: string | undefined): void {
     let problems: string[];
     try {
       problems = schemaProblems(frame, answered);
@@ -61,16 +127,6 @@ export class AcpTestClient {
     for (const problem of problems) {
       this.problems.push(`${JSON.stringify(frame).slice(0, 200)}: ${problem}`);
     }
-    if (method !== undefined && id !== undefined) {
-      const answering = this.#answer(id as string | number, method, frame.params);
-      this.#answering.add(answering);
-      void answering.finally(() => this.#answering.delete(answering));
-    } else if (method === undefined && id !== undefined && id !== null) {
-      const pending = this.#pending.get(id);
-      this.#pending.delete(id);
-      pending?.resolve(frame);
-    }
-    for (const wake of this.#waiters) wake();
   }
 
   async #answer(id: string | number, method: string, params: unknown): Promise<void> {
@@ -109,6 +165,7 @@ export class AcpTestClient {
   requestRaw(method: string, params?: unknown, id?: string | number): Promise<Frame> {
     const requestId = id ?? this.#nextId++;
     this.#sentMethods.set(requestId, method);
+    this.#open.add(requestId);
     const response = new Promise<Frame>((resolve) =>
       this.#pending.set(requestId, { method, resolve })
     );
@@ -133,6 +190,75 @@ export class AcpTestClient {
     return this.#send(message);
   }
 
+  /**
+   * A request frame with a fresh id, not sent: for a caller that writes it raw (alone, or with
+   * others in one write). Its answer counts for {@link unanswered} and the schema check.
+   *
+   * @param method The method
+   * @param params Its params; left out of the frame when undefined
+   * @returns The id and the frame
+   */
+  nextRequest(method: string, params?: unknown): { id: number; frame: Frame } {
+    const id = this.#nextId++;
+    this.#sentMethods.set(id, method);
+    this.#open.add(id);
+    return {
+      id,
+      frame: { jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) },
+    };
+  }
+
+  /** A notification frame, not sent. */
+  notification(method: string, params?: unknown): Frame {
+    return { jsonrpc: "2.0", method, params };
+  }
+
+  /** The ids of the requests sent (by {@link requestRaw} or {@link nextRequest}) not yet answered. */
+  unanswered(): Array<string | number> {
+    return [...this.#open];
+  }
+
+  /** The index in {@link frames} of the response to `id`, or -1. */
+  responseIndex(id: number | string): number {
+    return this.frames.findIndex((frame) =>
+      frame.id === id && frame.method === undefined && ("result" in frame || "error" in frame)
+    );
+  }
+
+  /**
+   * Waits for the response to `id`, however it was sent.
+   *
+   * @param id The request id
+   * @param timeoutMs How long to wait
+   * @param giveUp Ends the wait early when it holds (e.g. the agent exited)
+   * @returns The response frame; undefined on timeout or give-up
+   */
+  async response(
+    id: number | string,
+    timeoutMs = 30_000,
+    giveUp?: () => boolean,
+  ): Promise<Frame | undefined> {
+    const ok = await this.waitUntil(() => this.responseIndex(id) !== -1, timeoutMs, giveUp);
+    return ok ? this.frames[this.responseIndex(id)] : undefined;
+  }
+
+  /**
+   * Resolves true once `predicate` holds (checked on every frame and {@link wake}), false when
+   * `timeoutMs` passed or `giveUp` held first.
+   *
+   * @param predicate What to wait for
+   * @param timeoutMs How long to wait
+   * @param giveUp Ends the wait early, false, when it holds and `predicate` does not
+   * @returns Whether `predicate` held
+   */
+  waitUntil(
+    predicate: () => boolean,
+    timeoutMs = 30_000,
+    giveUp?: () => boolean,
+  ): Promise<boolean> {
+    return this.#waiters.until(predicate, timeoutMs, giveUp);
+  }
+
   /** The next request id {@link request} will use. */
   get nextId(): number {
     return this.#nextId;
@@ -147,21 +273,13 @@ export class AcpTestClient {
   }
 
   /** Resolves once `predicate` holds for the frames received (checked on every frame). */
-  waitFor(predicate: (frames: readonly Frame[]) => boolean, timeoutMs = 10_000): Promise<void> {
-    if (predicate(this.frames)) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#waiters.delete(check);
-        reject(new Error(`waitFor timed out after ${timeoutMs} ms`));
-      }, timeoutMs);
-      const check = (): void => {
-        if (!predicate(this.frames)) return;
-        clearTimeout(timer);
-        this.#waiters.delete(check);
-        resolve();
-      };
-      this.#waiters.add(check);
-    });
+  async waitFor(
+    predicate: (frames: readonly Frame[]) => boolean,
+    timeoutMs = 10_000,
+  ): Promise<void> {
+    if (!await this.waitUntil(() => predicate(this.frames), timeoutMs)) {
+      throw new Error(`waitFor timed out after ${timeoutMs} ms`);
+    }
   }
 
   /**
@@ -220,7 +338,12 @@ export function memoryClient(stream: Stream): AcpTestClient {
 export interface StdioAgent {
   readonly child: ChildProcess;
   readonly client: AcpTestClient;
-  /** Non-JSON lines seen on stdout (must stay empty: stdout carries frames only). */
+  /** Every non-empty stdout line, in order, as read. */
+  readonly lines: string[];
+  /**
+   * Lines seen on stdout that are not a JSON object (must stay empty: stdout carries frames
+   * only).
+   */
   readonly impure: string[];
   /** Everything written to stderr. */
   stderr(): string;
@@ -230,25 +353,73 @@ export interface StdioAgent {
   end(): void;
   /** Resolves with the exit code and signal. */
   readonly exited: Promise<{ code: number | null; signal: string | null }>;
+  /** The exit code and signal once it exited (set before {@link exited} resolves). */
+  readonly exit: { code: number | null; signal: string | null } | undefined;
 }
 
-/** Spawns a server and connects a test client to its stdio. */
+/** Options of {@link spawnAgent} beyond the process's own. */
+export interface SpawnAgentOptions {
+  /** The client's options. */
+  readonly client?: AcpTestClientOptions;
+  /** How much of stderr is kept, in characters. @default {Infinity} */
+  readonly stderrLimit?: number;
+  /**
+   * Re-check the client's waiters once per stdout read instead of once per frame: cheaper
+   * under a flood, for waits whose condition stays true once it holds.
+   *
+   * @default {false}
+   */
+  readonly wakePerRead?: boolean;
+}
+
+/** Parses one stdout line: a JSON object, or undefined for anything else. */
+function parseFrame(line: string): Frame | undefined {
+  try {
+    const value: unknown = JSON.parse(line);
+    return value !== null && typeof value === "object" && !Array.isArray(value)
+      ? value as Frame
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Spawns a server and connects a test client to its stdio.
+ *
+ * @param command The program
+ * @param args Its arguments
+ * @param options The process's options (`cwd`, `env`, …)
+ * @param kit The client's options, the stderr bound, how often waiters are re-checked
+ * @returns The process with its client; waiters are re-checked on stderr output and the exit too
+ */
 export function spawnAgent(
   command: string,
   args: readonly string[],
   options: SpawnOptions = {},
+  kit: SpawnAgentOptions = {},
 ): StdioAgent {
   const child = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"], ...options });
+  const lines: string[] = [];
   const impure: string[] = [];
+  const stderrLimit = kit.stderrLimit ?? Infinity;
+  const perFrame = kit.wakePerRead !== true;
   let stderr = "";
-  child.stderr?.setEncoding("utf8");
-  child.stderr?.on("data", (text: string) => stderr += text);
+  let exit: { code: number | null; signal: string | null } | undefined;
   const writeRaw = (text: string): Promise<void> =>
     new Promise((resolve) => {
       if (!child.stdin || child.stdin.destroyed || child.stdin.writableEnded) return resolve();
       child.stdin.write(text, () => resolve());
     });
-  const client = new AcpTestClient((message) => writeRaw(JSON.stringify(message) + "\n"));
+  const client = new AcpTestClient(
+    (message) => writeRaw(JSON.stringify(message) + "\n"),
+    kit.client,
+  );
+  child.stderr?.setEncoding("utf8");
+  child.stderr?.on("data", (text: string) => {
+    if (stderr.length < stderrLimit) stderr += text;
+    client.wake();
+  });
   let buffer = "";
   child.stdout?.setEncoding("utf8");
   child.stdout?.on("data", (text: string) => {
@@ -258,25 +429,33 @@ export function spawnAgent(
       const line = buffer.slice(0, newline);
       buffer = buffer.slice(newline + 1);
       if (line.trim() === "") continue;
-      try {
-        client.receive(JSON.parse(line));
-      } catch {
-        impure.push(line);
-      }
+      lines.push(line);
+      const frame = parseFrame(line);
+      if (frame === undefined) impure.push(line);
+      else client.receive(frame, perFrame);
     }
+    if (!perFrame) client.wake();
   });
   child.stdin?.on("error", () => {});
   const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
-    child.on("exit", (code, signal) => resolve({ code, signal }))
+    child.on("exit", (code, signal) => {
+      exit = { code, signal };
+      client.wake();
+      resolve(exit);
+    })
   );
   return {
     child,
     client,
+    lines,
     impure,
     stderr: () => stderr,
     writeRaw,
     end: () => child.stdin?.end(),
     exited,
+    get exit() {
+      return exit;
+    },
   };
 }
 

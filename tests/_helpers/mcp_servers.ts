@@ -2,7 +2,8 @@
  * MCP servers for tests: command lines for stdio servers (the reference "everything" and
  * "filesystem" servers from the test clients' manifest, tests/clients/package.json, and the
  * dependency-free fake in tests/_fixtures/fake_mcp_server.mjs), the everything server over
- * Streamable HTTP or SSE on a free local port, and a /proc search for processes left behind.
+ * Streamable HTTP or SSE on a free local port, and (by the kit's process hunter,
+ * ./marked_processes.ts) the processes left behind.
  *
  * @module
  */
@@ -14,6 +15,7 @@ import { delimiter, isAbsolute, join } from "node:path";
 import process from "node:process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { findMarked, killAll } from "./marked_processes.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const MODULES = `${ROOT}tests/clients/node_modules/@modelcontextprotocol`;
@@ -214,11 +216,6 @@ export async function startEverythingRemote(
   throw new Error(`Cannot start the everything server (${mode}): 3 free ports were taken`);
 }
 
-/** Whether a /proc stat line tells a zombie (state `Z`). */
-function isZombie(stat: string): boolean {
-  return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
-}
-
 /**
  * The live (non-zombie) processes, other than this one, whose command line or environment
  * contains `marker`: e.g. a fake server started with `--marker=…` and its grandchild, or any
@@ -229,19 +226,7 @@ function isZombie(stat: string): boolean {
  * @param marker A string unique to the test, e.g. `crypto.randomUUID()`
  */
 export async function processesWithMarker(marker: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      if (isZombie(await readFile(`/proc/${entry}/stat`, "utf8"))) continue;
-      const cmdline = await readFile(`/proc/${entry}/cmdline`, "latin1");
-      const environ = await readFile(`/proc/${entry}/environ`, "latin1").catch(() => "");
-      if (cmdline.includes(marker) || environ.includes(marker)) found.push(Number(entry));
-    } catch {
-      // Gone meanwhile, or not ours to read.
-    }
-  }
-  return found;
+  return (await findMarked(marker)).map(({ pid }) => pid);
 }
 
 /**
@@ -251,13 +236,7 @@ export async function processesWithMarker(marker: string): Promise<number[]> {
  * @param marker The test's marker
  */
 export async function killProcessesWithMarker(marker: string): Promise<number[]> {
-  const pids = await processesWithMarker(marker);
-  for (const pid of pids) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return pids;
+  const found = await findMarked(marker);
+  killAll(found);
+  return found.map(({ pid }) => pid);
 }

@@ -5,10 +5,10 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startServer } from "../_helpers/server.ts";
+import { makeTempDir, removeTempDir } from "../_helpers/temp_dir.ts";
 
 type Update = Record<string, unknown>;
 
@@ -16,7 +16,7 @@ async function runStep(
   calls: unknown[],
   prepare: (cwd: string) => Promise<void> = async () => {},
 ): Promise<{ results: Map<string, Update>; cwd: string; cleanup: () => Promise<void> }> {
-  const cwd = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-order-")));
+  const cwd = await makeTempDir("acp-harness-order-");
   await prepare(cwd);
   const server = startServer({
     script: [{ toolCalls: calls }, { text: "done" }],
@@ -24,7 +24,7 @@ async function runStep(
   });
   const cleanup = async (): Promise<void> => {
     await server.disconnect();
-    await rm(cwd, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+    await removeTempDir(cwd);
   };
   try {
     await server.client.initialize();

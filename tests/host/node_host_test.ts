@@ -2,7 +2,7 @@ import { pollUntil } from "../_helpers/wait.ts";
 import assert from "node:assert/strict";
 import { stat, writeFile } from "node:fs/promises";
 import process from "node:process";
-import { tempDir } from "../_helpers/temp_dir.ts";
+import { makeTempDir, removeTempDir, tempDir } from "../_helpers/temp_dir.ts";
 import { waitGone as gone } from "./_processes.ts";
 import type { HostProcess } from "../../src/host/host.ts";
 import { NodeHost } from "../../src/host/node_host.ts";
@@ -39,7 +39,7 @@ async function drain(child: HostProcess): Promise<{ stdout: string; stderr: stri
 }
 
 Deno.test("NodeHost.spawn() runs a command with cwd and extra env and reports its exit", async () => {
-  const dir = await Deno.realPath(await Deno.makeTempDir());
+  const dir = await makeTempDir();
   try {
     const host = new NodeHost({ PATH: process.env.PATH, FROM_HOST: "host" });
     const child = await host.spawn(
@@ -52,7 +52,7 @@ Deno.test("NodeHost.spawn() runs a command with cwd and extra env and reports it
     assert.deepEqual(output, { stdout: `${dir}\nhost extra\n`, stderr: "oops\n" });
     assert.deepEqual(await child.exited, { code: 3, signal: null });
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    await removeTempDir(dir);
   }
 });
 
@@ -279,7 +279,7 @@ Deno.test("NodeHost.stopProcesses() ends a child whose piped stdin is open", asy
 });
 
 Deno.test("NodeHost.appendFile() appends, creates unless told not to, and syncs", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await makeTempDir();
   try {
     const host = new NodeHost();
     const file = `${dir}/log.jsonl`;
@@ -293,12 +293,12 @@ Deno.test("NodeHost.appendFile() appends, creates unless told not to, and syncs"
     );
     await assert.rejects(Deno.stat(`${dir}/missing`), Deno.errors.NotFound);
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    await removeTempDir(dir);
   }
 });
 
 Deno.test("NodeHost.appendFileSync() writes before it returns; syncFile() flushes", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await makeTempDir();
   try {
     const host = new NodeHost();
     const file = `${dir}/log`;
@@ -312,12 +312,12 @@ Deno.test("NodeHost.appendFileSync() writes before it returns; syncFile() flushe
     );
     await assert.rejects(host.syncFile(`${dir}/missing`));
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    await removeTempDir(dir);
   }
 });
 
 Deno.test("NodeHost.appendFile() from many concurrent writers never interleaves", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await makeTempDir();
   try {
     const host = new NodeHost();
     const file = `${dir}/log`;
@@ -326,12 +326,12 @@ Deno.test("NodeHost.appendFile() from many concurrent writers never interleaves"
     const written = (await Deno.readTextFile(file)).split("\n").slice(0, -1).map((l) => `${l}\n`);
     assert.deepEqual(written.sort(), [...lines].sort());
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    await removeTempDir(dir);
   }
 });
 
 Deno.test("NodeHost.createExclusive() creates once", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await makeTempDir();
   try {
     const host = new NodeHost();
     const file = `${dir}/x.lock`;
@@ -344,12 +344,12 @@ Deno.test("NodeHost.createExclusive() creates once", async () => {
     assert.equal(results.filter(Boolean).length, 1);
     await assert.rejects(host.createExclusive(`${dir}/no/such/dir`, "x"));
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    await removeTempDir(dir);
   }
 });
 
 Deno.test("NodeHost.createExclusive() and appendFile() write small data and large data (over 64 KiB, written off the main thread) whole, with and without sync", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await makeTempDir();
   try {
     const host = new NodeHost();
     const large = "x".repeat(200 * 1024);
@@ -365,12 +365,12 @@ Deno.test("NodeHost.createExclusive() and appendFile() write small data and larg
       }
     }
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    await removeTempDir(dir);
   }
 });
 
 Deno.test("NodeHost.statSync() and realpathSync() say what stat() and realpath() say", async () => {
-  const dir = await Deno.realPath(await Deno.makeTempDir());
+  const dir = await makeTempDir();
   try {
     const host = new NodeHost();
     await Deno.writeTextFile(`${dir}/file`, "12345");
@@ -387,12 +387,12 @@ Deno.test("NodeHost.statSync() and realpathSync() say what stat() and realpath()
     assert.throws(() => host.realpathSync(`${dir}/none`));
     await assert.rejects(host.realpath(`${dir}/none`));
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    await removeTempDir(dir);
   }
 });
 
 Deno.test("NodeHost.linkExclusive(), touch() and removeIfSameFileSync(): a second name for a file, removed only while it is that file", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await makeTempDir();
   try {
     const host = new NodeHost();
     const first = `${dir}/a.lock`;
@@ -414,12 +414,12 @@ Deno.test("NodeHost.linkExclusive(), touch() and removeIfSameFileSync(): a secon
     assert.equal(host.removeIfSameFileSync(second, identity), false);
     assert.equal(host.removeIfSameFileSync(`${dir}/no/such/x.lock`, identity), false);
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    await removeTempDir(dir);
   }
 });
 
 Deno.test("NodeHost.removeIfContentSync() removes a file only when it says exactly what is expected", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await makeTempDir();
   try {
     const host = new NodeHost();
     const file = `${dir}/x.lock`;
@@ -432,12 +432,12 @@ Deno.test("NodeHost.removeIfContentSync() removes a file only when it says exact
     assert.equal(host.removeIfContentSync(file, "mine"), false);
     assert.equal(host.removeIfContentSync(`${dir}/no/such/dir/x.lock`, "mine"), false);
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    await removeTempDir(dir);
   }
 });
 
 Deno.test("NodeHost.rename(), truncate(), readFileRange() and syncDir()", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await makeTempDir();
   try {
     const host = new NodeHost();
     await Deno.writeTextFile(`${dir}/a`, "0123456789");
@@ -460,7 +460,7 @@ Deno.test("NodeHost.rename(), truncate(), readFileRange() and syncDir()", async 
     await host.syncDir(dir);
     await host.syncDir(`${dir}/missing`);
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    await removeTempDir(dir);
   }
 });
 

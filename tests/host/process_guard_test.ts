@@ -1,8 +1,7 @@
 import { pollUntil } from "../_helpers/wait.ts";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import process from "node:process";
 import { isAlive, waitGone } from "./_processes.ts";
@@ -19,6 +18,7 @@ import {
   procStat,
   reapRecords,
 } from "../../src/host/process_guard.ts";
+import { makeTempDir, removeTempDir } from "../_helpers/temp_dir.ts";
 
 /** Starts `sleep 300` in its own process group with `env` added; returns its pid. */
 function detachedSleep(env: Record<string, string> = {}): number {
@@ -247,7 +247,7 @@ await new Promise(() => {});
 `;
 
 Deno.test("NodeHost.superviseProcesses() covers a child whose stdin is piped when the host is SIGKILLed", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "acp-harness-records-"));
+  const dir = await makeTempDir("acp-harness-records-");
   const tester = new NodeHost();
   let group = 0;
   try {
@@ -282,12 +282,12 @@ Deno.test("NodeHost.superviseProcesses() covers a child whose stdin is piped whe
   } finally {
     if (group > 0) killGroup(group);
     await tester.stopProcesses({ graceMs: 0 });
-    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+    await removeTempDir(dir);
   }
 });
 
 Deno.test("reapRecords() kills only what a dead host verifiably left", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "acp-harness-records-"));
+  const dir = await makeTempDir("acp-harness-records-");
   const dead = "a".repeat(32);
   const live = "b".repeat(32);
   const old = "c".repeat(32);
@@ -330,7 +330,7 @@ Deno.test("reapRecords() kills only what a dead host verifiably left", async () 
     assert.deepEqual(await readdir(dir), [`${live}.procs`]);
   } finally {
     killAll(pids);
-    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+    await removeTempDir(dir);
   }
 });
 
@@ -343,7 +343,7 @@ function deadHostRecord(groups: readonly number[]): string {
 }
 
 Deno.test("NodeHost.superviseProcesses() with reapAfter reaps once it settles, and not after a shutdown", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "acp-harness-records-"));
+  const dir = await makeTempDir("acp-harness-records-");
   const left = detachedSleep();
   try {
     await writeFile(join(dir, `${"a".repeat(32)}.procs`), deadHostRecord([left]));
@@ -368,12 +368,12 @@ Deno.test("NodeHost.superviseProcesses() with reapAfter reaps once it settles, a
     await host.stopProcesses({ graceMs: 0 });
   } finally {
     killAll([left]);
-    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+    await removeTempDir(dir);
   }
 });
 
 Deno.test("NodeHost.superviseProcesses() on a directory without records reaps nothing; a process started later is supervised", async () => {
-  const base = await mkdtemp(join(tmpdir(), "acp-harness-records-"));
+  const base = await makeTempDir("acp-harness-records-");
   const dir = join(base, "processes"); // not there yet
   const host = new NodeHost();
   let group = 0;
@@ -391,12 +391,12 @@ Deno.test("NodeHost.superviseProcesses() on a directory without records reaps no
   } finally {
     await host.stopProcesses({ graceMs: 0 });
     if (group > 0) killGroup(group);
-    await rm(base, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+    await removeTempDir(base);
   }
 });
 
 Deno.test("NodeHost.superviseProcesses() with reapAfter pending: a process started meanwhile is supervised and its start reaps", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "acp-harness-records-"));
+  const dir = await makeTempDir("acp-harness-records-");
   const left = detachedSleep();
   const host = new NodeHost();
   let group = 0;
@@ -422,7 +422,7 @@ Deno.test("NodeHost.superviseProcesses() with reapAfter pending: a process start
     await host.stopProcesses({ graceMs: 0 });
     killAll([left]);
     if (group > 0) killGroup(group);
-    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+    await removeTempDir(dir);
   }
 });
 

@@ -9,7 +9,7 @@ import {
   lastToolUpdate,
   type McpTestServer,
   startMcpServer,
-} from "./mcp_session_helpers.ts";
+} from "./_session_helpers.ts";
 
 /**
  * Opens a session whose fake server starts a grandchild (`sh -c 'sleep 1000'`) carrying `marker`;

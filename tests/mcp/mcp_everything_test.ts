@@ -12,7 +12,7 @@ import {
 } from "../_helpers/mcp_servers.ts";
 import { type MemoryServer, startServer } from "../_helpers/server.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
-import { lastToolUpdate, toolUpdates } from "./mcp_session_helpers.ts";
+import { lastToolUpdate, toolUpdates } from "./_session_helpers.ts";
 
 type Update = Record<string, unknown>;
 type Block = Record<string, unknown>;

@@ -4,7 +4,7 @@ import { RpcError } from "../_helpers/acp_client.ts";
 import { processesWithMarker } from "../_helpers/mcp_servers.ts";
 import type { MemoryServer } from "../_helpers/server.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
-import { contentText, fakeServer, lastToolUpdate, startMcpServer } from "./mcp_session_helpers.ts";
+import { contentText, fakeServer, lastToolUpdate, startMcpServer } from "./_session_helpers.ts";
 
 /** Asserts that `promise` rejects with JSON-RPC `code` and a message matching every pattern. */
 async function rejectsWith(

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { filesystemStdio } from "../_helpers/mcp_servers.ts";
 import { type MemoryServer, startServer } from "../_helpers/server.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
-import { lastToolUpdate, toolUpdates } from "./mcp_session_helpers.ts";
+import { lastToolUpdate, toolUpdates } from "./_session_helpers.ts";
 import type { PermissionMode } from "../../src/permission/mode.ts";
 
 type Update = Record<string, unknown>;

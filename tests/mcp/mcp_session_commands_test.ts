@@ -11,7 +11,7 @@ import {
   startMcpServer,
   type Update,
   updatesOf,
-} from "./mcp_session_helpers.ts";
+} from "./_session_helpers.ts";
 
 /** A server whose model is the fake OpenAI-compatible one at `url`. */
 function withFakeModel(url: string, dataDir: string): McpStartOptions {

@@ -8,7 +8,7 @@ import {
   type McpStartOptions,
   responseIndex,
   startMcpServer,
-} from "./mcp_session_helpers.ts";
+} from "./_session_helpers.ts";
 
 const echo = (id: string, text: string) => ({
   toolCalls: [{ id, name: "mcp__fake__echo", arguments: { text } }],

@@ -6,7 +6,7 @@ import {
   lastToolUpdate,
   startMcpServer,
   toolUpdates,
-} from "./mcp_session_helpers.ts";
+} from "./_session_helpers.ts";
 
 const call = (id: string, tool: string, args: Record<string, unknown> = {}) => ({
   toolCalls: [{ id, name: `mcp__fake__${tool}`, arguments: args }],

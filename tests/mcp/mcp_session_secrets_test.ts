@@ -3,7 +3,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { RpcError } from "../_helpers/acp_client.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
-import { contentText, fakeServer, lastToolUpdate, startMcpServer } from "./mcp_session_helpers.ts";
+import { contentText, fakeServer, lastToolUpdate, startMcpServer } from "./_session_helpers.ts";
 
 /** Every file under `dir`, recursively. */
 async function filesUnder(dir: string): Promise<string[]> {

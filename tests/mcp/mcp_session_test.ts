@@ -16,7 +16,7 @@ import {
   toolUpdates,
   type Update,
   updatesOf,
-} from "./mcp_session_helpers.ts";
+} from "./_session_helpers.ts";
 
 const PNG_1X1 =
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";

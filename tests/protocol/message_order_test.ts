@@ -6,10 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { mkdtemp, realpath, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type MemoryServer, startServer } from "../_helpers/server.ts";
+import { tempDir } from "../_helpers/temp_dir.ts";
 
 type Frame = Record<string, unknown>;
 
@@ -18,7 +17,8 @@ async function withServer(
   mode: "auto" | "ask" | "read-only",
   body: (server: MemoryServer, sessionId: string, cwd: string) => Promise<void>,
 ): Promise<void> {
-  const cwd = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-order-")));
+  await using temp = await tempDir("acp-harness-order-");
+  const cwd = temp.path;
   const server = startServer({ script, config: { model: "scripted", mode } });
   try {
     await server.client.initialize();
@@ -26,7 +26,6 @@ async function withServer(
     await body(server, sessionId, cwd);
   } finally {
     await server.disconnect();
-    await rm(cwd, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 }
 

@@ -5,11 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { mkdtemp, realpath, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readAnswer } from "../../src/protocol/ask_permission.ts";
 import { startServer } from "../_helpers/server.ts";
+import { tempDir } from "../_helpers/temp_dir.ts";
 
 /** Answers that must never count as consent. */
 const MALFORMED: ReadonlyArray<readonly [string, unknown]> = [
@@ -54,7 +53,8 @@ Deno.test("readAnswer accepts only selected offered options and cancelled", () =
 });
 
 Deno.test("a malformed permission answer never runs the tool, and the turn goes on", async () => {
-  const cwd = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-consent-")));
+  await using temp = await tempDir("acp-harness-consent-");
+  const cwd = temp.path;
   const script = MALFORMED.flatMap((_, index) => [
     {
       toolCalls: [{
@@ -84,12 +84,12 @@ Deno.test("a malformed permission answer never runs the tool, and the turn goes 
     assert.ok(server.logs.some((line) => line.includes("malformed permission answer")));
   } finally {
     await server.disconnect();
-    await rm(cwd, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 });
 
 Deno.test("no answer, or an answer to another id, is a refusal once the timeout passes", async () => {
-  const cwd = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-consent-")));
+  await using temp = await tempDir("acp-harness-consent-");
+  const cwd = temp.path;
   const script = [
     { toolCalls: [{ id: "w1", name: "write_file", arguments: { path: "a.txt", content: "x" } }] },
     { text: "one" },
@@ -132,6 +132,5 @@ Deno.test("no answer, or an answer to another id, is a refusal once the timeout 
     );
   } finally {
     await server.disconnect();
-    await rm(cwd, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 });

@@ -5,11 +5,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { spawnAgent } from "../_helpers/acp_client.ts";
 import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
+import { tempDir } from "../_helpers/temp_dir.ts";
 
 /** The test process's environment without anything that configures a provider or the server. */
 function cleanEnv(): Record<string, string> {
@@ -112,83 +112,77 @@ for (const runtime of RUNTIMES) {
 Deno.test("deno: usage errors name the accepted values, the file and the position", async () => {
   const [deno] = RUNTIMES;
   assert.ok(deno);
-  const dir = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-cli-")));
-  try {
-    const syntax = join(dir, "syntax.json");
-    await writeFile(syntax, '[\n  { "text": "hi", }\n]\n');
-    const schema = join(dir, "schema.json");
-    await writeFile(schema, JSON.stringify([{ text: "ok" }, { toolCalls: [{ name: 5 }] }]));
-    const cases: Array<[string[], Record<string, string>, string]> = [
-      [
-        [],
-        { ACP_HARNESS_STREAM: "banana" },
-        'acp-harness: ACP_HARNESS_STREAM: Invalid value "banana" for "ACP_HARNESS_STREAM": ' +
-        "expected one of true, false, 1, 0, yes, no, on, off",
-      ],
-      [
-        ["--stream=maybe"],
-        {},
-        'acp-harness: Invalid value "maybe" for "--stream": expected one of true, false, 1, 0, ' +
-        "yes, no, on, off",
-      ],
-      [
-        ["--script", syntax],
-        {},
-        `acp-harness: Cannot parse "${syntax}" as JSON: line 2, column 19: expected a string key`,
-      ],
-      [
-        ["--script", schema],
-        {},
-        `acp-harness: Cannot parse script "${schema}": 1.toolCalls.0.name: `,
-      ],
-      [
-        ["--model", "gpt-none"],
-        {},
-        'acp-harness: Unknown model "gpt-none": expected one of echo, scripted (with --script), ' +
-        "or <provider>/<model> with provider one of openai, anthropic, deepseek, ollama",
-      ],
-    ];
-    for (const [args, env, expected] of cases) {
-      const result = await run(deno, args, env);
-      assert.equal(result.code, 2, JSON.stringify(args));
-      const first = result.stderr.split("\n")[0] ?? "";
-      assert.ok(first.startsWith(expected), `${first}\n  does not start with\n${expected}`);
-    }
-    // Yes, 1 and the other listed words are accepted.
-    const accepted = await run(deno, ["models"], { ACP_HARNESS_STREAM: "Yes" });
-    assert.equal(accepted.code, 0, accepted.stderr);
-  } finally {
-    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+  await using temp = await tempDir("acp-harness-cli-");
+  const dir = temp.path;
+  const syntax = join(dir, "syntax.json");
+  await writeFile(syntax, '[\n  { "text": "hi", }\n]\n');
+  const schema = join(dir, "schema.json");
+  await writeFile(schema, JSON.stringify([{ text: "ok" }, { toolCalls: [{ name: 5 }] }]));
+  const cases: Array<[string[], Record<string, string>, string]> = [
+    [
+      [],
+      { ACP_HARNESS_STREAM: "banana" },
+      'acp-harness: ACP_HARNESS_STREAM: Invalid value "banana" for "ACP_HARNESS_STREAM": ' +
+      "expected one of true, false, 1, 0, yes, no, on, off",
+    ],
+    [
+      ["--stream=maybe"],
+      {},
+      'acp-harness: Invalid value "maybe" for "--stream": expected one of true, false, 1, 0, ' +
+      "yes, no, on, off",
+    ],
+    [
+      ["--script", syntax],
+      {},
+      `acp-harness: Cannot parse "${syntax}" as JSON: line 2, column 19: expected a string key`,
+    ],
+    [
+      ["--script", schema],
+      {},
+      `acp-harness: Cannot parse script "${schema}": 1.toolCalls.0.name: `,
+    ],
+    [
+      ["--model", "gpt-none"],
+      {},
+      'acp-harness: Unknown model "gpt-none": expected one of echo, scripted (with --script), ' +
+      "or <provider>/<model> with provider one of openai, anthropic, deepseek, ollama",
+    ],
+  ];
+  for (const [args, env, expected] of cases) {
+    const result = await run(deno, args, env);
+    assert.equal(result.code, 2, JSON.stringify(args));
+    const first = result.stderr.split("\n")[0] ?? "";
+    assert.ok(first.startsWith(expected), `${first}\n  does not start with\n${expected}`);
   }
+  // Yes, 1 and the other listed words are accepted.
+  const accepted = await run(deno, ["models"], { ACP_HARNESS_STREAM: "Yes" });
+  assert.equal(accepted.code, 0, accepted.stderr);
 });
 
 Deno.test("deno: at --log-level debug a turn logs its model request with the session id", async () => {
   const [deno] = RUNTIMES;
   assert.ok(deno);
-  const dir = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-log-")));
-  try {
-    const env = { ...cleanEnv(), ACP_HARNESS_HOME: join(dir, "home") };
-    const turn = async (level: string): Promise<{ sessionId: string; stderr: string }> => {
-      const agent = spawnAgent(deno.command, [...deno.args, "--log-level", level], {
-        cwd: dir,
-        env,
-      });
-      await agent.client.initialize();
-      const sessionId = await agent.client.newSession(dir);
-      assert.equal(await agent.client.prompt(sessionId, "confidential prompt text"), "end_turn");
-      agent.end();
-      assert.equal((await agent.exited).code, 0);
-      return { sessionId, stderr: agent.stderr() };
-    };
-    const debug = await turn("debug");
-    const request = debug.stderr.split("\n").find((line) => line.includes("debug: model request "));
-    assert.ok(request, debug.stderr);
-    assert.ok(request.includes(`"sessionId":"${debug.sessionId}"`), request);
-    assert.match(debug.stderr, /debug: model response \{.*"ms":\d+.*"finish":"stop"/);
-    // Above debug, the prompt's content never reaches the log.
-    const info = await turn("info");
-    assert.doesNotMatch(info.stderr, /confidential/);
-  } finally {
-    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
-  }
+  await using temp = await tempDir("acp-harness-log-");
+  const dir = temp.path;
+  const env = { ...cleanEnv(), ACP_HARNESS_HOME: join(dir, "home") };
+  const turn = async (level: string): Promise<{ sessionId: string; stderr: string }> => {
+    const agent = spawnAgent(deno.command, [...deno.args, "--log-level", level], {
+      cwd: dir,
+      env,
+    });
+    await agent.client.initialize();
+    const sessionId = await agent.client.newSession(dir);
+    assert.equal(await agent.client.prompt(sessionId, "confidential prompt text"), "end_turn");
+    agent.end();
+    assert.equal((await agent.exited).code, 0);
+    return { sessionId, stderr: agent.stderr() };
+  };
+  const debug = await turn("debug");
+  const request = debug.stderr.split("\n").find((line) => line.includes("debug: model request "));
+  assert.ok(request, debug.stderr);
+  assert.ok(request.includes(`"sessionId":"${debug.sessionId}"`), request);
+  assert.match(debug.stderr, /debug: model response \{.*"ms":\d+.*"finish":"stop"/);
+  // Above debug, the prompt's content never reaches the log.
+  const info = await turn("info");
+  assert.doesNotMatch(info.stderr, /confidential/);
 });

@@ -7,14 +7,14 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import process from "node:process";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
 import { MARK, marked } from "../_helpers/marked_processes.ts";
 import { pollUntil } from "../_helpers/wait.ts";
+import { makeTempDir, removeTempDir } from "../_helpers/temp_dir.ts";
 
 /** A temporary workspace and data directory, a unique marker, and the cleanup of both. */
 interface Fixture {
@@ -27,7 +27,7 @@ interface Fixture {
 }
 
 async function fixture(): Promise<Fixture> {
-  const base = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-procs-")));
+  const base = await makeTempDir("acp-harness-procs-");
   const cwd = join(base, "ws");
   await mkdir(cwd);
   const mark = crypto.randomUUID();
@@ -66,7 +66,7 @@ async function cleanUp(f: Fixture, agents: readonly StdioAgent[]): Promise<void>
       // Gone.
     }
   }
-  await rm(f.base, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+  await removeTempDir(f.base);
 }
 
 /** Supervisor processes whose record file is in `dataDir`. */

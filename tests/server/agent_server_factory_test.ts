@@ -6,8 +6,6 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { mkdtemp, realpath, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { client, methods } from "@agentclientprotocol/sdk";
 import {
@@ -25,6 +23,7 @@ import {
   VERSION,
 } from "../../mod.ts";
 import { type AcpTestClient, memoryClient, RpcError } from "../_helpers/acp_client.ts";
+import { makeTempDir, removeTempDir } from "../_helpers/temp_dir.ts";
 
 interface Fixture {
   readonly server: AgentServer;
@@ -39,7 +38,7 @@ interface Fixture {
 }
 
 async function fixture(toolsFor?: ToolSetFactory, idleTask?: () => void): Promise<Fixture> {
-  const root = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-factory-")));
+  const root = await makeTempDir("acp-harness-factory-");
   const cwd = join(root, "work");
   await Deno.mkdir(cwd);
   const host = new NodeHost({});
@@ -77,7 +76,7 @@ async function fixture(toolsFor?: ToolSetFactory, idleTask?: () => void): Promis
     },
     async [Symbol.asyncDispose]() {
       await server.close();
-      await rm(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+      await removeTempDir(root);
     },
   };
 }
@@ -246,7 +245,7 @@ Deno.test("createAgentServer(): a failing idleTask is logged and the server keep
 
 Deno.test("createAgentServer({ host }) alone serves a prompt to the ACP SDK's client over a memory pair", async () => {
   const server = createAgentServer({ host: new NodeHost() });
-  const cwd = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-defaults-")));
+  const cwd = await makeTempDir("acp-harness-defaults-");
   try {
     const [serverSide, clientSide] = createMemoryPair();
     server.connect(serverSide);
@@ -277,7 +276,7 @@ Deno.test("createAgentServer({ host }) alone serves a prompt to the ACP SDK's cl
     assert.equal(server.connections, 1);
   } finally {
     await server.close();
-    await rm(cwd, { recursive: true, force: true });
+    await removeTempDir(cwd);
   }
 });
 
@@ -286,7 +285,7 @@ Deno.test("createAgentServer() takes partial settings over DEFAULT_SERVER_SETTIN
     host: new NodeHost(),
     settings: { sessionListPageSize: 1 },
   });
-  const cwd = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-settings-")));
+  const cwd = await makeTempDir("acp-harness-settings-");
   try {
     const [serverSide, clientSide] = createMemoryPair();
     server.connect(serverSide);
@@ -305,6 +304,6 @@ Deno.test("createAgentServer() takes partial settings over DEFAULT_SERVER_SETTIN
     assert.equal(DEFAULT_SERVER_SETTINGS.sessionListPageSize, 100);
   } finally {
     await server.close();
-    await rm(cwd, { recursive: true, force: true });
+    await removeTempDir(cwd);
   }
 });

@@ -5,13 +5,12 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { mkdtemp, realpath, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { startServer } from "../_helpers/server.ts";
+import { tempDir } from "../_helpers/temp_dir.ts";
 
 Deno.test("a turn logs its prompt, tool calls, permission decisions and end", async () => {
-  const cwd = await realpath(await mkdtemp(join(tmpdir(), "acp-harness-logs-")));
+  await using temp = await tempDir("acp-harness-logs-");
+  const cwd = temp.path;
   const server = startServer({
     config: { model: "scripted", mode: "ask" },
     script: [
@@ -55,6 +54,5 @@ Deno.test("a turn logs its prompt, tool calls, permission decisions and end", as
     assert.equal(aboveDebug.some((line) => line.includes("secret plans")), false);
   } finally {
     await server.disconnect();
-    await rm(cwd, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 });

@@ -11,6 +11,7 @@ import {
   type JsonlSessionStoreOptions,
 } from "../../src/store/jsonl_session_store.ts";
 import type { SessionHeader } from "../../src/store/session_store.ts";
+import { makeTempDir, removeTempDir } from "../_helpers/temp_dir.ts";
 
 /** The start of test time: 2025-01-01T00:00:00.000Z. */
 export const EPOCH: number = Date.UTC(2025, 0, 1);
@@ -46,7 +47,7 @@ export interface TempStore extends AsyncDisposable {
 export async function tempStore(
   options: Partial<JsonlSessionStoreOptions> = {},
 ): Promise<TempStore> {
-  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "acp-store-" }));
+  const dir = await makeTempDir("acp-store-");
   const host = new ClockHost();
   const warnings: string[] = [];
   const logger: Logger = {
@@ -64,7 +65,7 @@ export async function tempStore(
     warnings,
     open,
     async [Symbol.asyncDispose](): Promise<void> {
-      await Deno.remove(dir, { recursive: true });
+      await removeTempDir(dir);
     },
   };
 }

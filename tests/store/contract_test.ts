@@ -7,7 +7,7 @@
 import { MemoryAttachmentStore } from "../../src/store/memory_attachment_store.ts";
 import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
 import { EPOCH, tempStore } from "./_helpers.ts";
-import { storeContract } from "./session_store_contract.ts";
+import { storeContract } from "./_session_store_contract.ts";
 
 storeContract("JsonlSessionStore", async () => {
   const temp = await tempStore();

@@ -9,7 +9,7 @@ import { nullLogger } from "../../src/log/logger.ts";
 import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
 import { postgresAvailable, withTestDatabase } from "../_helpers/postgres.ts";
 import { EPOCH } from "./_helpers.ts";
-import { storeContract } from "./session_store_contract.ts";
+import { storeContract } from "./_session_store_contract.ts";
 
 const available = postgresAvailable();
 

@@ -6,20 +6,21 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { DENO } from "../_helpers/runtimes.ts";
 import { pollUntil } from "../_helpers/wait.ts";
+import { tempDir } from "../_helpers/temp_dir.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 type Listed = { sessions: Array<{ sessionId: string; title?: string }> };
 
 Deno.test("a title written by one server process is listed by the others, before and after it exits", async () => {
-  const base = await realpath(await mkdtemp(join(tmpdir(), "acp-store-title-")));
+  await using temp = await tempDir("acp-store-title-");
+  const base = temp.path;
   const cwd = join(base, "ws");
   const dataDir = join(base, "data");
   await mkdir(cwd);
@@ -72,6 +73,5 @@ Deno.test("a title written by one server process is listed by the others, before
   } finally {
     for (const agent of started) if (agent.child.exitCode === null) agent.child.kill("SIGKILL");
     await Promise.all(started.map((agent) => agent.exited));
-    await rm(base, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 });

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { NodeHost } from "../../src/host/node_host.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
 import { names, sessionId } from "./_helpers.ts";
+import { tempDir } from "../_helpers/temp_dir.ts";
 
 const STORE_URL = new URL("../../src/store/jsonl_session_store.ts", import.meta.url).href;
 const HOST_URL = new URL("../../src/host/node_host.ts", import.meta.url).href;
@@ -42,7 +43,8 @@ console.log("done " + started + " " + ended);
 `;
 
 Deno.test("JsonlSessionStore: two processes append to their sessions and share the index", async () => {
-  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "acp-store-2p-" }));
+  await using temp = await tempDir("acp-store-2p-");
+  const dir = temp.path;
   const host = new NodeHost();
   const children: Deno.ChildProcess[] = [];
   try {
@@ -133,6 +135,5 @@ Deno.test("JsonlSessionStore: two processes append to their sessions and share t
       }
     }
     await Promise.all(children.map((child) => child.status));
-    await Deno.remove(dir, { recursive: true });
   }
 });

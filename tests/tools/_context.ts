@@ -9,6 +9,7 @@ import { NodeHost } from "../../src/host/node_host.ts";
 import { HostWorkspace } from "../../src/tools/host_workspace.ts";
 import type { ToolContext } from "../../src/tools/tool.ts";
 import type { Workspace } from "../../src/tools/workspace.ts";
+import { makeTempDir, removeTempDir } from "../_helpers/temp_dir.ts";
 
 /** Host methods that read or change file contents or run processes. */
 const RECORDED_HOST_METHODS = new Set([
@@ -38,7 +39,7 @@ export interface TempWorkspace extends AsyncDisposable {
 
 /** Creates `<tmp>/work` (the root) and `<tmp>/outside/secret.txt`. */
 export async function tempWorkspace(): Promise<TempWorkspace> {
-  const base = await Deno.realPath(await Deno.makeTempDir({ prefix: "acp-tools-" }));
+  const base = await makeTempDir("acp-tools-");
   const root = `${base}/work`;
   const outside = `${base}/outside`;
   await Deno.mkdir(root);
@@ -72,7 +73,7 @@ export async function tempWorkspace(): Promise<TempWorkspace> {
       return Deno.readTextFile(`${root}/${relative}`);
     },
     async [Symbol.asyncDispose](): Promise<void> {
-      await Deno.remove(base, { recursive: true });
+      await removeTempDir(base);
     },
   };
 }

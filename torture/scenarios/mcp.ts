@@ -21,7 +21,8 @@ import { delimiter, isAbsolute, join } from "node:path";
 import process from "node:process";
 import { schemaProblems } from "../../tests/_helpers/acp_schema.ts";
 import type { Scenario, ScenarioContext } from "../context.ts";
-import { type Frame, hunt, killAll, random, ROOT, type Server, writeScript } from "../driver.ts";
+import { hunt, killAll } from "../../tests/_helpers/marked_processes.ts";
+import { type Frame, random, ROOT, type Server, writeScript } from "../driver.ts";
 
 /** The hostile server. */
 const FIXTURE = `${ROOT}tests/_fixtures/hostile_mcp_server.mjs`;

@@ -11,7 +11,8 @@ import { pollUntil } from "../../tests/_helpers/wait.ts";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Scenario, ScenarioContext } from "../context.ts";
-import { hunt, killAll, type Server, waitForProcess, writeScript } from "../driver.ts";
+import { hunt, killAll, waitForProcess } from "../../tests/_helpers/marked_processes.ts";
+import { type Server, writeScript } from "../driver.ts";
 
 const ENDINGS = [
   "stdin-close",
