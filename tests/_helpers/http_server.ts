@@ -41,17 +41,34 @@ export interface HttpTestOptions {
   readonly limits?: Partial<HttpLimits>;
 }
 
-/** Starts an agent server (in-memory store) behind the HTTP transport on a free port. */
-export async function startHttpServer(options: HttpTestOptions = {}): Promise<HttpTestServer> {
+/** A test agent server behind the HTTP transport, before anything listens. */
+export interface TestHttpTransport {
+  readonly server: AgentServer;
+  readonly transport: HttpTransport;
+  /** Log lines so far. */
+  readonly logs: string[];
+  /** Resolves once a log line matches. */
+  waitForLog(pattern: RegExp): Promise<void>;
+}
+
+/**
+ * Builds an agent server (in-memory store) behind the HTTP transport with the test limits, for
+ * {@link startHttpServer} to put a listener in front of, or for a test to call its handler.
+ *
+ * @param options The server's config, script, security and limits
+ * @returns The server, its transport and its log
+ */
+export function createTestHttpTransport(options: HttpTestOptions = {}): TestHttpTransport {
   const waiters = new Set<() => void>();
+  const wake = (): void => {
+    for (const waiter of [...waiters]) waiter();
+  };
   const built = createTestAgentServer(options);
   const { server, logs } = built;
-  built.onLog = () => {
-    for (const wake of waiters) wake();
-  };
+  built.onLog = wake;
   const logger = createLogger("debug", (line) => {
     logs.push(line);
-    for (const wake of waiters) wake();
+    wake();
   });
   const transport = createHttpTransport({
     server,
@@ -71,6 +88,27 @@ export async function startHttpServer(options: HttpTestOptions = {}): Promise<Ht
       ...options.limits,
     },
   });
+  return {
+    server,
+    transport,
+    logs,
+    waitForLog(pattern: RegExp): Promise<void> {
+      return new Promise((resolve) => {
+        const check = (): void => {
+          if (!logs.some((line) => pattern.test(line))) return;
+          waiters.delete(check);
+          resolve();
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+  };
+}
+
+/** Starts an agent server (in-memory store) behind the HTTP transport on a free port. */
+export async function startHttpServer(options: HttpTestOptions = {}): Promise<HttpTestServer> {
+  const { server, transport, logs, waitForLog } = createTestHttpTransport(options);
   const listener: HttpListener = await serveHttp(transport, {
     hostname: "127.0.0.1",
     port: 0,
@@ -91,17 +129,7 @@ export async function startHttpServer(options: HttpTestOptions = {}): Promise<Ht
     server,
     transport,
     logs,
-    waitForLog(pattern: RegExp): Promise<void> {
-      return new Promise((resolve) => {
-        const check = (): void => {
-          if (!logs.some((line) => pattern.test(line))) return;
-          waiters.delete(check);
-          resolve();
-        };
-        waiters.add(check);
-        check();
-      });
-    },
+    waitForLog,
     close,
     [Symbol.asyncDispose]: close,
   };

@@ -6,16 +6,10 @@
  *
  * @module
  */
-import { createLogger } from "../../../mod.ts";
 import type { AgentServer } from "../../../src/server/agent_server.ts";
 import type { WebSocketUpgrade } from "../../../src/transport/http/http_handler.ts";
-import { loopbackHosts } from "../../../src/transport/http/http_security.ts";
-import {
-  createHttpTransport,
-  type HttpTransport,
-} from "../../../src/transport/http/http_transport.ts";
-import type { HttpTestOptions } from "../../_helpers/http_server.ts";
-import { createTestAgentServer } from "../../_helpers/server.ts";
+import type { HttpTransport } from "../../../src/transport/http/http_transport.ts";
+import { createTestHttpTransport, type HttpTestOptions } from "../../_helpers/http_server.ts";
 
 /** The origin requests are addressed to; nothing listens there. */
 const ORIGIN = "http://127.0.0.1:7337";
@@ -56,35 +50,7 @@ export interface HandlerTestServer extends AsyncDisposable {
  * @returns The transport and how to reach it
  */
 export function startHandler(options: HttpTestOptions = {}): HandlerTestServer {
-  const waiters = new Set<() => void>();
-  const built = createTestAgentServer(options);
-  const { server, logs } = built;
-  const wake = (): void => {
-    for (const waiter of waiters) waiter();
-  };
-  built.onLog = wake;
-  const logger = createLogger("debug", (line) => {
-    logs.push(line);
-    wake();
-  });
-  const transport = createHttpTransport({
-    server,
-    logger,
-    security: {
-      token: options.token,
-      allowedOrigins: options.allowedOrigins ?? [],
-      allowedHosts: loopbackHosts("127.0.0.1"),
-    },
-    limits: {
-      maxBodyBytes: 1024 * 1024,
-      maxConnections: 1000,
-      maxSessionsPerConnection: 256,
-      maxBufferedBytes: 16 * 1024 * 1024,
-      stallTimeoutMs: 60_000,
-      idleTimeoutMs: 600_000,
-      ...options.limits,
-    },
-  });
+  const { server, transport, logs, waitForLog } = createTestHttpTransport(options);
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
@@ -106,17 +72,7 @@ export function startHandler(options: HttpTestOptions = {}): HandlerTestServer {
     server,
     transport,
     logs,
-    waitForLog(pattern: RegExp): Promise<void> {
-      return new Promise((resolve) => {
-        const check = (): void => {
-          if (!logs.some((line) => pattern.test(line))) return;
-          waiters.delete(check);
-          resolve();
-        };
-        waiters.add(check);
-        check();
-      });
-    },
+    waitForLog,
     close,
     [Symbol.asyncDispose]: close,
   };
