@@ -41,7 +41,7 @@ export type {
 export type { PermissionAnswer, ToolEffect } from "./src/permission/policy.ts";
 export type { SessionToolsInfo, ToolSetFactory } from "./src/session/tool_set_factory.ts";
 export type { Cleanup, SessionCleanups } from "./src/session/session_disposer.ts";
-export { HostWorkspace } from "./src/tools/host_workspace.ts";
+export { HostWorkspace, type HostWorkspaceOptions } from "./src/tools/host_workspace.ts";
 export type {
   CommandResult,
   RunCommandOptions,

@@ -31,6 +31,7 @@ import type { HttpTransport } from "../transport/http/http_transport.ts";
 import { type NdJsonStream, ndJsonStream } from "../transport/nd_json_stream.ts";
 import { abortableDelay } from "../util/abortable_delay.ts";
 import { VERSION } from "../util/version.ts";
+import { secretValues, serverSecretEnv } from "../server/server_secrets.ts";
 import { settingsOf } from "./cli_settings.ts";
 import {
   loadBuiltinTools,
@@ -356,7 +357,7 @@ async function composeServer(
         logger.warn("cannot reap processes left by earlier servers", { error: String(error) }),
     );
   // Every session gets the built-in tools (the default), and `delegate` when agents are configured.
-  const toolsFor = delegatingToolsFor(config, platform.host, logger);
+  const toolsFor = delegatingToolsFor(config, platform.host, logger, catalog);
   const server = createAgentServer({
     settings: settings.server,
     catalog,
@@ -383,6 +384,7 @@ function delegatingToolsFor(
   config: Config,
   host: Host,
   logger: Logger,
+  catalog: ModelCatalog,
 ): ToolSetFactory | undefined {
   const depth = readDelegationDepth(host.env(DELEGATION_DEPTH_ENV));
   if (!mayDelegate(config, depth)) {
@@ -394,6 +396,11 @@ function delegatingToolsFor(
     }
     return undefined;
   }
+  // What an agent's failure message must not quote: the server's keys and its token.
+  const secrets = [
+    ...secretValues(serverSecretEnv(catalog), (name) => host.env(name)),
+    ...(config.token ? [config.token] : []),
+  ];
   return async (info) => {
     const [{ builtinTools }, { delegateTool }] = await Promise.all([
       loadBuiltinTools(),
@@ -405,6 +412,7 @@ function delegatingToolsFor(
         agents: config.agents,
         processes: host,
         depth,
+        secrets,
         disposer: info.disposer,
         // The session's logger, so that the delegate lines carry its connection's id.
         logger: info.logger ?? logger,

@@ -14,8 +14,16 @@ export interface AgentConfig {
   readonly command: string;
   /** Its arguments. */
   readonly args?: readonly string[];
-  /** Environment variables on top of the server's own environment. */
+  /**
+   * Environment variables on top of what the agent inherits of the server's environment (the
+   * variables programs need to run, `CHILD_INHERITED_ENV`, and those named in `inheritEnv`).
+   */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Names of further variables of the server's environment the agent inherits, such as its
+   * model's API key (`ANTHROPIC_API_KEY`); a name ending in `*` is a prefix pattern.
+   */
+  readonly inheritEnv?: readonly string[];
   /** What the agent is good for, shown to the model. */
   readonly description: string;
 }
@@ -277,6 +285,7 @@ function configFileSchemas(): SectionSchemas {
     command: z.string().min(1),
     args: z.array(z.string()).exactOptional(),
     env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).exactOptional(),
+    inheritEnv: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/)).exactOptional(),
     description: z.string().min(1),
   });
   sectionSchemas = {

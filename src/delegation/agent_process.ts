@@ -6,6 +6,7 @@
  */
 import type { AgentConfig } from "../config/config.ts";
 import { exitsWithin, StreamTail } from "../host/child_output.ts";
+import { CHILD_INHERITED_ENV } from "../host/child_env.ts";
 import type { HostProcesses, PipedHostProcess } from "../host/host.ts";
 import { DELEGATION_DEPTH_ENV } from "./delegation_depth.ts";
 
@@ -24,8 +25,11 @@ export interface StopGrace {
 /** The default {@link StopGrace}: 3 s after stdin EOF, then SIGTERM, 2 s later SIGKILL. */
 export const DEFAULT_STOP_GRACE: StopGrace = { eofMs: 3000, termMs: 2000 };
 
-/** The most bytes of an agent's stderr kept, to explain a failure. */
-const STDERR_TAIL_CHARS = 2048;
+/**
+ * The most characters of an agent's stderr kept, to explain a failure: more than the failure
+ * message shows (see `stderr_tail.ts`), so that what is shown is redacted with its context.
+ */
+const STDERR_TAIL_CHARS = 16 * 1024;
 
 /** What {@link AgentProcess.start} starts. */
 export interface AgentProcessOptions {
@@ -76,8 +80,10 @@ export class AgentProcess {
   }
 
   /**
-   * Starts an agent in its own process group, with the server's environment, the agent's `env`
-   * on top, and its depth.
+   * Starts an agent in its own process group, with a clean environment: of the server's
+   * variables only those programs need to run ({@link CHILD_INHERITED_ENV}) and those the agent's
+   * `inheritEnv` names, its declared `env` on top, and its depth. No API key or
+   * `ACP_HARNESS_*` setting of the server reaches it unless declared.
    *
    * @param options What to start, where, and at which depth
    * @returns The running agent
@@ -88,6 +94,7 @@ export class AgentProcess {
     const child = await options.processes.spawn(agent.command, agent.args ?? [], {
       cwd: options.cwd,
       env: { ...agent.env, [DELEGATION_DEPTH_ENV]: String(options.depth) },
+      inheritEnv: [...CHILD_INHERITED_ENV, ...agent.inheritEnv ?? []],
       stdin: "piped",
     });
     return new AgentProcess(child, options.grace ?? DEFAULT_STOP_GRACE);
@@ -103,9 +110,14 @@ export class AgentProcess {
     return this.#exit;
   }
 
-  /** The last few KiB it wrote on stderr. */
+  /** The last 16 K characters it wrote on stderr, raw (sanitize before showing them). */
   get stderrTail(): string {
     return this.#stderr.text;
+  }
+
+  /** Whether it wrote more on stderr than {@link AgentProcess.stderrTail} keeps. */
+  get stderrTruncated(): boolean {
+    return this.#stderr.truncated;
   }
 
   /**

@@ -21,6 +21,7 @@ import type { SessionCleanups } from "../session/session_disposer.ts";
 import type { Tool, ToolContext, ToolKind, ToolResult } from "../tools/tool.ts";
 import { AgentProcess, type StopGrace } from "./agent_process.ts";
 import { DelegationView } from "./delegation_view.ts";
+import { redactSecrets, stderrTail } from "./stderr_tail.ts";
 
 /** The tool's name. */
 export const DELEGATE_TOOL_NAME = "delegate";
@@ -58,6 +59,11 @@ export interface DelegateToolOptions {
    * The session's clean-ups: the agents still running when the session ends are stopped then.
    */
   readonly disposer: SessionCleanups;
+  /**
+   * Values a failure message must not quote from an agent's stderr (the server's API keys and
+   * token; see `serverSecretEnv`). @default {[]}
+   */
+  readonly secrets?: readonly string[];
   /** Told of each delegation's start, end and failures. @default {nullLogger} */
   readonly logger?: Logger;
   /** How long each stop tier waits. @default {DEFAULT_STOP_GRACE} */
@@ -234,12 +240,17 @@ async function delegate(run: Run, options: DelegateToolOptions): Promise<ToolRes
   } catch (error) {
     if (signal.aborted) return cancelled(name);
     const exit = await run.agentProcess?.stop();
-    const stderr = run.agentProcess?.stderrTail.trim();
-    logger.warn("delegate: failed", { ...facts, error: message(error), exit });
+    const stderr = run.agentProcess &&
+      stderrTail(run.agentProcess.stderrTail, {
+        secrets: options.secrets ?? [],
+        truncated: run.agentProcess.stderrTruncated,
+      });
+    const why = redactSecrets(message(error), options.secrets ?? []);
+    logger.warn("delegate: failed", { ...facts, error: why, exit });
     return failure(
-      `${message(error)}${
-        exit ? ` (agent exited with ${exit.signal ?? `code ${exit.code}`})` : ""
-      }${stderr ? `\nIts stderr ends with:\n${stderr}` : ""}`,
+      `${why}${exit ? ` (agent exited with ${exit.signal ?? `code ${exit.code}`})` : ""}${
+        stderr ? `\nIts stderr ends with:\n${stderr}` : ""
+      }`,
     );
   } finally {
     view.close();

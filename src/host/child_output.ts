@@ -21,6 +21,7 @@ import type { PipedHostProcess } from "./host.ts";
 export class StreamTail {
   readonly #max: number;
   #text = "";
+  #truncated = false;
 
   /** @param max Most characters kept */
   constructor(max: number) {
@@ -32,6 +33,11 @@ export class StreamTail {
     return this.#text;
   }
 
+  /** Whether the stream carried more than was kept (the kept text starts mid-stream). */
+  get truncated(): boolean {
+    return this.#truncated;
+  }
+
   /**
    * Reads the stream to its end (or its failure: what was read is kept). Never rejects.
    *
@@ -41,7 +47,9 @@ export class StreamTail {
     const decoder = new TextDecoder();
     try {
       for await (const chunk of stream) {
-        this.#text = (this.#text + decoder.decode(chunk, { stream: true })).slice(-this.#max);
+        const text = this.#text + decoder.decode(chunk, { stream: true });
+        if (text.length > this.#max) this.#truncated = true;
+        this.#text = text.slice(-this.#max);
       }
     } catch {
       // The process ended; what was read is kept.

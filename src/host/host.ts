@@ -69,9 +69,16 @@ export interface SpawnOptions {
   readonly env?: Readonly<Record<string, string>>;
   /**
    * The names of the host's environment variables the child inherits; the others are left out
-   * (MCP servers get only what they need, not the server's API keys). @default {every variable}
+   * (MCP servers and delegated agents get only what they need, not the server's API keys). A
+   * name ending in `*` is a prefix pattern (`LC_*`). @default {every variable}
    */
   readonly inheritEnv?: readonly string[];
+  /**
+   * Names (or `PREFIX*` patterns) of the host's variables left out even when `inheritEnv` lets
+   * them through (the server's secrets, for commands that otherwise get the user's whole
+   * environment); `env` still sets them. @default {[]}
+   */
+  readonly excludeEnv?: readonly string[];
   /** Aborting kills the whole process group (SIGTERM, then SIGKILL after a grace period). */
   readonly signal?: AbortSignal;
   /**

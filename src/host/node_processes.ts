@@ -18,6 +18,7 @@ import {
   terminatePids,
 } from "./process_guard.ts";
 import type { HostProcess, HostProcesses, PipedHostProcess, SpawnOptions } from "./host.ts";
+import { childEnv } from "./child_env.ts";
 
 /** How long an aborted process group gets between SIGTERM and SIGKILL. */
 const KILL_GRACE_MS = 2_000;
@@ -135,12 +136,11 @@ export class NodeProcesses implements HostProcesses {
       return Promise.reject(new Error(`Cannot start "${command}": the host is shutting down`));
     }
     // No prototype: a variable named `__proto__` is an ordinary variable.
-    const env: Record<string, string> = Object.create(null);
-    const inherit = options.inheritEnv === undefined ? undefined : new Set(options.inheritEnv);
-    for (const [name, value] of Object.entries(this.#env)) {
-      if (value !== undefined && (inherit === undefined || inherit.has(name))) env[name] = value;
-    }
-    Object.assign(env, options.env);
+    const env = childEnv(this.#env, {
+      inherit: options.inheritEnv,
+      exclude: options.excludeEnv,
+      env: options.env,
+    });
     const marker = String(++this.#spawned);
     env[ownerVariable(this.#token)] = marker;
     this.#started = true;

@@ -8,26 +8,9 @@
 import type { JSONRPCMessage, Transport } from "@modelcontextprotocol/client";
 import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/client";
 import { exitsWithin, StreamTail } from "../host/child_output.ts";
+import { CHILD_INHERITED_ENV } from "../host/child_env.ts";
 import type { HostProcesses, PipedHostProcess } from "../host/host.ts";
 import { concatBytes } from "../util/concat_bytes.ts";
-
-/**
- * The host environment variables a stdio MCP server inherits: what programs need to run (a
- * `PATH` to find `node` or `npx`, a home, a locale), never the server's own secrets such as
- * model API keys. The declaration's `env` comes on top.
- */
-export const MCP_INHERITED_ENV: readonly string[] = [
-  "HOME",
-  "LOGNAME",
-  "PATH",
-  "SHELL",
-  "TERM",
-  "USER",
-  "LANG",
-  "LC_ALL",
-  "TMPDIR",
-  "TZ",
-];
 
 /** The most bytes of one message line; a server that writes more without a newline is cut off. */
 export const MAX_LINE_BYTES = 64 * 1024 * 1024;
@@ -44,7 +27,10 @@ export interface StdioTransportOptions {
   /** Absolute path of the executable. */
   readonly command: string;
   readonly args: readonly string[];
-  /** Variables on top of {@link MCP_INHERITED_ENV}. */
+  /**
+   * Variables on top of the host's that every child program inherits (`CHILD_INHERITED_ENV`:
+   * `HOME`, `PATH`, `LANG`, `LC_*`, …, never the server's secrets).
+   */
   readonly env: Readonly<Record<string, string>>;
   /** The server's working directory (the session's cwd). */
   readonly cwd: string;
@@ -134,7 +120,7 @@ export class HostStdioTransport implements Transport {
     const child = await processes.spawn(command, args, {
       cwd,
       env,
-      inheritEnv: MCP_INHERITED_ENV,
+      inheritEnv: CHILD_INHERITED_ENV,
       stdin: "piped",
     });
     this.#child = child;

@@ -12,6 +12,7 @@ import type { Stream } from "../transport/acp.ts";
 import { VERSION } from "../util/version.ts";
 import { blockingPathChecks } from "../protocol/path_checks.ts";
 import { Connection, type ConnectionOptions, type ServerParts } from "./connection.ts";
+import { serverSecretEnv } from "./server_secrets.ts";
 import { DEFAULT_SERVER_SETTINGS, type ServerSettings } from "./server_settings.ts";
 
 export { type ConnectionOptions, LIMIT_REACHED } from "./connection.ts";
@@ -202,16 +203,18 @@ function serverParts(options: AgentServerOptions): ServerParts {
   const { host } = options;
   const settings: ServerSettings = { ...DEFAULT_SERVER_SETTINGS, ...options.settings };
   const { store, attachments } = storesOf(options);
+  const catalog = options.catalog ?? new ModelCatalog({ defaultModel: settings.model });
   return {
     settings,
-    catalog: options.catalog ?? new ModelCatalog({ defaultModel: settings.model }),
+    catalog,
     host,
     logger: options.logger ?? nullLogger,
     version: options.version ?? VERSION,
     store,
     attachments,
     toolsFor: options.toolsFor ?? builtinToolsFor,
-    localWorkspace: new HostWorkspace(options.host),
+    // Commands keep the user's environment, but not the server's secrets (its token, API keys).
+    localWorkspace: new HostWorkspace(options.host, { hiddenEnv: serverSecretEnv(catalog) }),
     retry: options.retry,
     openSessions: new Set(),
     allowedRoots: options.allowedRoots,

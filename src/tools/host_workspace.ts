@@ -27,6 +27,16 @@ const COMMAND_ENV: Readonly<Record<string, string>> = {
   GIT_TERMINAL_PROMPT: "0",
 };
 
+/** What a {@link HostWorkspace} is built with. */
+export interface HostWorkspaceOptions {
+  /**
+   * Names (or `PREFIX*` patterns) of the server's environment variables that commands do not
+   * inherit: the server's own secrets (its HTTP token, the providers' API keys). Commands keep
+   * the rest of the user's environment. @default {[]}
+   */
+  readonly hiddenEnv?: readonly string[];
+}
+
 /**
  * File and command access through the host: files are read and written directly (atomically,
  * parents created), file-system queries go straight to the host, and commands run as
@@ -45,14 +55,17 @@ const COMMAND_ENV: Readonly<Record<string, string>> = {
  */
 export class HostWorkspace implements Workspace, WorkspaceFiles {
   readonly #host: HostFiles & HostProcesses;
+  readonly #hiddenEnv: readonly string[];
 
   /**
    * Creates a workspace over `host`.
    *
    * @param host The host whose files and processes are used
+   * @param options The server's secrets that commands must not see
    */
-  constructor(host: HostFiles & HostProcesses) {
+  constructor(host: HostFiles & HostProcesses, options: HostWorkspaceOptions = {}) {
     this.#host = host;
+    this.#hiddenEnv = options.hiddenEnv ?? [];
   }
 
   /**
@@ -132,7 +145,8 @@ export class HostWorkspace implements Workspace, WorkspaceFiles {
   }
 
   /**
-   * Runs `/bin/sh -c command`. Output of stdout and stderr is combined in arrival order and only
+   * Runs `/bin/sh -c command` with the server's environment but for `hiddenEnv` (see
+   * {@link HostWorkspaceOptions}). Output of stdout and stderr is combined in arrival order and only
    * the last `outputLimit` bytes are kept (cut at a character boundary). On timeout or abort the
    * process group gets SIGTERM (SIGKILL 2 s later) and this resolves once it has ended.
    *
@@ -158,6 +172,7 @@ export class HostWorkspace implements Workspace, WorkspaceFiles {
         child = await this.#host.spawn("/bin/sh", ["-c", command], {
           cwd: options.cwd,
           env: COMMAND_ENV,
+          excludeEnv: this.#hiddenEnv,
           signal: kill.signal,
         });
       } catch (error) {

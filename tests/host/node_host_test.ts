@@ -56,6 +56,50 @@ Deno.test("NodeHost.spawn() runs a command with cwd and extra env and reports it
   }
 });
 
+Deno.test("NodeHost.spawn() filters the inherited environment by names, prefix patterns and exclusions", async () => {
+  const host = new NodeHost({
+    PATH: process.env.PATH,
+    HOME: "/home/me",
+    LC_CTYPE: "C.UTF-8",
+    LC_TIME: "C",
+    OPENAI_API_KEY: "sk-secret",
+    ACP_HARNESS_TOKEN: "token",
+    CI_SOME_VAR: "ci",
+  });
+  const names = async (options: Parameters<NodeHost["spawn"]>[2]): Promise<string[]> => {
+    const child = await host.spawn("/bin/sh", ["-c", "env"], options);
+    const { stdout } = await drain(child);
+    await child.exited;
+    return stdout.split("\n").filter(Boolean).map((line) => line.slice(0, line.indexOf("=")))
+      .filter((name) =>
+        !name.startsWith("ACP_HARNESS_OWNER_") && name !== "PWD" && name !== "SHLVL" && name !== "_"
+      )
+      .sort();
+  };
+  assert.deepEqual(await names({ cwd: "/", inheritEnv: ["PATH", "HOME", "LC_*"] }), [
+    "HOME",
+    "LC_CTYPE",
+    "LC_TIME",
+    "PATH",
+  ]);
+  assert.deepEqual(
+    await names({
+      cwd: "/",
+      excludeEnv: ["OPENAI_API_KEY", "ACP_HARNESS_*"],
+      env: { ACP_HARNESS_TOKEN: "declared" },
+    }),
+    ["ACP_HARNESS_TOKEN", "CI_SOME_VAR", "HOME", "LC_CTYPE", "LC_TIME", "OPENAI_API_KEY", "PATH"]
+      .filter((name) => name !== "OPENAI_API_KEY"),
+  );
+  const child = await host.spawn("/bin/sh", ["-c", 'echo "$ACP_HARNESS_TOKEN"'], {
+    cwd: "/",
+    excludeEnv: ["ACP_HARNESS_TOKEN"],
+    env: { ACP_HARNESS_TOKEN: "declared" },
+  });
+  assert.equal((await drain(child)).stdout, "declared\n", "a declared variable wins");
+  await child.exited;
+});
+
 Deno.test("NodeHost.spawn() puts the child in its own process group", async () => {
   const child = await new NodeHost().spawn("/bin/sh", ["-c", "ps -o pgid= -p $$"], { cwd: "/" });
   const { stdout } = await drain(child);

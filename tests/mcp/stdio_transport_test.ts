@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import process from "node:process";
 import type { JSONRPCMessage } from "@modelcontextprotocol/client";
 import { NodeHost } from "../../src/host/node_host.ts";
-import { HostStdioTransport, MCP_INHERITED_ENV } from "../../src/mcp/stdio_transport.ts";
+import { HostStdioTransport } from "../../src/mcp/stdio_transport.ts";
+import { CHILD_INHERITED_ENV, envNameMatcher } from "../../src/host/child_env.ts";
 import { isAlive } from "../host/_processes.ts";
 import { fakeStdio, NODE, processesWithMarker } from "../_helpers/mcp_servers.ts";
 import { pollUntil } from "../_helpers/wait.ts";
@@ -302,8 +303,13 @@ Deno.test("HostStdioTransport gives the server only allow-listed host variables 
     PATH: process.env.PATH,
     HOME: "/home/tester",
     LANG: "C.UTF-8",
+    LC_CTYPE: "C.UTF-8",
+    XDG_CONFIG_HOME: "/home/tester/.config",
     TZ: "UTC",
     OPENAI_API_KEY: "sk-secret",
+    ANTHROPIC_API_KEY: "sk-ant-secret",
+    ACP_HARNESS_TOKEN: "token",
+    DENO_AUTH_TOKENS: "secret@deno.land",
     ACP_HARNESS_SECRET: "secret",
     AWS_SECRET_ACCESS_KEY: "secret",
   });
@@ -333,10 +339,19 @@ Deno.test("HostStdioTransport gives the server only allow-listed host variables 
     return [line.slice(0, at), line.slice(at + 1)] as const;
   }));
   const names = [...got.keys()].filter((name) => !name.startsWith("ACP_HARNESS_OWNER_")).sort();
-  assert.deepEqual(names, ["A_KEY", "DECLARED", "HOME", "LANG", "PATH", "TZ", "__proto__"]);
-  for (const name of names) {
-    assert.ok(MCP_INHERITED_ENV.includes(name) || Object.hasOwn(env, name), name);
-  }
+  assert.deepEqual(names, [
+    "A_KEY",
+    "DECLARED",
+    "HOME",
+    "LANG",
+    "LC_CTYPE",
+    "PATH",
+    "TZ",
+    "XDG_CONFIG_HOME",
+    "__proto__",
+  ]);
+  const inherited = envNameMatcher(CHILD_INHERITED_ENV);
+  for (const name of names) assert.ok(inherited(name) || Object.hasOwn(env, name), name);
   assert.equal(got.get("DECLARED"), "yes");
   assert.equal(got.get("__proto__"), "an ordinary variable");
   assert.equal(got.get("TZ"), "Europe/Paris", "declared over inherited");
