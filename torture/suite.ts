@@ -8,6 +8,7 @@ import type { RuntimeSpec } from "./driver.ts";
 import { cancelRaces } from "./scenarios/cancel.ts";
 import { compaction } from "./scenarios/compaction.ts";
 import { confinement } from "./scenarios/confinement.ts";
+import { env } from "./scenarios/env.ts";
 import { frames } from "./scenarios/frames.ts";
 import { http } from "./scenarios/http.ts";
 import { kill } from "./scenarios/kill.ts";
@@ -27,6 +28,7 @@ export const SCENARIOS: readonly Scenario[] = [
   compaction,
   permission,
   confinement,
+  env,
   pathological,
   kill,
   orphans,
