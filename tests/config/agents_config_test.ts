@@ -20,6 +20,7 @@ Deno.test("configFromFile() reads agents by name with their command, args, env a
       command: "acp-harness",
       args: ["--model", "openai/gpt-5"],
       env: { OPENAI_API_KEY: "sk-test" },
+      inheritEnv: ["ANTHROPIC_API_KEY", "TEAM_*"],
       description: "Reviews a change",
     },
     "claude_code-2": { command: "/usr/local/bin/claude-agent-acp", description: "Claude Code" },
@@ -44,6 +45,12 @@ for (
     [{ a: { command: "x", description: "d", env: { "A-B": "1" } } }, `"agents.a.env.A-B": `],
     [{ a: { command: "x", description: "d", env: { A: 1 } } }, `"agents.a.env.A": Invalid input`],
     [{ a: { command: "x", description: "d", cwd: "/" } }, `"agents.a": Unrecognized key: "cwd"`],
+    [{ a: { command: "x", description: "d", inheritEnv: "HOME" } }, `"agents.a.inheritEnv": `],
+    [
+      { a: { command: "x", description: "d", inheritEnv: ["A*B"] } },
+      `"agents.a.inheritEnv.0": `,
+    ],
+    [{ a: { command: "x", description: "d", inheritEnv: ["*"] } }, `"agents.a.inheritEnv.0": `],
   ] as const
 ) {
   Deno.test(`configFromFile() refuses agents ${JSON.stringify(agents)} naming the field`, () => {

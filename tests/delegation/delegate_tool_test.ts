@@ -199,6 +199,41 @@ Deno.test("delegate fails naming the agent and the stage", async () => {
   }
 });
 
+Deno.test("delegate quotes a bounded, redacted tail of a failing agent's stderr", async () => {
+  const disposer = new SessionDisposer();
+  const secret = "opaque-server-key-0123456789";
+  const script = [
+    `echo "using ${secret}" >&2`,
+    'i=0; while [ $i -lt 200 ]; do echo "noise $i" >&2; i=$((i+1)); done',
+    `printf "\\033[31mBearer abc.def.ghi sk-abcdefghijklmnop ${secret}\\033[0m\\n" >&2`,
+    "exit 5",
+  ].join("; ");
+  const tool = delegateTool({
+    agents: { noisy: { command: "sh", args: ["-c", script], description: "Noisy" } },
+    processes: new NodeHost(),
+    depth: 1,
+    disposer,
+    grace: FAST,
+    secrets: [secret],
+  });
+  try {
+    const { result } = await call(tool, { agent: "noisy", prompt: "go" });
+    assert.equal(result.isError, true);
+    assert.match(
+      result.content,
+      /^Agent "noisy" failed at initialize: .*\(agent exited with code 5\)/,
+    );
+    const [, tail = ""] = result.content.split("\nIts stderr ends with:\n");
+    assert.ok(tail.startsWith("…noise "), tail);
+    assert.equal(tail.split("\n").length, 20);
+    assert.match(tail, /\nBearer \[redacted\] \[redacted\] \[redacted\]$/);
+    assert.ok(!result.content.includes(secret));
+    assert.ok(!result.content.includes("\x1b"));
+  } finally {
+    await disposer.dispose();
+  }
+});
+
 Deno.test("delegate refuses bad input naming the field", async () => {
   const { tool, disposer } = setUp();
   try {

@@ -1,5 +1,6 @@
 import { pollUntil } from "../_helpers/wait.ts";
 import assert from "node:assert/strict";
+import process from "node:process";
 import { NodeHost } from "../../src/host/node_host.ts";
 import { HostWorkspace } from "../../src/tools/host_workspace.ts";
 import type { RunCommandOptions } from "../../src/tools/workspace.ts";
@@ -136,4 +137,22 @@ Deno.test("HostWorkspace.runCommand() rejects when aborted before start or when 
   );
   await assert.rejects(workspace.runCommand("true", options(`${ws.root}/missing`)));
   await assert.rejects(Deno.stat(`${ws.root}/ran`));
+});
+
+Deno.test("HostWorkspace.runCommand() keeps the user's environment but the hidden secrets", async () => {
+  await using ws = await tempWorkspace();
+  const host = new NodeHost({
+    PATH: process.env.PATH,
+    HOME: "/home/me",
+    CI_SOME_VAR: "ci",
+    OPENAI_API_KEY: "sk-secret",
+    ACP_HARNESS_TOKEN: "token",
+  });
+  const hiding = new HostWorkspace(host, { hiddenEnv: ["OPENAI_API_KEY", "ACP_HARNESS_TOKEN"] });
+  const script =
+    'echo "$CI_SOME_VAR|$HOME|${OPENAI_API_KEY-unset}|${ACP_HARNESS_TOKEN-unset}|$PAGER"';
+  const hidden = await hiding.runCommand(script, options(ws.root));
+  assert.equal(hidden.output, "ci|/home/me|unset|unset|cat\n");
+  const plain = await new HostWorkspace(host).runCommand(script, options(ws.root));
+  assert.equal(plain.output, "ci|/home/me|sk-secret|token|cat\n", "nothing hidden by default");
 });
