@@ -1,7 +1,7 @@
 /**
  * The environment of the programs the server starts for others (MCP stdio servers, delegated
  * agents, commands): one allow-list of the host variables a child program inherits, the server's
- * own secrets, and the filter {@link NodeProcesses.spawn} applies.
+ * own secrets, and the filter `NodeProcesses.spawn` applies (`node_processes.ts`).
  *
  * @module
  */
