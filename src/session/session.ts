@@ -365,6 +365,9 @@ function buildPromptTurn(options: SessionOptions, outbox: Outbox): PromptTurn {
       grants: restored?.grants ?? new Map(),
       output: outbox,
       logger,
+      ...(services.settings.permissionRules
+        ? { rules: services.settings.permissionRules, cwd: options.cwd, roots }
+        : {}),
     }),
     events: new TurnEventMapper({ sessionId, output: outbox, conversation, usage, logger, now }),
     meter,
