@@ -353,6 +353,7 @@ function buildPromptTurn(options: SessionOptions, outbox: Outbox): PromptTurn {
     systemPrompt: new SystemPromptCache({
       roots,
       now,
+      ...(services.settings.permissionRules ? { rules: services.settings.permissionRules } : {}),
       ...(options.instructions ? { instructions: options.instructions } : {}),
     }),
     permissions: new PermissionGate({
