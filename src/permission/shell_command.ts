@@ -80,6 +80,8 @@ const WRITABLE_DEVICES = new Set(["/dev/null", "/dev/stdout", "/dev/stderr"]);
 const SHELLS = new Set(["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"]);
 /** Commands that run text as shell code, or change the shell itself. */
 const EVALUATORS = new Set(["eval", "source", ".", "exec", "trap", "alias", "command", "builtin"]);
+/** Commands after which a relative path means another place. */
+const DIRECTORY_CHANGERS = new Set(["cd", "pushd", "popd"]);
 /** Nodes whose presence makes a line need a whole-line match. */
 const COMPLEX_NODES: Readonly<Record<string, string>> = {
   CmdSubst: "a command substitution",
@@ -143,6 +145,7 @@ function analyzeWith(
     const parts: CommandPart[] = [];
     for (const stmt of list(file, "Stmts")) reader.top(stmt, parts);
     reader.walk(file);
+    reader.finish();
     const complex = reader.complex;
     return { parsed: true, parts, nested: reader.nested, ...(complex ? { complex } : {}) };
   } catch (error) {
@@ -162,6 +165,9 @@ class LineReader {
   readonly #bytes: Uint8Array;
   readonly #scope: CommandScope;
   readonly #reparse: number;
+  /** Whether a command changes the directory (`cd`): relative redirections are then unknown. */
+  #changesDirectory = false;
+  #relativeRedirect = false;
 
   constructor(sh: ShSyntax, line: string, scope: CommandScope, reparse: number) {
     this.#sh = sh;
@@ -190,6 +196,13 @@ class LineReader {
       this.#flag("a redirection without a command");
     } else {
       this.#flag(COMPLEX_NODES[type] ?? `a ${type}`);
+    }
+  }
+
+  /** What is known only once the whole line was read. */
+  finish(): void {
+    if (this.#changesDirectory && this.#relativeRedirect) {
+      this.#flag("a relative redirection after a change of directory");
     }
   }
 
@@ -222,6 +235,7 @@ class LineReader {
     const name = baseName(program);
     if (!words[0]?.literal && words.length > 0) this.#flag("a command name that is not literal");
     if (EVALUATORS.has(name)) this.#flag(`"${name}"`);
+    if (DIRECTORY_CHANGERS.has(name)) this.#changesDirectory = true;
     // Code run from a string: its commands are checked against deny and ask rules too.
     const code = name === "eval"
       ? words.slice(1).map((word) => word.text).join(" ")
@@ -310,6 +324,8 @@ class LineReader {
         this.#flag("a redirection to a path not known before it runs");
       } else if (!writableTarget(text, this.#scope)) {
         this.#flag(`a redirection outside the workspace (${text})`);
+      } else if (!text.startsWith("/")) {
+        this.#relativeRedirect = true;
       }
     }
   }
