@@ -127,7 +127,10 @@ Deno.test("decideByRules() resolves a command's redirections against its cwd", a
   const set = rules({ allow: ["run_command(echo *)"] });
   assert.equal(await decide(set, "run_command", { command: "echo x > log", cwd: "sub" }), "allow");
   assert.equal(await decide(set, "run_command", { command: "echo x > log", cwd: "/" }), "mode");
-  assert.equal(await decide(set, "run_command", { command: "echo x > ../log", cwd: "/etc" }), "mode");
+  assert.equal(
+    await decide(set, "run_command", { command: "echo x > ../log", cwd: "/etc" }),
+    "mode",
+  );
 });
 
 Deno.test("decideByRules() matches path globs relative to the cwd, never outside the roots", async () => {
