@@ -17,6 +17,7 @@ import { orphans } from "./scenarios/orphans.ts";
 import { pathological } from "./scenarios/pathological.ts";
 import { permission } from "./scenarios/permission.ts";
 import { postgres } from "./scenarios/postgres.ts";
+import { rules } from "./scenarios/rules.ts";
 import { sharedData } from "./scenarios/shared_data.ts";
 
 /** Every scenario, in the order the suite runs them. */
@@ -26,6 +27,7 @@ export const SCENARIOS: readonly Scenario[] = [
   cancelRaces,
   compaction,
   permission,
+  rules,
   confinement,
   pathological,
   kill,
