@@ -9,8 +9,8 @@
 
 /** The longest command line analysed; a longer one counts as not parsed. */
 export const MAX_COMMAND_LENGTH = 8192;
-/** The deepest nesting analysed; a deeper line counts as not parsed. */
-export const MAX_COMMAND_DEPTH = 32;
+/** The deepest syntax tree analysed (nodes from the top); a deeper line counts as not parsed. */
+export const MAX_COMMAND_DEPTH = 256;
 /** How deep `eval` and `sh -c` strings are analysed for deny and ask rules. */
 const MAX_REPARSE_DEPTH = 3;
 
@@ -215,7 +215,7 @@ class LineReader {
         return true;
       }
       depths.push(node);
-      if (depths.length > MAX_COMMAND_DEPTH * 8) throw new TooDeep("nested too deeply");
+      if (depths.length > MAX_COMMAND_DEPTH) throw new TooDeep("nested too deeply");
       const type = this.#sh.NodeType(node);
       const reason = COMPLEX_NODES[type];
       if (reason) this.#flag(reason);

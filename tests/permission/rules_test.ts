@@ -68,6 +68,8 @@ const TABLE: ReadonlyArray<readonly [PermissionRules, string, Expected]> = [
   [NPM, "if true; then npm test; fi", "mode"],
   [NPM, "npm test ${a[$(rm -rf ~)]}", "mode"],
   [NPM, "npm test; npm test", "allow"],
+  [NPM, Array(60).fill("npm test").join(" && "), "allow"],
+  [NPM, Array(60).fill("npm test").join(" && ") + " && rm -rf ~", "mode"],
   [NPM, "cd /etc && npm test > passwd", "mode"],
   [NPM, "npm test" + " x".repeat(5000), "mode"],
   [NPM, "npm test " + "$(".repeat(500) + ")".repeat(500), "mode"],
