@@ -240,7 +240,7 @@ class LineReader {
     const code = name === "eval"
       ? words.slice(1).map((word) => word.text).join(" ")
       : SHELLS.has(name)
-      ? words.find((word, index) => index > 0 && words[index - 1]?.text === "-c")?.text
+      ? words.find((_word, index) => index > 0 && words[index - 1]?.text === "-c")?.text
       : undefined;
     if (code === undefined) return;
     if (this.#reparse >= MAX_REPARSE_DEPTH) throw new TooDeep("eval strings nested too deeply");
