@@ -21,8 +21,11 @@ import {
 
 /** The rules of a server, by what they do. */
 export interface PermissionRules {
+  /** Rules that let the calls they cover run (every part of a command line covered). */
   readonly allow: readonly PermissionRule[];
+  /** Rules that refuse the calls they match (any part of a command line). */
   readonly deny: readonly PermissionRule[];
+  /** Rules that ask the user before the calls they match run, in every mode. */
   readonly ask: readonly PermissionRule[];
 }
 
