@@ -41,21 +41,27 @@ export interface CommandScope {
   readonly roots: readonly string[];
 }
 
-// The parts of mvdan-sh's syntax tree read here (its nodes carry many more fields).
-interface ShPos {
-  Offset(): number;
-}
-interface ShNode {
-  Pos(): ShPos;
-  End(): ShPos;
-  readonly [field: string]: unknown;
+// mvdan-sh is Go compiled by GopherJS. Its tree, read through the objects `Parse` returns, wraps
+// every node anew on each access (about 60 µs a node, half a second for a long line), so the tree
+// is read from the Go values underneath (`__internal_object__`): the same field names, slices as
+// `{$array, $offset, $length}`, strings as UTF-8 bytes, a node's type in `constructor.string`
+// (`*syntax.CallExpr`), nil pointers as the type's `nil`. This is pinned by the exact version in
+// package.json and checked by tests/permission/shell_command_test.ts.
+
+/** A node of the Go syntax tree. */
+type ShNode = Readonly<Record<string, unknown>> & {
+  Pos(): { readonly offs: number };
+  End(): { readonly offs: number };
+};
+interface GoSlice {
+  readonly $array: readonly unknown[];
+  readonly $offset: number;
+  readonly $length: number;
 }
 interface ShSyntax {
-  NewParser(...options: unknown[]): { Parse(source: string, name: string): ShNode };
+  NewParser(...options: unknown[]): { Parse(source: string, name: string): unknown };
   Variant(lang: unknown): unknown;
   readonly LangBash: unknown;
-  NodeType(node: unknown): string;
-  Walk(node: ShNode, visit: (node: ShNode | null) => boolean): void;
 }
 
 let syntax: Promise<ShSyntax> | undefined;
@@ -70,6 +76,47 @@ function loadSyntax(): Promise<ShSyntax> {
   });
   return syntax;
 }
+
+/** The node type of a Go value (`CallExpr`), `undefined` for nil and for what is no node. */
+function typeOf(value: unknown): string | undefined {
+  if (value === null || typeof value !== "object") return undefined;
+  const type = (value as { constructor?: { string?: unknown; nil?: unknown } }).constructor;
+  const name = type?.string;
+  if (typeof name !== "string" || !name.startsWith("*syntax.") || type?.nil === value) {
+    return undefined;
+  }
+  return name.slice("*syntax.".length);
+}
+
+/** A field holding a node, `undefined` when it is nil. */
+function child(node: ShNode, field: string): ShNode | undefined {
+  const value = node[field];
+  return typeOf(value) === undefined ? undefined : value as ShNode;
+}
+
+function isSlice(value: unknown): value is GoSlice {
+  return typeof value === "object" && value !== null &&
+    Array.isArray((value as { $array?: unknown }).$array);
+}
+
+/** The nodes of a slice field. */
+function list(node: ShNode, field: string): ShNode[] {
+  const value = node[field];
+  if (!isSlice(value)) return [];
+  return value.$array.slice(value.$offset, value.$offset + value.$length)
+    .filter((item) => typeOf(item) !== undefined) as ShNode[];
+}
+
+/** A Go string (UTF-8 bytes, one per character) as text. */
+function goString(value: unknown): string {
+  if (typeof value !== "string") return "";
+  if (!/[^\x00-\x7f]/.test(value)) return value;
+  const bytes = Uint8Array.from(value, (character) => character.charCodeAt(0) & 0xff);
+  return new TextDecoder().decode(bytes);
+}
+
+/** The most nodes read of one line (a line is at most 8,192 characters). */
+const MAX_NODES = 100_000;
 
 // Operator tokens of mvdan-sh 0.10 (tests/permission/shell_command_test.ts checks them).
 const AND_OR_PIPE = new Set([10, 11, 12, 13]); // && || | |&
@@ -136,10 +183,12 @@ function analyzeWith(
 ): CommandAnalysis {
   let file: ShNode;
   try {
-    file = sh.NewParser(sh.Variant(sh.LangBash)).Parse(line, "");
+    const parsed = sh.NewParser(sh.Variant(sh.LangBash)).Parse(line, "");
+    file = (parsed as { __internal_object__?: ShNode }).__internal_object__ as ShNode;
   } catch (error) {
     return { parsed: false, reason: parseProblem(error) };
   }
+  if (typeOf(file) !== "File") throw new TypeError("Cannot read mvdan-sh's syntax tree");
   try {
     const reader = new LineReader(sh, line, scope, reparse);
     const parts: CommandPart[] = [];
@@ -162,6 +211,7 @@ class LineReader {
   readonly nested: CommandPart[] = [];
   complex: string | undefined;
   readonly #sh: ShSyntax;
+  #nodes = 0;
   readonly #bytes: Uint8Array;
   readonly #scope: CommandScope;
   readonly #reparse: number;
@@ -185,11 +235,12 @@ class LineReader {
     if (depth > MAX_COMMAND_DEPTH) throw new TooDeep("nested too deeply");
     if (stmt["Coprocess"] === true) this.#flag("a coprocess");
     this.#redirects(stmt);
-    const command = stmt["Cmd"] as ShNode | null;
-    const type = command ? this.#sh.NodeType(command) : "";
-    if (command && type === "BinaryCmd" && AND_OR_PIPE.has(Number(command["Op"]))) {
-      this.top(command["X"] as ShNode, parts, depth + 1);
-      this.top(command["Y"] as ShNode, parts, depth + 1);
+    const command = child(stmt, "Cmd");
+    const type = (command && typeOf(command)) ?? "";
+    const [x, y] = command ? [child(command, "X"), child(command, "Y")] : [];
+    if (command && type === "BinaryCmd" && AND_OR_PIPE.has(Number(command["Op"])) && x && y) {
+      this.top(x, parts, depth + 1);
+      this.top(y, parts, depth + 1);
     } else if (command && type === "CallExpr") {
       parts.push(this.#part(command));
     } else if (!command) {
@@ -207,24 +258,27 @@ class LineReader {
   }
 
   /** Every simple command at any depth, and every construct that makes the line complex. */
-  walk(file: ShNode): void {
-    const depths: ShNode[] = [];
-    this.#sh.Walk(file, (node) => {
-      if (node === null) {
-        depths.pop();
-        return true;
+  walk(node: ShNode, depth = 0): void {
+    if (depth > MAX_COMMAND_DEPTH) throw new TooDeep("nested too deeply");
+    if (++this.#nodes > MAX_NODES) throw new TooDeep("too large");
+    const type = typeOf(node) ?? "";
+    const reason = COMPLEX_NODES[type];
+    if (reason) this.#flag(reason);
+    if (type === "CallExpr") this.#nestedCall(node);
+    else if (type === "ParamExp" && !simpleParameter(node)) this.#flag("a parameter expansion");
+    else if (type === "Stmt") this.#redirects(node);
+    else if (type === "SglQuoted" && node["Dollar"] === true) this.#flag("a $'…' string");
+    for (const key of Object.keys(node)) {
+      if (key === "$val") continue;
+      const value = node[key];
+      const items = isSlice(value)
+        ? value.$array.slice(value.$offset, value.$offset + value.$length)
+        : [value];
+      for (const item of items) {
+        const itemType = typeOf(item);
+        if (itemType !== undefined && itemType !== "Pos") this.walk(item as ShNode, depth + 1);
       }
-      depths.push(node);
-      if (depths.length > MAX_COMMAND_DEPTH) throw new TooDeep("nested too deeply");
-      const type = this.#sh.NodeType(node);
-      const reason = COMPLEX_NODES[type];
-      if (reason) this.#flag(reason);
-      if (type === "CallExpr") this.#nestedCall(node);
-      else if (type === "ParamExp" && !simpleParameter(node)) this.#flag("a parameter expansion");
-      else if (type === "Stmt") this.#redirects(node);
-      else if (type === "SglQuoted" && node["Dollar"] === true) this.#flag("a $'…' string");
-      return true;
-    });
+    }
   }
 
   #nestedCall(node: ShNode): void {
@@ -253,9 +307,10 @@ class LineReader {
   #part(call: ShNode): CommandPart {
     const assigns: string[] = [];
     for (const assign of list(call, "Assigns")) {
-      if (assign["Index"] || assign["Array"]) this.#flag("an array assignment");
-      const name = String((assign["Name"] as ShNode | null)?.["Value"] ?? "");
-      const value = assign["Value"] as ShNode | null;
+      if (child(assign, "Index") || child(assign, "Array")) this.#flag("an array assignment");
+      const nameNode = child(assign, "Name");
+      const name = nameNode ? goString(nameNode["Value"]) : "";
+      const value = child(assign, "Value");
       assigns.push(`${name}${assign["Append"] ? "+=" : "="}${value ? this.#word(value).text : ""}`);
     }
     const words = list(call, "Args").map((word) => this.#word(word).text);
@@ -276,8 +331,8 @@ class LineReader {
     let literal = true;
     const parts = list(word, "Parts");
     parts.forEach((part, index) => {
-      const type = this.#sh.NodeType(part);
-      const value = String(part["Value"] ?? "");
+      const type = typeOf(part);
+      const value = goString(part["Value"]);
       if (type === "Lit") {
         if (index === 0 && value.startsWith("~")) literal = false;
         if (/[*?[]/.test(value)) literal = false;
@@ -289,8 +344,8 @@ class LineReader {
         text += value;
       } else if (type === "DblQuoted" && part["Dollar"] !== true) {
         for (const inner of list(part, "Parts")) {
-          if (this.#sh.NodeType(inner) === "Lit") {
-            text += String(inner["Value"] ?? "").replace(
+          if (typeOf(inner) === "Lit") {
+            text += goString(inner["Value"]).replace(
               /\\([$`"\\\n])/g,
               (_, c: string) => c === "\n" ? "" : c,
             );
@@ -315,7 +370,7 @@ class LineReader {
         this.#flag("a here-document");
         continue;
       }
-      const target = redirect["Word"] as ShNode | null;
+      const target = child(redirect, "Word");
       if (!target) continue;
       const { text, literal } = this.#word(target);
       if (DUP_REDIRECTS.has(op) && /^(\d+|-)$/.test(text)) continue;
@@ -332,21 +387,15 @@ class LineReader {
 
   /** The source text of a node (mvdan-sh's offsets count UTF-8 bytes). */
   #source(node: ShNode): string {
-    const bytes = this.#bytes.subarray(node.Pos().Offset(), node.End().Offset());
+    const bytes = this.#bytes.subarray(node.Pos().offs, node.End().offs);
     return new TextDecoder().decode(bytes);
   }
 }
 
-/** The nodes of a list field (GopherJS slices read as arrays). */
-function list(node: ShNode, field: string): ShNode[] {
-  const value = node[field];
-  return Array.isArray(value) ? value as ShNode[] : [];
-}
-
 /** `$NAME` or `${NAME}`: nothing but a variable's value. */
 function simpleParameter(node: ShNode): boolean {
-  return !node["Excl"] && !node["Length"] && !node["Width"] && !node["Index"] &&
-    !node["Slice"] && !node["Repl"] && !node["Names"] && !node["Exp"];
+  return !node["Excl"] && !node["Length"] && !node["Width"] && !node["Names"] &&
+    !child(node, "Index") && !child(node, "Slice") && !child(node, "Repl") && !child(node, "Exp");
 }
 
 function baseName(path: string): string {
