@@ -110,7 +110,7 @@ function list(node: ShNode, field: string): ShNode[] {
 /** A Go string (UTF-8 bytes, one per character) as text. */
 function goString(value: unknown): string {
   if (typeof value !== "string") return "";
-  if (!/[^\x00-\x7f]/.test(value)) return value;
+  if (!/[\u0080-\u00ff]/.test(value)) return value;
   const bytes = Uint8Array.from(value, (character) => character.charCodeAt(0) & 0xff);
   return new TextDecoder().decode(bytes);
 }
