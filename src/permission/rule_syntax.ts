@@ -89,7 +89,7 @@ export function normalizeWhitespace(text: string): string {
  *   specifier: "npm test *",
  * });
  * assert.equal(parseRule("deny", "mcp__github__*").tool, "mcp__github__*");
- * assert.throws(() => parseRule("deny", "run_command(npm"), /missing "\)" at character 16/);
+ * assert.throws(() => parseRule("deny", "run_command(npm"), /Missing "\)" at character 16/);
  * ```
  *
  * @param kind What the rule does
