@@ -45,6 +45,14 @@ export {
   type PermissionMode,
   type ProviderConfig,
 } from "./src/config/config.ts";
+export {
+  parseRule,
+  type PermissionRule,
+  type RuleKind,
+  RuleSyntaxError,
+  splitRuleList,
+} from "./src/permission/rule_syntax.ts";
+export { NO_RULES, type PermissionRules } from "./src/permission/rules.ts";
 export { type ApiKeyVariable, ModelCatalog, type ModelCatalogOptions } from "./src/llm/catalog.ts";
 export type { Host, SuperviseOptions } from "./src/host/host.ts";
 export { NodeHost } from "./src/host/node_host.ts";

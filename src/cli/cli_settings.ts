@@ -58,6 +58,7 @@ export function settingsOf(config: Config): CliSettings {
       sessionListPageSize: config.sessionListPageSize,
       permissionTimeoutMs: config.permissionTimeout * MS_PER_S,
       maxRequestsInFlight: config.maxRequestsInFlight,
+      permissionRules: { allow: config.allow, deny: config.deny, ask: config.ask },
     },
     store: {
       leaseTtlMs: config.leaseTtl * MS_PER_S,

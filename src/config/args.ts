@@ -98,7 +98,10 @@ export function parseArgs(args: readonly string[]): Command {
       if (text?.startsWith("--")) text = undefined;
     }
     if (text === "" && SETTINGS[key].bare === undefined) text = undefined;
+    const before: ConfigDraft = { [key]: overrides[key] };
     setFromText(overrides, key, text, flag);
+    // A repeatable flag (one whose setting merges, like --allow) adds to what it gave before.
+    repeat(overrides, before, key);
   }
   if (models) return { kind: "models", json, overrides };
   if (copy) {
@@ -110,6 +113,13 @@ export function parseArgs(args: readonly string[]): Command {
     return { kind: "copy-sessions", from: ends.from, to: ends.to, overrides };
   }
   return { kind: "serve", overrides };
+}
+
+function repeat<K extends keyof Config>(into: ConfigDraft, before: ConfigDraft, key: K): void {
+  const merge = SETTINGS[key].merge;
+  const earlier = before[key];
+  const now = into[key];
+  if (merge && earlier !== undefined && now !== undefined) into[key] = merge(earlier, now);
 }
 
 /** The flags of the command line besides the settings' own. */

@@ -10,6 +10,7 @@
 import type { ModelFacts } from "../llm/presets.ts";
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "../log/logger.ts";
 import { PERMISSION_MODES, type PermissionMode } from "../permission/mode.ts";
+import type { PermissionRule } from "../permission/rule_syntax.ts";
 import { nearestWord } from "../util/nearest_word.ts";
 import {
   type AgentConfig,
@@ -29,6 +30,7 @@ import {
   STRING_LIST,
   type ValueType,
 } from "./value_types.ts";
+import { addRules, ruleList } from "./rule_list.ts";
 
 export { type AgentConfig, BOOLEAN_WORDS, ConfigError, type ProviderConfig, type ValueType };
 
@@ -144,6 +146,15 @@ export interface Config {
    * @default {1}
    */
   readonly maxDelegationDepth: number;
+  /**
+   * Permission rules that let the tool calls they match run (`--allow`, repeatable; config
+   * `permissions.allow`); flags, variable and file add up. @default {[]}
+   */
+  readonly allow: readonly PermissionRule[];
+  /** Permission rules that refuse the tool calls they match (`--deny`). @default {[]} */
+  readonly deny: readonly PermissionRule[];
+  /** Permission rules that ask before the tool calls they match run (`--ask`). @default {[]} */
+  readonly ask: readonly PermissionRule[];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -174,6 +185,11 @@ export interface Setting<V> {
   readonly note?: string;
   /** How its value is read. */
   readonly type: ValueType<V>;
+  /**
+   * How a value combines with the value of a lower source (or of the same flag given before);
+   * absent: the higher value replaces the lower.
+   */
+  merge?(lower: V, higher: V): V;
 }
 
 /** One {@link Setting} per field of {@link Config}. */
@@ -554,7 +570,38 @@ export const SETTINGS: SettingsTable = {
     help: "Levels of delegation to other ACP agents below the top-level server",
     type: NON_NEGATIVE_INTEGER,
   },
+  allow: ruleSetting(
+    "allow",
+    "Let tool calls matching the rule run, before the mode asks or refuses",
+  ),
+  deny: ruleSetting("deny", "Refuse tool calls matching the rule (beats ask and allow rules)"),
+  ask: ruleSetting("ask", "Ask before tool calls matching the rule run, even in auto mode"),
 };
+
+/** The setting of the permission rules of one kind (see docs/permission.md). */
+function ruleSetting(
+  kind: "allow" | "deny" | "ask",
+  help: string,
+): Setting<readonly PermissionRule[]> {
+  return {
+    flag: `--${kind}`,
+    placeholder: "<rule>",
+    env: `ACP_HARNESS_${kind.toUpperCase()}`,
+    fileKey: `permissions.${kind}`,
+    default: [],
+    shownDefault: "none",
+    help: `${help}; repeatable`,
+    ...(kind === "allow"
+      ? {
+        note: "a rule is TOOL or TOOL(SPECIFIER): write_file, mcp__github__*, " +
+          "run_command(npm test *), write_file(src/**), delegate(reviewer); the variables are " +
+          "comma-separated; flags, variables and file add up (docs/permission.md)",
+      }
+      : {}),
+    type: ruleList(kind),
+    merge: addRules,
+  };
+}
 
 /** A config being filled in: every field optional and writable. */
 export type ConfigDraft = { -readonly [K in keyof Config]?: Config[K] };
@@ -680,7 +727,7 @@ export function configFromFile(json: unknown, file: string): Partial<Config> {
     throw new ConfigError(`${prefix}expected a JSON object`);
   }
   const settings: ConfigDraft = {};
-  for (const [name, value] of Object.entries(json)) {
+  for (const [name, value] of sectionEntries(json as Record<string, unknown>, prefix)) {
     if (name === "$schema") continue;
     const key = BY_FILE_KEY.get(name);
     if (key === undefined) {
@@ -694,13 +741,37 @@ export function configFromFile(json: unknown, file: string): Partial<Config> {
   return settings;
 }
 
+/** The sections whose keys are settings of their own (`permissions.allow`). */
+const SECTIONS = new Set(
+  [...BY_FILE_KEY.keys()].filter((key) => key.includes(".")).map((key) => key.split(".")[0]),
+);
+
+/** A file's entries, with each section's entries named `<section>.<key>`. */
+function sectionEntries(json: Record<string, unknown>, prefix: string): Array<[string, unknown]> {
+  const entries: Array<[string, unknown]> = [];
+  for (const [name, value] of Object.entries(json)) {
+    if (!SECTIONS.has(name)) {
+      entries.push([name, value]);
+      continue;
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      throw new ConfigError(`${prefix}"${name}" must be an object`);
+    }
+    for (const [key, inner] of Object.entries(value)) entries.push([`${name}.${key}`, inner]);
+  }
+  return entries;
+}
+
 function copySetting<K extends keyof Config>(
   into: ConfigDraft,
   from: Partial<Config>,
   key: K,
 ): void {
   const value = from[key];
-  if (value !== undefined) into[key] = value;
+  if (value === undefined) return;
+  const merge = SETTINGS[key].merge;
+  const before = into[key];
+  into[key] = merge && before !== undefined ? merge(before, value) : value;
 }
 
 /**
@@ -710,6 +781,7 @@ function copySetting<K extends keyof Config>(
  * @returns The complete config
  */
 export function mergeConfig(...sources: ReadonlyArray<Partial<Config>>): Config {
+  // A setting with `merge` (the permission rules) adds each source to the ones below.
   const merged: Config = { ...DEFAULT_CONFIG };
   const draft: ConfigDraft = merged; // the same object, writable while the sources are copied in
   for (const source of sources) {

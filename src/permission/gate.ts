@@ -1,7 +1,8 @@
 /**
- * Decides whether a tool call of a session may run: the mode's policy (`./policy.ts`) first,
- * then the user's answer, remembering "always" answers for the session. Every decision is
- * logged and every answer recorded in the session's log.
+ * Decides whether a tool call of a session may run: the permission rules (`./rules.ts`) first,
+ * then the mode's policy (`./policy.ts`), then the user's answer, remembering "always" answers
+ * for the session. Every decision is logged; every answer and every rule's decision is recorded
+ * in the session's log.
  *
  * @module
  */
@@ -10,6 +11,8 @@ import type { ToolCallLocation, ToolKind } from "../transport/acp_types.ts";
 import type { Authorization, AuthorizeRequest, RelayedPermission } from "./authorization.ts";
 import type { PermissionMode } from "./mode.ts";
 import { decidePermission, type PermissionAnswer } from "./policy.ts";
+import type { RuleKind } from "./rule_syntax.ts";
+import { decideByRules, type PermissionRules, type RuleVerdict } from "./rules.ts";
 
 /** A tool call the user is asked about. */
 export interface PermissionQuestion {
@@ -36,7 +39,15 @@ export interface PermissionRecord {
   readonly toolCallId: string;
   /** The tool asked about, `<tool>:relayed` for a question a running call relayed. */
   readonly tool: string;
+  /**
+   * The answer; for a call a rule decided without asking, `allow_once` (allowed) or
+   * `reject_once` (denied). Only a user's answer without a `rule` is remembered on restore.
+   */
   readonly answer: PermissionAnswer | "cancelled";
+  /** What the rule that decided (or made the user be asked) does; absent when none did. */
+  readonly decision?: RuleKind;
+  /** That rule as written (for an allowed command line, each rule that allowed a part). */
+  readonly rule?: string;
 }
 
 /** Records permission answers in the session's log (`commit`: durable before the answer). */
@@ -53,11 +64,20 @@ export interface PermissionGateOptions {
   /** Where answers are recorded (the session's log, committed with the turn). */
   readonly output: PermissionRecorder;
   readonly logger: Logger;
+  /** The server's permission rules, checked before the mode and the grants. @default {none} */
+  readonly rules?: PermissionRules;
+  /** The session's working directory (path rules are relative to it). */
+  readonly cwd?: string;
+  /** The session's roots, the cwd first. */
+  readonly roots?: readonly string[];
 }
 
 /**
- * Decides tool calls: the policy of the pinned mode first, then the user (whose "always" answers
- * are remembered for the session). Every decision is logged and every answer recorded.
+ * Decides tool calls: the permission rules first (deny, then ask, then allow), then the policy
+ * of the pinned mode, then the user (whose "always" answers are remembered for the session).
+ * Rules come before remembered answers: an "always" answer never beats a deny rule nor skips an
+ * ask rule, and an answer to a question an ask rule made is not remembered. Every decision is
+ * logged and every answer and rule decision recorded.
  */
 export class PermissionGate {
   readonly #options: PermissionGateOptions;
@@ -77,16 +97,40 @@ export class PermissionGate {
   async authorize(request: AuthorizeRequest, mode: PermissionMode): Promise<Authorization> {
     const { tool } = request;
     const { sessionId, grants, logger } = this.#options;
-    const decision = decidePermission(mode, tool.name, tool.effect, grants);
     const facts = { sessionId, toolCallId: request.toolCallId, tool: tool.name, mode };
+    const verdict = await this.#byRules(request);
+    if (verdict?.action === "allow" || verdict?.action === "deny") {
+      const allowed = verdict.action === "allow";
+      logger.info(`permission: ${allowed ? "allowed" : "denied"} by rule`, {
+        ...facts,
+        rule: verdict.rule,
+      });
+      this.#options.output.record([{
+        ...permissionEvent(request.toolCallId, tool.name, allowed ? "allow_once" : "reject_once"),
+        decision: verdict.action,
+        rule: verdict.rule,
+      }], false);
+      return allowed ? { allowed: true } : {
+        allowed: false,
+        reason: `The permission rule --deny '${verdict.rule}' refused this ${tool.name} call. ` +
+          "Do not try to get around it; ask the user if it is needed.",
+      };
+    }
+    const decision = verdict ? { action: "ask" as const } : decidePermission(
+      mode,
+      tool.name,
+      tool.effect,
+      grants,
+    );
     if (decision.action === "allow") {
       logger.debug("permission: allowed by policy", facts);
       return { allowed: true };
     }
     if (decision.action === "deny") {
       logger.info("permission: denied by policy", facts);
-      return { allowed: false, reason: decision.reason };
+      return { allowed: false, reason: decision.reason + this.#uncovered(tool.name) };
     }
+    if (verdict) logger.info("permission: asked by rule", { ...facts, rule: verdict.rule });
     const asked = Date.now();
     const answer = await this.#options.ask({
       sessionId,
@@ -98,9 +142,42 @@ export class PermissionGate {
       signal: request.signal,
     });
     logger.info("permission: answered", { ...facts, answer, ms: Date.now() - asked });
-    this.#options.output.record([permissionEvent(request.toolCallId, tool.name, answer)], true);
-    if (answer === "allow_always" || answer === "reject_always") grants.set(tool.name, answer);
+    const event = permissionEvent(request.toolCallId, tool.name, answer);
+    this.#options.output.record(
+      [verdict ? { ...event, decision: "ask", rule: verdict.rule } : event],
+      true,
+    );
+    if (!verdict && (answer === "allow_always" || answer === "reject_always")) {
+      grants.set(tool.name, answer);
+    }
     return authorization(answer, tool.name);
+  }
+
+  /** What the rules say about a call, `undefined` when there are none or none decides. */
+  #byRules(request: AuthorizeRequest): Promise<RuleVerdict | undefined> {
+    const { rules, cwd, roots } = this.#options;
+    if (!rules || rules.allow.length + rules.deny.length + rules.ask.length === 0) {
+      return Promise.resolve(undefined);
+    }
+    const root = cwd ?? roots?.[0] ?? "/";
+    return decideByRules(rules, {
+      tool: request.tool.name,
+      input: request.rawInput,
+      cwd: root,
+      roots: roots ?? [root],
+    });
+  }
+
+  /** For the model, when allow rules for the tool exist but did not cover the call. */
+  #uncovered(tool: string): string {
+    const { rules } = this.#options;
+    const own = rules?.allow.filter((rule) => rule.tool === tool || rule.tool.includes("*")) ?? [];
+    if (own.length === 0) return "";
+    const shown = own.slice(0, 5).map((rule) => rule.text).join(", ");
+    return ` No allow rule covers this call (allowed: ${shown}${
+      own.length > 5 ? ", …" : ""
+    }); a compound command needs every part allowed, and substitutions, subshells and ` +
+      "redirections out of the workspace need a rule matching the whole line.";
   }
 
   /**

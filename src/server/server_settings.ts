@@ -5,6 +5,7 @@
  * @module
  */
 import type { ProtocolSettings } from "../protocol/connection_context.ts";
+import { NO_RULES } from "../permission/rules.ts";
 import { DEFAULT_MAX_REQUESTS_IN_FLIGHT } from "../protocol/request_bound.ts";
 import type { SessionSettings } from "../session/session_services.ts";
 
@@ -57,4 +58,5 @@ export const DEFAULT_SERVER_SETTINGS: ServerSettings = Object.freeze({
   sessionListPageSize: 100,
   permissionTimeoutMs: 300_000,
   maxRequestsInFlight: DEFAULT_MAX_REQUESTS_IN_FLIGHT,
+  permissionRules: NO_RULES,
 });

@@ -152,7 +152,7 @@ export class PromptTurn {
     return this.#options.compactor.compact({
       provider,
       info,
-      system: this.#options.systemPrompt.get(info.name),
+      system: this.#options.systemPrompt.get(info.name, pinned.mode),
       tools: toolSpecs(this.#options.tools),
       reason: "command",
       signal,
@@ -173,7 +173,7 @@ export class PromptTurn {
     meter.reset();
     const { info } = catalog.resolve(pinned.model);
     const used = meter.measure({
-      system: systemPrompt.get(info.name),
+      system: systemPrompt.get(info.name, pinned.mode),
       tools: toolSpecs(this.#options.tools),
       history: conversation.messages,
     });
@@ -279,7 +279,7 @@ export class PromptTurn {
       model: info.model,
       ...(effort === undefined ? {} : { reasoningEffort: effort }),
       ...(info.maxOutputTokens === undefined ? {} : { maxOutputTokens: info.maxOutputTokens }),
-      system: options.systemPrompt.get(info.name),
+      system: options.systemPrompt.get(info.name, state.pinned.mode),
       history: options.conversation.messages,
       tools: options.tools,
       imageInput: info.image,

@@ -269,7 +269,11 @@ function restoreRecord(state: RestoreState, record: StoredRecord | StoredEvent):
       break;
     }
     case "permission":
-      if (record.answer === "allow_always" || record.answer === "reject_always") {
+      // An answer to a question an ask rule made is not remembered (nor a rule's own decision).
+      if (
+        record.rule === undefined &&
+        (record.answer === "allow_always" || record.answer === "reject_always")
+      ) {
         state.grants.set(record.tool, record.answer);
       }
       break;

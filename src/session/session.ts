@@ -353,6 +353,7 @@ function buildPromptTurn(options: SessionOptions, outbox: Outbox): PromptTurn {
     systemPrompt: new SystemPromptCache({
       roots,
       now,
+      ...(services.settings.permissionRules ? { rules: services.settings.permissionRules } : {}),
       ...(options.instructions ? { instructions: options.instructions } : {}),
     }),
     permissions: new PermissionGate({
@@ -365,6 +366,9 @@ function buildPromptTurn(options: SessionOptions, outbox: Outbox): PromptTurn {
       grants: restored?.grants ?? new Map(),
       output: outbox,
       logger,
+      ...(services.settings.permissionRules
+        ? { rules: services.settings.permissionRules, cwd: options.cwd, roots }
+        : {}),
     }),
     events: new TurnEventMapper({ sessionId, output: outbox, conversation, usage, logger, now }),
     meter,

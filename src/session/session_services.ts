@@ -7,6 +7,7 @@
  */
 import type { TurnServices, TurnSettings } from "../agent/run_turn.ts";
 import type { PermissionMode } from "../permission/mode.ts";
+import type { PermissionRules } from "../permission/rules.ts";
 import type { Host } from "../host/host.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
 import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
@@ -37,6 +38,11 @@ export interface SessionSettings extends TurnSettings {
    * without it), unless the request says. @default {false}
    */
   readonly mcpStrict: boolean;
+  /**
+   * The permission rules (`--allow`, `--deny`, `--ask`), checked before the mode: see
+   * src/permission/rules.ts. @default {no rules}
+   */
+  readonly permissionRules?: PermissionRules;
 }
 
 /** The shared parts every session of a server runs on (see the module doc). */

@@ -4,6 +4,8 @@
  * @module
  */
 import { buildSystemPrompt } from "../agent/system_prompt.ts";
+import type { PermissionMode } from "../permission/mode.ts";
+import type { PermissionRules } from "../permission/rules.ts";
 
 /** What a {@link SystemPromptCache} is built from. */
 export interface SystemPromptCacheOptions {
@@ -12,9 +14,14 @@ export interface SystemPromptCacheOptions {
   /** Project instructions (the cwd's AGENTS.md), when present. */
   readonly instructions?: string;
   readonly now: () => number;
+  /** The server's permission rules, stated with the mode. */
+  readonly rules?: PermissionRules;
 }
 
-/** The system prompt of the last model and (UTC) day asked for, rebuilt when either changes. */
+/**
+ * The system prompt of the last model, permission mode and (UTC) day asked for, rebuilt when
+ * one changes.
+ */
 export class SystemPromptCache {
   readonly #options: SystemPromptCacheOptions;
   #cached: { key: string; text: string } | undefined;
@@ -28,16 +35,23 @@ export class SystemPromptCache {
    * The system prompt for a model today.
    *
    * @param model The model's human name
+   * @param mode The permission mode of the turn (stated in the prompt when given)
    * @returns The prompt text
    */
-  get(model: string): string {
+  get(model: string, mode?: PermissionMode): string {
     const date = new Date(this.#options.now());
-    const key = `${model}\n${Math.floor(date.getTime() / 86_400_000)}`;
+    const key = `${model}\n${Math.floor(date.getTime() / 86_400_000)}\n${mode ?? ""}`;
     if (this.#cached?.key !== key) {
-      const { roots, instructions } = this.#options;
+      const { roots, instructions, rules } = this.#options;
       this.#cached = {
         key,
-        text: buildSystemPrompt({ roots, model, date, ...(instructions ? { instructions } : {}) }),
+        text: buildSystemPrompt({
+          roots,
+          model,
+          date,
+          ...(instructions ? { instructions } : {}),
+          ...(mode ? { permissions: { mode, ...(rules ? { rules } : {}) } } : {}),
+        }),
       };
     }
     return this.#cached.text;

@@ -71,6 +71,10 @@ export type StoredEvent =
     readonly toolCallId: string;
     readonly tool: string;
     readonly answer: string;
+    /** What the permission rule that decided does (allow, deny, ask); absent: no rule did. */
+    readonly decision?: string;
+    /** That rule as written. */
+    readonly rule?: string;
   }
   | {
     readonly type: "config";

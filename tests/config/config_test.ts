@@ -741,8 +741,10 @@ Deno.test("SETTINGS: every flag and variable is read, every key is in the file, 
       assert.ok(!envs.has(setting.env), setting.env);
       envs.add(setting.env);
     }
-    // A config-file key is the Config key itself; only configFile has none.
-    assert.equal(setting.fileKey, key === "configFile" ? undefined : key, key);
+    // A config-file key is the Config key itself (the rules' in the permissions section); only
+    // configFile has none.
+    const fileKey = ["allow", "deny", "ask"].includes(key) ? `permissions.${key}` : key;
+    assert.equal(setting.fileKey, key === "configFile" ? undefined : fileKey, key);
   }
 });
 

@@ -11,6 +11,8 @@ import type { StoredEvent } from "../../src/store/session_store.ts";
 import type { ToolEffect } from "../../src/permission/policy.ts";
 import type { Tool } from "../../src/tools/tool.ts";
 import { captureLogger } from "../session/_fakes.ts";
+import { parseRule } from "../../src/permission/rule_syntax.ts";
+import type { PermissionRules } from "../../src/permission/rules.ts";
 
 function tool(name: string, effect: ToolEffect): Tool {
   return {
@@ -35,7 +37,7 @@ function request(t: Tool, toolCallId = "c1"): AuthorizeRequest {
   };
 }
 
-function gate(answers: Array<PermissionAnswer | "cancelled">) {
+function gate(answers: Array<PermissionAnswer | "cancelled">, rules?: PermissionRules) {
   const questions: PermissionQuestion[] = [];
   const records: StoredEvent[] = [];
   const { logger, lines } = captureLogger();
@@ -49,6 +51,7 @@ function gate(answers: Array<PermissionAnswer | "cancelled">) {
     grants,
     output: { record: (events) => records.push(...events) },
     logger,
+    ...(rules ? { rules, cwd: "/w", roots: ["/w"] } : {}),
   });
   return { permissions, questions, records, lines, grants };
 }
@@ -114,4 +117,102 @@ Deno.test("PermissionGate.authorize() turns refusals and cancellations into reas
   assert.equal(grants.get("write_file"), "reject_always");
   const again = await permissions.authorize(request(write), "ask");
   assert.equal(again.allowed, false);
+});
+
+function ruleSet(spec: { allow?: string[]; deny?: string[]; ask?: string[] }): PermissionRules {
+  return {
+    allow: (spec.allow ?? []).map((text) => parseRule("allow", text)),
+    deny: (spec.deny ?? []).map((text) => parseRule("deny", text)),
+    ask: (spec.ask ?? []).map((text) => parseRule("ask", text)),
+  };
+}
+
+function commandRequest(command: string, toolCallId = "c1"): AuthorizeRequest {
+  return { ...request(tool("run_command", "execute"), toolCallId), rawInput: { command } };
+}
+
+Deno.test("PermissionGate.authorize() lets a deny rule beat auto mode, logs and records it", async () => {
+  const { permissions, questions, records, lines } = gate([], ruleSet({ deny: ["write_file"] }));
+  const denied = await permissions.authorize(request(write), "auto");
+  assert.equal(denied.allowed, false);
+  assert.match(denied.allowed ? "" : denied.reason, /permission rule --deny 'write_file'/);
+  assert.equal(questions.length, 0);
+  assert.deepEqual(records, [{
+    type: "permission",
+    toolCallId: "c1",
+    tool: "write_file",
+    answer: "reject_once",
+    decision: "deny",
+    rule: "write_file",
+  }]);
+  assert.ok(lines.some((line) =>
+    line ===
+      'acp-harness info: permission: denied by rule {"sessionId":"s1","toolCallId":"c1","tool":"write_file","mode":"auto","rule":"write_file"}'
+  ));
+});
+
+Deno.test("PermissionGate.authorize() lets allow rules through read-only mode (deny by default)", async () => {
+  const { permissions, records } = gate([], ruleSet({ allow: ["run_command(echo *)"] }));
+  assert.deepEqual(await permissions.authorize(commandRequest("echo ok"), "read-only"), {
+    allowed: true,
+  });
+  assert.equal(records[0]?.type === "permission" && records[0].rule, "run_command(echo *)");
+  for (const command of ["echo ok && touch x", "echo ok; touch x", "echo $(touch x)"]) {
+    const refused = await permissions.authorize(commandRequest(command), "read-only");
+    assert.equal(refused.allowed, false, command);
+    assert.match(
+      refused.allowed ? "" : refused.reason,
+      /read-only permission mode refused run_command.*No allow rule covers this call \(allowed: run_command\(echo \*\)\)/s,
+    );
+  }
+  // Writes stay refused: no rule covers them.
+  assert.equal((await permissions.authorize(request(write), "read-only")).allowed, false);
+});
+
+Deno.test("PermissionGate.authorize() asks for an ask rule in auto mode, and remembers nothing", async () => {
+  const { permissions, questions, records, grants } = gate(
+    ["allow_always", "reject_always"],
+    ruleSet({ ask: ["run_command(git push*)"] }),
+  );
+  assert.deepEqual(await permissions.authorize(commandRequest("git push"), "auto"), {
+    allowed: true,
+  });
+  assert.equal(questions.length, 1);
+  assert.equal(grants.size, 0, "an answer to a rule's question is not remembered");
+  assert.deepEqual(records[0], {
+    type: "permission",
+    toolCallId: "c1",
+    tool: "run_command",
+    answer: "allow_always",
+    decision: "ask",
+    rule: "run_command(git push*)",
+  });
+  // It asks again: the earlier "always" skipped nothing.
+  assert.equal(
+    (await permissions.authorize(commandRequest("git push -f", "c2"), "auto")).allowed,
+    false,
+  );
+  assert.equal(questions.length, 2);
+  // Calls no rule matches follow the mode.
+  assert.deepEqual(await permissions.authorize(commandRequest("ls", "c3"), "auto"), {
+    allowed: true,
+  });
+  assert.equal(questions.length, 2);
+});
+
+Deno.test("PermissionGate.authorize() checks rules before remembered answers", async () => {
+  const { permissions, grants, questions } = gate(
+    [],
+    ruleSet({ deny: ["run_command(rm *)"], ask: ["write_file(src/**)"] }),
+  );
+  grants.set("run_command", "allow_always");
+  grants.set("write_file", "allow_always");
+  const denied = await permissions.authorize(commandRequest("rm -rf ~"), "ask");
+  assert.equal(denied.allowed, false, "an always answer does not beat a deny rule");
+  assert.equal((await permissions.authorize(commandRequest("ls"), "ask")).allowed, true);
+  const asked = { ...request(write, "c4"), rawInput: { path: "src/a.ts" } };
+  assert.equal((await permissions.authorize(asked, "ask")).allowed, false);
+  assert.equal(questions.length, 1, "an always answer does not skip an ask rule");
+  const other = { ...request(write, "c5"), rawInput: { path: "docs/a.md" } };
+  assert.equal((await permissions.authorize(other, "ask")).allowed, true);
 });

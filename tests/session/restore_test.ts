@@ -460,3 +460,49 @@ Deno.test("replay and restore: a tool call and its result with every optional fi
     { role: "tool", toolCallId: "c2", name: "run", content: "ok", isError: false },
   ]);
 });
+
+Deno.test("restoreSession() remembers a user's always answer, not one a rule decided or asked for", async () => {
+  const attachments = new MemoryAttachmentStore();
+  const events: StoredEvent[] = [
+    { type: "turn_start" },
+    { type: "user", messageId: "m1", content: [{ type: "text", text: "go" }] },
+    {
+      type: "assistant",
+      text: "",
+      toolCalls: [
+        { id: "c1", name: "write_file", arguments: "{}" },
+        { id: "c2", name: "run_command", arguments: "{}" },
+        { id: "c3", name: "edit_file", arguments: "{}" },
+      ],
+    },
+    {
+      type: "permission",
+      toolCallId: "c1",
+      tool: "write_file",
+      answer: "reject_once",
+      decision: "deny",
+      rule: "write_file",
+    },
+    {
+      type: "permission",
+      toolCallId: "c2",
+      tool: "run_command",
+      answer: "allow_always",
+      decision: "ask",
+      rule: "run_command(git push*)",
+    },
+    // An old record, without decision and rule: the user's answer, remembered as before.
+    { type: "permission", toolCallId: "c3", tool: "edit_file", answer: "allow_always" },
+    { type: "tool_result", toolCallId: "c1", name: "write_file", content: "no", isError: true },
+    { type: "tool_result", toolCallId: "c2", name: "run_command", content: "ok", isError: false },
+    { type: "tool_result", toolCallId: "c3", name: "edit_file", content: "ok", isError: false },
+    { type: "assistant", text: "Done." },
+    { type: "turn_end", stopReason: "end_turn" },
+  ];
+  const log = await storedLog(events, attachments);
+  assert.ok(log);
+  const restored = await restoreSession(log, attachments, nullLogger);
+  assert.deepEqual([...restored.grants], [["edit_file", "allow_always"]]);
+  const replayed = await replayUpdates(log.records, attachments, nullLogger, log.header.id);
+  assert.ok(replayed.length > 0);
+});

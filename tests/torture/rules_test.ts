@@ -1,0 +1,4 @@
+import { rules } from "../../torture/scenarios/rules.ts";
+import { tortureTest } from "./_torture.ts";
+
+tortureTest(rules);
