@@ -40,7 +40,9 @@ import {
   loadHttpTransport,
   loadJsonText,
   loadModelsCommand,
+  loadSandbox,
 } from "./lazy.ts";
+import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
 
 /** What a runtime entry point hands the CLI. */
 export interface CliPlatform {
@@ -321,10 +323,11 @@ async function composeServer(
   void catalog.discover({ timeoutMs: DISCOVERY_TIMEOUT_MS });
   const dataDir = dataDirectory(config, platform.host);
   const location = storeLocation(config, platform.host);
-  const [allowedRoots] = await Promise.all([
+  const [allowedRoots, sandbox] = await Promise.all([
     config.allowedRoots === undefined
       ? undefined
       : canonicalRoots(platform.host, config.allowedRoots),
+    commandSandbox(platform.host, config, [dataDir, location]),
     usableDirectory(platform.host, dataDir, "the data directory"),
     location === dataDir || isPostgresUrl(location) || location === MEMORY_STORE
       ? undefined
@@ -355,6 +358,13 @@ async function composeServer(
       (error) =>
         logger.warn("cannot reap processes left by earlier servers", { error: String(error) }),
     );
+  if (sandbox.warning !== undefined) logger.warn(sandbox.warning);
+  logger.info("command sandbox", {
+    level: sandbox.level,
+    network: sandbox.network,
+    pidsLimit: sandbox.pidsLimit ?? "none",
+  });
+  void sandbox.reapStale().catch(() => {});
   // Every session gets the built-in tools (the default), and `delegate` when agents are configured.
   const toolsFor = delegatingToolsFor(config, platform.host, logger);
   const server = createAgentServer({
@@ -366,12 +376,41 @@ async function composeServer(
     attachments: opened.attachments,
     ...(toolsFor ? { toolsFor } : {}),
     ...(allowedRoots ? { allowedRoots } : {}),
+    sandbox,
     ...(platform.defer ? { defer: platform.defer } : {}),
     ...(idle ? { idleTask: idle } : {}),
     // On stdio the one client names every path: checking them synchronously holds up no one else.
     blockingPathChecks: transport === "stdio",
   });
   return { server, closeStore: () => opened.close() };
+}
+
+/**
+ * The server's command sandbox (`--sandbox`, `--sandbox-network`, `--sandbox-pids`): probed at
+ * start-up, in parallel with the rest. Hidden from commands besides the home's credentials: the
+ * data directory, a store directory and the token file. A requested sandbox that cannot be set
+ * up stops the start (exit 2).
+ */
+async function commandSandbox(
+  host: Host,
+  config: Config,
+  directories: readonly string[],
+): Promise<CommandSandbox> {
+  const { setUpSandbox, SandboxUnavailableError } = await loadSandbox();
+  const hide = directories.filter((dir) => isAbsolutePath(dir));
+  if (config.tokenFile !== undefined) hide.push(absolutePath(config.tokenFile, host));
+  try {
+    return await setUpSandbox(host, {
+      requested: config.sandbox,
+      network: config.sandboxNetwork,
+      pidsLimit: config.sandboxPids,
+      children: config.sandboxChildren,
+      hide,
+    });
+  } catch (error) {
+    if (error instanceof SandboxUnavailableError) throw new ConfigError(error.message);
+    throw error;
+  }
 }
 
 /**

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { buildSystemPrompt } from "../agent/system_prompt.ts";
+import { buildSystemPrompt, type SystemPromptSandbox } from "../agent/system_prompt.ts";
 
 /** What a {@link SystemPromptCache} is built from. */
 export interface SystemPromptCacheOptions {
@@ -14,7 +14,10 @@ export interface SystemPromptCacheOptions {
   readonly now: () => number;
 }
 
-/** The system prompt of the last model and (UTC) day asked for, rebuilt when either changes. */
+/**
+ * The system prompt of the last model, (UTC) day and sandbox level asked for, rebuilt when one
+ * changes.
+ */
 export class SystemPromptCache {
   readonly #options: SystemPromptCacheOptions;
   #cached: { key: string; text: string } | undefined;
@@ -28,16 +31,23 @@ export class SystemPromptCache {
    * The system prompt for a model today.
    *
    * @param model The model's human name
+   * @param sandbox The sandbox the session's commands run in, when the server has one
    * @returns The prompt text
    */
-  get(model: string): string {
+  get(model: string, sandbox?: SystemPromptSandbox): string {
     const date = new Date(this.#options.now());
-    const key = `${model}\n${Math.floor(date.getTime() / 86_400_000)}`;
+    const key = `${model}\n${Math.floor(date.getTime() / 86_400_000)}\n${sandbox?.level ?? ""}`;
     if (this.#cached?.key !== key) {
       const { roots, instructions } = this.#options;
       this.#cached = {
         key,
-        text: buildSystemPrompt({ roots, model, date, ...(instructions ? { instructions } : {}) }),
+        text: buildSystemPrompt({
+          roots,
+          model,
+          date,
+          ...(instructions ? { instructions } : {}),
+          ...(sandbox ? { sandbox } : {}),
+        }),
       };
     }
     return this.#cached.text;
