@@ -19,7 +19,10 @@ const REFUSED: readonly [string, string][] = [
   ["a hard link out", "ln: failed to create hard link 'l' => '/x': Invalid cross-device link"],
   ["node's EROFS", "Error: EROFS: read-only file system, open '/etc/x'"],
   ["loopback", "bash: connect: Connection refused"],
-  ["curl to loopback", "curl: (7) Failed to connect to localhost port 1: Couldn't connect to server"],
+  [
+    "curl to loopback",
+    "curl: (7) Failed to connect to localhost port 1: Couldn't connect to server",
+  ],
   ["a name", "curl: (6) Could not resolve host: example.com"],
   ["resolv", "ping: example.com: Temporary failure in name resolution"],
   ["no route", "connect: Network is unreachable"],
