@@ -107,7 +107,7 @@ export class SessionSelection {
       : undefined;
     if (refused !== undefined) {
       throw new ConfigValueError(
-        `value: ${refused}; expected one of ${allowed.join(", ")}`,
+        `value: sandbox ${refused}; expected one of ${allowed.join(", ")}`,
       );
     }
     if (typeof value !== "string" || !allowed.includes(value)) {
