@@ -33,9 +33,9 @@ function within(path: string, dir: string): boolean {
 
 /**
  * The bubblewrap arguments that run `request.program` confined as `request` says. In order:
- * namespaces; the root file system read-only; fresh `/dev`, `/proc` and a private `/tmp`; at
- * `workspace-write` each root bound writable (after the `/tmp` tmpfs, so a root under `/tmp`
- * stays visible); then the hidden paths (a tmpfs over a directory, `/dev/null` over a file),
+ * namespaces; the root file system read-only; fresh `/dev`, `/proc` and a private `/tmp`; each
+ * root bound again, writable at `workspace-write` and read-only at `read-only` (after the `/tmp`
+ * tmpfs, so a root under `/tmp` stays visible); then the hidden paths (a tmpfs over a directory, `/dev/null` over a file),
  * except one that contains a root or that the private `/tmp` hides anyway; the working
  * directory; the program.
  *
@@ -59,9 +59,10 @@ export function bwrapArgs(request: SandboxRequest): string[] {
   if (request.network) args.push("--share-net");
   args.push("--die-with-parent", "--new-session");
   args.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp");
-  const writable = request.level === "workspace-write" ? request.roots : [];
-  for (const root of writable) args.push("--bind", root, root);
-  for (const hidden of visibleHidden(request.hide, request.roots, writable)) {
+  // Bound after the private /tmp: a root under /tmp stays visible (read-only at `read-only`).
+  const bind = request.level === "workspace-write" ? "--bind" : "--ro-bind";
+  for (const root of request.roots) args.push(bind, root, root);
+  for (const hidden of visibleHidden(request.hide, request.roots)) {
     if (hidden.directory) args.push("--tmpfs", hidden.path);
     else args.push("--ro-bind", "/dev/null", hidden.path);
   }
@@ -71,17 +72,13 @@ export function bwrapArgs(request: SandboxRequest): string[] {
 
 /**
  * The hidden paths to mount over: not one that contains a root (the root would vanish), and not
- * one under `/tmp` outside the writable roots (the private `/tmp` hides it, and its mount point
- * would not exist there).
+ * one under `/tmp` outside the roots (the private `/tmp` hides it, and its mount point would not
+ * exist there).
  */
-function visibleHidden(
-  hide: readonly HiddenPath[],
-  roots: readonly string[],
-  writable: readonly string[],
-): HiddenPath[] {
+function visibleHidden(hide: readonly HiddenPath[], roots: readonly string[]): HiddenPath[] {
   return hide.filter(({ path, directory }) => {
     if (directory && roots.some((root) => within(root, path))) return false;
-    if (within(path, "/tmp") && !writable.some((root) => within(path, root))) return false;
+    if (within(path, "/tmp") && !roots.some((root) => within(path, root))) return false;
     return true;
   });
 }

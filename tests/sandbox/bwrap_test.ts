@@ -45,10 +45,10 @@ Deno.test("bwrapArgs() binds a root under /tmp after the private /tmp, so it sta
   assert.ok(at(args, "--bind", "/tmp/work", "/tmp/work") > tmpfs);
 });
 
-Deno.test("bwrapArgs() at read-only binds no root writable", () => {
-  const args = bwrapArgs({ ...BASE, level: "read-only" });
+Deno.test("bwrapArgs() at read-only binds no root writable, but each visible after /tmp", () => {
+  const args = bwrapArgs({ ...BASE, level: "read-only", roots: ["/tmp/w"], cwd: "/tmp/w" });
   assert.equal(args.indexOf("--bind"), -1);
-  assert.ok(at(args, "--tmpfs", "/tmp") >= 0);
+  assert.ok(at(args, "--ro-bind", "/tmp/w", "/tmp/w") > at(args, "--tmpfs", "/tmp"));
 });
 
 Deno.test("bwrapArgs() hides directories with a tmpfs and files with /dev/null, after the roots", () => {
