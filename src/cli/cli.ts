@@ -43,6 +43,7 @@ import {
   loadSandbox,
 } from "./lazy.ts";
 import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
+import { sandboxedProcesses } from "../sandbox/sandboxed_processes.ts";
 
 /** What a runtime entry point hands the CLI. */
 export interface CliPlatform {
@@ -366,7 +367,7 @@ async function composeServer(
   });
   void sandbox.reapStale().catch(() => {});
   // Every session gets the built-in tools (the default), and `delegate` when agents are configured.
-  const toolsFor = delegatingToolsFor(config, platform.host, logger);
+  const toolsFor = delegatingToolsFor(config, platform.host, logger, sandbox);
   const server = createAgentServer({
     settings: settings.server,
     catalog,
@@ -422,6 +423,7 @@ function delegatingToolsFor(
   config: Config,
   host: Host,
   logger: Logger,
+  sandbox: CommandSandbox,
 ): ToolSetFactory | undefined {
   const depth = readDelegationDepth(host.env(DELEGATION_DEPTH_ENV));
   if (!mayDelegate(config, depth)) {
@@ -442,7 +444,10 @@ function delegatingToolsFor(
       ...builtinTools(),
       delegateTool({
         agents: config.agents,
-        processes: host,
+        // `--sandbox-children`: the agents run in the command sandbox, the session's roots theirs.
+        processes: sandboxedProcesses(host, sandbox, {
+          roots: [info.cwd, ...info.additionalDirectories],
+        }),
         depth,
         disposer: info.disposer,
         // The session's logger, so that the delegate lines carry its connection's id.

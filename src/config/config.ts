@@ -147,7 +147,7 @@ export interface Config {
   readonly maxDelegationDepth: number;
   /**
    * The sandbox of the agent's commands: `off`, `read-only` or `workspace-write`; `undefined`
-   * is `workspace-write` where bubblewrap works, else `off` with a warning. @default {undefined}
+   * is `workspace-write` where bubblewrap works, else `off` with a warning.
    */
   readonly sandbox: SandboxLevel | undefined;
   /** Whether sandboxed commands may reach the network. @default {false} */
@@ -572,8 +572,9 @@ export const SETTINGS: SettingsTable = {
     env: "ACP_HARNESS_SANDBOX",
     fileKey: "sandbox",
     default: undefined,
-    shownDefault: "workspace-write where bubblewrap works, else off with a warning",
+    shownDefault: "detected",
     help: "Sandbox of commands: off, read-only or workspace-write",
+    // "detected": workspace-write where bubblewrap works, else off with one warning line.
     note: "asked for explicitly and bubblewrap does not work: exit 2 (ACP_HARNESS_BWRAP names it)",
     type: oneOf(SANDBOX_LEVELS),
   },
