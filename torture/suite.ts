@@ -17,6 +17,7 @@ import { orphans } from "./scenarios/orphans.ts";
 import { pathological } from "./scenarios/pathological.ts";
 import { permission } from "./scenarios/permission.ts";
 import { postgres } from "./scenarios/postgres.ts";
+import { sandbox } from "./scenarios/sandbox.ts";
 import { sharedData } from "./scenarios/shared_data.ts";
 
 /** Every scenario, in the order the suite runs them. */
@@ -27,6 +28,7 @@ export const SCENARIOS: readonly Scenario[] = [
   compaction,
   permission,
   confinement,
+  sandbox,
   pathological,
   kill,
   orphans,
