@@ -324,11 +324,13 @@ async function composeServer(
   void catalog.discover({ timeoutMs: DISCOVERY_TIMEOUT_MS });
   const dataDir = dataDirectory(config, platform.host);
   const location = storeLocation(config, platform.host);
-  const [allowedRoots, sandbox] = await Promise.all([
+  // Probed while the rest is set up (the store opened); a failure is seen once the store is open.
+  const sandboxReady = commandSandbox(platform.host, config, [dataDir, location]);
+  sandboxReady.catch(() => {});
+  const [allowedRoots] = await Promise.all([
     config.allowedRoots === undefined
       ? undefined
       : canonicalRoots(platform.host, config.allowedRoots),
-    commandSandbox(platform.host, config, [dataDir, location]),
     usableDirectory(platform.host, dataDir, "the data directory"),
     location === dataDir || isPostgresUrl(location) || location === MEMORY_STORE
       ? undefined
@@ -343,6 +345,13 @@ async function composeServer(
     commitTimeoutMs: settings.store.commitTimeoutMs,
   });
   logger.info("session store", { store: opened.description });
+  let sandbox: CommandSandbox;
+  try {
+    sandbox = await sandboxReady;
+  } catch (error) {
+    await opened.close();
+    throw error;
+  }
   // Commands die with this process, even by SIGKILL: supervised from the first on. Reaping what a
   // killed predecessor left loads the process supervision (slow to load on Deno), so on stdio it
   // waits for the server's first idle moment with its sessions ready (`idleTask`): it delays

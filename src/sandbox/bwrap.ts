@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { HostProcesses } from "../host/host.ts";
+import type { HostProcesses, ProbeResult } from "../host/host.ts";
 import type {
   HiddenPath,
   SandboxBackend,
@@ -114,37 +114,53 @@ export async function detectBwrap(
   binary: string,
   signal?: AbortSignal,
 ): Promise<SandboxDetection> {
-  const stop = new AbortController();
-  const timer = setTimeout(() => stop.abort(), BWRAP_PROBE_TIMEOUT_MS);
-  const onAbort = (): void => stop.abort();
-  signal?.addEventListener("abort", onAbort, { once: true });
+  const args = bwrapArgs({
+    level: "read-only",
+    roots: [],
+    cwd: "/",
+    network: false,
+    hide: [],
+    program: "true",
+    args: [],
+  });
   try {
-    const args = bwrapArgs({
-      level: "read-only",
-      roots: [],
-      cwd: "/",
-      network: false,
-      hide: [],
-      program: "true",
-      args: [],
-    });
-    const child = await processes.spawn(binary, args, { cwd: "/", signal: stop.signal });
-    const [stderr, exit] = await Promise.all([
-      new Response(child.stderr).text(),
-      child.exited,
-      new Response(child.stdout).arrayBuffer(),
-    ]);
-    if (exit.code === 0) return { available: true, backend: new BwrapBackend(binary) };
-    if (stop.signal.aborted) {
+    signal?.throwIfAborted();
+    const result = processes.probe
+      ? await processes.probe(binary, args, { timeoutMs: BWRAP_PROBE_TIMEOUT_MS })
+      : await spawnProbe(processes, binary, args, signal);
+    if (result.code === 0) return { available: true, backend: new BwrapBackend(binary) };
+    if (result.code === null) {
       return { available: false, reason: `${binary} did not answer in time` };
     }
-    const detail = stderr.trim().split("\n").pop() ?? "";
+    const detail = result.stderr.trim().split("\n").pop() ?? "";
     return {
       available: false,
       reason: `${binary} cannot make a sandbox here${detail ? `: ${detail}` : ""}`,
     };
   } catch (error) {
     return { available: false, reason: `cannot run ${binary}: ${(error as Error).message}` };
+  }
+}
+
+/** The probe through {@link HostProcesses.spawn}, for a host without `probe`. */
+async function spawnProbe(
+  processes: HostProcesses,
+  binary: string,
+  args: readonly string[],
+  signal: AbortSignal | undefined,
+): Promise<ProbeResult> {
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), BWRAP_PROBE_TIMEOUT_MS);
+  const onAbort = (): void => stop.abort();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    const child = await processes.spawn(binary, args, { cwd: "/", signal: stop.signal });
+    const [stderr, exit] = await Promise.all([
+      new Response(child.stderr).text(),
+      child.exited,
+      new Response(child.stdout).arrayBuffer(),
+    ]);
+    return { code: stop.signal.aborted ? null : exit.code, stderr };
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener("abort", onAbort);
