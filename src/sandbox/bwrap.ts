@@ -85,16 +85,25 @@ function visibleHidden(hide: readonly HiddenPath[], roots: readonly string[]): H
 
 /** The bubblewrap backend: a {@link SandboxBackend} that runs `bwrap <args> -- program args`. */
 export class BwrapBackend implements SandboxBackend {
-  /** @inheritdoc */
+  /** The backend's name: `bubblewrap`. */
   readonly name = "bubblewrap";
   readonly #binary: string;
 
-  /** @param binary The `bwrap` binary (a path, or a name looked up on `PATH`) */
+  /**
+   * Makes the backend.
+   *
+   * @param binary The `bwrap` binary (a path, or a name looked up on `PATH`)
+   */
   constructor(binary: string) {
     this.#binary = binary;
   }
 
-  /** @inheritdoc */
+  /**
+   * The argv `bwrap <bwrapArgs(request)>`.
+   *
+   * @param request The command and its confinement
+   * @returns What to run
+   */
   wrap(request: SandboxRequest): WrappedCommand {
     return { program: this.#binary, args: bwrapArgs(request) };
   }

@@ -41,7 +41,11 @@ export const DEFAULT_SANDBOX_PIDS = 1024;
 
 /** Thrown when a requested sandbox cannot be set up: the server must not start. */
 export class SandboxUnavailableError extends Error {
-  /** @param message Names bubblewrap, why it does not work and how to get it */
+  /**
+   * Makes the error.
+   *
+   * @param message Names bubblewrap, why it does not work and how to get it
+   */
   constructor(message: string) {
     super(message);
     this.name = "SandboxUnavailableError";
@@ -113,7 +117,12 @@ export class CommandSandbox {
   readonly #hide: readonly HiddenPath[];
   readonly #cgroups: PidsCgroups | undefined;
 
-  /** @param options The level, the backend and what it hides */
+  /**
+   * Makes the server's sandbox.
+   *
+   * @param options The level, the backend and what it hides
+   * @throws {SandboxUnavailableError} For a level other than `off` without a backend
+   */
   constructor(options: CommandSandboxOptions) {
     if (options.level !== "off" && options.backend === undefined) {
       throw new SandboxUnavailableError(`Cannot sandbox commands (${options.level}): no backend`);

@@ -31,6 +31,8 @@ export class PidsCgroups {
   #next = 0;
 
   /**
+   * Makes the cgroups' maker.
+   *
    * @param dir A writable pids cgroup whose children get the `pids` controller (see
    *   {@link findPidsCgroups})
    * @param host Removes cgroups and tells which servers are alive

@@ -14,7 +14,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { link, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import process from "node:process";
 import { exitWithin, spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
@@ -74,7 +74,8 @@ const PROBES: readonly Probe[] = [
   {
     name: "read ~/.ssh",
     command: () => "cat ~/.ssh/id_ed25519",
-    escaped: async (_paths, run) => (run.results.get("read ~/.ssh") ?? "").includes("SECRET"),
+    escaped: (_paths, run) =>
+      Promise.resolve((run.results.get("read ~/.ssh") ?? "").includes("SECRET")),
   },
   {
     name: "write into the data directory",
