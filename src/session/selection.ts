@@ -12,7 +12,7 @@ import type {
 } from "../transport/acp_types.ts";
 import type { StoredEvent } from "../store/session_store.ts";
 import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
-import type { SandboxLevel } from "../sandbox/sandbox.ts";
+import { type SandboxLevel, sandboxTightness } from "../sandbox/sandbox.ts";
 import {
   buildConfigOptions,
   buildModeState,
@@ -207,5 +207,5 @@ export function configEvent({ model, mode, effort, sandbox }: Selection): Stored
 export function sandboxLevel(selection: Selection, sandbox: CommandSandbox): SandboxLevel {
   const chosen = selection.sandbox;
   if (chosen === undefined) return sandbox.level;
-  return sandbox.refuse(chosen)?.includes("looser") ? sandbox.level : chosen;
+  return sandboxTightness(chosen) < sandboxTightness(sandbox.level) ? sandbox.level : chosen;
 }
