@@ -37,6 +37,7 @@ export type {
   HostProcess,
   HostProcesses,
   PipedHostProcess,
+  ProbeResult,
   SpawnOptions,
   SuperviseOptions,
   SyncOptions,

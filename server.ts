@@ -55,6 +55,27 @@ export {
 export { NO_RULES, type PermissionRules } from "./src/permission/rules.ts";
 export { type ApiKeyVariable, ModelCatalog, type ModelCatalogOptions } from "./src/llm/catalog.ts";
 export type { Host, SuperviseOptions } from "./src/host/host.ts";
+export {
+  CommandSandbox,
+  type CommandSandboxOptions,
+  DEFAULT_SANDBOX_PIDS,
+  HIDDEN_HOME_PATHS,
+  type SandboxedCommandRequest,
+  type SandboxSetup,
+  SandboxUnavailableError,
+  setUpSandbox,
+} from "./src/sandbox/command_sandbox.ts";
+export {
+  type HiddenPath,
+  SANDBOX_LEVELS,
+  type SandboxBackend,
+  type SandboxDetection,
+  type SandboxLevel,
+  type SandboxRequest,
+  type WrappedCommand,
+} from "./src/sandbox/sandbox.ts";
+export { BwrapBackend, detectBwrap } from "./src/sandbox/bwrap.ts";
+export { PidsCgroups } from "./src/sandbox/pids_cgroup.ts";
 export { NodeHost } from "./src/host/node_host.ts";
 export { builtinTools } from "./src/tools/builtin_tools.ts";
 export type { Tool } from "./src/tools/tool.ts";

@@ -163,6 +163,7 @@ const RANKS: Readonly<Record<string, number>> = {
   llm: 20,
   permission: 20,
   transport: 15,
+  sandbox: 12,
   host: 10,
   log: 5,
   util: 0,

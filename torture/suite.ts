@@ -19,6 +19,7 @@ import { pathological } from "./scenarios/pathological.ts";
 import { permission } from "./scenarios/permission.ts";
 import { postgres } from "./scenarios/postgres.ts";
 import { rules } from "./scenarios/rules.ts";
+import { sandbox } from "./scenarios/sandbox.ts";
 import { sharedData } from "./scenarios/shared_data.ts";
 
 /** Every scenario, in the order the suite runs them. */
@@ -31,6 +32,7 @@ export const SCENARIOS: readonly Scenario[] = [
   rules,
   confinement,
   env,
+  sandbox,
   pathological,
   kill,
   orphans,

@@ -1,5 +1,14 @@
 import type { PermissionMode } from "../permission/mode.ts";
 import type { PermissionRules } from "../permission/rules.ts";
+import { type SandboxLevel, sandboxSummary } from "../sandbox/sandbox.ts";
+
+/** The sandbox the session's commands run in, as the system prompt states it. */
+export interface SystemPromptSandbox {
+  /** The session's level. */
+  readonly level: SandboxLevel;
+  /** Whether commands may reach the network. */
+  readonly network: boolean;
+}
 
 /** Inputs of {@link buildSystemPrompt}. */
 export interface SystemPromptOptions {
@@ -12,6 +21,8 @@ export interface SystemPromptOptions {
   readonly instructions?: string;
   /** The permission mode and rules the turn runs under (see {@link permissionLines}). */
   readonly permissions?: { readonly mode: PermissionMode; readonly rules?: PermissionRules };
+  /** The sandbox of `run_command`, when the server has one. */
+  readonly sandbox?: SystemPromptSandbox;
 }
 
 /**
@@ -40,6 +51,7 @@ export function buildSystemPrompt(options: SystemPromptOptions): string {
   if (options.permissions) {
     lines.push(...permissionLines(options.permissions.mode, options.permissions.rules));
   }
+  if (options.sandbox) lines.push(...sandboxLines(options.sandbox));
   if (options.instructions) {
     lines.push("", "Project instructions (AGENTS.md):", options.instructions.trim());
   }
@@ -100,4 +112,28 @@ export function permissionLines(mode: PermissionMode, rules?: PermissionRules): 
       `the whole line): ${shown}${more > 0 ? `; and ${more} more` : ""}.`,
   );
   return lines;
+}
+
+/**
+ * The system prompt's lines about the sandbox of `run_command`, so that the model does not spend
+ * steps on what will be refused.
+ *
+ * @example A workspace-write session
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { sandboxLines } from "./system_prompt.ts";
+ * const [line] = sandboxLines({ level: "workspace-write", network: false });
+ * assert.match(line ?? "", /sandbox workspace-write/);
+ * ```
+ *
+ * @param sandbox The session's level and whether commands may reach the network
+ * @returns The lines
+ */
+export function sandboxLines(sandbox: SystemPromptSandbox): string[] {
+  if (sandbox.level === "off") return ["Commands (run_command) run without a sandbox."];
+  return [
+    `Commands (run_command) run in a ${sandboxSummary(sandbox.level, sandbox.network)}` +
+    "; credential directories such as ~/.ssh are hidden and /tmp is private to each command." +
+    " A command the sandbox refuses fails with that error: do not retry it, say so or ask the user.",
+  ];
 }

@@ -41,7 +41,10 @@ import {
   loadHttpTransport,
   loadJsonText,
   loadModelsCommand,
+  loadSandbox,
 } from "./lazy.ts";
+import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
+import { sandboxedProcesses } from "../sandbox/sandboxed_processes.ts";
 
 /** What a runtime entry point hands the CLI. */
 export interface CliPlatform {
@@ -322,6 +325,9 @@ async function composeServer(
   void catalog.discover({ timeoutMs: DISCOVERY_TIMEOUT_MS });
   const dataDir = dataDirectory(config, platform.host);
   const location = storeLocation(config, platform.host);
+  // Probed while the rest is set up (the store opened); a failure is seen once the store is open.
+  const sandboxReady = commandSandbox(platform.host, config, [dataDir, location]);
+  sandboxReady.catch(() => {});
   const [allowedRoots] = await Promise.all([
     config.allowedRoots === undefined
       ? undefined
@@ -340,6 +346,13 @@ async function composeServer(
     commitTimeoutMs: settings.store.commitTimeoutMs,
   });
   logger.info("session store", { store: opened.description });
+  let sandbox: CommandSandbox;
+  try {
+    sandbox = await sandboxReady;
+  } catch (error) {
+    await opened.close();
+    throw error;
+  }
   // Commands die with this process, even by SIGKILL: supervised from the first on. Reaping what a
   // killed predecessor left loads the process supervision (slow to load on Deno), so on stdio it
   // waits for the server's first idle moment with its sessions ready (`idleTask`): it delays
@@ -356,8 +369,15 @@ async function composeServer(
       (error) =>
         logger.warn("cannot reap processes left by earlier servers", { error: String(error) }),
     );
+  if (sandbox.warning !== undefined) logger.warn(sandbox.warning);
+  logger.info("command sandbox", {
+    level: sandbox.level,
+    network: sandbox.network,
+    pidsLimit: sandbox.pidsLimit ?? "none",
+  });
+  void sandbox.reapStale().catch(() => {});
   // Every session gets the built-in tools (the default), and `delegate` when agents are configured.
-  const toolsFor = delegatingToolsFor(config, platform.host, logger, catalog);
+  const toolsFor = delegatingToolsFor(config, platform.host, logger, catalog, sandbox);
   const server = createAgentServer({
     settings: settings.server,
     catalog,
@@ -367,12 +387,41 @@ async function composeServer(
     attachments: opened.attachments,
     ...(toolsFor ? { toolsFor } : {}),
     ...(allowedRoots ? { allowedRoots } : {}),
+    sandbox,
     ...(platform.defer ? { defer: platform.defer } : {}),
     ...(idle ? { idleTask: idle } : {}),
     // On stdio the one client names every path: checking them synchronously holds up no one else.
     blockingPathChecks: transport === "stdio",
   });
   return { server, closeStore: () => opened.close() };
+}
+
+/**
+ * The server's command sandbox (`--sandbox`, `--sandbox-network`, `--sandbox-pids`): probed at
+ * start-up, in parallel with the rest. Hidden from commands besides the home's credentials: the
+ * data directory, a store directory and the token file. A requested sandbox that cannot be set
+ * up stops the start (exit 2).
+ */
+async function commandSandbox(
+  host: Host,
+  config: Config,
+  directories: readonly string[],
+): Promise<CommandSandbox> {
+  const { setUpSandbox, SandboxUnavailableError } = await loadSandbox();
+  const hide = directories.filter((dir) => isAbsolutePath(dir));
+  if (config.tokenFile !== undefined) hide.push(absolutePath(config.tokenFile, host));
+  try {
+    return await setUpSandbox(host, {
+      requested: config.sandbox,
+      network: config.sandboxNetwork,
+      pidsLimit: config.sandboxPids,
+      children: config.sandboxChildren,
+      hide,
+    });
+  } catch (error) {
+    if (error instanceof SandboxUnavailableError) throw new ConfigError(error.message);
+    throw error;
+  }
 }
 
 /**
@@ -385,6 +434,7 @@ function delegatingToolsFor(
   host: Host,
   logger: Logger,
   catalog: ModelCatalog,
+  sandbox: CommandSandbox,
 ): ToolSetFactory | undefined {
   const depth = readDelegationDepth(host.env(DELEGATION_DEPTH_ENV));
   if (!mayDelegate(config, depth)) {
@@ -410,7 +460,10 @@ function delegatingToolsFor(
       ...builtinTools(),
       delegateTool({
         agents: config.agents,
-        processes: host,
+        // `--sandbox-children`: the agents run in the command sandbox, the session's roots theirs.
+        processes: sandboxedProcesses(host, sandbox, {
+          roots: [info.cwd, ...info.additionalDirectories],
+        }),
         depth,
         secrets,
         disposer: info.disposer,

@@ -14,6 +14,7 @@ import type * as HttpTransport from "../transport/http/http_transport.ts";
 import { lazyImport } from "../util/lazy_import.ts";
 import type * as CopySessionsCommand from "./copy_sessions_command.ts";
 import type * as ModelsCommand from "./models_command.ts";
+import type * as CommandSandbox from "../sandbox/command_sandbox.ts";
 
 /**
  * The JSON reader with line and column in its errors (config and script files).
@@ -76,4 +77,13 @@ export function loadHttpSecurity(): Promise<typeof HttpSecurity> {
  */
 export function loadHttpTransport(): Promise<typeof HttpTransport> {
   return lazyImport<typeof HttpTransport>(import("../transport/http/http_transport" + ".ts"));
+}
+
+/**
+ * `src/sandbox/command_sandbox.ts`, for setting up the command sandbox at start-up.
+ *
+ * @returns The module
+ */
+export function loadSandbox(): Promise<typeof CommandSandbox> {
+  return lazyImport<typeof CommandSandbox>(import("../sandbox/command_sandbox" + ".ts"));
 }

@@ -11,6 +11,7 @@ import type { ModelFacts } from "../llm/presets.ts";
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "../log/logger.ts";
 import { PERMISSION_MODES, type PermissionMode } from "../permission/mode.ts";
 import type { PermissionRule } from "../permission/rule_syntax.ts";
+import { SANDBOX_LEVELS, type SandboxLevel } from "../sandbox/sandbox.ts";
 import { nearestWord } from "../util/nearest_word.ts";
 import {
   type AgentConfig,
@@ -155,6 +156,17 @@ export interface Config {
   readonly deny: readonly PermissionRule[];
   /** Permission rules that ask before the tool calls they match run (`--ask`). @default {[]} */
   readonly ask: readonly PermissionRule[];
+  /**
+   * The sandbox of the agent's commands: `off`, `read-only` or `workspace-write`; `undefined`
+   * is `workspace-write` where bubblewrap works, else `off` with a warning.
+   */
+  readonly sandbox: SandboxLevel | undefined;
+  /** Whether sandboxed commands may reach the network. @default {false} */
+  readonly sandboxNetwork: boolean;
+  /** Whether MCP stdio servers and delegated agents run in the sandbox too. @default {false} */
+  readonly sandboxChildren: boolean;
+  /** The most processes one sandboxed command may have at once. @default {1024} */
+  readonly sandboxPids: number;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -576,6 +588,47 @@ export const SETTINGS: SettingsTable = {
   ),
   deny: ruleSetting("deny", "Refuse tool calls matching the rule (beats ask and allow rules)"),
   ask: ruleSetting("ask", "Ask before tool calls matching the rule run, even in auto mode"),
+  sandbox: {
+    flag: "--sandbox",
+    placeholder: "<level>",
+    env: "ACP_HARNESS_SANDBOX",
+    fileKey: "sandbox",
+    default: undefined,
+    shownDefault: "detected",
+    help: "Sandbox of commands: off, read-only or workspace-write",
+    // "detected": workspace-write where bubblewrap works, else off with one warning line.
+    note: "asked for explicitly and bubblewrap does not work: exit 2 (ACP_HARNESS_BWRAP names it)",
+    type: oneOf(SANDBOX_LEVELS),
+  },
+  sandboxNetwork: {
+    flag: "--sandbox-network",
+    placeholder: "<bool>",
+    bare: true,
+    env: "ACP_HARNESS_SANDBOX_NETWORK",
+    fileKey: "sandboxNetwork",
+    default: false,
+    help: "Let sandboxed commands reach the network",
+    type: BOOLEAN,
+  },
+  sandboxChildren: {
+    flag: "--sandbox-children",
+    placeholder: "<bool>",
+    bare: true,
+    env: "ACP_HARNESS_SANDBOX_CHILDREN",
+    fileKey: "sandboxChildren",
+    default: false,
+    help: "Run MCP stdio servers and delegated agents in the sandbox too",
+    type: BOOLEAN,
+  },
+  sandboxPids: {
+    flag: "--sandbox-pids",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_SANDBOX_PIDS",
+    fileKey: "sandboxPids",
+    default: 1024,
+    help: "Most processes one sandboxed command may have (a pids cgroup, where one is writable)",
+    type: POSITIVE_INTEGER,
+  },
 };
 
 /** The setting of the permission rules of one kind (see docs/permission.md). */

@@ -259,6 +259,25 @@ export interface HostProcesses {
    * `graceMs`, default 2000), resolves once they are gone, and refuses to start more.
    */
   stopProcesses(options?: { readonly graceMs?: number }): Promise<void>;
+  /**
+   * Runs a short program to its end, unsupervised and without loading the process supervision
+   * (a start-up capability probe, such as the sandbox's `bwrap … true`); SIGKILL after
+   * `timeoutMs`. Rejects when it cannot be started. Optional: without it, probes use
+   * {@link spawn}.
+   */
+  probe?(
+    command: string,
+    args: readonly string[],
+    options: { readonly timeoutMs: number },
+  ): Promise<ProbeResult>;
+}
+
+/** How a {@link HostProcesses.probe} ended. */
+export interface ProbeResult {
+  /** Exit code, or null when killed by a signal (the timeout). */
+  readonly code: number | null;
+  /** What it wrote to stderr (at most 64 KiB). */
+  readonly stderr: string;
 }
 
 /** The process this runs in and the machine it runs on. */

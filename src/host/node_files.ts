@@ -176,10 +176,21 @@ export class NodeFiles implements HostFiles {
     await makeDirectory(fs, dir.length > 1 && dir.endsWith("/") ? dir.slice(0, -1) : dir, 0);
   }
 
-  /** Removes a file or a directory tree; a missing path is fine. */
+  /**
+   * Removes a file or a directory tree; a missing path is fine. An empty directory goes with
+   * `rmdir` first: on Deno and Bun `rm` of a cgroup's directory (whose control files cannot be
+   * unlinked, only the directory removed) fails with EPERM.
+   */
   async remove(file: string): Promise<void> {
     this.#open?.forgetTree(file);
-    await (await fsPromises()).rm(file, { recursive: true, force: true });
+    const fs = await fsPromises();
+    try {
+      await fs.rmdir(file);
+      return;
+    } catch {
+      // Not an empty directory (or missing): removed as a tree below.
+    }
+    await fs.rm(file, { recursive: true, force: true });
   }
 
   /** Renames atomically, replacing `to`. */

@@ -27,6 +27,7 @@ import type {
   HostOptions,
   HostProcess,
   PipedHostProcess,
+  ProbeResult,
   SpawnOptions,
   SuperviseOptions,
   SyncOptions,
@@ -158,6 +159,40 @@ export class NodeHost implements Host {
         this.#supervision.catch(() => {});
       }
       return processes.spawn(command, args, options);
+    });
+  }
+
+  /**
+   * Runs a short program to its end with `node:child_process` alone (no process group, no
+   * supervision, nothing of `./node_processes.ts` loaded); SIGKILL after `timeoutMs`.
+   *
+   * @param command The program
+   * @param args Its arguments
+   * @param options `timeoutMs`: when it is killed
+   * @returns Its exit code and stderr; rejects when it cannot be started
+   */
+  async probe(
+    command: string,
+    args: readonly string[],
+    options: { readonly timeoutMs: number },
+  ): Promise<ProbeResult> {
+    const { spawn } = await import("node:child_process");
+    return await new Promise<ProbeResult>((resolve, reject) => {
+      const child = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
+      let stderr = "";
+      const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs);
+      child.stderr?.setEncoding("utf8");
+      child.stderr?.on("data", (text: string) => {
+        if (stderr.length < 65_536) stderr += text;
+      });
+      child.once("error", (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+      child.once("close", (code) => {
+        clearTimeout(timer);
+        resolve({ code, stderr });
+      });
     });
   }
 

@@ -65,8 +65,9 @@ export class ClientWorkspace implements Workspace {
     if (!this.#capabilities.terminal) return this.#fallback.runCommand(command, options);
     const terminal = await this.#client.createTerminal({
       sessionId: this.#sessionId,
-      command: "/bin/sh",
-      args: ["-c", command],
+      // Sandboxed: the client runs the sandbox's argv (bubblewrap on its machine).
+      command: options.argv?.program ?? "/bin/sh",
+      args: options.argv ? [...options.argv.args] : ["-c", command],
       cwd: options.cwd,
       outputByteLimit: options.outputLimit,
     }, { cancellationSignal: options.signal, stopWaitingOnCancel: true }).catch(rethrowClientError);

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
 import type { Host } from "../host/host.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
 import type { Logger } from "../log/logger.ts";
@@ -32,6 +33,8 @@ export interface ProtocolSettings {
 /** What the handlers use of the server a connection belongs to. */
 export interface ServerContext {
   readonly settings: ProtocolSettings;
+  /** The sessions' command sandbox (its fall-back warning goes in the `initialize` answer). */
+  readonly sandbox?: CommandSandbox | undefined;
   readonly catalog: ModelCatalog;
   readonly host: Host;
   /** Reported as `agentInfo.version`. */

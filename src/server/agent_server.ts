@@ -1,3 +1,4 @@
+import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
 import type { RetryPolicy } from "../agent/run_turn.ts";
 import type { Host } from "../host/host.ts";
 import { ModelCatalog } from "../llm/catalog.ts";
@@ -66,6 +67,12 @@ export interface AgentServerOptions {
   readonly toolsFor?: ToolSetFactory;
   /** How failed model requests are retried. @default {DEFAULT_RETRY} */
   readonly retry?: RetryPolicy;
+  /**
+   * The sandbox of the sessions' commands (`setUpSandbox` in `src/sandbox/command_sandbox.ts`).
+   *
+   * @default {none: commands run unconfined}
+   */
+  readonly sandbox?: CommandSandbox;
   /**
    * Where sessions are recorded.
    *
@@ -213,6 +220,7 @@ function serverParts(options: AgentServerOptions): ServerParts {
     store,
     attachments,
     toolsFor: options.toolsFor ?? builtinToolsFor,
+    sandbox: options.sandbox,
     // Commands keep the user's environment, but not the server's secrets (its token, API keys).
     localWorkspace: new HostWorkspace(options.host, { hiddenEnv: serverSecretEnv(catalog) }),
     retry: options.retry,

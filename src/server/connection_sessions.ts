@@ -95,6 +95,7 @@ function sessionServices(server: ServerParts): SessionServices {
       store: sessionStore(server),
       attachments: server.attachments,
       toolsFor: server.toolsFor,
+      sandbox: server.sandbox,
       retry: server.retry,
       openSessions: server.openSessions,
       defer: server.defer,

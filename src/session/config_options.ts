@@ -1,5 +1,6 @@
 import { PERMISSION_MODES, type PermissionMode } from "../permission/mode.ts";
 import type { ModelInfo } from "../llm/catalog.ts";
+import type { SandboxLevel } from "../sandbox/sandbox.ts";
 import type {
   SessionConfigOption,
   SessionConfigSelectGroup,
@@ -12,6 +13,8 @@ export interface Selection {
   readonly mode: PermissionMode;
   /** Reasoning effort; `undefined` is the provider's own default. */
   readonly effort?: string;
+  /** The sandbox of the session's commands; `undefined` is the server's level. */
+  readonly sandbox?: SandboxLevel;
 }
 
 /** The value of the `reasoning_effort` option that leaves the effort to the provider. */
@@ -49,18 +52,41 @@ const MODE_INFO: Readonly<Record<PermissionMode, { name: string; description: st
   "read-only": { name: "Read only", description: "Edits and commands are refused" },
 };
 
+const SANDBOX_INFO: Readonly<Record<SandboxLevel, { name: string; description: string }>> = {
+  "off": { name: "Off", description: "Commands run unconfined" },
+  "workspace-write": {
+    name: "Workspace write",
+    description: "Commands write only in the workspace and a private /tmp; no network",
+  },
+  "read-only": {
+    name: "Read only",
+    description: "Commands write only in a private /tmp; no network",
+  },
+};
+
+/** The sandbox levels a session may choose and the one it runs at. */
+export interface SandboxChoice {
+  /** The level the session's commands run at. */
+  readonly current: SandboxLevel;
+  /** The levels it may choose: the server's and tighter ones that can be set up. */
+  readonly levels: readonly SandboxLevel[];
+}
+
 /**
  * The complete config option list for a selection.
  *
  * @param selection Current values
  * @param models The models offered
  * @param current The selected model's facts
- * @returns `model` (grouped by provider), `mode`, and `reasoning_effort` for models with efforts
+ * @param sandbox The sandbox levels offered, when the server has a sandbox
+ * @returns `model` (grouped by provider), `mode`, `sandbox` when offered, and `reasoning_effort`
+ *   for models with efforts
  */
 export function buildConfigOptions(
   selection: Selection,
   models: readonly ModelInfo[],
   current: ModelInfo | undefined,
+  sandbox?: SandboxChoice,
 ): SessionConfigOption[] {
   const groups: SessionConfigSelectGroup[] = [];
   for (const model of models) {
@@ -91,6 +117,16 @@ export function buildConfigOptions(
       options: PERMISSION_MODES.map((mode) => ({ value: mode, ...MODE_INFO[mode] })),
     },
   ];
+  if (sandbox) {
+    options.push({
+      id: "sandbox",
+      name: "Command sandbox",
+      description: "What commands may write and reach (only tighter than the server's)",
+      type: "select",
+      currentValue: sandbox.current,
+      options: sandbox.levels.map((level) => ({ value: level, ...SANDBOX_INFO[level] })),
+    });
+  }
   const efforts = effortValues(current);
   if (efforts.length > 0) {
     options.push({

@@ -26,7 +26,9 @@ import type { Conversation } from "./conversation.ts";
 import type { Outbox } from "./outbox.ts";
 import type { PermissionGate } from "../permission/gate.ts";
 import { invokedCommand, type SessionCommands } from "../tools/session_commands.ts";
-import { turnEffort } from "./selection.ts";
+import { sandboxLevel, turnEffort } from "./selection.ts";
+import type { SystemPromptSandbox } from "../agent/system_prompt.ts";
+import { sandboxedWorkspace } from "../tools/sandboxed_workspace.ts";
 import { toStoredContent } from "./stored_content.ts";
 import type { SessionServices } from "./session_services.ts";
 import type { SessionTitle } from "./session_title.ts";
@@ -152,7 +154,10 @@ export class PromptTurn {
     return this.#options.compactor.compact({
       provider,
       info,
-      system: this.#options.systemPrompt.get(info.name, pinned.mode),
+      system: this.#options.systemPrompt.get(info.name, {
+        mode: pinned.mode,
+        sandbox: this.#sandboxOf(pinned),
+      }),
       tools: toolSpecs(this.#options.tools),
       reason: "command",
       signal,
@@ -173,13 +178,28 @@ export class PromptTurn {
     meter.reset();
     const { info } = catalog.resolve(pinned.model);
     const used = meter.measure({
-      system: systemPrompt.get(info.name, pinned.mode),
+      system: systemPrompt.get(info.name, { mode: pinned.mode, sandbox: this.#sandboxOf(pinned) }),
       tools: toolSpecs(this.#options.tools),
       history: conversation.messages,
     });
     const report = usage.add({ input: 0, output: 0 }, info, used);
     outbox.record([report.event], false, "later");
     if (report.update) outbox.send(report.update);
+  }
+
+  /** The sandbox of a turn's commands, for the system prompt (none without a server sandbox). */
+  #sandboxOf(pinned: Selection): SystemPromptSandbox | undefined {
+    const { sandbox } = this.#options.services;
+    return sandbox ? { level: sandboxLevel(pinned, sandbox), network: sandbox.network } : undefined;
+  }
+
+  /** The session's workspace, its commands confined at the turn's sandbox level. */
+  #workspace(pinned: Selection): Workspace {
+    const { services, workspace, roots } = this.#options;
+    const { sandbox } = services;
+    return sandbox
+      ? sandboxedWorkspace(workspace, sandbox, sandboxLevel(pinned, sandbox), roots)
+      : workspace;
   }
 
   /** The turn's context control: compaction before requests and after a context error. */
@@ -279,14 +299,17 @@ export class PromptTurn {
       model: info.model,
       ...(effort === undefined ? {} : { reasoningEffort: effort }),
       ...(info.maxOutputTokens === undefined ? {} : { maxOutputTokens: info.maxOutputTokens }),
-      system: options.systemPrompt.get(info.name, state.pinned.mode),
+      system: options.systemPrompt.get(info.name, {
+        mode: state.pinned.mode,
+        sandbox: this.#sandboxOf(state.pinned),
+      }),
       history: options.conversation.messages,
       tools: options.tools,
       imageInput: info.image,
       foreignState: options.conversation.hasForeignState(provider.id),
       cwd: options.cwd,
       roots: options.roots,
-      workspace: options.workspace,
+      workspace: this.#workspace(state.pinned),
       authorize: async (request) => {
         const authorization = await options.permissions.authorize(request, state.pinned.mode);
         if (!authorization.allowed) return authorization;

@@ -8,6 +8,7 @@
 import type { LlmContentPart, LlmMessage } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
 import type { PermissionMode } from "../permission/mode.ts";
+import { isSandboxLevel } from "../sandbox/sandbox.ts";
 import type { SessionUpdate } from "../transport/acp_types.ts";
 import type {
   AttachmentStore,
@@ -282,6 +283,7 @@ function restoreRecord(state: RestoreState, record: StoredRecord | StoredEvent):
         model: record.model,
         mode: record.mode as PermissionMode,
         ...(record.effort === undefined ? {} : { effort: record.effort }),
+        ...(isSandboxLevel(record.sandbox) ? { sandbox: record.sandbox } : {}),
       };
       break;
     case "title":

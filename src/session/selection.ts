@@ -11,12 +11,15 @@ import type {
   SessionUpdate,
 } from "../transport/acp_types.ts";
 import type { StoredEvent } from "../store/session_store.ts";
+import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
+import { type SandboxLevel, sandboxTightness } from "../sandbox/sandbox.ts";
 import {
   buildConfigOptions,
   buildModeState,
   DEFAULT_EFFORT,
   effortValues,
   initialEffort,
+  type SandboxChoice,
   type Selection,
 } from "./config_options.ts";
 
@@ -37,18 +40,28 @@ export interface SelectionChange {
   readonly updates: readonly SessionUpdate[];
 }
 
-/** The model, mode and effort a session runs with, validated against the catalog. */
+/**
+ * The model, mode, effort and sandbox a session runs with, validated against the catalog and the
+ * server's sandbox.
+ */
 export class SessionSelection {
   readonly #catalog: Pick<ModelCatalog, "info" | "list">;
+  readonly #sandbox: CommandSandbox | undefined;
   #selection: Selection;
 
   /**
    * @param selection The initial selection
    * @param catalog The models offered
+   * @param sandbox The server's sandbox (the `sandbox` option is offered with one)
    */
-  constructor(selection: Selection, catalog: Pick<ModelCatalog, "info" | "list">) {
+  constructor(
+    selection: Selection,
+    catalog: Pick<ModelCatalog, "info" | "list">,
+    sandbox?: CommandSandbox,
+  ) {
     this.#selection = selection;
     this.#catalog = catalog;
+    this.#sandbox = sandbox;
   }
 
   /** The current selection (a prompt pins it at admission). */
@@ -63,7 +76,10 @@ export class SessionSelection {
 
   /** The complete config option list. */
   configOptions(): SessionConfigOption[] {
-    return buildConfigOptions(this.#selection, this.#catalog.list(), this.currentModel());
+    const sandbox: SandboxChoice | undefined = this.#sandbox
+      ? { current: sandboxLevel(this.#selection, this.#sandbox), levels: this.#sandbox.levels() }
+      : undefined;
+    return buildConfigOptions(this.#selection, this.#catalog.list(), this.currentModel(), sandbox);
   }
 
   /** The mode state, in sync with the `mode` option. */
@@ -86,6 +102,14 @@ export class SessionSelection {
    */
   set(configId: string, value: unknown): SelectionChange {
     const allowed = this.#allowedValues(configId);
+    const refused = configId === "sandbox" && typeof value === "string"
+      ? this.#sandbox?.refuse(value as SandboxLevel)
+      : undefined;
+    if (refused !== undefined) {
+      throw new ConfigValueError(
+        `value: sandbox ${refused}; expected one of ${allowed.join(", ")}`,
+      );
+    }
     if (typeof value !== "string" || !allowed.includes(value)) {
       throw new ConfigValueError(
         `value: ${JSON.stringify(value)} is not a value of "${configId}"; expected one of ${
@@ -125,9 +149,15 @@ export class SessionSelection {
     const selection = this.#selection;
     if (configId === "model") {
       const effort = initialEffort(this.#catalog.info(value));
-      return { model: value, mode: selection.mode, ...(effort === undefined ? {} : { effort }) };
+      return {
+        model: value,
+        mode: selection.mode,
+        ...(effort === undefined ? {} : { effort }),
+        ...(selection.sandbox === undefined ? {} : { sandbox: selection.sandbox }),
+      };
     }
     if (configId === "mode") return { ...selection, mode: value as PermissionMode };
+    if (configId === "sandbox") return { ...selection, sandbox: value as SandboxLevel };
     const { effort: _previous, ...rest } = selection;
     return value === DEFAULT_EFFORT ? rest : { ...rest, effort: value };
   }
@@ -154,6 +184,28 @@ export function turnEffort(pinned: Selection, model: ModelInfo): string | undefi
  * @param selection The selection
  * @returns The event
  */
-export function configEvent({ model, mode, effort }: Selection): StoredEvent {
-  return { type: "config", model, mode, ...(effort === undefined ? {} : { effort }) };
+export function configEvent({ model, mode, effort, sandbox }: Selection): StoredEvent {
+  return {
+    type: "config",
+    model,
+    mode,
+    ...(effort === undefined ? {} : { effort }),
+    ...(sandbox === undefined ? {} : { sandbox }),
+  };
+}
+
+/**
+ * The level a session's commands run at: its chosen one when the server's sandbox allows it
+ * (a recorded choice looser than a restarted server's level becomes that level), else the
+ * server's. A chosen level that cannot be set up stays, and its commands fail rather than run
+ * unconfined.
+ *
+ * @param selection The session's selection
+ * @param sandbox The server's sandbox
+ * @returns The level
+ */
+export function sandboxLevel(selection: Selection, sandbox: CommandSandbox): SandboxLevel {
+  const chosen = selection.sandbox;
+  if (chosen === undefined) return sandbox.level;
+  return sandboxTightness(chosen) < sandboxTightness(sandbox.level) ? sandbox.level : chosen;
 }

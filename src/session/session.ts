@@ -118,7 +118,7 @@ export class Session {
     this.#lifecycle = lifecycle;
     this.#slot = new PromptSlot(options.id, lifecycle);
     const { services } = options;
-    this.#selection = new SessionSelection(options.selection, services.catalog);
+    this.#selection = new SessionSelection(options.selection, services.catalog, services.sandbox);
     const recorder = new Recorder({
       sessionId: options.id,
       store: services.store,

@@ -1,3 +1,4 @@
+import { sandboxedProcesses } from "../sandbox/sandboxed_processes.ts";
 import type { CompactionNotices } from "../compaction/compactor.ts";
 import { SessionNotFoundError } from "../util/session_not_found_error.ts";
 import type { PermissionMode } from "../permission/mode.ts";
@@ -505,7 +506,10 @@ export class SessionManager {
     const { McpHub } = await import("../mcp/mcp_hub.ts");
     const hub = await McpHub.connect({
       servers,
-      processes: host,
+      // `--sandbox-children`: the servers run in the command sandbox, the session's roots theirs.
+      processes: sandboxedProcesses(host, this.#options.services.sandbox, {
+        roots: [params.cwd, ...params.additionalDirectories],
+      }),
       cwd: params.cwd,
       logger,
       logFields: { sessionId: id },

@@ -12,6 +12,7 @@ import type { Host } from "../host/host.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
 import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import type { ToolSetFactory } from "./tool_set_factory.ts";
+import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
 
 /** The settings sessions read, fixed for a server's life; times in ms. */
 export interface SessionSettings extends TurnSettings {
@@ -60,6 +61,11 @@ export interface SessionServices extends TurnServices {
   readonly attachments: AttachmentStore;
   /** Makes the tool set of each session. */
   readonly toolsFor: ToolSetFactory;
+  /**
+   * The sandbox of the sessions' commands (`run_command`), at the server's level; a session may
+   * choose a tighter one (its `sandbox` option). Absent: commands run unconfined.
+   */
+  readonly sandbox?: CommandSandbox | undefined;
   /**
    * The ids of the sessions open on any connection of the server, shared by their managers: a
    * session open on another connection is not deleted from under it.

@@ -3,9 +3,17 @@
  *
  * @module
  */
-import { buildSystemPrompt } from "../agent/system_prompt.ts";
+import { buildSystemPrompt, type SystemPromptSandbox } from "../agent/system_prompt.ts";
 import type { PermissionMode } from "../permission/mode.ts";
 import type { PermissionRules } from "../permission/rules.ts";
+
+/** What the system prompt of one turn states besides the model and the day. */
+export interface SystemPromptTurn {
+  /** The permission mode the turn runs under. */
+  readonly mode?: PermissionMode | undefined;
+  /** The sandbox the session's commands run in, when the server has one. */
+  readonly sandbox?: SystemPromptSandbox | undefined;
+}
 
 /** What a {@link SystemPromptCache} is built from. */
 export interface SystemPromptCacheOptions {
@@ -19,8 +27,8 @@ export interface SystemPromptCacheOptions {
 }
 
 /**
- * The system prompt of the last model, permission mode and (UTC) day asked for, rebuilt when
- * one changes.
+ * The system prompt of the last model, permission mode, sandbox level and (UTC) day asked for,
+ * rebuilt when one changes.
  */
 export class SystemPromptCache {
   readonly #options: SystemPromptCacheOptions;
@@ -35,12 +43,17 @@ export class SystemPromptCache {
    * The system prompt for a model today.
    *
    * @param model The model's human name
-   * @param mode The permission mode of the turn (stated in the prompt when given)
+   * @param turn The permission mode of the turn and the sandbox its commands run in (each
+   *   stated in the prompt when given)
    * @returns The prompt text
    */
-  get(model: string, mode?: PermissionMode): string {
+  get(model: string, turn: SystemPromptTurn = {}): string {
+    const { mode, sandbox } = turn;
     const date = new Date(this.#options.now());
-    const key = `${model}\n${Math.floor(date.getTime() / 86_400_000)}\n${mode ?? ""}`;
+    const day = Math.floor(date.getTime() / 86_400_000);
+    const key = `${model}\n${day}\n${mode ?? ""}\n${sandbox?.level ?? ""}\n${
+      sandbox?.network ?? ""
+    }`;
     if (this.#cached?.key !== key) {
       const { roots, instructions, rules } = this.#options;
       this.#cached = {
@@ -51,6 +64,7 @@ export class SystemPromptCache {
           date,
           ...(instructions ? { instructions } : {}),
           ...(mode ? { permissions: { mode, ...(rules ? { rules } : {}) } } : {}),
+          ...(sandbox ? { sandbox } : {}),
         }),
       };
     }

@@ -81,6 +81,8 @@ export type StoredEvent =
     readonly model: string;
     readonly mode: string;
     readonly effort?: string;
+    /** The session's command sandbox level, when it chose one. */
+    readonly sandbox?: string;
   }
   | {
     readonly type: "usage";

@@ -145,8 +145,9 @@ export class HostWorkspace implements Workspace, WorkspaceFiles {
   }
 
   /**
-   * Runs `/bin/sh -c command` with the server's environment but for `hiddenEnv` (see
-   * {@link HostWorkspaceOptions}). Output of stdout and stderr is combined in arrival order and only
+   * Runs `/bin/sh -c command` (or `options.argv`, its sandboxed form) with the server's
+   * environment but for `hiddenEnv` (see {@link HostWorkspaceOptions}). Output of stdout and
+   * stderr is combined in arrival order and only
    * the last `outputLimit` bytes are kept (cut at a character boundary). On timeout or abort the
    * process group gets SIGTERM (SIGKILL 2 s later) and this resolves once it has ended.
    *
@@ -169,7 +170,8 @@ export class HostWorkspace implements Workspace, WorkspaceFiles {
     try {
       let child: HostProcess;
       try {
-        child = await this.#host.spawn("/bin/sh", ["-c", command], {
+        const { program, args } = options.argv ?? { program: "/bin/sh", args: ["-c", command] };
+        child = await this.#host.spawn(program, args, {
           cwd: options.cwd,
           env: COMMAND_ENV,
           excludeEnv: this.#hiddenEnv,

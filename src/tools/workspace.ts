@@ -33,6 +33,11 @@ export interface RunCommandOptions extends WorkspaceOptions {
    * terminal) need not call it.
    */
   readonly onOutput?: (text: string) => void;
+  /**
+   * The argv that runs the command confined (the sandbox's wrapping of `/bin/sh -c command`):
+   * run instead of `/bin/sh -c command`, on the host or in the client's terminal.
+   */
+  readonly argv?: { readonly program: string; readonly args: readonly string[] };
 }
 
 /** How a command ended. */

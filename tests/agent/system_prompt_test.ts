@@ -52,10 +52,10 @@ Deno.test("buildSystemPrompt() includes the permission lines when given", () => 
 
 Deno.test("SystemPromptCache.get() rebuilds when the mode changes", () => {
   const cache = new SystemPromptCache({ roots: ["/w"], now: () => 0, rules: RULES });
-  const ask = cache.get("M", "ask");
+  const ask = cache.get("M", { mode: "ask" });
   assert.match(ask, /Permission mode: ask/);
-  assert.equal(cache.get("M", "ask"), ask);
-  assert.match(cache.get("M", "read-only"), /Permission mode: read-only/);
-  assert.match(cache.get("M", "ask"), /Permission mode: ask/);
+  assert.equal(cache.get("M", { mode: "ask" }), ask);
+  assert.match(cache.get("M", { mode: "read-only" }), /Permission mode: read-only/);
+  assert.match(cache.get("M", { mode: "ask" }), /Permission mode: ask/);
   assert.doesNotMatch(cache.get("M"), /Permission mode/);
 });

@@ -24,7 +24,13 @@ interface Started extends AsyncDisposable {
 
 /** A server process on the bundled Node build, talking to a fake provider on loopback. */
 async function start(
-  options: { mode?: string; api?: "openai-chat" | "anthropic-messages"; answer?: string } = {},
+  options: {
+    mode?: string;
+    api?: "openai-chat" | "anthropic-messages";
+    answer?: string;
+    /** Extra flags (`--sandbox off` for a test that reads host pids a command writes). */
+    flags?: readonly string[];
+  } = {},
 ): Promise<Started> {
   const dir = await tempDir("acp-harness-e2e-");
   const server = await startFakeLlmServer();
@@ -54,6 +60,7 @@ async function start(
     "fake/coder",
     "--mode",
     options.mode ?? "ask",
+    ...options.flags ?? [],
   ], {
     cwd,
     env: { ...Deno.env.toObject(), FAKE_API_KEY: "sk-test", ACP_HARNESS_HOME: join(cwd, ".home") },
@@ -297,7 +304,9 @@ async function alive(pid: number): Promise<boolean> {
 }
 
 Deno.test("a command's child processes are gone after its timeout and after a cancel", async () => {
-  await using run = await start({ mode: "auto" });
+  // Unconfined: the pids the command writes are the host's (in the sandbox they would be its own
+  // PID namespace's; tests/sandbox/ covers the sandbox's kill).
+  await using run = await start({ mode: "auto", flags: ["--sandbox", "off"] });
   const { agent, cwd, sessionId, server } = run;
   const script = "sleep 30 & echo $! > $PIDFILE; sleep 30";
   server.enqueue(

@@ -96,6 +96,9 @@ async function server(runtime: Runtime, f: Fixture, command?: string): Promise<S
   const agent = spawnAgent(runtime.command, [
     ...runtime.args,
     ...["--model", "scripted", "--script", script, "--mode", "auto", "--data-dir", f.dataDir],
+    // These tests are about the host's supervision of commands: unconfined ones (a sandboxed
+    // command dies with its bwrap, the server's SIGKILL included; tests/sandbox/ covers that).
+    ...["--sandbox", "off"],
   ], { cwd: f.cwd, env: { ...Deno.env.toObject() } });
   await agent.client.initialize();
   return agent;
