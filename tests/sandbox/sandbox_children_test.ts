@@ -6,7 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, rm, stat } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { exitWithin, spawnAgent } from "../_helpers/acp_client.ts";
 import { bwrapAvailable } from "../_helpers/bwrap.ts";
@@ -28,6 +28,10 @@ Deno.test({
       for (const children of [true, false]) {
         const ws = join(dir.path, `ws-${children}`);
         await mkdir(ws);
+        // The server's script from inside the session's root: the sandbox's private /tmp hides
+        // the checkout's own copy when the checkout lives under /tmp (as a CI clone may).
+        const script = join(ws, "fake_mcp_server.mjs");
+        await copyFile(FAKE_MCP_SERVER, script);
         const planted = join(outside, `planted-${children}`);
         const agent = spawnAgent(runtime.command, [
           ...runtime.args,
@@ -41,7 +45,7 @@ Deno.test({
             mcpServers: [{
               name: "fake",
               command: "/bin/sh",
-              args: ["-c", `echo x > ${planted}; exec "$0" "$1"`, NODE, FAKE_MCP_SERVER],
+              args: ["-c", `echo x > ${planted}; exec "$0" "$1"`, NODE, script],
               env: [],
             }],
           });
