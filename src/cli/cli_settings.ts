@@ -4,7 +4,10 @@
  *
  * @module
  */
-import type { Config } from "../config/config.ts";
+import { type Config, ConfigError } from "../config/config.ts";
+import { type McpServerSpec, parseMcpServers } from "../mcp/mcp_declarations.ts";
+import { McpDeclarationError } from "../mcp/mcp_errors.ts";
+import { MCP_CAPABILITIES } from "../protocol/agent_capabilities.ts";
 import type { ServerSettings } from "../server/server_settings.ts";
 import type { HttpLimits } from "../transport/http/http_transport.ts";
 import type { ListenOptions } from "../transport/http/http_handler.ts";
@@ -42,6 +45,7 @@ const MS_PER_S = 1000;
  *
  * @param config The merged config
  * @returns The settings of the server, the store and the HTTP transport
+ * @throws {ConfigError} When an entry of `mcpServers` is invalid (naming it and its field)
  */
 export function settingsOf(config: Config): CliSettings {
   return {
@@ -55,6 +59,7 @@ export function settingsOf(config: Config): CliSettings {
       mcpStartTimeoutMs: config.mcpStartTimeout * MS_PER_S,
       mcpCallTimeoutMs: config.mcpCallTimeout * MS_PER_S,
       mcpStrict: config.mcpStrict,
+      ...operatorMcpServers(config.mcpServers),
       sessionListPageSize: config.sessionListPageSize,
       permissionTimeoutMs: config.permissionTimeout * MS_PER_S,
       maxRequestsInFlight: config.maxRequestsInFlight,
@@ -83,4 +88,24 @@ export function settingsOf(config: Config): CliSettings {
       maxSocketsPerAddress: config.maxSocketsPerAddress,
     },
   };
+}
+
+/**
+ * The config file's `mcpServers`, checked as `session/new` checks a client's (the same
+ * validator): none gives no field.
+ *
+ * @throws {ConfigError} `Invalid "mcpServers" in the config file: mcpServers[1].command: …`
+ */
+function operatorMcpServers(
+  declared: readonly unknown[],
+): { mcpServers?: readonly McpServerSpec[] } {
+  if (declared.length === 0) return {};
+  try {
+    return { mcpServers: parseMcpServers(declared, MCP_CAPABILITIES) };
+  } catch (error) {
+    if (error instanceof McpDeclarationError) {
+      throw new ConfigError(`Invalid "mcpServers" in the config file: ${error.message}`);
+    }
+    throw error;
+  }
 }

@@ -142,6 +142,11 @@ export interface Config {
   /** ACP agents the `delegate` tool can start, by name (config file only). @default {{}} */
   readonly agents: Readonly<Record<string, AgentConfig>>;
   /**
+   * MCP servers started for every session, in `session/new`'s `mcpServers` shape (config file
+   * only; checked entry by entry when the server starts). @default {[]}
+   */
+  readonly mcpServers: readonly unknown[];
+  /**
    * How many levels of delegation may run below the top-level server: a server at that depth
    * (told by its parent through `ACP_HARNESS_DELEGATION_DEPTH`) offers no `delegate` tool.
    * @default {1}
@@ -203,6 +208,14 @@ export interface Setting<V> {
    */
   merge?(lower: V, higher: V): V;
 }
+
+/** A config-file array whose entries a later layer checks (`mcpServers`). */
+const JSON_ARRAY: ValueType<readonly unknown[]> = {
+  fromJson: (json, key) => {
+    if (!Array.isArray(json)) throw new ConfigError(`"${key}" must be an array`);
+    return Object.freeze([...json]);
+  },
+};
 
 /** One {@link Setting} per field of {@link Config}. */
 export type SettingsTable = { readonly [K in keyof Config]: Setting<Config[K]> };
@@ -572,6 +585,12 @@ export const SETTINGS: SettingsTable = {
     default: {},
     help: "ACP agents the delegate tool can start, by name",
     type: AGENTS_SECTION,
+  },
+  mcpServers: {
+    fileKey: "mcpServers",
+    default: [],
+    help: "MCP servers started for every session, as session/new's mcpServers",
+    type: JSON_ARRAY,
   },
   maxDelegationDepth: {
     flag: "--max-delegation-depth",

@@ -97,6 +97,11 @@ export class PromptTurn {
     this.#options = options;
   }
 
+  /** The session's usage meter (the turn's tokens: {@link UsageMeter.turnUsage}). */
+  get usage(): UsageMeter {
+    return this.#options.usage;
+  }
+
   /**
    * Runs one turn.
    *

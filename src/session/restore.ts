@@ -42,6 +42,12 @@ export interface RestoredSession {
   readonly cost: number;
   /** Events that close a turn the process never finished (already applied to `history`). */
   readonly repair: StoredEvent[];
+  /**
+   * The latest `usage_update` (context and cost so far) of a session reopened without replay
+   * (`session/resume`), for the client after the answer; absent when replayed or when no usage
+   * record says the context size.
+   */
+  readonly usage?: SessionUpdate;
 }
 
 /** The note a tool call gets when the server stopped before it finished. */
@@ -146,6 +152,7 @@ export class SessionRestorer {
       else {
         restoreRecord(this.#state, record);
         if (replay) this.#replay(record, updates);
+        else if (record.type === "usage" && record.size !== undefined) this.#usage = record;
       }
     }
     return updates;
@@ -181,7 +188,8 @@ export class SessionRestorer {
       cost: state.cost,
       repair,
     };
-    return { restored, updates };
+    const usage = !this.#options.replay && this.#usage ? usageUpdate(this.#usage) : undefined;
+    return { restored: usage ? { ...restored, usage } : restored, updates };
   }
 
   /** A user message: into the history, and its parts as updates (images fetched once for both). */

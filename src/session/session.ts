@@ -25,9 +25,17 @@ import { SystemPromptCache } from "./system_prompt_cache.ts";
 import { TurnEventMapper } from "./turn_event_mapper.ts";
 import { PromptTurn } from "./prompt_turn.ts";
 import { UpdateQueue, type UpdateSink } from "./update_queue.ts";
-import { UsageMeter } from "./usage_meter.ts";
+import { type TurnUsage, UsageMeter } from "./usage_meter.ts";
 
 export { ConfigValueError } from "./selection.ts";
+export type { TurnUsage } from "./usage_meter.ts";
+
+/** How a prompt turn ended and what it spent. */
+export interface PromptOutcome {
+  readonly stopReason: StopReason;
+  /** The turn's tokens; absent when no model request of it reported usage. */
+  readonly usage?: TurnUsage;
+}
 export { SessionStateError } from "./session_state.ts";
 
 /** What a session is built from: the server's shared services and the session's own parts. */
@@ -177,10 +185,14 @@ export class Session {
 
   /**
    * Tells the client the session's slash commands (`available_commands_update`): the built-in
-   * ones and its MCP servers' prompts. Call it once the client knows the session (after the
-   * `session/new`, `session/load` or `session/resume` answer).
+   * ones and its MCP servers' prompts, after a resumed session's `usage_update` (the spend so
+   * far). Call it once the client knows the session (after the `session/new`, `session/load` or
+   * `session/resume` answer).
    */
   announceCommands(): void {
+    // A resumed session's spend so far (a loaded one's was replayed).
+    const usage = this.#options.restored?.usage;
+    if (usage) this.#outbox.send(usage);
     // What did not start is told first, to a client that takes notices (the answer's `_meta`
     // and the log say it to every client).
     if (this.#options.notices?.notices) {
@@ -261,7 +273,20 @@ export class Session {
    * @returns Why the turn ended, once every update of the turn is written
    * @throws {SessionStateError} When a prompt is in flight or the session is closing
    */
-  prompt(content: readonly LlmContentPart[], signal: AbortSignal): Promise<StopReason> {
+  async prompt(content: readonly LlmContentPart[], signal: AbortSignal): Promise<StopReason> {
+    return (await this.promptWithUsage(content, signal)).stopReason;
+  }
+
+  /**
+   * Runs one prompt turn, as {@link prompt}, and tells what it spent: the tokens of its model
+   * requests (a cancelled turn's too), taken when the turn ends, before the slot is free.
+   *
+   * @param content The validated user message
+   * @param signal Aborted when the request is cancelled
+   * @returns Why the turn ended and its usage
+   * @throws {SessionStateError} When a prompt is in flight or the session is closing
+   */
+  promptWithUsage(content: readonly LlmContentPart[], signal: AbortSignal): Promise<PromptOutcome> {
     const pinned = this.#selection.current;
     const builtin = invokedCommand(content, BUILTIN_COMMANDS);
     let run: (controller: AbortController) => Promise<StopReason>;
@@ -287,12 +312,21 @@ export class Session {
     } else {
       run = (controller) => this.#turns.run(content, controller, pinned);
     }
+    const meter = this.#turns.usage;
+    const metered = async (controller: AbortController): Promise<PromptOutcome> => {
+      meter.beginTurn();
+      const stopReason = await run(controller);
+      const usage = meter.turnUsage();
+      return usage ? { stopReason, usage } : { stopReason };
+    };
     const created = this.#created;
-    if (created === undefined) return this.#slot.take(signal, run);
+    if (created === undefined) return this.#slot.take(signal, metered);
     // The slot is taken now (a cancel finds it); the turn starts once the session is written.
     return this.#slot.take(signal, async (controller) => {
-      if (!await settledUnlessAborted(created, controller.signal)) return "cancelled";
-      return await run(controller);
+      if (!await settledUnlessAborted(created, controller.signal)) {
+        return { stopReason: "cancelled" };
+      }
+      return await metered(controller);
     });
   }
 

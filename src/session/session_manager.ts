@@ -500,7 +500,7 @@ export class SessionManager {
     const { logger } = this.#options;
     const { settings, host } = this.#options.services;
     const toolSet = ToolSet.of(tools, { logger, logFields: { sessionId: id } });
-    const servers = params.mcpServers ?? [];
+    const servers = withOperatorServers(settings.mcpServers ?? [], params.mcpServers ?? []);
     if (servers.length === 0) return { tools: toolSet };
     // Loaded only now: sessions without MCP servers never load the MCP client.
     const { McpHub } = await import("../mcp/mcp_hub.ts");
@@ -566,4 +566,21 @@ export class SessionManager {
 async function releaseLease(lease: Promise<SessionLease>): Promise<void> {
   const held = await lease.catch(() => undefined);
   await held?.release();
+}
+
+/**
+ * The operator's MCP servers (config `mcpServers`) and the client's, the operator's first; a
+ * client's entry replaces the operator's of the same (normalized) name.
+ *
+ * @param operator The config file's servers
+ * @param client The request's servers
+ * @returns The servers the session starts
+ */
+export function withOperatorServers(
+  operator: readonly McpServerSpec[],
+  client: readonly McpServerSpec[],
+): readonly McpServerSpec[] {
+  if (operator.length === 0) return client;
+  const names = new Set(client.map((server) => server.name));
+  return [...operator.filter((server) => !names.has(server.name)), ...client];
 }

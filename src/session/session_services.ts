@@ -13,6 +13,7 @@ import type { ModelCatalog } from "../llm/catalog.ts";
 import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import type { ToolSetFactory } from "./tool_set_factory.ts";
 import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
+import type { McpServerSpec } from "../mcp/mcp_declarations.ts";
 
 /** The settings sessions read, fixed for a server's life; times in ms. */
 export interface SessionSettings extends TurnSettings {
@@ -39,6 +40,11 @@ export interface SessionSettings extends TurnSettings {
    * without it), unless the request says. @default {false}
    */
   readonly mcpStrict: boolean;
+  /**
+   * The operator's MCP servers (config `mcpServers`), started for every session beside the
+   * client's; the client's entry wins on a name clash. @default {none}
+   */
+  readonly mcpServers?: readonly McpServerSpec[];
   /**
    * The permission rules (`--allow`, `--deny`, `--ask`), checked before the mode: see
    * src/permission/rules.ts. @default {no rules}

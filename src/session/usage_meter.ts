@@ -16,9 +16,51 @@ export interface UsageReport {
   readonly update?: SessionUpdate;
 }
 
-/** Accumulates a session's cost (USD) from each model request's usage and the model's prices. */
+/**
+ * A turn's token usage, as the `usage` of the `session/prompt` response (ACP, unstable): the sum
+ * over the turn's model requests. The optional counts are present only when a request reported
+ * them.
+ */
+export interface TurnUsage {
+  /** Input plus output tokens. */
+  readonly totalTokens: number;
+  /** Input tokens, cached ones included. */
+  readonly inputTokens: number;
+  /** Output tokens, reasoning included. */
+  readonly outputTokens: number;
+  /** Reasoning tokens (counted in `outputTokens`). */
+  readonly thoughtTokens?: number;
+  /** Input tokens read from the cache. */
+  readonly cachedReadTokens?: number;
+  /** Input tokens written to the cache. */
+  readonly cachedWriteTokens?: number;
+}
+
+/** Sums of one turn's usage; a count stays undefined until a request reports it. */
+interface Tally {
+  requests: number;
+  input: number;
+  output: number;
+  reasoning?: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+}
+
+/**
+ * Accumulates a session's cost (USD) from each model request's usage and the model's prices, and
+ * the tokens of the turn in progress.
+ *
+ * @example
+ * ```ts
+ * const meter = new UsageMeter();
+ * meter.beginTurn();
+ * meter.add({ input: 100, output: 20, cacheRead: 60 }, model);
+ * meter.turnUsage(); // { totalTokens: 120, inputTokens: 100, outputTokens: 20, cachedReadTokens: 60 }
+ * ```
+ */
 export class UsageMeter {
   #cost: number;
+  #turn: Tally = { requests: 0, input: 0, output: 0 };
 
   /** @param cost The cost so far (a restored session's) */
   constructor(cost = 0) {
@@ -28,6 +70,30 @@ export class UsageMeter {
   /** The cumulative cost in USD, unrounded. */
   get cost(): number {
     return this.#cost;
+  }
+
+  /** Starts counting a new turn's tokens. */
+  beginTurn(): void {
+    this.#turn = { requests: 0, input: 0, output: 0 };
+  }
+
+  /**
+   * The tokens of the turn since {@link beginTurn}, or undefined when no model request of it
+   * reported usage (nothing is known).
+   *
+   * @returns The turn's usage, for the prompt response
+   */
+  turnUsage(): TurnUsage | undefined {
+    const { requests, input, output, reasoning, cacheRead, cacheWrite } = this.#turn;
+    if (requests === 0) return undefined;
+    return {
+      totalTokens: input + output,
+      inputTokens: input,
+      outputTokens: output,
+      ...(reasoning === undefined ? {} : { thoughtTokens: reasoning }),
+      ...(cacheRead === undefined ? {} : { cachedReadTokens: cacheRead }),
+      ...(cacheWrite === undefined ? {} : { cachedWriteTokens: cacheWrite }),
+    };
   }
 
   /**
@@ -40,6 +106,7 @@ export class UsageMeter {
    * @returns Its record and, when the context window is known, its update
    */
   add(usage: LlmUsage, model: ModelInfo, inContext?: number): UsageReport {
+    this.#tally(usage);
     const price = model.pricing;
     if (price) {
       const { input, output, cacheRead = 0, cacheWrite = 0 } = usage;
@@ -65,6 +132,19 @@ export class UsageMeter {
       ...(price ? { cost: { amount: roundCost(this.#cost), currency: "USD" } } : {}),
     };
     return { event, update };
+  }
+
+  /** Adds a request's tokens to the turn's (a context-only report, all zeros, adds nothing). */
+  #tally(usage: LlmUsage): void {
+    const { input, output, cacheRead, cacheWrite, reasoning } = usage;
+    if (input === 0 && output === 0 && !cacheRead && !cacheWrite && !reasoning) return;
+    const turn = this.#turn;
+    turn.requests++;
+    turn.input += input;
+    turn.output += output;
+    if (reasoning !== undefined) turn.reasoning = (turn.reasoning ?? 0) + reasoning;
+    if (cacheRead !== undefined) turn.cacheRead = (turn.cacheRead ?? 0) + cacheRead;
+    if (cacheWrite !== undefined) turn.cacheWrite = (turn.cacheWrite ?? 0) + cacheWrite;
   }
 }
 

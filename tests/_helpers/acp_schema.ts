@@ -33,14 +33,16 @@ ajv.addFormat("uri", (value: string) => {
   }
 });
 ajv.addSchema(schema, "acp");
+// The unstable schema, for the fields that come from it (the prompt response's `usage`).
+ajv.addSchema(require("@agentclientprotocol/sdk/schema/v1/schema.unstable.json"), "acp-unstable");
 
 const cache = new Map<string, ValidateFunction>();
-function validatorFor(def: string): ValidateFunction {
-  let validate = cache.get(def);
+function validatorFor(def: string, id = "acp"): ValidateFunction {
+  let validate = cache.get(`${id}#${def}`);
   if (!validate) {
-    validate = ajv.getSchema(`acp#/$defs/${def}`);
+    validate = ajv.getSchema(`${id}#/$defs/${def}`);
     if (!validate) throw new Error(`No schema definition ${def}`);
-    cache.set(def, validate);
+    cache.set(`${id}#${def}`, validate);
   }
   return validate;
 }
@@ -56,8 +58,8 @@ function defFor(side: string, method: string, suffix: string): string {
 /** Schema problems of one outbound message, or [] when it is valid. */
 export function schemaProblems(message: unknown, requestMethod?: string): string[] {
   const problems: string[] = [];
-  const check = (def: string, value: unknown, what: string): void => {
-    const validate = validatorFor(def);
+  const check = (def: string, value: unknown, what: string, id?: string): void => {
+    const validate = validatorFor(def, id);
     if (!validate(value)) {
       problems.push(
         `${what} does not match ${def}: ${ajv.errorsText(validate.errors, { separator: "; " })}`,
@@ -76,8 +78,26 @@ export function schemaProblems(message: unknown, requestMethod?: string): string
   } else if ("result" in m) {
     if (!requestMethod) problems.push(`response ${String(m.id)} answers no known request`);
     else check(defFor("agent", requestMethod, "Response"), m.result, `${requestMethod} result`);
+    if (requestMethod === "session/prompt") {
+      check("PromptResponse", m.result, "session/prompt result (unstable)", "acp-unstable");
+    }
   } else {
     problems.push("message is neither request, notification nor response");
   }
   return problems;
+}
+
+/**
+ * A `session/prompt` result without its `usage` (the turn's tokens, which vary by model), for
+ * tests that check the stop reason alone.
+ *
+ * @example
+ * ```ts
+ * assert.deepEqual(withoutUsage(response.result), { stopReason: "end_turn" });
+ * ```
+ */
+export function withoutUsage(result: unknown): unknown {
+  if (typeof result !== "object" || result === null || !("usage" in result)) return result;
+  const { usage: _usage, ...rest } = result as Record<string, unknown>;
+  return rest;
 }

@@ -23,7 +23,8 @@ export interface OpenAiTurn {
   readonly text?: readonly string[];
   readonly reasoning?: readonly string[];
   readonly toolCalls?: ReadonlyArray<{ id: string; name: string; arguments: unknown }>;
-  readonly usage?: { prompt: number; completion: number };
+  /** Usage; `cached` and `reasoning` go in `prompt_tokens_details` / `completion_tokens_details`. */
+  readonly usage?: { prompt: number; completion: number; cached?: number; reasoning?: number };
   readonly chunkDelayMs?: number;
   /** Keep the response open after the items (for cancellation tests). */
   readonly hold?: boolean;
@@ -60,6 +61,12 @@ export function openAiTurn(turn: OpenAiTurn): SseResponse {
           prompt_tokens: turn.usage?.prompt ?? 100,
           completion_tokens: turn.usage?.completion ?? 10,
           total_tokens: (turn.usage?.prompt ?? 100) + (turn.usage?.completion ?? 10),
+          ...(turn.usage?.cached === undefined
+            ? {}
+            : { prompt_tokens_details: { cached_tokens: turn.usage.cached } }),
+          ...(turn.usage?.reasoning === undefined
+            ? {}
+            : { completion_tokens_details: { reasoning_tokens: turn.usage.reasoning } }),
         },
       },
     });

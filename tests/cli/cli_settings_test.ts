@@ -56,3 +56,16 @@ Deno.test("settingsOf() carries the other settings as they are", () => {
   assert.deepEqual([httpListen.hostname, httpListen.port], ["::1", 4000]);
   assert.equal(httpLimits.maxBodyBytes, config.maxMessageBytes);
 });
+
+Deno.test("settingsOf() checks config mcpServers with session/new's validator, naming the entry", () => {
+  const settings = settingsOf(mergeConfig({
+    mcpServers: [{ name: "ops", command: "/bin/true", args: ["x"], env: [] }],
+  }));
+  assert.deepEqual(settings.server.mcpServers?.map((server) => server.name), ["ops"]);
+  assert.equal(settingsOf(DEFAULT_CONFIG).server.mcpServers, undefined);
+  assert.throws(
+    () => settingsOf(mergeConfig({ mcpServers: [{ name: "ops", command: "relative" }] })),
+    (error: Error) =>
+      error.name === "ConfigError" && /^Invalid "mcpServers".*mcpServers\[0\]/.test(error.message),
+  );
+});

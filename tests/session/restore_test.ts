@@ -263,7 +263,9 @@ Deno.test("SessionRestorer: batch by batch, the same state and replay as the who
     const finished = restorer.finish();
     updates.push(...finished.updates);
     assert.deepEqual(updates, replayed, `batches of ${size}`);
-    assert.deepEqual(finished.restored, restored, `batches of ${size}`);
+    // A replay sends the usage in its updates; without replay it is kept for the client.
+    const { usage: _usage, ...unreplayed } = restored;
+    assert.deepEqual(finished.restored, unreplayed, `batches of ${size}`);
   }
   const silent = new SessionRestorer({
     attachments,
@@ -275,6 +277,9 @@ Deno.test("SessionRestorer: batch by batch, the same state and replay as the who
   const finished = silent.finish();
   assert.deepEqual(finished.updates, []);
   assert.deepEqual(finished.restored, restored);
+  // The latest usage that says the context size, for a resumed session's client.
+  assert.deepEqual(restored.usage, replayed.findLast((u) => u.sessionUpdate === "usage_update"));
+  assert.ok(restored.usage);
 });
 
 Deno.test("each recorded plan replays as a plan update in log order, on both replay paths", async () => {

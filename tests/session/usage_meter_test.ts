@@ -57,3 +57,26 @@ Deno.test("UsageMeter.add() without prices or context window: no cost, no update
   const sized = meter.add({ input: 5, output: 7 }, modelInfo({ contextWindow: 100 }));
   assert.deepEqual(sized.update, { sessionUpdate: "usage_update", used: 12, size: 100 });
 });
+
+Deno.test("UsageMeter.turnUsage() sums the turn's requests, optional counts only when reported", () => {
+  const meter = new UsageMeter();
+  assert.equal(meter.turnUsage(), undefined);
+  meter.beginTurn();
+  meter.add({ input: 100, output: 20 }, priced);
+  assert.deepEqual(meter.turnUsage(), { totalTokens: 120, inputTokens: 100, outputTokens: 20 });
+  meter.add({ input: 300, output: 50, cacheRead: 80, cacheWrite: 10, reasoning: 30 }, priced);
+  assert.deepEqual(meter.turnUsage(), {
+    totalTokens: 470,
+    inputTokens: 400,
+    outputTokens: 70,
+    thoughtTokens: 30,
+    cachedReadTokens: 80,
+    cachedWriteTokens: 10,
+  });
+  meter.beginTurn();
+  // A context-only report (all zeros, as after /clear) is no request's usage.
+  meter.add({ input: 0, output: 0 }, priced, 42);
+  assert.equal(meter.turnUsage(), undefined);
+  meter.add({ input: 5, output: 1 }, priced);
+  assert.deepEqual(meter.turnUsage(), { totalTokens: 6, inputTokens: 5, outputTokens: 1 });
+});

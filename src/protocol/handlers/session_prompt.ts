@@ -1,23 +1,25 @@
 import type { JsonRpcId, PromptRequest, PromptResponse } from "@agentclientprotocol/sdk";
+import type { TurnUsage } from "../../session/session.ts";
 import type { ConnectionContext } from "../connection_context.ts";
 import { admitPrompt } from "../prompt_content.ts";
 import { mappingErrors } from "../request_errors.ts";
 
 /**
- * `session/prompt`: admits the content, runs a turn and answers with its stop reason.
+ * `session/prompt`: admits the content, runs a turn and answers with its stop reason and, when
+ * its model requests reported any, its token usage.
  *
  * @param connection The connection
  * @param params The request
  * @param request The request's id and abort signal
- * @returns The stop reason
+ * @returns The stop reason and the turn's usage
  */
 export async function prompt(
   connection: ConnectionContext,
   params: PromptRequest,
   request: { readonly requestId: JsonRpcId; readonly signal: AbortSignal },
-): Promise<PromptResponse> {
+): Promise<PromptResponse & { usage?: TurnUsage }> {
   const session = connection.requireSession(params.sessionId);
-  const stopReason = await mappingErrors(() => {
+  const { stopReason, usage } = await mappingErrors(() => {
     // The slot is checked before the content; nothing awaits between here and the turn taking
     // the slot.
     session.assertCanPrompt();
@@ -26,10 +28,11 @@ export async function prompt(
       id: model?.id ?? "",
       image: model?.image ?? false,
     });
-    const turn = session.prompt(content, request.signal);
+    const turn = session.promptWithUsage(content, request.signal);
     // The turn holds the slot and its selection: later messages of the session may go.
     connection.applied(request.requestId);
     return turn;
   });
-  return { stopReason };
+  // `usage` is ACP's unstable field; only when the turn's requests reported some.
+  return usage ? { stopReason, usage } : { stopReason };
 }
