@@ -40,6 +40,11 @@ export interface RestoredSession {
   readonly title?: string;
   /** Cumulative cost in USD. */
   readonly cost: number;
+  /**
+   * Tokens spent, input plus output of every model request (session token budgets count them).
+   * @default {0}
+   */
+  readonly tokens?: number;
   /** Events that close a turn the process never finished (already applied to `history`). */
   readonly repair: StoredEvent[];
 }
@@ -122,6 +127,7 @@ export class SessionRestorer {
     selection: undefined,
     title: undefined,
     cost: 0,
+    tokens: 0,
     open: false,
   };
   /** The latest usage record that says the context size: replayed once, at the end. */
@@ -179,6 +185,7 @@ export class SessionRestorer {
       grants: state.grants,
       ...(state.title === undefined ? {} : { title: state.title }),
       cost: state.cost,
+      tokens: state.tokens,
       repair,
     };
     return { restored, updates };
@@ -230,6 +237,7 @@ interface RestoreState {
   selection: RestoredSession["selection"];
   title: string | undefined;
   cost: number;
+  tokens: number;
   /** Whether a turn started and has not ended. */
   open: boolean;
 }
@@ -297,6 +305,7 @@ function restoreRecord(state: RestoreState, record: StoredRecord | StoredEvent):
       break;
     case "usage":
       if (record.cost !== undefined) state.cost = record.cost;
+      state.tokens += record.usage.input + record.usage.output;
       break;
     default:
       break;

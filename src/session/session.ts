@@ -333,7 +333,7 @@ function buildPromptTurn(options: SessionOptions, outbox: Outbox): PromptTurn {
   const { now } = services;
   const roots = [options.cwd, ...options.additionalDirectories];
   const conversation = new Conversation(restored?.history ?? []);
-  const usage = new UsageMeter(restored?.cost ?? 0);
+  const usage = new UsageMeter(restored?.cost ?? 0, restored?.tokens ?? 0);
   const meter = new ContextMeter();
   return new PromptTurn({
     services,

@@ -19,10 +19,20 @@ export interface UsageReport {
 /** Accumulates a session's cost (USD) from each model request's usage and the model's prices. */
 export class UsageMeter {
   #cost: number;
+  #tokens: number;
 
-  /** @param cost The cost so far (a restored session's) */
-  constructor(cost = 0) {
+  /**
+   * @param cost The cost so far (a restored session's)
+   * @param tokens The tokens (input plus output) spent so far
+   */
+  constructor(cost = 0, tokens = 0) {
     this.#cost = cost;
+    this.#tokens = tokens;
+  }
+
+  /** The tokens spent, input plus output of every request (what session token budgets count). */
+  get tokens(): number {
+    return this.#tokens;
   }
 
   /** The cumulative cost in USD, unrounded. */
@@ -41,6 +51,7 @@ export class UsageMeter {
    */
   add(usage: LlmUsage, model: ModelInfo, inContext?: number): UsageReport {
     const price = model.pricing;
+    this.#tokens += usage.input + usage.output;
     if (price) {
       const { input, output, cacheRead = 0, cacheWrite = 0 } = usage;
       this.#cost += (Math.max(0, input - cacheRead - cacheWrite) * price.input +
