@@ -1,4 +1,5 @@
 import type { StopReason } from "../agent/run_turn.ts";
+import type { BudgetLimits } from "../agent/turn_budget.ts";
 import type { ModelInfo } from "../llm/catalog.ts";
 import type { LlmContentPart } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
@@ -54,6 +55,8 @@ export interface SessionOptions {
   readonly logger: Logger;
   /** State rebuilt from the log, for a loaded or resumed session. */
   readonly restored?: RestoredSession;
+  /** The session's own budgets (the client's), each at most the server's. */
+  readonly budgets?: BudgetLimits;
   /** What the client takes to be told of compactions (`session.compaction`, `session.notices`). */
   readonly notices?: CompactionNotices;
 }
@@ -373,6 +376,7 @@ function buildPromptTurn(options: SessionOptions, outbox: Outbox): PromptTurn {
     events: new TurnEventMapper({ sessionId, output: outbox, conversation, usage, logger, now }),
     meter,
     usage,
+    ...(options.budgets ? { budgets: options.budgets } : {}),
     compactor: new Compactor({
       sessionId,
       threshold: services.settings.compactThreshold,

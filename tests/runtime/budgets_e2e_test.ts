@@ -225,3 +225,48 @@ Deno.test("--max-session-cost is kept from the provider's usage, and an unpriced
   assert.deepEqual(agent.client.problems, []);
   await stop(agent);
 });
+
+Deno.test("a client lowers a budget for its session on session/new, and cannot raise one (-32602)", async () => {
+  const node = RUNTIMES.find((runtime) => runtime.name === "node") as Runtime;
+  await using dir = await tempDir("acp-harness-budget-");
+  const cwd = join(dir.path, "ws");
+  await mkdir(cwd);
+  const script = join(dir.path, "script.json");
+  const call = (id: string): unknown => ({
+    toolCalls: [{
+      id,
+      name: "update_plan",
+      arguments: { entries: [{ content: "x", status: "pending" }] },
+    }],
+  });
+  await writeFile(script, JSON.stringify([call("a"), call("b"), { text: "not reached" }]));
+  await using servers = new Servers(node, cwd);
+  const agent = await servers.start([
+    "--store",
+    "memory:",
+    "--model",
+    "scripted",
+    "--script",
+    script,
+    "--max-tool-calls",
+    "5",
+  ]);
+  await assert.rejects(
+    agent.client.newSession(cwd, { _meta: { "acp-harness": { budgets: { maxToolCalls: 6 } } } }),
+    (error: Error & { code?: number }) =>
+      error.code === -32602 && /budgets\.maxToolCalls: 6 is above the server's limit of 5/.test(
+        error.message,
+      ),
+  );
+  const sessionId = await agent.client.newSession(cwd, {
+    _meta: { "acp-harness": { budgets: { maxToolCalls: 1 } } },
+  });
+  assert.equal(await agent.client.prompt(sessionId, "Plan"), "max_turn_requests");
+  const ends = updatesOf(agent, sessionId).filter((update) =>
+    update.sessionUpdate === "tool_call_update" && update.status !== "in_progress"
+  ).map((update) => `${update.toolCallId} ${update.status}`);
+  assert.deepEqual(ends, ["a completed", "b failed"], "the second step's call is not run");
+  assert.match(texts(updatesOf(agent, sessionId)).at(-1) ?? "", /maxToolCalls \(1 tool calls/);
+  assert.deepEqual(agent.client.problems, []);
+  await stop(agent);
+});
