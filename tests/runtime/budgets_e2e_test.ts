@@ -270,3 +270,43 @@ Deno.test("a client lowers a budget for its session on session/new, and cannot r
   assert.deepEqual(agent.client.problems, []);
   await stop(agent);
 });
+
+Deno.test("--turn-timeout 1: a tool call due after the turn's second is not run", async () => {
+  const deno = RUNTIMES.find((runtime) => runtime.name === "deno") as Runtime;
+  await using dir = await tempDir("acp-harness-budget-");
+  const cwd = join(dir.path, "ws");
+  await mkdir(cwd);
+  const script = join(dir.path, "script.json");
+  const entries = [{ content: "x", status: "pending" }];
+  await writeFile(
+    script,
+    JSON.stringify([
+      // The model takes longer than the whole turn may.
+      { delayMs: 1100, toolCalls: [{ id: "late", name: "update_plan", arguments: { entries } }] },
+      { text: "not reached" },
+    ]),
+  );
+  await using servers = new Servers(deno, cwd);
+  const agent = await servers.start([
+    "--store",
+    "memory:",
+    "--model",
+    "scripted",
+    "--script",
+    script,
+    "--turn-timeout",
+    "1",
+  ]);
+  const sessionId = await agent.client.newSession(cwd);
+  assert.equal(await agent.client.prompt(sessionId, "Plan"), "max_turn_requests");
+  const updates = updatesOf(agent, sessionId);
+  assert.ok(!updates.some((update) => update.sessionUpdate === "plan"), "the call did not run");
+  assert.ok(
+    updates.some((update) =>
+      update.sessionUpdate === "tool_call_update" && update.toolCallId === "late" &&
+      update.status === "failed"
+    ),
+  );
+  assert.match(texts(updates).at(-1) ?? "", /turnTimeout \(1 s per turn\)/);
+  await stop(agent);
+});
