@@ -45,6 +45,8 @@ export interface RestoredSession {
    * @default {0}
    */
   readonly tokens?: number;
+  /** The session's own budgets, as last recorded (a client's lower limits). */
+  readonly budgets?: Extract<StoredEvent, { type: "budgets" }>["limits"];
   /** Events that close a turn the process never finished (already applied to `history`). */
   readonly repair: StoredEvent[];
 }
@@ -186,6 +188,7 @@ export class SessionRestorer {
       ...(state.title === undefined ? {} : { title: state.title }),
       cost: state.cost,
       tokens: state.tokens,
+      ...(state.budgets ? { budgets: state.budgets } : {}),
       repair,
     };
     return { restored, updates };
@@ -238,6 +241,7 @@ interface RestoreState {
   title: string | undefined;
   cost: number;
   tokens: number;
+  budgets?: RestoredSession["budgets"];
   /** Whether a turn started and has not ended. */
   open: boolean;
 }
@@ -296,6 +300,9 @@ function restoreRecord(state: RestoreState, record: StoredRecord | StoredEvent):
       break;
     case "title":
       state.title = record.title;
+      break;
+    case "budgets":
+      state.budgets = record.limits;
       break;
     case "compaction":
       applyCompaction(state.history, record);

@@ -168,6 +168,11 @@ export class Session {
     }
     const repair = this.#options.restored?.repair ?? [];
     if (repair.length > 0) this.#outbox.record(repair, true);
+    // Budgets the client gave with this request are recorded, so a restarted server keeps them.
+    const { budgets } = this.#options;
+    if (budgets && budgets !== this.#options.restored?.budgets) {
+      this.#outbox.record([{ type: "budgets", limits: budgets }], false);
+    }
     // A new session's selection is made durable with its first commit point (its first prompt):
     // creating one waits for no flush.
     if (!this.#options.restored) {

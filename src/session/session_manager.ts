@@ -558,7 +558,7 @@ export class SessionManager {
       workspace: workspaceFor(id),
       ask,
       ...(params.instructions ? { instructions: params.instructions } : {}),
-      ...(params.budgets ? { budgets: params.budgets } : {}),
+      ...budgetsOf(params, restored),
       ...(this.#options.notices ? { notices: this.#options.notices() } : {}),
       sink: sinkFor(id),
       logger,
@@ -571,4 +571,13 @@ export class SessionManager {
 async function releaseLease(lease: Promise<SessionLease>): Promise<void> {
   const held = await lease.catch(() => undefined);
   await held?.release();
+}
+
+/** A session's own budgets: the client's of this request, else those it recorded. */
+function budgetsOf(
+  params: CreateSessionOptions,
+  restored: RestoredSession | undefined,
+): { budgets?: BudgetLimits } {
+  const budgets = params.budgets ?? restored?.budgets;
+  return budgets ? { budgets } : {};
 }

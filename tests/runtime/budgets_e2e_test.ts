@@ -226,7 +226,7 @@ Deno.test("--max-session-cost is kept from the provider's usage, and an unpriced
   await stop(agent);
 });
 
-Deno.test("a client lowers a budget for its session on session/new, and cannot raise one (-32602)", async () => {
+Deno.test("a client lowers a budget for its session on session/new, kept after a restart, and cannot raise one (-32602)", async () => {
   const node = RUNTIMES.find((runtime) => runtime.name === "node") as Runtime;
   await using dir = await tempDir("acp-harness-budget-");
   const cwd = join(dir.path, "ws");
@@ -239,18 +239,22 @@ Deno.test("a client lowers a budget for its session on session/new, and cannot r
       arguments: { entries: [{ content: "x", status: "pending" }] },
     }],
   });
-  await writeFile(script, JSON.stringify([call("a"), call("b"), { text: "not reached" }]));
+  await writeFile(
+    script,
+    JSON.stringify([call("a"), call("b"), call("c"), call("d"), { text: "not reached" }]),
+  );
   await using servers = new Servers(node, cwd);
-  const agent = await servers.start([
-    "--store",
-    "memory:",
+  const flags = [
+    "--data-dir",
+    join(dir.path, "data"),
     "--model",
     "scripted",
     "--script",
     script,
     "--max-tool-calls",
     "5",
-  ]);
+  ];
+  const agent = await servers.start(flags);
   await assert.rejects(
     agent.client.newSession(cwd, { _meta: { "acp-harness": { budgets: { maxToolCalls: 6 } } } }),
     (error: Error & { code?: number }) =>
@@ -269,6 +273,19 @@ Deno.test("a client lowers a budget for its session on session/new, and cannot r
   assert.match(texts(updatesOf(agent, sessionId)).at(-1) ?? "", /maxToolCalls \(1 tool calls/);
   assert.deepEqual(agent.client.problems, []);
   await stop(agent);
+
+  // The session's limit is in its log: a new process that loads it without _meta keeps it (the
+  // server's 5 would let the script's next two calls run and end the turn; the script goes on
+  // from the session's history).
+  const second = await servers.start(flags);
+  await second.client.request("session/load", { sessionId, cwd, mcpServers: [] });
+  const loaded = second.client.updates(sessionId).length;
+  assert.equal(await second.client.prompt(sessionId, "Again"), "max_turn_requests");
+  const again = updatesOf(second, sessionId, loaded).filter((update) =>
+    update.sessionUpdate === "tool_call_update" && update.status !== "in_progress"
+  ).map((update) => `${update.toolCallId} ${update.status}`);
+  assert.deepEqual(again, ["c completed", "d failed"]);
+  await stop(second);
 });
 
 Deno.test("--turn-timeout 1: a tool call due after the turn's second is not run", async () => {
