@@ -201,6 +201,7 @@ export class Session {
         });
       }
     }
+    this.#tellUnpriced();
     const commands = [...BUILTIN_COMMANDS, ...this.#options.commands?.list() ?? []];
     this.#outbox.send({
       sessionUpdate: "available_commands_update",
@@ -209,6 +210,30 @@ export class Session {
         description,
         ...(hint === undefined ? {} : { input: { hint } }),
       })),
+    });
+  }
+
+  /**
+   * Under a cost budget, a model without prices cannot run: said at the session's start (a
+   * `warn` line, and a notice to a client that takes them), and its prompts are refused.
+   */
+  #tellUnpriced(): void {
+    const { services, budgets, logger, id } = this.#options;
+    const limit = budgets?.maxSessionCostUsd ?? services.settings.maxSessionCostUsd;
+    const model = this.#selection.currentModel();
+    if (limit === undefined || !model || model.pricing !== undefined) return;
+    logger.warn("the session's model has no price: it cannot run under the cost budget", {
+      sessionId: id,
+      model: model.id,
+      maxSessionCostUsd: limit,
+    });
+    if (!this.#options.notices?.notices) return;
+    this.#outbox.send({
+      sessionUpdate: "notice",
+      severity: "warning",
+      title: "This model has no price: prompts are refused under the session's cost budget",
+      description: `${model.id} has no pricing; the cost budget is $${limit}. ` +
+        "Choose a priced model or configure its prices.",
     });
   }
 

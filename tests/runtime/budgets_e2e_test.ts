@@ -30,13 +30,17 @@ class Servers implements AsyncDisposable {
     this.cwd = cwd;
   }
 
-  async start(flags: readonly string[], env?: Record<string, string>): Promise<StdioAgent> {
+  async start(
+    flags: readonly string[],
+    env?: Record<string, string>,
+    capabilities?: Record<string, unknown>,
+  ): Promise<StdioAgent> {
     const agent = spawnAgent(this.#runtime.command, [...this.#runtime.args, ...flags], {
       cwd: this.cwd,
       ...(env ? { env: { ...Deno.env.toObject(), ...env } } : {}),
     });
     this.#started.push(agent);
-    await agent.client.initialize();
+    await agent.client.initialize(capabilities);
     return agent;
   }
 
@@ -213,17 +217,33 @@ Deno.test("--max-session-cost is kept from the provider's usage, and an unpriced
     /maxSessionCost.*spent \$0\.001/,
   );
 
-  const unpriced = await agent.client.newSession(cwd);
-  await agent.client.request("session/set_config_option", {
-    sessionId: unpriced,
-    configId: "model",
-    value: "fake/unpriced",
-  });
-  assert.equal(await agent.client.prompt(unpriced, "Go"), "max_turn_requests");
-  assert.equal(server.requests.length, 1, "an unpriced model makes no request");
-  assert.match(texts(updatesOf(agent, unpriced))[0] ?? "", /no price/);
   assert.deepEqual(agent.client.problems, []);
   await stop(agent);
+
+  // An unpriced model under a cost budget: said at the session's start, and no request is made.
+  const other = await servers.start(
+    [
+      "--store",
+      "memory:",
+      "--config",
+      config,
+      "--model",
+      "fake/unpriced",
+      "--max-session-cost",
+      "1",
+    ],
+    { K: "sk-test" },
+    { session: { notices: {} } },
+  );
+  const unpriced = await other.client.newSession(cwd);
+  await other.client.waitForUpdate(unpriced, "notice");
+  const notice = updatesOf(other, unpriced).find((update) => update.sessionUpdate === "notice");
+  assert.match(String(notice?.title), /no price/);
+  assert.equal(await other.client.prompt(unpriced, "Go"), "max_turn_requests");
+  assert.equal(server.requests.length, 1, "an unpriced model makes no request");
+  assert.match(texts(updatesOf(other, unpriced))[0] ?? "", /no price/);
+  assert.deepEqual(other.client.problems, []);
+  await stop(other);
 });
 
 Deno.test("a client lowers a budget for its session on session/new, kept after a restart, and cannot raise one (-32602)", async () => {
