@@ -57,3 +57,10 @@ Deno.test("UsageMeter.add() without prices or context window: no cost, no update
   const sized = meter.add({ input: 5, output: 7 }, modelInfo({ contextWindow: 100 }));
   assert.deepEqual(sized.update, { sessionUpdate: "usage_update", used: 12, size: 100 });
 });
+
+Deno.test("UsageMeter counts the session's tokens, input plus output, from a restored count", () => {
+  const meter = new UsageMeter(0, 100);
+  meter.add({ input: 600, output: 40, cacheRead: 500 }, priced);
+  meter.add({ input: 10, output: 0 }, modelInfo({}));
+  assert.equal(meter.tokens, 750);
+});
