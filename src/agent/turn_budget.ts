@@ -109,7 +109,7 @@ export class TurnBudget {
     const { maxSteps, maxSessionTokens, maxSessionCostUsd } = this.#limits;
     const stop = this.#timeUp() ?? this.#sessionStop(maxSessionTokens, maxSessionCostUsd) ??
       (maxSteps !== undefined && this.#steps >= maxSteps
-        ? this.#stop("maxSteps", `${maxSteps} model requests per turn`, `${this.#steps}`)
+        ? this.#stop("maxSteps", `${count(maxSteps, "model request")} per turn`, `${this.#steps}`)
         : undefined);
     if (stop) return stop;
     this.#steps++;
@@ -126,7 +126,11 @@ export class TurnBudget {
     const { maxToolCalls } = this.#limits;
     const stop = this.#timeUp() ??
       (maxToolCalls !== undefined && this.#toolCalls >= maxToolCalls
-        ? this.#stop("maxToolCalls", `${maxToolCalls} tool calls per turn`, `${this.#toolCalls}`)
+        ? this.#stop(
+          "maxToolCalls",
+          `${count(maxToolCalls, "tool call")} per turn`,
+          `${this.#toolCalls}`,
+        )
         : undefined);
     if (stop) return stop;
     this.#toolCalls++;
@@ -173,11 +177,17 @@ export class TurnBudget {
       stopReason: limit === "maxSessionTokens" ? "max_tokens" : "max_turn_requests",
       limit,
       message: `Budget reached: ${limit} (${what}); spent ${spent}. ` +
-        `This turn: ${this.#steps} model requests, ${this.#toolCalls} tool calls; ` +
+        `This turn: ${count(this.#steps, "model request")}, ${
+          count(this.#toolCalls, "tool call")
+        }; ` +
         `this session: ${spend.tokens} tokens, ${usd(spend.cost)}.`,
     };
     return this.#stopped;
   }
+}
+
+function count(n: number, what: string): string {
+  return `${n} ${what}${n === 1 ? "" : "s"}`;
 }
 
 function seconds(ms: number): string {

@@ -108,7 +108,7 @@ async function toolCallBudget(runtime: Runtime): Promise<void> {
   assert.equal(updates.filter((update) => update.sessionUpdate === "plan").length, 1);
   const said = texts(updates);
   assert.equal(said.length, 1, runtime.name);
-  assert.match(said[0] ?? "", /Budget reached: maxToolCalls \(1 tool calls per turn\); spent 1/);
+  assert.match(said[0] ?? "", /Budget reached: maxToolCalls \(1 tool call per turn\); spent 1/);
   assert.deepEqual(agent.client.problems, [], runtime.name);
   await stop(agent);
 }
@@ -290,7 +290,7 @@ Deno.test("a client lowers a budget for its session on session/new, kept after a
     update.sessionUpdate === "tool_call_update" && update.status !== "in_progress"
   ).map((update) => `${update.toolCallId} ${update.status}`);
   assert.deepEqual(ends, ["a completed", "b failed"], "the second step's call is not run");
-  assert.match(texts(updatesOf(agent, sessionId)).at(-1) ?? "", /maxToolCalls \(1 tool calls/);
+  assert.match(texts(updatesOf(agent, sessionId)).at(-1) ?? "", /maxToolCalls \(1 tool call/);
   assert.deepEqual(agent.client.problems, []);
   await stop(agent);
 
