@@ -5,6 +5,7 @@
  */
 import { type Scenario, ScenarioContext, type Size, type Tally } from "./context.ts";
 import type { RuntimeSpec } from "./driver.ts";
+import { budgets } from "./scenarios/budgets.ts";
 import { cancelRaces } from "./scenarios/cancel.ts";
 import { compaction } from "./scenarios/compaction.ts";
 import { confinement } from "./scenarios/confinement.ts";
@@ -30,6 +31,7 @@ export const SCENARIOS: readonly Scenario[] = [
   compaction,
   permission,
   rules,
+  budgets,
   confinement,
   env,
   sandbox,

@@ -18,6 +18,7 @@ import { ToolSet } from "../tools/tool_set.ts";
 import type { Workspace, WorkspaceFiles } from "../tools/workspace.ts";
 import { abortableDelay } from "../util/abortable_delay.ts";
 import type { TurnEvent } from "./turn_event.ts";
+import { type BudgetStop, TurnBudget } from "./turn_budget.ts";
 
 import type { StopReason } from "../util/stop_reason.ts";
 export type { StopReason };
@@ -75,6 +76,14 @@ export interface TurnSettings {
   readonly maxSteps: number;
   /** Relay deltas as they arrive instead of committed steps. @default {false} */
   readonly stream: boolean;
+  /** Most tool calls run in one turn; absent: no limit. */
+  readonly maxToolCalls?: number | undefined;
+  /** Longest a turn may run in ms (checked before each request and tool call); absent: none. */
+  readonly turnTimeoutMs?: number | undefined;
+  /** Most tokens (input plus output) a session may spend; absent: no limit. */
+  readonly maxSessionTokens?: number | undefined;
+  /** Most a session may cost in USD (a model without prices cannot run); absent: no limit. */
+  readonly maxSessionCostUsd?: number | undefined;
 }
 
 /**
@@ -135,6 +144,11 @@ export interface TurnOptions {
   readonly onRetry?: (error: ProviderError, attempt: number, delayMs: number) => void;
   /** Keeps the history within the context window; without it nothing is compacted. */
   readonly context?: ContextControl;
+  /**
+   * The turn's budget, checked before each model request and tool call.
+   * @default {only the settings' `maxSteps`}
+   */
+  readonly budget?: TurnBudget;
   readonly signal: AbortSignal;
   readonly emit: TurnEmitter;
 }
@@ -159,7 +173,10 @@ export class TurnError extends Error {
 }
 
 /** The turn's options with its tools as a set. */
-type Turn = Omit<TurnOptions, "tools"> & { readonly tools: ToolSet };
+type Turn = Omit<TurnOptions, "tools" | "budget"> & {
+  readonly tools: ToolSet;
+  readonly budget: TurnBudget;
+};
 
 interface StepResult {
   readonly reason: "stop" | "tool-calls" | "max-tokens" | "refusal" | "aborted";
@@ -182,12 +199,14 @@ export async function runTurn(turnOptions: TurnOptions): Promise<StopReason> {
   const options: Turn = {
     ...turnOptions,
     tools: tools instanceof ToolSet ? tools : ToolSet.of(tools),
+    budget: turnOptions.budget ??
+      new TurnBudget({ limits: { maxSteps: turnOptions.services.settings.maxSteps } }),
   };
-  const { signal, history } = options;
-  const { maxSteps } = options.services.settings;
-  for (let step = 0;; step++) {
+  const { signal, history, budget } = options;
+  for (;;) {
     if (signal.aborted) return "cancelled";
-    if (step >= maxSteps) return "max_turn_requests";
+    const stop = budget.beforeRequest();
+    if (stop) return stop.stopReason;
     const result = await runStep(options);
     if (result.reason === "aborted" || signal.aborted) return "cancelled";
     if (result.calls.length > 0) {
@@ -197,6 +216,7 @@ export async function runTurn(turnOptions: TurnOptions): Promise<StopReason> {
         options.emit({ type: "history", message });
       }
       if (signal.aborted) return "cancelled";
+      if (budget.stopped) return budget.stopped.stopReason;
       if (result.reason === "tool-calls" || result.reason === "stop") continue;
     }
     switch (result.reason) {
@@ -433,12 +453,15 @@ async function runToolCalls(
   const worker = async (): Promise<void> => {
     while (next < prepared.length) {
       const index = next++;
+      const entry = prepared[index] as PreparedCall;
+      // Counted in call order, before waiting: which calls a budget stops does not vary.
+      const stop = entry.tool && entry.parsed ? options.budget.beforeToolCall() : undefined;
       let done = (): void => {};
       finished[index] = new Promise((resolve) => done = resolve);
       try {
         const before = waitsFor(index);
         if (before.length > 0) await Promise.all(before);
-        results[index] = await runToolCall(options, prepared[index] as PreparedCall);
+        results[index] = await runToolCall(options, entry, stop);
       } finally {
         done();
       }
@@ -477,11 +500,17 @@ function prepare(options: Turn, call: LlmToolCall): PreparedCall {
   return { call, tool, input, parsed, title, locations };
 }
 
-async function runToolCall(options: Turn, entry: PreparedCall): Promise<LlmMessage> {
+async function runToolCall(
+  options: Turn,
+  entry: PreparedCall,
+  stop: BudgetStop | undefined,
+): Promise<LlmMessage> {
   const { emit, signal } = options;
   const { call, tool, input, parsed } = entry;
   let result: ToolResult;
-  if (!tool) {
+  if (stop) {
+    result = { content: `Tool call not run: ${stop.message}`, isError: true };
+  } else if (!tool) {
     result = { content: `Unknown tool "${call.name}"`, isError: true };
   } else if (!parsed) {
     result = { content: `Tool arguments are not valid JSON: ${call.arguments}`, isError: true };

@@ -54,6 +54,7 @@ export function settingsOf(config: Config): CliSettings {
       mode: config.mode,
       stream: config.stream,
       maxSteps: config.maxSteps,
+      ...budgetSettings(config),
       compactThreshold: config.compactThreshold,
       storeCommitTimeoutMs: config.storeCommitTimeout * MS_PER_S,
       mcpStartTimeoutMs: config.mcpStartTimeout * MS_PER_S,
@@ -108,4 +109,15 @@ function operatorMcpServers(
     }
     throw error;
   }
+/** The budget settings of a config: 0 is no limit (left out), seconds become ms. */
+function budgetSettings(config: Config): Partial<ServerSettings> {
+  const limits: Record<string, number> = {};
+  const set = (key: string, value: number, scale = 1): void => {
+    if (value > 0) limits[key] = value * scale;
+  };
+  set("maxToolCalls", config.maxToolCalls);
+  set("turnTimeoutMs", config.turnTimeout, MS_PER_S);
+  set("maxSessionTokens", config.maxSessionTokens);
+  set("maxSessionCostUsd", config.maxSessionCost);
+  return limits;
 }

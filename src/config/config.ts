@@ -22,6 +22,7 @@ import {
   MODELS_SECTION,
   NON_EMPTY_STRING,
   NON_NEGATIVE_INTEGER,
+  NON_NEGATIVE_NUMBER,
   oneOf,
   PORT,
   POSITIVE_INTEGER,
@@ -70,6 +71,14 @@ export interface Config {
   readonly script: string | undefined;
   /** Most model requests in one turn. @default {50} */
   readonly maxSteps: number;
+  /** Most tool calls run in one turn; 0 is no limit. @default {0} */
+  readonly maxToolCalls: number;
+  /** Seconds a turn may run; 0 is no limit. @default {0} */
+  readonly turnTimeout: number;
+  /** Most tokens (input plus output) a session may spend; 0 is no limit. @default {0} */
+  readonly maxSessionTokens: number;
+  /** Most a session may cost in USD (needs a priced model); 0 is no limit. @default {0} */
+  readonly maxSessionCost: number;
   /**
    * The share of the model's context window at which a session's conversation is compacted
    * before the next model request. @default {0.8}
@@ -271,6 +280,42 @@ export const SETTINGS: SettingsTable = {
     default: 50,
     help: "Most model requests in one turn",
     type: POSITIVE_INTEGER,
+  },
+  maxToolCalls: {
+    flag: "--max-tool-calls",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_MAX_TOOL_CALLS",
+    fileKey: "maxToolCalls",
+    default: 0,
+    help: "Most tool calls run in one turn (0: no limit)",
+    type: NON_NEGATIVE_INTEGER,
+  },
+  turnTimeout: {
+    flag: "--turn-timeout",
+    placeholder: "<s>",
+    env: "ACP_HARNESS_TURN_TIMEOUT",
+    fileKey: "turnTimeout",
+    default: 0,
+    help: "Seconds a turn may run before no more requests or tool calls start (0: no limit)",
+    type: NON_NEGATIVE_INTEGER,
+  },
+  maxSessionTokens: {
+    flag: "--max-session-tokens",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_MAX_SESSION_TOKENS",
+    fileKey: "maxSessionTokens",
+    default: 0,
+    help: "Most tokens (input plus output) one session may spend, across restarts (0: no limit)",
+    type: NON_NEGATIVE_INTEGER,
+  },
+  maxSessionCost: {
+    flag: "--max-session-cost",
+    placeholder: "<usd>",
+    env: "ACP_HARNESS_MAX_SESSION_COST",
+    fileKey: "maxSessionCost",
+    default: 0,
+    help: "Most USD one session may cost, across restarts; needs a priced model (0: no limit)",
+    type: NON_NEGATIVE_NUMBER,
   },
   compactThreshold: {
     flag: "--compact-threshold",

@@ -145,6 +145,18 @@ function nonNegativeInteger(number: number): number | undefined {
   return Number.isSafeInteger(number) && number >= 0 ? number : undefined;
 }
 
+/** A finite number of 0 or more; as text, a decimal (`0.5`, `2`). */
+export const NON_NEGATIVE_NUMBER: ValueType<number> = checkedType({
+  text: (text) =>
+    /^(?:\d+(?:\.\d*)?|\.\d+)$/.test(text) ? nonNegativeNumber(Number(text)) : undefined,
+  json: (json) => typeof json === "number" ? nonNegativeNumber(json) : undefined,
+  expected: "a number of 0 or more",
+});
+
+function nonNegativeNumber(number: number): number | undefined {
+  return Number.isFinite(number) && number >= 0 ? number : undefined;
+}
+
 /** A share: a number greater than 0 and at most 1; as text, a decimal (`0.8`). */
 export const SHARE: ValueType<number> = checkedType({
   text: (text) =>

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { BudgetLimits } from "../agent/turn_budget.ts";
 import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
 import type { Host } from "../host/host.ts";
 import type { ModelCatalog } from "../llm/catalog.ts";
@@ -23,7 +24,7 @@ import type * as SessionHandlersModule from "./session_handlers.ts";
 export type SessionHandlers = typeof SessionHandlersModule;
 
 /** The settings the handlers read. */
-export interface ProtocolSettings {
+export interface ProtocolSettings extends BudgetLimits {
   /** Default model id for new sessions. @default {"echo"} */
   readonly model: string;
   /** Sessions per `session/list` page. @default {100} */

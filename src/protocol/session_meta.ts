@@ -5,6 +5,7 @@
  * @module
  */
 import { RequestError } from "@agentclientprotocol/sdk";
+import type { BudgetLimits } from "../agent/turn_budget.ts";
 
 /** The `_meta` key that holds acp-harness's own fields. */
 export const META_KEY = "acp-harness";
@@ -13,7 +14,21 @@ export const META_KEY = "acp-harness";
 export interface SessionMetaRequest {
   /** `mcpStrict`: one MCP server that does not start fails the request. */
   readonly mcpStrict?: boolean;
+  /**
+   * `budgets`: the session's own limits, each at most the server's (`maxSteps`, `maxToolCalls`,
+   * `turnTimeout` in seconds, `maxSessionTokens`, `maxSessionCost` in USD); times here in ms.
+   */
+  readonly budgets?: BudgetLimits;
 }
+
+/** The `budgets` keys a client may send, the settings they lower and how their values read. */
+const BUDGET_KEYS = [
+  { key: "maxSteps", setting: "maxSteps", integer: true, scale: 1 },
+  { key: "maxToolCalls", setting: "maxToolCalls", integer: true, scale: 1 },
+  { key: "turnTimeout", setting: "turnTimeoutMs", integer: false, scale: 1000 },
+  { key: "maxSessionTokens", setting: "maxSessionTokens", integer: true, scale: 1 },
+  { key: "maxSessionCost", setting: "maxSessionCostUsd", integer: false, scale: 1 },
+] as const;
 
 /**
  * Reads `_meta["acp-harness"]` of a session request.
@@ -30,21 +45,74 @@ export interface SessionMetaRequest {
  * @returns What it asks
  * @throws {RequestError} -32602 naming a field of the wrong type
  */
-export function sessionMeta(meta: unknown): SessionMetaRequest {
+export function sessionMeta(meta: unknown, server?: BudgetLimits): SessionMetaRequest {
   if (meta === undefined || meta === null || typeof meta !== "object") return {};
   const own = (meta as Record<string, unknown>)[META_KEY];
   if (own === undefined || own === null) return {};
   if (typeof own !== "object" || Array.isArray(own)) {
     throw RequestError.invalidParams(undefined, `_meta.${META_KEY}: must be an object`);
   }
-  const { mcpStrict } = own as Record<string, unknown>;
+  const { mcpStrict, budgets } = own as Record<string, unknown>;
   if (mcpStrict !== undefined && typeof mcpStrict !== "boolean") {
     throw RequestError.invalidParams(
       undefined,
       `_meta.${META_KEY}.mcpStrict: must be true or false, got ${JSON.stringify(mcpStrict)}`,
     );
   }
-  return mcpStrict === undefined ? {} : { mcpStrict };
+  return {
+    ...(mcpStrict === undefined ? {} : { mcpStrict: mcpStrict as boolean }),
+    ...(budgets === undefined ? {} : { budgets: budgetsOf(budgets, server) }),
+  };
+}
+
+/**
+ * Reads a client's `budgets`: each a positive number (counts whole), none above the server's.
+ *
+ * @throws {RequestError} -32602 naming the field that is not a limit or is above the server's
+ */
+function budgetsOf(value: unknown, server: BudgetLimits | undefined): BudgetLimits {
+  const field = `_meta.${META_KEY}.budgets`;
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw RequestError.invalidParams(undefined, `${field}: must be an object`);
+  }
+  const given = value as Record<string, unknown>;
+  const known = new Set<string>(BUDGET_KEYS.map(({ key }) => key));
+  for (const key of Object.keys(given)) {
+    if (!known.has(key)) {
+      throw RequestError.invalidParams(
+        undefined,
+        `${field}.${key}: not a budget (expected ${[...known].join(", ")})`,
+      );
+    }
+  }
+  const limits: Record<string, number> = {};
+  for (const { key, setting, integer, scale } of BUDGET_KEYS) {
+    const raw = given[key];
+    if (raw === undefined) continue;
+    if (
+      typeof raw !== "number" || !Number.isFinite(raw) || raw <= 0 ||
+      (integer && !Number.isSafeInteger(raw))
+    ) {
+      throw RequestError.invalidParams(
+        undefined,
+        `${field}.${key}: must be a positive ${integer ? "integer" : "number"}, got ${
+          JSON.stringify(raw)
+        }`,
+      );
+    }
+    const limit = raw * scale;
+    const own = server?.[setting];
+    if (own !== undefined && limit > own) {
+      throw RequestError.invalidParams(
+        undefined,
+        `${field}.${key}: ${raw} is above the server's limit of ${
+          own / scale
+        }; a session may only lower it`,
+      );
+    }
+    limits[setting] = limit;
+  }
+  return limits;
 }
 
 /**

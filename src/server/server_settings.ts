@@ -21,6 +21,8 @@ export type { TurnSettings } from "../agent/run_turn.ts";
  * every default.
  */
 export interface ServerSettings extends SessionSettings, ProtocolSettings {
+  /** Most model requests in one turn (the turn loop's, read by the handlers as a budget too). */
+  readonly maxSteps: number;
   /**
    * How long a permission request waits for the client's answer before refusing, in ms.
    * @default {300_000}

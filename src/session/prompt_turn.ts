@@ -35,6 +35,7 @@ import type { SessionTitle } from "./session_title.ts";
 import type { SystemPromptCache } from "./system_prompt_cache.ts";
 import type { TurnEventMapper } from "./turn_event_mapper.ts";
 import type { UsageMeter } from "./usage_meter.ts";
+import { type BudgetLimits, type BudgetStop, TurnBudget } from "../agent/turn_budget.ts";
 
 /** What a {@link PromptTurn} is built from: the server's shared services and the session's parts. */
 export interface PromptTurnOptions {
@@ -64,6 +65,11 @@ export interface PromptTurnOptions {
   readonly compactor: Compactor;
   /** The session's usage and cost. */
   readonly usage: UsageMeter;
+  /**
+   * The session's own budgets (the client's, from `session/new`), each at most the server's:
+   * the lower of the two holds.
+   */
+  readonly budgets?: BudgetLimits;
 }
 
 /** What one turn has come to, for its end. */
@@ -76,6 +82,8 @@ interface TurnState {
   started: boolean;
   /** Whether the session got its title from this prompt. */
   titled: boolean;
+  /** The turn's budget, once the loop starts. */
+  budget?: TurnBudget;
   stopReason?: StopReason;
   failure?: unknown;
   /**
@@ -135,7 +143,10 @@ export class PromptTurn {
       }
       await this.#admit(message, controller, state);
       if (controller.signal.aborted) return state.stopReason = this.#cancelled(state);
+      state.budget = this.#budget(info);
       const reason = await runTurn(this.#turnOptions(info, provider, controller, state));
+      const stop = state.budget.stopped;
+      if (stop && reason !== "cancelled") this.#budgetReached(stop);
       return state.stopReason = reason === "cancelled" ? this.#cancelled(state) : reason;
     } catch (error) {
       // A cancelled turn is an outcome, even if something below threw on the abort.
@@ -190,6 +201,39 @@ export class PromptTurn {
     const report = usage.add({ input: 0, output: 0 }, info, used);
     outbox.record([report.event], false, "later");
     if (report.update) outbox.send(report.update);
+  }
+
+  /** A turn's budget: the server's limits, lowered by the session's own. */
+  #budget(info: ModelInfo): TurnBudget {
+    const { services, budgets = {}, usage } = this.#options;
+    const { settings, now } = services;
+    const lower = (server: number | undefined, own: number | undefined): number | undefined =>
+      server === undefined ? own : own === undefined ? server : Math.min(server, own);
+    return new TurnBudget({
+      limits: {
+        maxSteps: lower(settings.maxSteps, budgets.maxSteps),
+        maxToolCalls: lower(settings.maxToolCalls, budgets.maxToolCalls),
+        turnTimeoutMs: lower(settings.turnTimeoutMs, budgets.turnTimeoutMs),
+        maxSessionTokens: lower(settings.maxSessionTokens, budgets.maxSessionTokens),
+        maxSessionCostUsd: lower(settings.maxSessionCostUsd, budgets.maxSessionCostUsd),
+      },
+      spend: () => ({ tokens: usage.tokens, cost: usage.cost }),
+      priced: info.pricing !== undefined,
+      now,
+    });
+  }
+
+  /** Tells the user which limit ended the turn and the spend (recorded, so a load replays it). */
+  #budgetReached(stop: BudgetStop): void {
+    const { outbox, logger, sessionId } = this.#options;
+    logger.info("budget reached", { sessionId, limit: stop.limit });
+    const messageId = crypto.randomUUID();
+    outbox.record([{ type: "note", messageId, text: stop.message }], false);
+    outbox.send({
+      sessionUpdate: "agent_message_chunk",
+      messageId,
+      content: { type: "text", text: stop.message },
+    });
   }
 
   /** The sandbox of a turn's commands, for the system prompt (none without a server sandbox). */
@@ -352,6 +396,7 @@ export class PromptTurn {
         }
       },
       context: this.#context(info, provider),
+      ...(state.budget ? { budget: state.budget } : {}),
       signal,
       emit: (event) => state.open ? options.events.apply(event, info) : undefined,
     };

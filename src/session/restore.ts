@@ -40,6 +40,13 @@ export interface RestoredSession {
   readonly title?: string;
   /** Cumulative cost in USD. */
   readonly cost: number;
+  /**
+   * Tokens spent, input plus output of every model request (session token budgets count them).
+   * @default {0}
+   */
+  readonly tokens?: number;
+  /** The session's own budgets, as last recorded (a client's lower limits). */
+  readonly budgets?: Extract<StoredEvent, { type: "budgets" }>["limits"];
   /** Events that close a turn the process never finished (already applied to `history`). */
   readonly repair: StoredEvent[];
   /**
@@ -128,6 +135,7 @@ export class SessionRestorer {
     selection: undefined,
     title: undefined,
     cost: 0,
+    tokens: 0,
     open: false,
   };
   /** The latest usage record that says the context size: replayed once, at the end. */
@@ -186,6 +194,8 @@ export class SessionRestorer {
       grants: state.grants,
       ...(state.title === undefined ? {} : { title: state.title }),
       cost: state.cost,
+      tokens: state.tokens,
+      ...(state.budgets ? { budgets: state.budgets } : {}),
       repair,
     };
     const usage = !this.#options.replay && this.#usage ? usageUpdate(this.#usage) : undefined;
@@ -238,6 +248,8 @@ interface RestoreState {
   selection: RestoredSession["selection"];
   title: string | undefined;
   cost: number;
+  tokens: number;
+  budgets?: RestoredSession["budgets"];
   /** Whether a turn started and has not ended. */
   open: boolean;
 }
@@ -297,6 +309,9 @@ function restoreRecord(state: RestoreState, record: StoredRecord | StoredEvent):
     case "title":
       state.title = record.title;
       break;
+    case "budgets":
+      state.budgets = record.limits;
+      break;
     case "compaction":
       applyCompaction(state.history, record);
       break;
@@ -305,6 +320,7 @@ function restoreRecord(state: RestoreState, record: StoredRecord | StoredEvent):
       break;
     case "usage":
       if (record.cost !== undefined) state.cost = record.cost;
+      state.tokens += record.usage.input + record.usage.output;
       break;
     default:
       break;

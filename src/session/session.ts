@@ -1,4 +1,5 @@
 import type { StopReason } from "../agent/run_turn.ts";
+import type { BudgetLimits } from "../agent/turn_budget.ts";
 import type { ModelInfo } from "../llm/catalog.ts";
 import type { LlmContentPart } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
@@ -62,6 +63,8 @@ export interface SessionOptions {
   readonly logger: Logger;
   /** State rebuilt from the log, for a loaded or resumed session. */
   readonly restored?: RestoredSession;
+  /** The session's own budgets (the client's), each at most the server's. */
+  readonly budgets?: BudgetLimits;
   /** What the client takes to be told of compactions (`session.compaction`, `session.notices`). */
   readonly notices?: CompactionNotices;
 }
@@ -173,6 +176,11 @@ export class Session {
     }
     const repair = this.#options.restored?.repair ?? [];
     if (repair.length > 0) this.#outbox.record(repair, true);
+    // Budgets the client gave with this request are recorded, so a restarted server keeps them.
+    const { budgets } = this.#options;
+    if (budgets && budgets !== this.#options.restored?.budgets) {
+      this.#outbox.record([{ type: "budgets", limits: budgets }], false);
+    }
     // A new session's selection is made durable with its first commit point (its first prompt):
     // creating one waits for no flush.
     if (!this.#options.restored) {
@@ -205,6 +213,7 @@ export class Session {
         });
       }
     }
+    this.#tellUnpriced();
     const commands = [...BUILTIN_COMMANDS, ...this.#options.commands?.list() ?? []];
     this.#outbox.send({
       sessionUpdate: "available_commands_update",
@@ -213,6 +222,30 @@ export class Session {
         description,
         ...(hint === undefined ? {} : { input: { hint } }),
       })),
+    });
+  }
+
+  /**
+   * Under a cost budget, a model without prices cannot run: said at the session's start (a
+   * `warn` line, and a notice to a client that takes them), and its prompts are refused.
+   */
+  #tellUnpriced(): void {
+    const { services, budgets, logger, id } = this.#options;
+    const limit = budgets?.maxSessionCostUsd ?? services.settings.maxSessionCostUsd;
+    const model = this.#selection.currentModel();
+    if (limit === undefined || !model || model.pricing !== undefined) return;
+    logger.warn("the session's model has no price: it cannot run under the cost budget", {
+      sessionId: id,
+      model: model.id,
+      maxSessionCostUsd: limit,
+    });
+    if (!this.#options.notices?.notices) return;
+    this.#outbox.send({
+      sessionUpdate: "notice",
+      severity: "warning",
+      title: "This model has no price: prompts are refused under the session's cost budget",
+      description: `${model.id} has no pricing; the cost budget is $${limit}. ` +
+        "Choose a priced model or configure its prices.",
     });
   }
 
@@ -367,7 +400,7 @@ function buildPromptTurn(options: SessionOptions, outbox: Outbox): PromptTurn {
   const { now } = services;
   const roots = [options.cwd, ...options.additionalDirectories];
   const conversation = new Conversation(restored?.history ?? []);
-  const usage = new UsageMeter(restored?.cost ?? 0);
+  const usage = new UsageMeter(restored?.cost ?? 0, restored?.tokens ?? 0);
   const meter = new ContextMeter();
   return new PromptTurn({
     services,
@@ -407,6 +440,7 @@ function buildPromptTurn(options: SessionOptions, outbox: Outbox): PromptTurn {
     events: new TurnEventMapper({ sessionId, output: outbox, conversation, usage, logger, now }),
     meter,
     usage,
+    ...(options.budgets ? { budgets: options.budgets } : {}),
     compactor: new Compactor({
       sessionId,
       threshold: services.settings.compactThreshold,

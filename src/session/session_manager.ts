@@ -1,5 +1,6 @@
 import { sandboxedProcesses } from "../sandbox/sandboxed_processes.ts";
 import type { CompactionNotices } from "../compaction/compactor.ts";
+import type { BudgetLimits } from "../agent/turn_budget.ts";
 import { SessionNotFoundError } from "../util/session_not_found_error.ts";
 import type { PermissionMode } from "../permission/mode.ts";
 import type { Logger } from "../log/logger.ts";
@@ -63,6 +64,8 @@ export interface CreateSessionOptions {
    * without it). @default {the server's `mcpStrict` setting}
    */
   readonly mcpStrict?: boolean;
+  /** The session's own budgets (the client's), each at most the server's. */
+  readonly budgets?: BudgetLimits;
 }
 
 /** Options for {@link SessionManager.open}. */
@@ -264,6 +267,7 @@ export class SessionManager {
       ...(params.instructions ? { instructions: params.instructions } : {}),
       ...(params.mcpServers ? { mcpServers: params.mcpServers } : {}),
       ...(params.mcpStrict === undefined ? {} : { mcpStrict: params.mcpStrict }),
+      ...(params.budgets ? { budgets: params.budgets } : {}),
     };
     const { equipment, disposer } = await this.#equipment(id, roots);
     try {
@@ -554,6 +558,7 @@ export class SessionManager {
       workspace: workspaceFor(id),
       ask,
       ...(params.instructions ? { instructions: params.instructions } : {}),
+      ...budgetsOf(params, restored),
       ...(this.#options.notices ? { notices: this.#options.notices() } : {}),
       sink: sinkFor(id),
       logger,
@@ -583,4 +588,11 @@ export function withOperatorServers(
   if (operator.length === 0) return client;
   const names = new Set(client.map((server) => server.name));
   return [...operator.filter((server) => !names.has(server.name)), ...client];
+/** A session's own budgets: the client's of this request, else those it recorded. */
+function budgetsOf(
+  params: CreateSessionOptions,
+  restored: RestoredSession | undefined,
+): { budgets?: BudgetLimits } {
+  const budgets = params.budgets ?? restored?.budgets;
+  return budgets ? { budgets } : {};
 }

@@ -61,10 +61,20 @@ interface Tally {
 export class UsageMeter {
   #cost: number;
   #turn: Tally = { requests: 0, input: 0, output: 0 };
+  #tokens: number;
 
-  /** @param cost The cost so far (a restored session's) */
-  constructor(cost = 0) {
+  /**
+   * @param cost The cost so far (a restored session's)
+   * @param tokens The tokens (input plus output) spent so far
+   */
+  constructor(cost = 0, tokens = 0) {
     this.#cost = cost;
+    this.#tokens = tokens;
+  }
+
+  /** The tokens spent, input plus output of every request (what session token budgets count). */
+  get tokens(): number {
+    return this.#tokens;
   }
 
   /** The cumulative cost in USD, unrounded. */
@@ -108,6 +118,7 @@ export class UsageMeter {
   add(usage: LlmUsage, model: ModelInfo, inContext?: number): UsageReport {
     this.#tally(usage);
     const price = model.pricing;
+    this.#tokens += usage.input + usage.output;
     if (price) {
       const { input, output, cacheRead = 0, cacheWrite = 0 } = usage;
       this.#cost += (Math.max(0, input - cacheRead - cacheWrite) * price.input +

@@ -93,6 +93,17 @@ export type StoredEvent =
     readonly cost?: number;
   }
   | { readonly type: "title"; readonly title: string }
+  /** The session's own budgets (a client's lower limits; times in ms): the latest holds. */
+  | {
+    readonly type: "budgets";
+    readonly limits: {
+      readonly maxSteps?: number | undefined;
+      readonly maxToolCalls?: number | undefined;
+      readonly turnTimeoutMs?: number | undefined;
+      readonly maxSessionTokens?: number | undefined;
+      readonly maxSessionCostUsd?: number | undefined;
+    };
+  }
   /**
    * The conversation was compacted: the first `replaced` messages became one summary (none when
    * only tool results were pruned), then the results of the tool calls in `pruned` were cut to a

@@ -511,3 +511,24 @@ Deno.test("restoreSession() remembers a user's always answer, not one a rule dec
   const replayed = await replayUpdates(log.records, attachments, nullLogger, log.header.id);
   assert.ok(replayed.length > 0);
 });
+
+Deno.test("restoreSession() sums the session's tokens from every usage record and keeps the latest budgets", async () => {
+  const log = await storedLog([
+    { type: "budgets", limits: { maxToolCalls: 3 } },
+    { type: "turn_start" },
+    { type: "user", messageId: "m1", content: [{ type: "text", text: "one" }] },
+    { type: "assistant", text: "a" },
+    { type: "usage", usage: { input: 600, output: 40 }, used: 640, cost: 0.5 },
+    { type: "assistant", text: "b" },
+    { type: "usage", usage: { input: 300, output: 60 }, used: 360, cost: 0.75 },
+    { type: "turn_end", stopReason: "end_turn" },
+    { type: "clear" },
+    { type: "usage", usage: { input: 0, output: 0 }, used: 10 },
+    { type: "budgets", limits: { maxToolCalls: 2, maxSessionTokens: 5000 } },
+  ], NO_ATTACHMENTS);
+  assert.ok(log);
+  const restored = await restoreSession(log, NO_ATTACHMENTS, nullLogger);
+  assert.equal(restored.tokens, 1000, "input plus output of every request, a clear included");
+  assert.equal(restored.cost, 0.75);
+  assert.deepEqual(restored.budgets, { maxToolCalls: 2, maxSessionTokens: 5000 });
+});

@@ -80,3 +80,10 @@ Deno.test("UsageMeter.turnUsage() sums the turn's requests, optional counts only
   meter.add({ input: 5, output: 1 }, priced);
   assert.deepEqual(meter.turnUsage(), { totalTokens: 6, inputTokens: 5, outputTokens: 1 });
 });
+
+Deno.test("UsageMeter counts the session's tokens, input plus output, from a restored count", () => {
+  const meter = new UsageMeter(0, 100);
+  meter.add({ input: 600, output: 40, cacheRead: 500 }, priced);
+  meter.add({ input: 10, output: 0 }, modelInfo({}));
+  assert.equal(meter.tokens, 750);
+});

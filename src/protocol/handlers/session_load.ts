@@ -60,7 +60,7 @@ async function reopen(
   requestId: unknown,
 ): Promise<{ configOptions: SessionConfigOption[]; modes: SessionModeState }> {
   const mcpServers = mcpServersOf(params.mcpServers);
-  const meta = sessionMeta(params._meta);
+  const meta = sessionMeta(params._meta, connection.server.settings);
   checkPath(params.cwd, "cwd");
   const { sessions, logger, server } = connection;
   if (!(await sessions.exists(params.sessionId))) {

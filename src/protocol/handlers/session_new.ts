@@ -23,7 +23,7 @@ export async function newSession(
   requestId?: unknown,
 ): Promise<NewSessionResponse> {
   const mcpServers = mcpServersOf(params.mcpServers);
-  const meta = sessionMeta(params._meta);
+  const meta = sessionMeta(params._meta, connection.server.settings);
   // A default model whose key is not set would fail every prompt: say so now (-32000), as the
   // peers do, so the client can show what to set.
   const model = connection.server.settings.model;

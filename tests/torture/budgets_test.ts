@@ -1,0 +1,4 @@
+import { budgets } from "../../torture/scenarios/budgets.ts";
+import { tortureTest } from "./_torture.ts";
+
+tortureTest(budgets);
