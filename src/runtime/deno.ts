@@ -34,6 +34,7 @@ export async function main(): Promise<void> {
     stdout,
     writeStderr: (text) => void Deno.stderr.writeSync(encoder.encode(text)),
     stderrIsTerminal: Deno.stderr.isTerminal(),
+    stdinIsTerminal: Deno.stdin.isTerminal(),
     defer: (task) => void setImmediate(task),
     serveHttp: async (handler, options) => (await loadDenoHttp()).serveHttp(handler, options),
     onShutdownSignal(handler) {
