@@ -89,7 +89,11 @@ export function parseArgs(args: readonly string[]): Command {
     const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
     const flag = eq === -1 ? arg : arg.slice(0, eq);
     if (flag === "--json") {
-      if (!models) throw new ConfigError(`Option "--json" applies only to "acp-harness models"`);
+      if (!models) {
+        throw new ConfigError(
+          `Option "--json" applies only to "acp-harness models" and "acp-harness run"`,
+        );
+      }
       if (eq !== -1) throw new ConfigError(`Option "--json" takes no value`);
       json = true;
       continue;
@@ -106,6 +110,9 @@ export function parseArgs(args: readonly string[]): Command {
       continue;
     }
     const key = BY_FLAG.get(flag);
+    if (key === undefined && RUN_FLAGS.includes(flag)) {
+      throw new ConfigError(`Option "${flag}" applies only to "acp-harness run"`);
+    }
     if (key === undefined) {
       throw new ConfigError(
         arg.startsWith("-") ? unknownOption(flag) : `Unexpected argument "${arg}"`,
