@@ -116,10 +116,11 @@ export async function runPrompt(input: RunPromptInput): Promise<number> {
   const agent = acp.agent;
   let sessionId: string | undefined;
   let interrupted = false;
+  // A signal before the prompt is sent stops the run there; during the turn it cancels it.
   const stopListening = input.onShutdownSignal(() => {
-    if (interrupted || sessionId === undefined) return;
+    if (interrupted) return;
     interrupted = true;
-    void agent.notify(methods.agent.session.cancel, { sessionId });
+    if (sessionId !== undefined) void agent.notify(methods.agent.session.cancel, { sessionId });
   });
   let code: number;
   let stopReason: string | null = null;
@@ -138,6 +139,7 @@ export async function runPrompt(input: RunPromptInput): Promise<number> {
       return RUN_EXIT.usage;
     }
     try {
+      if (interrupted) throw new Error("interrupted before the prompt was sent");
       const response = await agent.request(methods.agent.session.prompt, {
         sessionId,
         prompt: promptBlocks(input.prompt, input.files),

@@ -12,6 +12,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { jsonResponse, startFakeLlmServer } from "../_helpers/fake_llm_server.ts";
+import { fakeStdio } from "../_helpers/mcp_servers.ts";
 import { ROOT, type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
 
@@ -264,5 +265,63 @@ Deno.test("run: SIGINT mid-turn cancels it, prints what was done and exits 130; 
     const last = assertResult(JSON.parse(terminated.stdout.trimEnd().split("\n").pop() ?? ""));
     assert.equal(last.stopReason, "cancelled");
     assert.deepEqual(last.toolCalls, [{ title: "List .", kind: "read", status: "completed" }]);
+  });
+});
+
+Deno.test("run --file attaches resource links; --mcp-config's servers serve the session, a bad file exits 2, on deno, node and bun", async () => {
+  await using dirs = new TempDirs("acp-harness-run-cmd-");
+  await onEveryRuntime(async (runtime) => {
+    const where = await place(dirs, [
+      { toolCalls: [{ name: "mcp__fake__echo", arguments: { text: "ping" } }] },
+      { text: "Echoed." },
+    ]);
+    await writeFile(join(where.cwd, "notes.md"), "# notes\n");
+    const linked = await run(runtime, where, [
+      "--ephemeral",
+      "--model",
+      "echo",
+      "--file",
+      "notes.md",
+      "see",
+    ], {
+      scripted: false,
+    });
+    assert.equal(linked.code, 0, linked.stderr);
+    assert.match(
+      linked.stdout,
+      /\[resource_link name="notes\.md" uri="file:\/\/\/.*\/ws\/notes\.md"\]/,
+    );
+
+    const mcp = join(where.cwd, "mcp.json");
+    const { command, args } = fakeStdio();
+    await writeFile(
+      mcp,
+      JSON.stringify({ mcpServers: [{ name: "fake", command, args, env: [] }] }),
+    );
+    const used = await run(runtime, where, [
+      "--ephemeral",
+      "--mode",
+      "auto",
+      "--json",
+      "--mcp-config",
+      mcp,
+      "echo",
+    ]);
+    assert.equal(used.code, 0, used.stderr);
+    const doc = assertResult(JSON.parse(used.stdout));
+    assert.deepEqual(
+      (doc.toolCalls as Array<{ status: string }>).map((call) => call.status),
+      ["completed"],
+      used.stdout + used.stderr,
+    );
+    assert.equal(doc.text, "Echoed.");
+
+    await writeFile(mcp, JSON.stringify({ mcpServers: [{ name: "fake" }] }));
+    const invalid = await run(runtime, where, ["--ephemeral", "--mcp-config", mcp, "echo"]);
+    assert.equal(invalid.code, 2);
+    assert.match(invalid.stderr, /--mcp-config/);
+    const missing = await run(runtime, where, ["--ephemeral", "--file", "nope.md", "see"]);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /--file "nope\.md"/);
   });
 });
