@@ -131,12 +131,30 @@ const LIST = { toolCalls: [{ name: "list_directory", arguments: { path: "." } }]
 Deno.test("run prints the final message on stdout, a line per tool call on stderr, exits 0; stdin and - read the prompt, on deno, node and bun", async () => {
   await using dirs = new TempDirs("acp-harness-run-cmd-");
   await onEveryRuntime(async (runtime) => {
-    const where = await place(dirs, [LIST, { text: "Listed it.", usage: { input: 9, output: 2 } }]);
+    const where = await place(dirs, [
+      { ...LIST, usage: { input: 0, output: 0 } },
+      { text: "Listed it.", usage: { input: 9, output: 2 } },
+    ]);
     const text = await run(runtime, where, ["list", "the", "files", "--ephemeral"]);
     assert.equal(text.code, 0, text.stderr);
     assert.equal(text.stdout, "Listed it.\n");
     assert.match(text.stderr, /^done: List \.$/m);
     assert.doesNotMatch(text.stderr, /\(\d+\.\ds\)/, "no elapsed time off a terminal");
+
+    // A priced model: costUsd is the session's cost from its last usage_update (the second
+    // request's 9 tokens in at $1/M and 2 out at $2/M; the first request's usage is zero).
+    const config = join(where.cwd, "config.json");
+    await writeFile(
+      config,
+      JSON.stringify({
+        models: { scripted: { contextWindow: 1000, pricing: { input: 1, output: 2 } } },
+      }),
+    );
+    const priced = await run(runtime, where, ["--ephemeral", "--json", "--config", config, "go"]);
+    assert.equal(priced.code, 0, priced.stderr);
+    const doc = assertResult(JSON.parse(priced.stdout));
+    assert.equal(doc.costUsd, 0.000013);
+    assert.equal(doc.text, "Listed it.");
 
     const piped = { ...where, cwd: where.cwd };
     for (const args of [["-"], []]) {
