@@ -235,6 +235,7 @@ async function runCommand(
 /** The prompt of `run`: its words, or stdin for `-` or none (when stdin is not a terminal). */
 async function runPromptText(platform: CliPlatform, run: RunOptions): Promise<string> {
   const fromStdin = run.words.length === 0 || (run.words.length === 1 && run.words[0] === "-");
+  // Stdin is left alone unless the prompt is read from it (see `stdin` in src/runtime/deno.ts).
   if (!fromStdin) return run.words.join(" ");
   if (platform.stdinIsTerminal === true) {
     throw new ConfigError(`"acp-harness run" needs a prompt: as arguments, or on stdin with "-"`);
