@@ -211,7 +211,7 @@ Deno.test("run --json is one schema-valid document; ask mode refuses what it wou
   });
 });
 
-Deno.test("run exits 3 on a refusal, 4 on max_tokens, 1 when the provider fails, 2 on bad usage naming the flag, on deno, node and bun", async () => {
+Deno.test("run exits 3 on a refusal, 4 on max_tokens and max_turn_requests, 1 when the provider fails, 2 on bad usage naming the flag, on deno, node and bun", async () => {
   await using dirs = new TempDirs("acp-harness-run-cmd-");
   await using fake = await startFakeLlmServer();
   const unauthorized = jsonResponse(401, { error: { message: "invalid api key" } });
@@ -231,6 +231,15 @@ Deno.test("run exits 3 on a refusal, 4 on max_tokens, 1 when the provider fails,
     ]);
     assert.equal(limit.code, 4, limit.stderr);
     assert.match(limit.stderr, /stopped: max_tokens/);
+    const steps = await run(runtime, await place(dirs, [LIST, LIST, { text: "never" }]), [
+      "--ephemeral",
+      "--json",
+      "--max-steps",
+      "1",
+      "go",
+    ]);
+    assert.equal(steps.code, 4, steps.stderr);
+    assert.equal(assertResult(JSON.parse(steps.stdout)).stopReason, "max_turn_requests");
 
     const where = await place(dirs, []);
     const failed = await run(runtime, where, [
