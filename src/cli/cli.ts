@@ -41,8 +41,11 @@ import {
   loadHttpTransport,
   loadJsonText,
   loadModelsCommand,
+  loadRunCommand,
   loadSandbox,
 } from "./lazy.ts";
+import type { RunOptions } from "../config/run_args.ts";
+import type { McpServer } from "@agentclientprotocol/sdk";
 import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
 import { sandboxedProcesses } from "../sandbox/sandboxed_processes.ts";
 
@@ -60,6 +63,8 @@ export interface CliPlatform {
   writeStderr(text: string): void;
   /** Whether stderr is a terminal (log lines then go without their time). @default {false} */
   readonly stderrIsTerminal?: boolean;
+  /** Whether stdin is a terminal (`run` then reads no prompt from it). @default {false} */
+  readonly stdinIsTerminal?: boolean;
   /** Calls `handler` on SIGINT or SIGTERM; returns a function that stops listening. */
   onShutdownSignal(handler: () => void): () => void;
   /** Runs `task` soon after pending I/O (`setImmediate`), to coalesce bursts of output. */
@@ -98,6 +103,7 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   let catalog: ModelCatalog;
   let logger: Logger;
   let usageError = true;
+  let run: RunOptions | undefined;
   try {
     const command = parseArgs(platform.args);
     usageError = false;
@@ -113,6 +119,11 @@ export async function runCli(platform: CliPlatform): Promise<number> {
       ? resolveFilePaths(configFromFile(await readJson(platform.host, file), file), file)
       : {};
     config = mergeConfig(fromFile, env, command.overrides);
+    if (command.kind === "run") {
+      run = command.run;
+      // --ephemeral: the session lives in memory and is gone when the run ends.
+      if (run.ephemeral) config = { ...config, store: MEMORY_STORE };
+    }
     logger = createLogger(config.logLevel, (line) => platform.writeStderr(line), {
       format: config.logFormat,
       timestamps: platform.stderrIsTerminal !== true,
@@ -154,6 +165,7 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   }
   out.releaseLock();
   try {
+    if (run) return await runCommand(platform, config, catalog, logger, run);
     return config.http
       ? await runHttpServer(platform, config, catalog, logger)
       : await runStdioServer(platform, config, catalog, logger);
@@ -164,6 +176,84 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     }
     throw error;
   }
+}
+
+/**
+ * `acp-harness run`: reads the prompt, the attached files and `--mcp-config`, composes the server
+ * as `serve` does, runs the prompt through it in process, shuts down; the exit code tells how the
+ * turn ended (see `src/cli/run_command.ts`).
+ */
+async function runCommand(
+  platform: CliPlatform,
+  config: Config,
+  catalog: ModelCatalog,
+  logger: Logger,
+  run: RunOptions,
+): Promise<number> {
+  if (config.http) throw new ConfigError(`Option "--http" does not apply to "acp-harness run"`);
+  const prompt = await runPromptText(platform, run);
+  const files: string[] = [];
+  for (const given of run.files) {
+    const path = absolutePath(given, platform.host);
+    const info = await platform.host.stat(path).catch(() => undefined);
+    if (!info || info.isDirectory) throw new ConfigError(`--file "${given}": not a file`);
+    files.push(path);
+  }
+  const mcpServers = run.mcpConfig === undefined ? [] : mcpServersOf(
+    await readJson(platform.host, absolutePath(run.mcpConfig, platform.host), " (--mcp-config)"),
+    run.mcpConfig,
+  );
+  const [{ runPrompt }, { server, closeStore }] = await Promise.all([
+    loadRunCommand(),
+    composeServer(platform, config, catalog, logger, "stdio"),
+  ]);
+  const out = platform.stdout.getWriter();
+  let written: Promise<void> = Promise.resolve();
+  try {
+    return await runPrompt({
+      server,
+      options: run,
+      prompt,
+      cwd: platform.host.cwd(),
+      files,
+      mcpServers,
+      writeStdout: (text) =>
+        written = written.then(() => out.write(new TextEncoder().encode(text))),
+      writeStderr: (text) => platform.writeStderr(text),
+      stderrIsTerminal: platform.stderrIsTerminal === true,
+      onShutdownSignal: (handler) => platform.onShutdownSignal(handler),
+    });
+  } finally {
+    await written.catch(() => {});
+    await out.close().catch(() => {});
+    await server.close();
+    await platform.host.stopProcesses({ graceMs: SHUTDOWN_KILL_GRACE_MS });
+    await closeStore();
+  }
+}
+
+/** The prompt of `run`: its words, or stdin for `-` or none (when stdin is not a terminal). */
+async function runPromptText(platform: CliPlatform, run: RunOptions): Promise<string> {
+  const fromStdin = run.words.length === 0 || (run.words.length === 1 && run.words[0] === "-");
+  // Stdin is left alone unless the prompt is read from it (see `stdin` in src/runtime/deno.ts).
+  if (!fromStdin) return run.words.join(" ");
+  if (platform.stdinIsTerminal === true) {
+    throw new ConfigError(`"acp-harness run" needs a prompt: as arguments, or on stdin with "-"`);
+  }
+  const text = await new Response(platform.stdin).text();
+  if (text.trim() === "") throw new ConfigError(`"acp-harness run": the prompt on stdin is empty`);
+  return text.replace(/\n$/, "");
+}
+
+/** The `mcpServers` array of an `--mcp-config` file (each entry checked by `session/new`). */
+function mcpServersOf(value: unknown, file: string): McpServer[] {
+  const servers = (value as { mcpServers?: unknown } | null)?.mcpServers;
+  if (!Array.isArray(servers)) {
+    throw new ConfigError(
+      `--mcp-config "${file}": needs {"mcpServers": [...]}, an array as in session/new`,
+    );
+  }
+  return servers as McpServer[];
 }
 
 /**

@@ -109,6 +109,8 @@ function operatorMcpServers(
     }
     throw error;
   }
+}
+
 /** The budget settings of a config: 0 is no limit (left out), seconds become ms. */
 function budgetSettings(config: Config): Partial<ServerSettings> {
   const limits: Record<string, number> = {};

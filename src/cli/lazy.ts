@@ -14,6 +14,7 @@ import type * as HttpTransport from "../transport/http/http_transport.ts";
 import { lazyImport } from "../util/lazy_import.ts";
 import type * as CopySessionsCommand from "./copy_sessions_command.ts";
 import type * as ModelsCommand from "./models_command.ts";
+import type * as RunCommand from "./run_command.ts";
 import type * as CommandSandbox from "../sandbox/command_sandbox.ts";
 
 /**
@@ -41,6 +42,15 @@ export function loadCopySessionsCommand(): Promise<typeof CopySessionsCommand> {
  */
 export function loadModelsCommand(): Promise<typeof ModelsCommand> {
   return lazyImport<typeof ModelsCommand>(import("./models_command" + ".ts"));
+}
+
+/**
+ * `acp-harness run`.
+ *
+ * @returns The module `src/cli/run_command.ts`
+ */
+export function loadRunCommand(): Promise<typeof RunCommand> {
+  return lazyImport<typeof RunCommand>(import("./run_command" + ".ts"));
 }
 
 /**

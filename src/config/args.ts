@@ -13,6 +13,7 @@ import {
   settingKeysBy,
   SETTINGS,
 } from "./config.ts";
+import { finishRun, RUN_FLAGS, runDraft, type RunOptions, takeRunFlag } from "./run_args.ts";
 
 /** What the command line asks for. */
 export type Command =
@@ -33,6 +34,12 @@ export type Command =
     readonly from: string;
     /** The destination store: a JSONL data directory or a PostgreSQL URL. */
     readonly to: string;
+    readonly overrides: Partial<Config>;
+  }
+  | {
+    /** `acp-harness run [options] [PROMPT…]`: one prompt, printed, then exit. */
+    readonly kind: "run";
+    readonly run: RunOptions;
     readonly overrides: Partial<Config>;
   };
 
@@ -59,17 +66,34 @@ export function parseArgs(args: readonly string[]): Command {
   const overrides: ConfigDraft = {};
   const models = args[0] === "models";
   const copy = args[0] === "copy-sessions";
-  const first = models || copy || args[0] === "serve" ? 1 : 0;
+  const run = args[0] === "run" ? runDraft() : undefined;
+  const first = models || copy || run || args[0] === "serve" ? 1 : 0;
   let json = false;
   const ends: { from?: string; to?: string } = {};
   for (let index = first; index < args.length; index++) {
     const arg = args[index] ?? "";
     if (arg === "-h" || arg === "--help") return { kind: "help" };
     if (arg === "-V" || arg === "--version") return { kind: "version" };
+    if (run) {
+      // After "--" every argument is a word of the prompt.
+      if (arg === "--") {
+        run.words = [...run.words, ...args.slice(index + 1)];
+        break;
+      }
+      const taken = takeRunFlag(args, index, run);
+      if (taken !== undefined) {
+        index = taken;
+        continue;
+      }
+    }
     const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
     const flag = eq === -1 ? arg : arg.slice(0, eq);
     if (flag === "--json") {
-      if (!models) throw new ConfigError(`Option "--json" applies only to "acp-harness models"`);
+      if (!models) {
+        throw new ConfigError(
+          `Option "--json" applies only to "acp-harness models" and "acp-harness run"`,
+        );
+      }
       if (eq !== -1) throw new ConfigError(`Option "--json" takes no value`);
       json = true;
       continue;
@@ -86,6 +110,9 @@ export function parseArgs(args: readonly string[]): Command {
       continue;
     }
     const key = BY_FLAG.get(flag);
+    if (key === undefined && RUN_FLAGS.includes(flag)) {
+      throw new ConfigError(`Option "${flag}" applies only to "acp-harness run"`);
+    }
     if (key === undefined) {
       throw new ConfigError(
         arg.startsWith("-") ? unknownOption(flag) : `Unexpected argument "${arg}"`,
@@ -104,6 +131,7 @@ export function parseArgs(args: readonly string[]): Command {
     repeat(overrides, before, key);
   }
   if (models) return { kind: "models", json, overrides };
+  if (run) return { kind: "run", run: finishRun(run), overrides };
   if (copy) {
     if (ends.from === undefined || ends.to === undefined) {
       throw new ConfigError(
@@ -123,7 +151,7 @@ function repeat<K extends keyof Config>(into: ConfigDraft, before: ConfigDraft, 
 }
 
 /** The flags of the command line besides the settings' own. */
-const COMMAND_FLAGS = ["--help", "--version", "--json", "--from", "--to"];
+const COMMAND_FLAGS = ["--help", "--version", "--json", "--from", "--to", ...RUN_FLAGS];
 
 /** "Unknown option", with the nearest flag when one is close. */
 function unknownOption(flag: string): string {

@@ -89,15 +89,34 @@ const COMMANDS: ReadonlyArray<readonly [string, string]> = [
     "Copy sessions and their attachments from one store to another (--from, --to: a JSONL data " +
     "directory or a postgres:// URL); sessions already at the destination are skipped",
   ],
+  [
+    "run [PROMPT...]",
+    "Run one prompt (the words, or stdin for - or none) and exit: the final message on stdout, " +
+    "progress on stderr. Exit 0 end_turn, 1 the turn failed, 2 bad usage or config, 3 refusal, " +
+    "4 a limit (max_tokens, max_turn_requests), 130 interrupted",
+  ],
 ];
 
-const COLUMN = 2 + Math.max(...[...OPTIONS, ...COMMANDS].map(([term]) => term.length)) + 2;
+/** The flags of `acp-harness run` besides the settings (docs/run.md). */
+const RUN_OPTIONS: ReadonlyArray<readonly [string, string]> = [
+  ["--json", "Print one JSON document (docs/run_result.schema.json) instead of the text"],
+  ["--jsonl", "Print every session/update as a line as it happens, then the document"],
+  ["--resume <id>", "Continue that session"],
+  ["--continue", "Continue the newest session of the working directory"],
+  ["--ephemeral", "Keep the session in memory only"],
+  ["--file <path>", "Attach a file as a resource link (repeatable)"],
+  ["--mcp-config <file>", "A JSON file with mcpServers as in session/new"],
+];
+
+const COLUMN = 2 +
+  Math.max(...[...OPTIONS, ...COMMANDS, ...RUN_OPTIONS].map(([term]) => term.length)) + 2;
 
 /** The usage text printed by `--help` and after a usage error. */
 export const USAGE: string = `Usage: acp-harness [serve] [options]
        acp-harness serve --http [--host <addr>] [--port <n>] [options]
        acp-harness models [--json] [options]
        acp-harness copy-sessions --from <url-or-dir> --to <url-or-dir> [options]
+       acp-harness run [--json|--jsonl] [--resume <id>|--continue|--ephemeral] [options] [PROMPT...]
 
 Serves the Agent Client Protocol (ACP) on stdin/stdout until stdin closes, or with --http over
 HTTP and WebSocket until SIGINT or SIGTERM; logs go to stderr.
@@ -107,4 +126,7 @@ ${twoColumns(COMMANDS, COLUMN)}
 
 Options:
 ${twoColumns(OPTIONS, COLUMN)}
+
+Options of run (besides the options above):
+${twoColumns(RUN_OPTIONS, COLUMN)}
 `;

@@ -25,15 +25,22 @@ export async function main(): Promise<void> {
       Uint8Array
     >
     : Deno.stdout.writable;
+  let stdin: ReadableStream<Uint8Array> | undefined;
   const code = await runCli({
     args: Deno.args,
     host: new NodeHost(Deno.env.toObject()),
-    stdin: Readable.toWeb(
-      isPipe(0) ? new Socket({ fd: 0, readable: true, writable: false }) : process.stdin,
-    ) as unknown as ReadableStream<Uint8Array>,
+    // Made on first use: `run` with its prompt in its arguments never reads stdin, and a socket
+    // over a piped descriptor 0 closes it at its end, whenever that comes: by then descriptor 0
+    // may be a child's pipe (an MCP server's, which then failed to start).
+    get stdin(): ReadableStream<Uint8Array> {
+      return stdin ??= Readable.toWeb(
+        isPipe(0) ? new Socket({ fd: 0, readable: true, writable: false }) : process.stdin,
+      ) as unknown as ReadableStream<Uint8Array>;
+    },
     stdout,
     writeStderr: (text) => void Deno.stderr.writeSync(encoder.encode(text)),
     stderrIsTerminal: Deno.stderr.isTerminal(),
+    stdinIsTerminal: Deno.stdin.isTerminal(),
     defer: (task) => void setImmediate(task),
     serveHttp: async (handler, options) => (await loadDenoHttp()).serveHttp(handler, options),
     onShutdownSignal(handler) {

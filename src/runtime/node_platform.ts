@@ -21,6 +21,10 @@ export function nodePlatformBase(): Omit<CliPlatform, "stdin" | "stdout"> {
     host: new NodeHost(),
     writeStderr: (text) => void process.stderr.write(text),
     stderrIsTerminal: process.stderr.isTTY === true,
+    // Asked only by `run` (making `process.stdin` is slow to load on Bun).
+    get stdinIsTerminal(): boolean {
+      return process.stdin.isTTY === true;
+    },
     defer: (task) => void setImmediate(task),
     onShutdownSignal(handler) {
       process.on("SIGINT", handler);

@@ -588,6 +588,8 @@ export function withOperatorServers(
   if (operator.length === 0) return client;
   const names = new Set(client.map((server) => server.name));
   return [...operator.filter((server) => !names.has(server.name)), ...client];
+}
+
 /** A session's own budgets: the client's of this request, else those it recorded. */
 function budgetsOf(
   params: CreateSessionOptions,

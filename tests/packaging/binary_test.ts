@@ -85,6 +85,37 @@ Deno.test("compiled binary: runs outside the repository with a minimal environme
     await Deno.stat(join(env.HOME, ".acp-harness"));
   });
 
+  await t.step(
+    "run --json: one document, exit 0; run --resume of an unknown id exits 2",
+    async () => {
+      const output = await new Deno.Command(binary, {
+        args: ["run", "--json", "hello", "from", "run"],
+        cwd,
+        env,
+        clearEnv: true,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stderr = new TextDecoder().decode(output.stderr);
+      assert.equal(output.code, 0, stderr);
+      const doc = JSON.parse(new TextDecoder().decode(output.stdout));
+      assert.equal(doc.stopReason, "end_turn");
+      assert.equal(doc.text, "Echo: hello from run");
+      const missing = await new Deno.Command(binary, {
+        args: ["run", "--resume", "nope", "hi"],
+        cwd,
+        env,
+        clearEnv: true,
+        stdin: "null",
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      assert.equal(missing.code, 2);
+      assert.match(new TextDecoder().decode(missing.stderr), /--resume nope/);
+    },
+  );
+
   await t.step("scripted model: built-in tools and an MCP server's tool in one turn", async () => {
     await writeFile(join(cwd, "note.txt"), "a note\n");
     const fakeServer = join(run.path, "fake_mcp_server.mjs");
