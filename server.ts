@@ -77,6 +77,8 @@ export {
 export { BwrapBackend, detectBwrap } from "./src/sandbox/bwrap.ts";
 export { PidsCgroups } from "./src/sandbox/pids_cgroup.ts";
 export { NodeHost } from "./src/host/node_host.ts";
+export type { BudgetLimits } from "./src/agent/turn_budget.ts";
+export type { McpRemoteServer, McpServerSpec, McpStdioServer } from "./src/mcp/mcp_declarations.ts";
 export { builtinTools } from "./src/tools/builtin_tools.ts";
 export type { Tool } from "./src/tools/tool.ts";
 export {
