@@ -50,12 +50,21 @@ interface Tally {
  * Accumulates a session's cost (USD) from each model request's usage and the model's prices, and
  * the tokens of the turn in progress.
  *
- * @example
+ * @example A turn's usage
  * ```ts
+ * import assert from "node:assert/strict";
+ * import type { ModelInfo } from "../llm/catalog.ts";
+ * import { UsageMeter } from "./usage_meter.ts";
+ * const model: ModelInfo = {
+ *   id: "p/m", provider: "p", model: "m", name: "M", description: "", image: false,
+ *   reasoningEfforts: [],
+ * };
  * const meter = new UsageMeter();
  * meter.beginTurn();
  * meter.add({ input: 100, output: 20, cacheRead: 60 }, model);
- * meter.turnUsage(); // { totalTokens: 120, inputTokens: 100, outputTokens: 20, cachedReadTokens: 60 }
+ * assert.deepEqual(meter.turnUsage(), {
+ *   totalTokens: 120, inputTokens: 100, outputTokens: 20, cachedReadTokens: 60,
+ * });
  * ```
  */
 export class UsageMeter {

@@ -93,7 +93,10 @@ export function schemaProblems(message: unknown, requestMethod?: string): string
  *
  * @example
  * ```ts
- * assert.deepEqual(withoutUsage(response.result), { stopReason: "end_turn" });
+ * import assert from "node:assert/strict";
+ * import { withoutUsage } from "./acp_schema.ts";
+ * const result = { stopReason: "end_turn", usage: { totalTokens: 3, inputTokens: 2, outputTokens: 1 } };
+ * assert.deepEqual(withoutUsage(result), { stopReason: "end_turn" });
  * ```
  */
 export function withoutUsage(result: unknown): unknown {
