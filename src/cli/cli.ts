@@ -45,7 +45,7 @@ import {
   loadSandbox,
 } from "./lazy.ts";
 import type { RunOptions } from "../config/run_args.ts";
-import type { McpServer } from "@agentclientprotocol/sdk";
+import type { McpServer } from "../transport/acp_client.ts";
 import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
 import { sandboxedProcesses } from "../sandbox/sandboxed_processes.ts";
 

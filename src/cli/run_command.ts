@@ -12,7 +12,7 @@ import {
   type RequestPermissionRequest,
   type RequestPermissionResponse,
   type SessionNotification,
-} from "@agentclientprotocol/sdk";
+} from "../transport/acp_client.ts";
 import type { AgentServer } from "../server/agent_server.ts";
 import { createMemoryPair } from "../transport/memory.ts";
 import type { RunOptions } from "../config/run_args.ts";
