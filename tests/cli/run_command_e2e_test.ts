@@ -96,6 +96,8 @@ async function run(
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",
+    // A bound on a hung run: the process is killed (SIGTERM) when it passes.
+    signal: AbortSignal.timeout(60_000),
   }).spawn();
   const stdin = child.stdin.getWriter();
   await stdin.write(new TextEncoder().encode(options.stdin ?? "")).catch(() => {});
@@ -113,17 +115,12 @@ async function run(
       }
     }
   };
-  const bound = setTimeout(() => child.kill("SIGKILL"), 60_000);
-  try {
-    const [status] = await Promise.all([
-      child.status,
-      read(child.stdout, (text) => stdout += text),
-      read(child.stderr, (text) => stderr += text),
-    ]);
-    return { code: status.code, stdout, stderr };
-  } finally {
-    clearTimeout(bound);
-  }
+  const [status] = await Promise.all([
+    child.status,
+    read(child.stdout, (text) => stdout += text),
+    read(child.stderr, (text) => stderr += text),
+  ]);
+  return { code: status.code, stdout, stderr };
 }
 
 const LIST = { toolCalls: [{ name: "list_directory", arguments: { path: "." } }] };

@@ -7,7 +7,6 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { writeFile } from "node:fs/promises";
 import {
@@ -18,6 +17,7 @@ import {
 } from "../../src/config/config.ts";
 import { parseArgs } from "../../src/config/args.ts";
 import { settingsOf } from "../../src/cli/cli_settings.ts";
+import { exitWithin, spawnAgent } from "../_helpers/acp_client.ts";
 import { RUNTIMES } from "../_helpers/runtimes.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
 
@@ -150,22 +150,13 @@ Deno.test("a rule that does not parse stops the start with exit 2, on each runti
   }
 });
 
-function run(
+async function run(
   command: string,
   args: string[],
   cwd: string,
 ): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, stdio: ["pipe", "pipe", "pipe"] });
-    let stderr = "";
-    child.stderr.setEncoding("utf8");
-    child.stderr.on("data", (text: string) => stderr += text);
-    child.stdout.resume();
-    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000); // a bound on a hung process
-    child.on("error", reject);
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    });
-  });
+  const agent = spawnAgent(command, args, { cwd });
+  agent.end();
+  const code = await exitWithin(agent, 60_000);
+  return { code, stderr: agent.stderr() };
 }

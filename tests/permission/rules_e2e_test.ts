@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
+import { exitWithin, spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
 
@@ -53,9 +53,7 @@ function start(runtime: Runtime, where: Setup, flags: string[]): StdioAgent {
 
 async function stop(agent: StdioAgent): Promise<void> {
   agent.end();
-  const bound = setTimeout(() => agent.child.kill("SIGKILL"), 30_000); // a bound on a hung exit
-  await agent.exited;
-  clearTimeout(bound);
+  await exitWithin(agent, 30_000);
 }
 
 /** The last update of each tool call: status and text. */
