@@ -65,6 +65,8 @@ export class AcpTestClient {
     string | number,
     { method: string; resolve: (frame: Frame) => void }
   >();
+  /** Set once the agent is gone: every pending and later request is answered with it. */
+  #gone: { code: number; message: string; data: { gone: true } } | undefined;
   readonly #sentMethods = new Map<string | number, string>();
   readonly #waiters = new Waiters();
   readonly #answering = new Set<Promise<void>>();
@@ -110,6 +112,22 @@ export class AcpTestClient {
       pending?.resolve(frame);
     }
     if (wake) this.wake();
+  }
+
+  /**
+   * Tells the client the agent is gone (it exited): every request still waiting for an answer,
+   * and every later one, resolves with an error frame made here (code -32099, `data.gone`; not
+   * in {@link frames}, and the request stays {@link unanswered}) instead of waiting forever, so
+   * {@link request} rejects with why.
+   *
+   * @param message Why (the exit code and the agent's stderr)
+   */
+  gone(message: string): void {
+    const error = this.#gone ??= { code: -32099, message, data: { gone: true } };
+    const pending = [...this.#pending.entries()];
+    this.#pending.clear();
+    for (const [id, { resolve }] of pending) resolve({ jsonrpc: "2.0", id, error });
+    this.wake();
   }
 
   /** Re-checks every waiter: after a batch of frames, or an event that is no frame (an exit). */
@@ -166,6 +184,7 @@ export class AcpTestClient {
     const requestId = id ?? this.#nextId++;
     this.#sentMethods.set(requestId, method);
     this.#open.add(requestId);
+    if (this.#gone) return Promise.resolve({ jsonrpc: "2.0", id: requestId, error: this.#gone });
     const response = new Promise<Frame>((resolve) =>
       this.#pending.set(requestId, { method, resolve })
     );
@@ -437,6 +456,12 @@ export function spawnAgent(
     if (!perFrame) client.wake();
   });
   child.stdin?.on("error", () => {});
+  // Once it exited and its stdout and stderr are read to the end, what was asked is not answered.
+  child.on("close", (code, signal) =>
+    client.gone(
+      `the agent exited (${signal ?? `code ${code}`}) without answering` +
+        (stderr ? `; its stderr:\n${stderr.slice(-2000)}` : ""),
+    ));
   const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
     child.on("exit", (code, signal) => {
       exit = { code, signal };

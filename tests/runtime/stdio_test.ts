@@ -9,6 +9,8 @@ import { fakeStdio } from "../_helpers/mcp_servers.ts";
 import { BUN, DENO, ROOT, type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
 
+const DENO_RUNTIME = RUNTIMES.find((runtime) => runtime.name === "deno") as Runtime;
+
 /** A test's workspace (with a script that hangs, and the data home), removed on dispose. */
 interface Workspace extends AsyncDisposable {
   readonly path: string;
@@ -339,6 +341,22 @@ Deno.test("deno: bad values in flags, environment and config file exit 2 naming 
     assert.equal(await exitWithin(agent, 5_000), 2, JSON.stringify(args));
     assert.match(agent.stderr().split("\n")[0] ?? "", pattern);
   }
+});
+
+Deno.test("deno: a client's initialize to an agent that exits on a bad flag is answered, not left waiting", async () => {
+  await using ws = await workspaceDir();
+  const agent = ws.start(DENO_RUNTIME, ["--mode", "yolo"]);
+  // Sent at once, before the agent read its flags: the agent exits 2 without answering it.
+  const error = await agent.client.request("initialize", { protocolVersion: 1 }).then(
+    () => undefined,
+    (failure: unknown) => failure as Error,
+  );
+  assert.ok(error, "initialize is not answered with a result");
+  assert.match(error.message, /the agent exited \(code 2\) without answering/);
+  assert.match(error.message, /Invalid value "yolo" for "--mode"/);
+  assert.equal(await exitWithin(agent, 5_000), 2);
+  // A request after the exit is answered the same way at once.
+  await assert.rejects(agent.client.request("session/list", {}), /the agent exited/);
 });
 
 /** Every way to start the server: the three runtimes, and the bundle on Deno and Bun too. */
