@@ -20,6 +20,7 @@ import { pathological } from "./scenarios/pathological.ts";
 import { permission } from "./scenarios/permission.ts";
 import { postgres } from "./scenarios/postgres.ts";
 import { rules } from "./scenarios/rules.ts";
+import { run } from "./scenarios/run.ts";
 import { sandbox } from "./scenarios/sandbox.ts";
 import { sharedData } from "./scenarios/shared_data.ts";
 
@@ -32,6 +33,7 @@ export const SCENARIOS: readonly Scenario[] = [
   permission,
   rules,
   budgets,
+  run,
   confinement,
   env,
   sandbox,

@@ -508,6 +508,7 @@ async function runToolCall(
   const { emit, signal } = options;
   const { call, tool, input, parsed } = entry;
   let result: ToolResult;
+  let denied: { reason: string; rule?: string } | undefined;
   if (stop) {
     result = { content: `Tool call not run: ${stop.message}`, isError: true };
   } else if (!tool) {
@@ -535,6 +536,10 @@ async function runToolCall(
     }
     if (!authorization.allowed) {
       result = { content: authorization.reason, isError: true };
+      denied = {
+        reason: authorization.reason,
+        ...(authorization.rule === undefined ? {} : { rule: authorization.rule }),
+      };
     } else if (signal.aborted) {
       result = { content: "Tool call cancelled", isError: true };
     } else {
@@ -558,6 +563,7 @@ async function runToolCall(
     ...(result.display ? { display: result.display } : {}),
     ...(result.locations ? { locations: result.locations } : {}),
     ...(result.rawOutput === undefined ? {} : { rawOutput: result.rawOutput }),
+    ...(denied ? { denied } : {}),
   });
   if (result.plan && !result.isError) emit({ type: "plan", entries: result.plan });
   return {

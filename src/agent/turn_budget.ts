@@ -1,7 +1,8 @@
 /**
  * The budgets a turn is held to: model requests and tool calls per turn, the turn's time, and
  * the session's tokens and cost. Checked before each model request and each tool call: once a
- * limit is reached, that call is not made and the turn ends.
+ * limit is reached, that call is not made and the turn ends. The turn's time is kept by a timer
+ * too (the session's prompt turn calls {@link TurnBudget.expire} and cancels what runs).
  *
  * @module
  */
@@ -11,7 +12,7 @@ import type { StopReason } from "../util/stop_reason.ts";
 export interface BudgetLimits {
   /** Most model requests in one turn. */
   readonly maxSteps?: number | undefined;
-  /** Most tool calls run in one turn. */
+  /** Most tool calls in one turn (one refused permission counts). */
   readonly maxToolCalls?: number | undefined;
   /** Longest a turn may run, in ms (checked before each model request and tool call). */
   readonly turnTimeoutMs?: number | undefined;
@@ -37,6 +38,32 @@ export interface BudgetStop {
   readonly limit: string;
   /** One sentence naming the limit and the spend. */
   readonly message: string;
+}
+
+/**
+ * A turn's budget as a client reads it (the prompt response's `_meta["acp-harness"].budget`):
+ * the limits in force, in the units of the flags and of a client's `budgets` (`turnTimeout` in
+ * seconds, `maxSessionCost` in USD), what was spent, and which limit ended the turn.
+ */
+export interface BudgetReport {
+  /** The limits in force (the lower of the server's and the session's); absent ones are none. */
+  readonly limits: {
+    readonly maxSteps?: number;
+    readonly maxToolCalls?: number;
+    readonly turnTimeout?: number;
+    readonly maxSessionTokens?: number;
+    readonly maxSessionCost?: number;
+  };
+  /** What the turn spent, and the session's spend after it. */
+  readonly spent: {
+    readonly steps: number;
+    readonly toolCalls: number;
+    readonly durationMs: number;
+    readonly sessionTokens: number;
+    readonly sessionCostUsd: number;
+  };
+  /** The limit that ended the turn (`maxToolCalls`, …), absent when none did. */
+  readonly reached?: string;
 }
 
 /** What a {@link TurnBudget} is built from. */
@@ -87,6 +114,70 @@ export class TurnBudget {
   /** The stop that ended the turn, once a limit was reached. */
   get stopped(): BudgetStop | undefined {
     return this.#stopped;
+  }
+
+  /**
+   * How long the turn may still run, in ms (never below 0), or `undefined` without a time limit.
+   *
+   * @returns The time left
+   */
+  remainingMs(): number | undefined {
+    const { turnTimeoutMs } = this.#limits;
+    if (turnTimeoutMs === undefined) return undefined;
+    return Math.max(0, turnTimeoutMs - (this.#now() - this.#startedAt));
+  }
+
+  /**
+   * Ends the turn on its time limit now (the turn's timer fired while a model request or a tool
+   * call ran); a turn already stopped keeps its first stop.
+   *
+   * @returns The stop
+   */
+  expire(): BudgetStop {
+    if (this.#stopped) return this.#stopped;
+    const turnTimeoutMs = this.#limits.turnTimeoutMs ?? 0;
+    const elapsed = Math.max(turnTimeoutMs, this.#now() - this.#startedAt);
+    return this.#stop("turnTimeout", `${seconds(turnTimeoutMs)} per turn`, seconds(elapsed));
+  }
+
+  /**
+   * The budget as a client reads it: limits, spend, and the limit that ended the turn.
+   *
+   * @example After one request under a tool-call limit
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { TurnBudget } from "./turn_budget.ts";
+   * const budget = new TurnBudget({ limits: { maxToolCalls: 2, turnTimeoutMs: 90_000 }, now: () => 0 });
+   * budget.beforeRequest();
+   * assert.deepEqual(budget.report(), {
+   *   limits: { maxToolCalls: 2, turnTimeout: 90 },
+   *   spent: { steps: 1, toolCalls: 0, durationMs: 0, sessionTokens: 0, sessionCostUsd: 0 },
+   * });
+   * ```
+   *
+   * @returns The report
+   */
+  report(): BudgetReport {
+    const { maxSteps, maxToolCalls, turnTimeoutMs, maxSessionTokens, maxSessionCostUsd } =
+      this.#limits;
+    const spend = this.#spend();
+    return {
+      limits: {
+        ...(maxSteps === undefined ? {} : { maxSteps }),
+        ...(maxToolCalls === undefined ? {} : { maxToolCalls }),
+        ...(turnTimeoutMs === undefined ? {} : { turnTimeout: turnTimeoutMs / 1000 }),
+        ...(maxSessionTokens === undefined ? {} : { maxSessionTokens }),
+        ...(maxSessionCostUsd === undefined ? {} : { maxSessionCost: maxSessionCostUsd }),
+      },
+      spent: {
+        steps: this.#steps,
+        toolCalls: this.#toolCalls,
+        durationMs: Math.max(0, this.#now() - this.#startedAt),
+        sessionTokens: spend.tokens,
+        sessionCostUsd: spend.cost,
+      },
+      ...(this.#stopped ? { reached: this.#stopped.limit } : {}),
+    };
   }
 
   /** Model requests made so far. */

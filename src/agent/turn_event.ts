@@ -44,6 +44,12 @@ export type TurnEvent =
     readonly locations?: readonly ToolLocation[];
     /** Machine-readable output for the client (`rawOutput`). */
     readonly rawOutput?: unknown;
+    /**
+     * Set when the call was refused permission (by a rule, the mode, a remembered or given
+     * answer): why, and the rule that refused it. The client reads it in the update's
+     * `_meta["acp-harness"].denied`.
+     */
+    readonly denied?: { readonly reason: string; readonly rule?: string };
   }
   /** The model's whole new plan (from `update_plan`), right after its call's final update. */
   | { readonly type: "plan"; readonly entries: readonly PlanEntry[] }

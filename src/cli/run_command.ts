@@ -16,6 +16,7 @@ import {
 import type { AgentServer } from "../server/agent_server.ts";
 import { createMemoryPair } from "../transport/memory.ts";
 import type { RunOptions } from "../config/run_args.ts";
+import { META_KEY } from "../util/meta_key.ts";
 import { VERSION } from "../util/version.ts";
 
 /** Exit codes of `acp-harness run` (documented in the README's "CI and scripts"). */
@@ -49,6 +50,15 @@ export interface RunDenial {
   readonly input: string;
   /** Why it was refused. */
   readonly why: string;
+  /** The permission rule that refused it, as written (absent when no rule did). */
+  readonly rule?: string;
+}
+
+/** The turn's budget: the limits in force, the spend, the limit that ended the turn. */
+export interface RunBudget {
+  readonly limits: Readonly<Record<string, number>>;
+  readonly spent: Readonly<Record<string, number>>;
+  readonly reached?: string;
 }
 
 /** The document of `run --json` (its schema: `docs/run_result.schema.json`). */
@@ -61,6 +71,8 @@ export interface RunResult {
   readonly durationMs: number;
   readonly toolCalls: readonly RunToolCall[];
   readonly denied: readonly RunDenial[];
+  /** The turn's budget; `null` when the turn did not run the agent loop. */
+  readonly budget: RunBudget | null;
   readonly error?: string;
 }
 
@@ -125,6 +137,7 @@ export async function runPrompt(input: RunPromptInput): Promise<number> {
   let code: number;
   let stopReason: string | null = null;
   let usage: Record<string, number> | null = null;
+  let budget: RunBudget | null = null;
   let error: string | undefined;
   try {
     try {
@@ -146,6 +159,7 @@ export async function runPrompt(input: RunPromptInput): Promise<number> {
       });
       stopReason = response.stopReason;
       usage = usageOf((response as { usage?: unknown }).usage);
+      budget = budgetOf(response._meta);
       code = interrupted || stopReason === "cancelled"
         ? RUN_EXIT.interrupted
         : exitCodeOf(stopReason);
@@ -157,6 +171,7 @@ export async function runPrompt(input: RunPromptInput): Promise<number> {
       sessionId,
       stopReason,
       usage,
+      budget,
       durationMs: Math.round(performance.now() - started),
       ...(error === undefined ? {} : { error }),
     });
@@ -220,6 +235,12 @@ function promptBlocks(text: string, files: readonly string[]): ContentBlock[] {
   return blocks;
 }
 
+/** A call's input as JSON, cut to 200 characters. */
+function inputSummary(rawInput: unknown): string {
+  const input = JSON.stringify(rawInput ?? {}) ?? "";
+  return input.length > 200 ? `${input.slice(0, 199)}…` : input;
+}
+
 /** The exit code of a stop reason. */
 function exitCodeOf(stopReason: string): number {
   switch (stopReason) {
@@ -247,6 +268,26 @@ function usageOf(value: unknown): Record<string, number> | null {
   return usage;
 }
 
+/** The prompt response's `_meta["acp-harness"].budget`, or `null` without one. */
+function budgetOf(meta: unknown): RunBudget | null {
+  const own = recordOf(recordOf(meta)?.[META_KEY]);
+  const budget = recordOf(own?.budget);
+  if (!budget) return null;
+  const numbers = (value: unknown): Record<string, number> => usageOf(value) ?? {};
+  const reached = budget.reached;
+  return {
+    limits: numbers(budget.limits),
+    spent: numbers(budget.spent),
+    ...(typeof reached === "string" ? { reached } : {}),
+  };
+}
+
+function recordOf(value: unknown): Record<string, unknown> | undefined {
+  return value !== null && typeof value === "object" && !Array.isArray(value)
+    ? value as Record<string, unknown>
+    : undefined;
+}
+
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -255,9 +296,14 @@ function messageOf(error: unknown): string {
 class RunRecorder {
   readonly #input: RunPromptInput;
   readonly #started = performance.now();
-  readonly #calls = new Map<string, { title: string; kind: string; status: string }>();
+  readonly #calls = new Map<
+    string,
+    { title: string; kind: string; status: string; rawInput?: unknown }
+  >();
   readonly #printed = new Set<string>();
   readonly #denied: RunDenial[] = [];
+  /** The calls already listed in `denied` (a refusal answered here, then its update). */
+  readonly #deniedIds = new Set<string>();
   #text = "";
   #messageEnded = false;
   #cost: number | null = null;
@@ -286,6 +332,7 @@ class RunRecorder {
           title: update.title,
           kind: update.kind ?? "other",
           status: update.status ?? "pending",
+          rawInput: update.rawInput,
         });
         this.#progress(update.toolCallId);
         return;
@@ -296,6 +343,7 @@ class RunRecorder {
         if (update.kind) call.kind = update.kind;
         if (update.status) call.status = update.status;
         this.#calls.set(update.toolCallId, call);
+        this.#refused(update.toolCallId, update._meta);
         this.#progress(update.toolCallId);
         return;
       }
@@ -309,13 +357,13 @@ class RunRecorder {
 
   /** Answers a permission request: refused (nobody to ask), and listed. */
   refuse(request: RequestPermissionRequest): RequestPermissionResponse {
-    const tool = request.toolCall.title ?? request.toolCall.toolCallId;
-    let input = JSON.stringify(request.toolCall.rawInput ?? {}) ?? "";
-    if (input.length > 200) input = `${input.slice(0, 199)}…`;
-    this.#denied.push({ tool, input, why: NOBODY_TO_ASK });
-    if (this.#input.options.output === "text") {
-      this.#input.writeStderr(`denied: ${tool} (nobody to ask)\n`);
-    }
+    const { toolCallId } = request.toolCall;
+    const tool = request.toolCall.title ?? this.#calls.get(toolCallId)?.title ?? toolCallId;
+    this.#deny(toolCallId, {
+      tool,
+      input: inputSummary(request.toolCall.rawInput ?? this.#calls.get(toolCallId)?.rawInput),
+      why: NOBODY_TO_ASK,
+    }, "nobody to ask");
     const reject = request.options.find((option) => option.kind === "reject_once") ??
       request.options.find((option) => option.kind.startsWith("reject"));
     return reject
@@ -323,9 +371,35 @@ class RunRecorder {
       : { outcome: { outcome: "cancelled" } };
   }
 
+  /** A call the server refused (a rule, the mode, a remembered answer): listed once. */
+  #refused(toolCallId: string, meta: unknown): void {
+    const denied = recordOf(recordOf(recordOf(meta)?.[META_KEY])?.denied);
+    if (!denied || typeof denied.reason !== "string") return;
+    const call = this.#calls.get(toolCallId);
+    const rule = typeof denied.rule === "string" ? denied.rule : undefined;
+    this.#deny(toolCallId, {
+      tool: call?.title ?? toolCallId,
+      input: inputSummary(call?.rawInput),
+      why: denied.reason,
+      ...(rule === undefined ? {} : { rule }),
+    }, rule === undefined ? "refused" : `rule ${rule}`);
+  }
+
+  #deny(toolCallId: string, denial: RunDenial, short: string): void {
+    if (this.#deniedIds.has(toolCallId)) return;
+    this.#deniedIds.add(toolCallId);
+    this.#denied.push(denial);
+    if (this.#input.options.output === "text") {
+      this.#input.writeStderr(`denied: ${denial.tool} (${short})\n`);
+    }
+  }
+
   /** The result document. */
   result(
-    ending: Pick<RunResult, "sessionId" | "stopReason" | "usage" | "durationMs" | "error">,
+    ending: Pick<
+      RunResult,
+      "sessionId" | "stopReason" | "usage" | "budget" | "durationMs" | "error"
+    >,
   ): RunResult {
     return {
       sessionId: ending.sessionId,
@@ -340,6 +414,7 @@ class RunRecorder {
         status,
       })),
       denied: [...this.#denied],
+      budget: ending.budget,
       ...(ending.error === undefined ? {} : { error: ending.error }),
     };
   }

@@ -71,7 +71,7 @@ export interface Config {
   readonly script: string | undefined;
   /** Most model requests in one turn. @default {50} */
   readonly maxSteps: number;
-  /** Most tool calls run in one turn; 0 is no limit. @default {0} */
+  /** Most tool calls in one turn (one refused permission counts); 0 is no limit. @default {0} */
   readonly maxToolCalls: number;
   /** Seconds a turn may run; 0 is no limit. @default {0} */
   readonly turnTimeout: number;
@@ -287,7 +287,7 @@ export const SETTINGS: SettingsTable = {
     env: "ACP_HARNESS_MAX_TOOL_CALLS",
     fileKey: "maxToolCalls",
     default: 0,
-    help: "Most tool calls run in one turn (0: no limit)",
+    help: "Most tool calls in one turn, refused ones too (0: no limit)",
     type: NON_NEGATIVE_INTEGER,
   },
   turnTimeout: {

@@ -47,8 +47,12 @@ export interface RelayedPermission {
   readonly signal: AbortSignal;
 }
 
-/** Whether a tool call may run; `reason` (for the model) when it may not. */
+/**
+ * Whether a tool call may run; `reason` (for the model) when it may not, and `rule`, the
+ * permission rule as written, when one refused it.
+ */
 export type Authorization = { readonly allowed: true } | {
   readonly allowed: false;
   readonly reason: string;
+  readonly rule?: string;
 };

@@ -112,6 +112,7 @@ export class PermissionGate {
       }], false);
       return allowed ? { allowed: true } : {
         allowed: false,
+        rule: verdict.rule,
         reason: `The permission rule --deny '${verdict.rule}' refused this ${tool.name} call. ` +
           "Do not try to get around it; ask the user if it is needed.",
       };

@@ -6,9 +6,9 @@
  */
 import { RequestError } from "@agentclientprotocol/sdk";
 import type { BudgetLimits } from "../agent/turn_budget.ts";
+import { META_KEY } from "../util/meta_key.ts";
 
-/** The `_meta` key that holds acp-harness's own fields. */
-export const META_KEY = "acp-harness";
+export { META_KEY };
 
 /** What a request's `_meta["acp-harness"]` asks. */
 export interface SessionMetaRequest {

@@ -35,7 +35,12 @@ import type { SessionTitle } from "./session_title.ts";
 import type { SystemPromptCache } from "./system_prompt_cache.ts";
 import type { TurnEventMapper } from "./turn_event_mapper.ts";
 import type { UsageMeter } from "./usage_meter.ts";
-import { type BudgetLimits, type BudgetStop, TurnBudget } from "../agent/turn_budget.ts";
+import {
+  type BudgetLimits,
+  type BudgetReport,
+  type BudgetStop,
+  TurnBudget,
+} from "../agent/turn_budget.ts";
 
 /** What a {@link PromptTurn} is built from: the server's shared services and the session's parts. */
 export interface PromptTurnOptions {
@@ -99,6 +104,7 @@ interface TurnState {
  */
 export class PromptTurn {
   readonly #options: PromptTurnOptions;
+  #lastBudget: BudgetReport | undefined;
 
   /** @param options What the turns use */
   constructor(options: PromptTurnOptions) {
@@ -143,10 +149,33 @@ export class PromptTurn {
       }
       await this.#admit(message, controller, state);
       if (controller.signal.aborted) return state.stopReason = this.#cancelled(state);
-      state.budget = this.#budget(info);
-      const reason = await runTurn(this.#turnOptions(info, provider, controller, state));
-      const stop = state.budget.stopped;
-      if (stop && reason !== "cancelled") this.#budgetReached(stop);
+      const budget = state.budget = this.#budget(info);
+      // The turn's own controller: the client's cancel aborts it, and so does the time limit.
+      const turn = new AbortController();
+      const cancel = (): void => turn.abort(controller.signal.reason);
+      controller.signal.addEventListener("abort", cancel, { once: true });
+      const remaining = budget.remainingMs();
+      const timer = remaining === undefined ? undefined : setTimeout(() => {
+        budget.expire();
+        turn.abort(new DOMException("the turn's time limit passed", "TimeoutError"));
+      }, remaining);
+      let reason: StopReason;
+      try {
+        reason = await runTurn(this.#turnOptions(info, provider, turn, state));
+      } catch (error) {
+        if (controller.signal.aborted || !turn.signal.aborted) throw error;
+        // Something below threw on the time limit's abort: the turn ended on its budget.
+        reason = "cancelled";
+      } finally {
+        clearTimeout(timer);
+        controller.signal.removeEventListener("abort", cancel);
+        this.#lastBudget = budget.report();
+      }
+      const stop = budget.stopped;
+      const timedOut = reason === "cancelled" && !controller.signal.aborted && !state.admission &&
+        stop?.limit === "turnTimeout";
+      if (stop && (reason !== "cancelled" || timedOut)) this.#budgetReached(stop);
+      if (stop && timedOut) return state.stopReason = stop.stopReason;
       return state.stopReason = reason === "cancelled" ? this.#cancelled(state) : reason;
     } catch (error) {
       // A cancelled turn is an outcome, even if something below threw on the abort.
@@ -156,6 +185,14 @@ export class PromptTurn {
     } finally {
       await this.#finish(state);
     }
+  }
+
+  /**
+   * The budget report of the last turn that ran the agent loop (limits, spend, the limit that
+   * ended it), taken when it ended; `undefined` before any.
+   */
+  get lastBudget(): BudgetReport | undefined {
+    return this.#lastBudget;
   }
 
   /**

@@ -20,6 +20,7 @@ import type { PlanEntry, ToolDisplay, ToolKind } from "../tools/tool.ts";
 import { type CompactionNotices, compactionUpdates } from "../compaction/compactor.ts";
 import { bytesToBase64 } from "../util/base64.ts";
 import { concatBytes } from "../util/concat_bytes.ts";
+import { META_KEY } from "../util/meta_key.ts";
 import { missingMarker, storedToolParts } from "./stored_content.ts";
 import { locationsOf, planUpdate, toolCallContent } from "./to_session_update.ts";
 import type { UpdateSink } from "./update_queue.ts";
@@ -301,6 +302,8 @@ export function replayRecord(
       if ("rawOutput" in record && record.rawOutput !== undefined) {
         update.rawOutput = record.rawOutput;
       }
+      const denied = deniedOf(record.denied);
+      if (denied) update._meta = { [META_KEY]: { denied } };
       updates.push(update);
       return;
     }
@@ -423,4 +426,12 @@ export class ReplayFrames {
     this.#pieces.push(encoder.encode(this.#text));
     this.#text = "";
   }
+}
+
+/** A stored refusal, checked (a log from elsewhere may hold anything). */
+function deniedOf(value: unknown): { reason: string; rule?: string } | undefined {
+  if (value === null || typeof value !== "object") return undefined;
+  const { reason, rule } = value as Record<string, unknown>;
+  if (typeof reason !== "string") return undefined;
+  return typeof rule === "string" ? { reason, rule } : { reason };
 }

@@ -1,5 +1,5 @@
 import type { StopReason } from "../agent/run_turn.ts";
-import type { BudgetLimits } from "../agent/turn_budget.ts";
+import type { BudgetLimits, BudgetReport } from "../agent/turn_budget.ts";
 import type { ModelInfo } from "../llm/catalog.ts";
 import type { LlmContentPart } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
@@ -30,12 +30,15 @@ import { type TurnUsage, UsageMeter } from "./usage_meter.ts";
 
 export { ConfigValueError } from "./selection.ts";
 export type { TurnUsage } from "./usage_meter.ts";
+export type { BudgetReport } from "../agent/turn_budget.ts";
 
 /** How a prompt turn ended and what it spent. */
 export interface PromptOutcome {
   readonly stopReason: StopReason;
   /** The turn's tokens; absent when no model request of it reported usage. */
   readonly usage?: TurnUsage;
+  /** The turn's budget: limits, spend, the limit that ended it; absent for a slash command. */
+  readonly budget?: BudgetReport;
 }
 export { SessionStateError } from "./session_state.ts";
 
@@ -348,9 +351,15 @@ export class Session {
     const meter = this.#turns.usage;
     const metered = async (controller: AbortController): Promise<PromptOutcome> => {
       meter.beginTurn();
+      const before = this.#turns.lastBudget;
       const stopReason = await run(controller);
       const usage = meter.turnUsage();
-      return usage ? { stopReason, usage } : { stopReason };
+      const budget = this.#turns.lastBudget;
+      return {
+        stopReason,
+        ...(usage ? { usage } : {}),
+        ...(budget && budget !== before ? { budget } : {}),
+      };
     };
     const created = this.#created;
     if (created === undefined) return this.#slot.take(signal, metered);

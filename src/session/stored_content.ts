@@ -62,6 +62,7 @@ export function toolResultEvent(
     ...(event.display ? { display: event.display } : {}),
     ...(event.locations ? { locations: event.locations } : {}),
     ...(event.rawOutput === undefined ? {} : { rawOutput: event.rawOutput }),
+    ...(event.denied ? { denied: event.denied } : {}),
   };
 }
 

@@ -8,6 +8,7 @@
 import type { TurnEvent } from "../agent/turn_event.ts";
 import type { SessionUpdate, ToolCallContent } from "../transport/acp_types.ts";
 import type { PlanEntry, ToolDisplay, ToolLocation } from "../tools/tool.ts";
+import { META_KEY } from "../util/meta_key.ts";
 
 /**
  * The ACP update for a turn event that the client sees (everything but history and usage).
@@ -60,6 +61,7 @@ export function toSessionUpdate(
         ...(display ? { content: display.map(toolCallContent) } : {}),
         ...(event.locations ? { locations: locationsOf(event.locations) } : {}),
         ...(event.rawOutput === undefined ? {} : { rawOutput: event.rawOutput }),
+        ...(event.denied ? { _meta: { [META_KEY]: { denied: event.denied } } } : {}),
       };
     }
     case "plan":

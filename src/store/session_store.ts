@@ -65,6 +65,8 @@ export type StoredEvent =
     /** What the client was shown (ToolDisplay values). */
     readonly display?: readonly unknown[];
     readonly locations?: ReadonlyArray<{ readonly path: string; readonly line?: number }>;
+    /** Set when the call was refused permission: why, and the rule that refused it. */
+    readonly denied?: { readonly reason: string; readonly rule?: string };
   }
   | {
     readonly type: "permission";

@@ -88,19 +88,56 @@ export function schemaProblems(message: unknown, requestMethod?: string): string
 }
 
 /**
- * A `session/prompt` result without its `usage` (the turn's tokens, which vary by model), for
+ * A `session/prompt` result without what it spent: its `usage` (the turn's tokens, which vary by
+ * model) and its `_meta["acp-harness"].budget` (limits and spend, with the turn's duration), for
  * tests that check the stop reason alone.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { withoutUsage } from "./acp_schema.ts";
- * const result = { stopReason: "end_turn", usage: { totalTokens: 3, inputTokens: 2, outputTokens: 1 } };
- * assert.deepEqual(withoutUsage(result), { stopReason: "end_turn" });
+ * import { withoutSpend } from "./acp_schema.ts";
+ * const result = {
+ *   stopReason: "end_turn",
+ *   usage: { totalTokens: 3, inputTokens: 2, outputTokens: 1 },
+ *   _meta: { "acp-harness": { budget: { limits: {}, spent: {} } } },
+ * };
+ * assert.deepEqual(withoutSpend(result), { stopReason: "end_turn" });
  * ```
  */
-export function withoutUsage(result: unknown): unknown {
-  if (typeof result !== "object" || result === null || !("usage" in result)) return result;
+export function withoutSpend(result: unknown): unknown {
+  if (typeof result !== "object" || result === null) return result;
   const { usage: _usage, ...rest } = result as Record<string, unknown>;
-  return rest;
+  return withoutBudget(rest);
+}
+
+/**
+ * A `session/prompt` result without its `_meta["acp-harness"].budget` (limits and spend, with
+ * the turn's duration); its `usage` stays.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { withoutBudget } from "./acp_schema.ts";
+ * const result = {
+ *   stopReason: "end_turn",
+ *   usage: { totalTokens: 3, inputTokens: 2, outputTokens: 1 },
+ *   _meta: { "acp-harness": { budget: { limits: {}, spent: {} } } },
+ * };
+ * assert.deepEqual(withoutBudget(result), {
+ *   stopReason: "end_turn",
+ *   usage: { totalTokens: 3, inputTokens: 2, outputTokens: 1 },
+ * });
+ * ```
+ */
+export function withoutBudget(result: unknown): unknown {
+  if (typeof result !== "object" || result === null) return result;
+  const { _meta: meta, ...rest } = result as Record<string, unknown>;
+  if (meta === null || typeof meta !== "object") return result;
+  const { "acp-harness": own, ...others } = meta as Record<string, unknown>;
+  const { budget: _budget, ...ownRest } = (own ?? {}) as Record<string, unknown>;
+  const kept = {
+    ...others,
+    ...(Object.keys(ownRest).length > 0 ? { "acp-harness": ownRest } : {}),
+  };
+  return Object.keys(kept).length > 0 ? { ...rest, _meta: kept } : rest;
 }

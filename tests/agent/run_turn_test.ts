@@ -1096,6 +1096,7 @@ Deno.test("runTurn() does not run a tool call that authorize denies", async () =
     toolCallId: "c1",
     status: "failed",
     text: "The user refused write_file.",
+    denied: { reason: "The user refused write_file." },
   }]);
   assert.deepEqual(provider.requests[1]?.messages.at(-1), {
     role: "tool",

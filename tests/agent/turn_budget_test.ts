@@ -135,6 +135,43 @@ Deno.test("TurnBudget stops a turn whose time is up, before the next request or 
   assert.match(budget.stopped?.message ?? "", /0\.5 s per turn/);
 });
 
+Deno.test("TurnBudget tells the time left, expires on its timer, and keeps its first stop", () => {
+  let now = 1_000;
+  const budget = new TurnBudget({ limits: { turnTimeoutMs: 500 }, now: () => now });
+  assert.equal(budget.remainingMs(), 500);
+  now = 1_200;
+  assert.equal(budget.remainingMs(), 300);
+  now = 1_700;
+  assert.equal(budget.remainingMs(), 0, "never below 0");
+  const stop = budget.expire();
+  assert.equal(stop.limit, "turnTimeout");
+  assert.equal(stop.stopReason, "max_turn_requests");
+  assert.match(stop.message, /turnTimeout \(0\.5 s per turn\); spent 0\.7 s/);
+  assert.equal(budget.expire(), stop);
+  assert.equal(new TurnBudget({ limits: {} }).remainingMs(), undefined);
+  // A turn already stopped by another limit keeps that one.
+  const other = new TurnBudget({ limits: { maxToolCalls: 1, turnTimeoutMs: 10 } });
+  other.beforeToolCall();
+  assert.equal(other.beforeToolCall()?.limit, "maxToolCalls");
+  assert.equal(other.expire().limit, "maxToolCalls");
+});
+
+Deno.test("TurnBudget.report() gives the limits in the flags' units, the spend, and what ended the turn", () => {
+  let now = 0;
+  const budget = new TurnBudget({
+    limits: { maxSteps: 3, turnTimeoutMs: 1_500, maxSessionTokens: 100, maxSessionCostUsd: 0.5 },
+    spend: () => ({ tokens: 120, cost: 0.25 }),
+    now: () => now,
+  });
+  now = 40;
+  assert.equal(budget.beforeRequest()?.limit, "maxSessionTokens");
+  assert.deepEqual(budget.report(), {
+    limits: { maxSteps: 3, turnTimeout: 1.5, maxSessionTokens: 100, maxSessionCost: 0.5 },
+    spent: { steps: 0, toolCalls: 0, durationMs: 40, sessionTokens: 120, sessionCostUsd: 0.25 },
+    reached: "maxSessionTokens",
+  });
+});
+
 Deno.test("runTurn() with maxToolCalls 1 and three calls runs exactly one and ends max_turn_requests", async () => {
   const provider = new StepsProvider([calls("a", "b", "c"), ANSWER]);
   const tool = countingTool();

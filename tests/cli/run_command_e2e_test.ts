@@ -349,3 +349,59 @@ Deno.test("run --file attaches resource links; --mcp-config's servers serve the 
     assert.match(missing.stderr, /--file "nope\.md"/);
   });
 });
+
+Deno.test("run --json lists what a rule and the mode refused (with the rule), carries the turn's budget, and starts the config file's MCP servers, on deno, node and bun", async () => {
+  await using dirs = new TempDirs("acp-harness-run-cmd-");
+  await onEveryRuntime(async (runtime) => {
+    const where = await place(dirs, [
+      {
+        toolCalls: [
+          { id: "w", name: "write_file", arguments: { path: "secret.txt", content: "x" } },
+          { id: "c", name: "run_command", arguments: { command: "echo hi" } },
+          { id: "m", name: "mcp__fake__echo", arguments: { text: "ping" } },
+        ],
+      },
+      { text: "Some were refused." },
+    ]);
+    const config = join(where.cwd, "..", "config.json");
+    const { command, args } = fakeStdio();
+    await writeFile(
+      config,
+      JSON.stringify({ mcpServers: [{ name: "fake", command, args, env: [] }] }),
+    );
+    const ran = await run(runtime, where, [
+      "--ephemeral",
+      "--json",
+      "--config",
+      config,
+      "--mode",
+      "read-only",
+      "--deny",
+      "write_file(secret.txt)",
+      "--allow",
+      "mcp__fake__echo",
+      "--max-tool-calls",
+      "5",
+      "go",
+    ]);
+    assert.equal(ran.code, 0, ran.stderr);
+    const doc = assertResult(JSON.parse(ran.stdout));
+    assert.deepEqual(
+      (doc.toolCalls as Array<{ status: string }>).map((call) => call.status),
+      ["failed", "failed", "completed"],
+      ran.stdout,
+    );
+    const denied = doc.denied as Array<{ tool: string; why: string; rule?: string }>;
+    assert.equal(denied.length, 2, ran.stdout);
+    assert.equal(denied[0]?.rule, "write_file(secret.txt)");
+    assert.match(denied[0]?.why ?? "", /permission rule --deny/);
+    assert.equal(denied[1]?.rule, undefined);
+    assert.match(denied[1]?.why ?? "", /read-only permission mode refused run_command/);
+    const budget = doc.budget as { limits: Record<string, number>; spent: Record<string, number> };
+    assert.deepEqual(budget.limits, { maxSteps: 50, maxToolCalls: 5 });
+    assert.equal(budget.spent.steps, 2);
+    // A call refused permission counts (a loop of refused calls is held to the limit too).
+    assert.equal(budget.spent.toolCalls, 3);
+    assert.equal(existsSync(join(where.cwd, "secret.txt")), false);
+  });
+});

@@ -1,7 +1,8 @@
 /**
- * The README's examples, run as written: the Zed snippet's command, both acpx lines and the
- * example config file (with the scripted model's example script from `docs/models.md`), with
- * `/path/to/acp-harness` replaced by this checkout. A README or guide edit that breaks one fails
+ * The README's examples, run as written: the Zed snippet's command, both acpx lines, the
+ * example config file (with the scripted model's example script from `docs/models.md`) and the
+ * GitHub Actions job's `run` steps (against the fake OpenAI server), with `/path/to/acp-harness`
+ * and `npx acp-harness` replaced by this checkout. A README or guide edit that breaks one fails
  * here.
  *
  * @module
@@ -13,6 +14,9 @@ import { join } from "node:path";
 import process from "node:process";
 import { ACPX, removeAcpxSocketDir, stopAcpxProcesses } from "../_helpers/acpx.ts";
 import { exitWithin, spawnAgent } from "../_helpers/acp_client.ts";
+import { bwrapAvailable } from "../_helpers/bwrap.ts";
+import { startFakeLlmServer } from "../_helpers/fake_llm_server.ts";
+import { openAiTurn } from "../_helpers/llm_fixtures.ts";
 import { ROOT } from "../_helpers/runtimes.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
 
@@ -125,4 +129,74 @@ Deno.test("README: the example config file works from another directory", async 
   elsewhere.end();
   assert.equal(await exitWithin(elsewhere, 10_000), 0, elsewhere.stderr());
   assert.deepEqual(elsewhere.client.problems, []);
+});
+
+/** The `run: |` scripts of a GitHub Actions job, in order (each its lines, unindented). */
+function runScripts(yaml: string): string[] {
+  const scripts: string[] = [];
+  const lines = yaml.split("\n");
+  for (let index = 0; index < lines.length; index++) {
+    const match = /^(\s*)- run: \|$/.exec(lines[index] ?? "");
+    if (!match) continue;
+    const body: string[] = [];
+    const indent = (match[1] ?? "").length + 4;
+    while ((lines[index + 1] ?? "").startsWith(" ".repeat(indent))) {
+      body.push((lines[++index] ?? "").slice(indent));
+    }
+    scripts.push(body.join("\n"));
+  }
+  return scripts;
+}
+
+Deno.test({
+  name:
+    "README: the GitHub Actions job's run step works as written (sandboxed, read-only, one allow rule)",
+  ignore: !bwrapAvailable(),
+  fn: async () => {
+    await using dir = await tempDir("acp-harness-readme-ci-");
+    await using fake = await startFakeLlmServer();
+    const workflow = blockWith("yaml", ".github/workflows/review.yml");
+    const step = runScripts(workflow)[0] ?? "";
+    assert.ok(step?.includes("npx acp-harness run"), workflow);
+    // The job's checkout: a package whose tests pass.
+    await writeFile(
+      join(dir.path, "package.json"),
+      JSON.stringify({ name: "job", private: true, scripts: { test: "echo all 3 tests pass" } }),
+    );
+    fake.enqueue(
+      openAiTurn({
+        toolCalls: [{ id: "t", name: "run_command", arguments: { command: "npm test" } }],
+      }),
+      openAiTurn({ text: ["All 3 tests pass."] }),
+    );
+    const script = step.replaceAll("npx acp-harness", `node ${join(ROOT, "dist/cli.js")}`);
+    const child = spawn("bash", ["-euo", "pipefail", "-c", script], {
+      cwd: dir.path,
+      env: {
+        ...process.env,
+        OPENAI_API_KEY: "sk-test",
+        OPENAI_BASE_URL: `${fake.url}/v1`,
+        ACP_HARNESS_HOME: join(dir.path, ".home"),
+        HOME: join(dir.path, ".home"),
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (text: string) => stderr += text);
+    child.stdout.resume();
+    const [code] = await new Promise<[number | null]>((resolve) =>
+      child.on("exit", (exitCode) => resolve([exitCode]))
+    );
+    assert.equal(code, 0, stderr);
+    // What the next step reads with jq.
+    const result = JSON.parse(await readFile(join(dir.path, "result.json"), "utf8"));
+    assert.equal(result.text, "All 3 tests pass.");
+    assert.equal(result.stopReason, "end_turn");
+    assert.deepEqual(result.toolCalls, [
+      { title: "Run: npm test", kind: "execute", status: "completed" },
+    ]);
+    assert.deepEqual(result.denied, []);
+    assert.equal(fake.requests.length, 2);
+    assert.match(JSON.stringify(fake.requests[1]?.body), /all 3 tests pass/);
+  },
 });

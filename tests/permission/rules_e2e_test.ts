@@ -60,13 +60,19 @@ async function stop(agent: StdioAgent): Promise<void> {
 function results(
   agent: StdioAgent,
   sessionId: string,
-): Map<string, { status: string; text: string }> {
-  const found = new Map<string, { status: string; text: string }>();
+): Map<string, { status: string; text: string; denied?: { reason: string; rule?: string } }> {
+  const found = new Map<
+    string,
+    { status: string; text: string; denied?: { reason: string; rule?: string } }
+  >();
   for (const { update } of agent.client.updates(sessionId)) {
     if (update.sessionUpdate !== "tool_call_update" || update.status === "in_progress") continue;
+    const meta = update._meta as Record<string, { denied?: { reason: string; rule?: string } }>;
+    const denied = meta?.["acp-harness"]?.denied;
     found.set(update.toolCallId as string, {
       status: String(update.status),
       text: JSON.stringify(update.content ?? ""),
+      ...(denied ? { denied } : {}),
     });
   }
   return found;
@@ -147,7 +153,13 @@ Deno.test("--mode read-only --allow 'run_command(echo *)' runs echo ok and no co
       await again.client.request("session/load", { sessionId, cwd: where.cwd, mcpServers: [] });
       const replayed = results(again, sessionId);
       assert.equal(replayed.get("ok")?.status, "completed");
-      for (const id of ["and", "semi", "subst"]) assert.equal(replayed.get(id)?.status, "failed");
+      for (const id of ["and", "semi", "subst"]) {
+        assert.equal(replayed.get(id)?.status, "failed");
+        // The refusal is replayed as it was sent: why, no rule (the mode refused it).
+        assert.deepEqual(replayed.get(id)?.denied, results(agent, sessionId).get(id)?.denied);
+        assert.match(replayed.get(id)?.denied?.reason ?? "", /read-only permission mode/);
+      }
+      assert.equal(replayed.get("ok")?.denied, undefined);
       await stop(again);
     } finally {
       if (again.exit === undefined) again.child.kill("SIGKILL");
@@ -185,6 +197,9 @@ Deno.test("--deny write_file beats --mode auto, and an ask rule asks in auto mod
       const found = results(agent, sessionId);
       assert.equal(found.get("write")?.status, "failed");
       assert.match(found.get("write")?.text ?? "", /permission rule --deny 'write_file' refused/);
+      assert.equal(found.get("write")?.denied?.rule, "write_file");
+      assert.match(found.get("write")?.denied?.reason ?? "", /--deny 'write_file'/);
+      assert.equal(found.get("echo")?.denied, undefined);
       assert.equal(existsSync(join(where.cwd, "out.txt")), false);
       assert.equal(found.get("echo")?.status, "completed");
       assert.equal(found.get("ls")?.status, "completed");

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { startServer } from "../_helpers/server.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
-import { withoutUsage } from "../_helpers/acp_schema.ts";
+import { withoutSpend } from "../_helpers/acp_schema.ts";
 
 /** Frames for `sessionId` received after the response with `id`. */
 function framesAfterResponse(
@@ -69,7 +69,7 @@ Deno.test("$/cancel_request on the prompt resolves cancelled, not an error", asy
   await client.waitForUpdate(sessionId, "session_info_update");
   await client.notify("$/cancel_request", { requestId: id });
   const response = await prompt;
-  assert.deepEqual(withoutUsage(response.result), { stopReason: "cancelled" });
+  assert.deepEqual(withoutSpend(response.result), { stopReason: "cancelled" });
   assert.equal(await client.prompt(sessionId, "next"), "end_turn");
   assert.deepEqual(client.problems, []);
   await disconnect();

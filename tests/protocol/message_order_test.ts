@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { type MemoryServer, startServer } from "../_helpers/server.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
-import { withoutUsage } from "../_helpers/acp_schema.ts";
+import { withoutSpend } from "../_helpers/acp_schema.ts";
 
 type Frame = Record<string, unknown>;
 
@@ -60,7 +60,7 @@ Deno.test("session/set_mode sent just before a prompt applies to that prompt", a
     });
     void client.sendRaw(prompt(sessionId, 101));
     const answer = await responseTo(server, 101);
-    assert.deepEqual(withoutUsage(answer.result), { stopReason: "end_turn" });
+    assert.deepEqual(withoutSpend(answer.result), { stopReason: "end_turn" });
     assert.equal(existsSync(join(cwd, "out.txt")), false, "read-only mode was bypassed");
     const modeAnswer = client.frames.findIndex((frame) => frame.id === 100);
     const firstPromptUpdate = client.frames.findIndex((frame) =>
@@ -80,7 +80,7 @@ Deno.test("session/set_config_option mode sent just before a prompt applies to i
       params: { sessionId, configId: "mode", value: "read-only" },
     });
     void server.client.sendRaw(prompt(sessionId, 101));
-    assert.deepEqual(withoutUsage((await responseTo(server, 101)).result), {
+    assert.deepEqual(withoutSpend((await responseTo(server, 101)).result), {
       stopReason: "end_turn",
     });
     assert.equal(existsSync(join(cwd, "out.txt")), false, "read-only mode was bypassed");
@@ -95,7 +95,7 @@ Deno.test("an idle session/cancel does not cancel the prompt sent after it", asy
       params: { sessionId },
     });
     void server.client.sendRaw(prompt(sessionId, 101, "hi"));
-    assert.deepEqual(withoutUsage((await responseTo(server, 101)).result), {
+    assert.deepEqual(withoutSpend((await responseTo(server, 101)).result), {
       stopReason: "end_turn",
     });
   });
@@ -126,7 +126,7 @@ Deno.test("a mode change sent during a prompt is answered while the prompt runs"
     assert.deepEqual(mode, {});
     assert.equal(client.frames.some((frame) => frame.id === 101), false);
     void client.notify("session/cancel", { sessionId });
-    assert.deepEqual(withoutUsage((await responseTo(server, 101)).result), {
+    assert.deepEqual(withoutSpend((await responseTo(server, 101)).result), {
       stopReason: "cancelled",
     });
   });
@@ -144,7 +144,7 @@ Deno.test("$/cancel_request reaches a prompt that waits behind another message",
     void client.sendRaw(prompt(sessionId, 101, "slow"));
     void client.sendRaw({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 101 } });
     const answer = await responseTo(server, 101);
-    assert.deepEqual(withoutUsage(answer.result), { stopReason: "cancelled" });
+    assert.deepEqual(withoutSpend(answer.result), { stopReason: "cancelled" });
   });
 });
 
@@ -158,7 +158,7 @@ Deno.test("messages of different sessions do not wait for each other", async () 
       {},
     );
     void client.notify("session/cancel", { sessionId });
-    assert.deepEqual(withoutUsage((await responseTo(server, 101)).result), {
+    assert.deepEqual(withoutSpend((await responseTo(server, 101)).result), {
       stopReason: "cancelled",
     });
   });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { schemaProblems, withoutUsage } from "../_helpers/acp_schema.ts";
+import { schemaProblems, withoutSpend } from "../_helpers/acp_schema.ts";
 import { type AcpxRun, removeAcpxSocketDir, runAcpx, stopAcpxProcesses } from "../_helpers/acpx.ts";
 import { startFakeLlmServer } from "../_helpers/fake_llm_server.ts";
 import { openAiTurn } from "../_helpers/llm_fixtures.ts";
@@ -116,7 +116,7 @@ for (const runtime of RUNTIMES) {
       "Echo: hello from acpx",
     );
     const last = run.frames.at(-1);
-    assert.deepEqual(withoutUsage(last?.result), { stopReason: "end_turn" });
+    assert.deepEqual(withoutSpend(last?.result), { stopReason: "end_turn" });
     assert.deepEqual(agentProblems(run.frames), []);
   });
 }
@@ -141,7 +141,7 @@ Deno.test("acpx Ctrl-C sends session/cancel; the prompt ends cancelled and acpx 
   );
   const prompt = run.frames.find((frame) => frame.method === "session/prompt");
   const answer = run.frames.find((frame) => frame.id === prompt?.id && "result" in frame);
-  assert.deepEqual(withoutUsage(answer?.result), { stopReason: "cancelled" });
+  assert.deepEqual(withoutSpend(answer?.result), { stopReason: "cancelled" });
   assert.deepEqual(agentProblems(run.frames), []);
 });
 
@@ -188,7 +188,7 @@ for (const [flag, answer] of [["--approve-all", "allow"], ["--deny-all", "deny"]
         assert.equal(await readFile(file, "utf8"), "after\n");
         // acpx advertises fs, so the edit went through its fs/write_text_file.
         assert.ok(run.frames.some((frame) => frame.method === "fs/write_text_file"));
-        assert.deepEqual(withoutUsage(last?.result), { stopReason: "end_turn" });
+        assert.deepEqual(withoutSpend(last?.result), { stopReason: "end_turn" });
       } else {
         assert.equal(run.code, 5, "acpx exits 5 when every permission request was denied");
         assert.equal(await readFile(file, "utf8"), "before\n");

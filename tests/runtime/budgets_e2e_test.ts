@@ -68,6 +68,29 @@ function updatesOf(agent: StdioAgent, sessionId: string, from = 0): Update[] {
   return agent.client.updates(sessionId).slice(from).map(({ update }) => update);
 }
 
+interface BudgetAnswer {
+  readonly stopReason: string;
+  readonly budget?: {
+    readonly limits: Record<string, number>;
+    readonly spent: Record<string, number>;
+    readonly reached?: string;
+  };
+}
+
+/** Prompts and returns the stop reason and the answer's `_meta["acp-harness"].budget`. */
+async function promptWithBudget(
+  agent: StdioAgent,
+  sessionId: string,
+  text: string,
+): Promise<BudgetAnswer> {
+  const answer = await agent.client.request<{ stopReason: string; _meta?: Update }>(
+    "session/prompt",
+    { sessionId, prompt: [{ type: "text", text }] },
+  );
+  const own = answer._meta?.["acp-harness"] as { budget?: BudgetAnswer["budget"] } | undefined;
+  return { stopReason: answer.stopReason, ...(own?.budget ? { budget: own.budget } : {}) };
+}
+
 async function toolCallBudget(runtime: Runtime): Promise<void> {
   await using dir = await tempDir("acp-harness-budget-");
   const cwd = join(dir.path, "ws");
@@ -99,7 +122,19 @@ async function toolCallBudget(runtime: Runtime): Promise<void> {
     "1",
   ]);
   const sessionId = await agent.client.newSession(cwd);
-  assert.equal(await agent.client.prompt(sessionId, "Plan"), "max_turn_requests", runtime.name);
+  const answer = await promptWithBudget(agent, sessionId, "Plan");
+  assert.equal(answer.stopReason, "max_turn_requests", runtime.name);
+  assert.deepEqual(answer.budget, {
+    limits: { maxSteps: 50, maxToolCalls: 1 },
+    spent: {
+      steps: 1,
+      toolCalls: 1,
+      durationMs: answer.budget?.spent.durationMs,
+      sessionTokens: 0,
+      sessionCostUsd: 0,
+    },
+    reached: "maxToolCalls",
+  }, runtime.name);
   const updates = updatesOf(agent, sessionId);
   const ends = updates.filter((update) =>
     update.sessionUpdate === "tool_call_update" && update.status !== "in_progress"
@@ -141,7 +176,12 @@ async function tokenBudget(runtime: Runtime): Promise<void> {
   assert.equal(await first.client.prompt(sessionId, "One"), "end_turn", runtime.name);
   const before = first.client.updates(sessionId).length;
   // 1,000 tokens spent: the next prompt makes no request (the script's second step stays unsent).
-  assert.equal(await first.client.prompt(sessionId, "Two"), "max_tokens", runtime.name);
+  const two = await promptWithBudget(first, sessionId, "Two");
+  assert.equal(two.stopReason, "max_tokens", runtime.name);
+  assert.equal(two.budget?.reached, "maxSessionTokens");
+  assert.equal(two.budget?.limits.maxSessionTokens, 1000);
+  assert.equal(two.budget?.spent.sessionTokens, 1000);
+  assert.equal(two.budget?.spent.steps, 0, "no model request");
   const refused = texts(updatesOf(first, sessionId, before));
   assert.equal(refused.length, 1, runtime.name);
   assert.match(refused[0] ?? "", /maxSessionTokens \(1000 tokens per session\); spent 1000/);
@@ -308,19 +348,20 @@ Deno.test("a client lowers a budget for its session on session/new, kept after a
   await stop(second);
 });
 
-Deno.test("--turn-timeout 1: a tool call due after the turn's second is not run", async () => {
+Deno.test("--turn-timeout 1: a model request and a command running past the turn's second are cut short", async () => {
   const deno = RUNTIMES.find((runtime) => runtime.name === "deno") as Runtime;
   await using dir = await tempDir("acp-harness-budget-");
   const cwd = join(dir.path, "ws");
   await mkdir(cwd);
   const script = join(dir.path, "script.json");
-  const entries = [{ content: "x", status: "pending" }];
   await writeFile(
     script,
     JSON.stringify([
-      // The model takes longer than the whole turn may.
-      { delayMs: 1100, toolCalls: [{ id: "late", name: "update_plan", arguments: { entries } }] },
-      { text: "not reached" },
+      // The model takes a minute: the turn's second ends it first.
+      { delayMs: 60_000, text: "not reached" },
+      // Then a command that takes a minute.
+      { toolCalls: [{ id: "slow", name: "run_command", arguments: { command: "sleep 60" } }] },
+      { text: "not reached either" },
     ]),
   );
   await using servers = new Servers(deno, cwd);
@@ -331,19 +372,32 @@ Deno.test("--turn-timeout 1: a tool call due after the turn's second is not run"
     "scripted",
     "--script",
     script,
+    "--mode",
+    "auto",
     "--turn-timeout",
     "1",
   ]);
   const sessionId = await agent.client.newSession(cwd);
-  assert.equal(await agent.client.prompt(sessionId, "Plan"), "max_turn_requests");
-  const updates = updatesOf(agent, sessionId);
-  assert.ok(!updates.some((update) => update.sessionUpdate === "plan"), "the call did not run");
-  assert.ok(
-    updates.some((update) =>
-      update.sessionUpdate === "tool_call_update" && update.toolCallId === "late" &&
-      update.status === "failed"
-    ),
+  const first = await agent.client.request<{ stopReason: string; _meta?: Update }>(
+    "session/prompt",
+    { sessionId, prompt: [{ type: "text", text: "Think long" }] },
   );
-  assert.match(texts(updates).at(-1) ?? "", /turnTimeout \(1 s per turn\)/);
+  assert.equal(first.stopReason, "max_turn_requests");
+  const budget = (first._meta?.["acp-harness"] as Update | undefined)?.budget as Update;
+  assert.equal(budget.reached, "turnTimeout");
+  assert.deepEqual(budget.limits, { maxSteps: 50, turnTimeout: 1 });
+  assert.match(texts(updatesOf(agent, sessionId)).at(-1) ?? "", /turnTimeout \(1 s per turn\)/);
+
+  const before = agent.client.updates(sessionId).length;
+  assert.equal(await agent.client.prompt(sessionId, "Run it"), "max_turn_requests");
+  const updates = updatesOf(agent, sessionId, before);
+  const ended = updates.find((update) =>
+    update.sessionUpdate === "tool_call_update" && update.toolCallId === "slow" &&
+    update.status !== "in_progress"
+  );
+  assert.equal(ended?.status, "failed", "the command was cancelled");
+  assert.match(texts(updates).at(-1) ?? "", /Budget reached: turnTimeout/);
+  assert.ok(!texts(updates).some((text) => text.includes("not reached")));
+  assert.deepEqual(agent.client.problems, []);
   await stop(agent);
 });

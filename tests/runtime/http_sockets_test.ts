@@ -14,7 +14,7 @@ import process from "node:process";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
-import { withoutUsage } from "../_helpers/acp_schema.ts";
+import { withoutSpend } from "../_helpers/acp_schema.ts";
 
 /** The bound on anything that should happen soon (a hung server fails the test, not the suite). */
 const BOUND_MS = 20_000;
@@ -212,7 +212,7 @@ for (const runtime of RUNTIMES) {
         mcpServers: [],
       }) as { sessionId: string };
       const prompt = { sessionId, prompt: [{ type: "text", text: "hello" }] };
-      assert.deepEqual(withoutUsage(await rpc(key, 2, "session/prompt", prompt)), {
+      assert.deepEqual(withoutSpend(await rpc(key, 2, "session/prompt", prompt)), {
         stopReason: "end_turn",
       });
 
@@ -226,7 +226,7 @@ for (const runtime of RUNTIMES) {
       const health = await within(fetch(`${url}/health`), () => "/health");
       assert.equal(health.status, 200);
       assert.equal(await health.text(), "ok");
-      assert.deepEqual(withoutUsage(await rpc(key, 3, "session/prompt", prompt)), {
+      assert.deepEqual(withoutSpend(await rpc(key, 3, "session/prompt", prompt)), {
         stopReason: "end_turn",
       });
 
@@ -237,7 +237,7 @@ for (const runtime of RUNTIMES) {
       await within(flood.closed(flood.sockets.length - 64), () => "the refused sockets to close");
       const during = await within(fetch(`${url}/health`), () => "/health during a flood");
       assert.equal(await during.text(), "ok");
-      assert.deepEqual(withoutUsage(await rpc(key, 4, "session/prompt", prompt)), {
+      assert.deepEqual(withoutSpend(await rpc(key, 4, "session/prompt", prompt)), {
         stopReason: "end_turn",
       });
       await within(flood.closed(flood.sockets.length), () => "the second flood to close");

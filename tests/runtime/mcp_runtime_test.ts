@@ -23,7 +23,7 @@ import {
 import { commandLine, type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
 import { pollUntil } from "../_helpers/wait.ts";
-import { withoutUsage } from "../_helpers/acp_schema.ts";
+import { withoutSpend } from "../_helpers/acp_schema.ts";
 
 /** Runs `check` for every runtime at once; fails with every runtime's failure, named. */
 async function onEveryRuntime(check: (runtime: Runtime) => Promise<void>): Promise<void> {
@@ -112,7 +112,7 @@ Deno.test("acpx --mcp-config: the scripted model calls mcp__fake__echo on deno, 
       );
       assert.ok(done, "the call completed");
       assert.match(JSON.stringify(done.content), new RegExp(`echo: hi from ${runtime.name}`));
-      assert.deepEqual(withoutUsage(run.frames.at(-1)?.result), { stopReason: "end_turn" });
+      assert.deepEqual(withoutSpend(run.frames.at(-1)?.result), { stopReason: "end_turn" });
     } finally {
       await stopAcpxProcesses(home);
       await removeAcpxSocketDir(home);
@@ -166,7 +166,7 @@ Deno.test("acpx --mcp-config: Streamable HTTP and SSE servers' tools run on deno
         );
       assert.match(completed("sum"), /The sum of 2 and 40 is 42/);
       assert.match(completed("echo"), new RegExp(`Echo: ${runtime.name}`));
-      assert.deepEqual(withoutUsage(run.frames.at(-1)?.result), { stopReason: "end_turn" });
+      assert.deepEqual(withoutSpend(run.frames.at(-1)?.result), { stopReason: "end_turn" });
     } finally {
       await stopAcpxProcesses(home);
       await removeAcpxSocketDir(home);

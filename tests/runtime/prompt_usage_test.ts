@@ -1,5 +1,6 @@
 /**
- * The turn's usage where clients read it, end to end on Node against the fake providers: the
+ * The turn's usage where clients read it, end to end against the fake providers (the OpenAI case
+ * on Deno, Node and Bun, the others on Node): the
  * `session/prompt` response's `usage` (ACP, unstable), cached and reasoning tokens included, and
  * the `usage_update` a resumed session gets (the spend so far).
  *
@@ -11,13 +12,14 @@ import { join } from "node:path";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../_helpers/fake_llm_server.ts";
 import { anthropicTurn, openAiTurn } from "../_helpers/llm_fixtures.ts";
-import { RUNTIMES } from "../_helpers/runtimes.ts";
+import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
+import { withoutBudget } from "../_helpers/acp_schema.ts";
 
-const [, NODE] = RUNTIMES as [unknown, { command: string; args: readonly string[] }];
+const NODE = RUNTIMES.find((runtime) => runtime.name === "node") as Runtime;
 
 /** A workspace, a config naming the fake provider, and a way to start servers on them. */
-async function setUp(api: "openai-chat" | "anthropic-messages") {
+async function setUp(api: "openai-chat" | "anthropic-messages", runtime: Runtime = NODE) {
   const dir = await tempDir("acp-harness-usage-");
   const server = await startFakeLlmServer();
   const cwd = join(dir.path, "ws");
@@ -38,8 +40,8 @@ async function setUp(api: "openai-chat" | "anthropic-messages") {
   );
   const agents: StdioAgent[] = [];
   const spawn = async (): Promise<StdioAgent> => {
-    const agent = spawnAgent(NODE.command, [
-      ...NODE.args,
+    const agent = spawnAgent(runtime.command, [
+      ...runtime.args,
       "--config",
       configFile,
       "--model",
@@ -69,44 +71,52 @@ async function setUp(api: "openai-chat" | "anthropic-messages") {
   };
 }
 
-Deno.test("the prompt response carries the turn's usage, summed over its requests (OpenAI)", async () => {
-  await using env = await setUp("openai-chat");
-  const agent = await env.spawn();
-  const sessionId = await agent.client.newSession(env.cwd);
-  await writeFile(join(env.cwd, "a.txt"), "alpha\n");
-  env.server.enqueue(
-    openAiTurn({
-      toolCalls: [{ id: "r1", name: "read_file", arguments: { path: "a.txt" } }],
-      usage: { prompt: 1000, completion: 50, cached: 600, reasoning: 20 },
-    }),
-    openAiTurn({ text: ["alpha"], usage: { prompt: 1200, completion: 10, cached: 1000 } }),
-  );
-  const frame = await agent.client.requestRaw("session/prompt", {
-    sessionId,
-    prompt: [{ type: "text", text: "read a.txt" }],
+for (const runtime of RUNTIMES) {
+  Deno.test(`the prompt response carries the turn's usage, summed over its requests (OpenAI, ${runtime.name})`, async () => {
+    await using env = await setUp("openai-chat", runtime);
+    const agent = await env.spawn();
+    const sessionId = await agent.client.newSession(env.cwd);
+    await writeFile(join(env.cwd, "a.txt"), "alpha\n");
+    env.server.enqueue(
+      openAiTurn({
+        toolCalls: [{ id: "r1", name: "read_file", arguments: { path: "a.txt" } }],
+        usage: { prompt: 1000, completion: 50, cached: 600, reasoning: 20 },
+      }),
+      openAiTurn({ text: ["alpha"], usage: { prompt: 1200, completion: 10, cached: 1000 } }),
+    );
+    const frame = await agent.client.requestRaw("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: "read a.txt" }],
+    });
+    const budget = (frame.result as { _meta: Record<string, { budget: { spent: object } }> })
+      ._meta["acp-harness"]?.budget;
+    assert.deepEqual(
+      { ...budget?.spent, durationMs: 0 },
+      { steps: 2, toolCalls: 1, durationMs: 0, sessionTokens: 2260, sessionCostUsd: 0.00232 },
+    );
+    assert.deepEqual(withoutBudget(frame.result), {
+      stopReason: "end_turn",
+      usage: {
+        totalTokens: 2260,
+        inputTokens: 2200,
+        outputTokens: 60,
+        thoughtTokens: 20,
+        cachedReadTokens: 1600,
+      },
+    });
+    // The next turn counts afresh.
+    env.server.enqueue(openAiTurn({ text: ["ok"], usage: { prompt: 30, completion: 3 } }));
+    const next = await agent.client.requestRaw("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: "again" }],
+    });
+    assert.deepEqual(withoutBudget(next.result), {
+      stopReason: "end_turn",
+      usage: { totalTokens: 33, inputTokens: 30, outputTokens: 3 },
+    });
+    assert.deepEqual(agent.client.problems, []);
   });
-  assert.deepEqual(frame.result, {
-    stopReason: "end_turn",
-    usage: {
-      totalTokens: 2260,
-      inputTokens: 2200,
-      outputTokens: 60,
-      thoughtTokens: 20,
-      cachedReadTokens: 1600,
-    },
-  });
-  // The next turn counts afresh.
-  env.server.enqueue(openAiTurn({ text: ["ok"], usage: { prompt: 30, completion: 3 } }));
-  const next = await agent.client.requestRaw("session/prompt", {
-    sessionId,
-    prompt: [{ type: "text", text: "again" }],
-  });
-  assert.deepEqual(next.result, {
-    stopReason: "end_turn",
-    usage: { totalTokens: 33, inputTokens: 30, outputTokens: 3 },
-  });
-  assert.deepEqual(agent.client.problems, []);
-});
+}
 
 Deno.test("the prompt response's usage has Anthropic's cached input", async () => {
   await using env = await setUp("anthropic-messages");

@@ -26,7 +26,7 @@ import type { SessionStore } from "../../src/store/session_store.ts";
 import { memoryClient } from "../_helpers/acp_client.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
 import { pollUntil, settle } from "../_helpers/wait.ts";
-import { withoutUsage } from "../_helpers/acp_schema.ts";
+import { withoutSpend } from "../_helpers/acp_schema.ts";
 
 type Hooks = Partial<SessionStore>;
 
@@ -180,7 +180,7 @@ Deno.test("a prompt cancelled before it starts does not wedge the session", asyn
     second = `error: ${(error as Error).message}`;
   }
   await server.disconnect();
-  assert.deepEqual(withoutUsage(firstFrame.result), { stopReason: "cancelled" });
+  assert.deepEqual(withoutSpend(firstFrame.result), { stopReason: "cancelled" });
   assert.equal(second, "end_turn");
 });
 

@@ -1,12 +1,14 @@
 import type { JsonRpcId, PromptRequest, PromptResponse } from "@agentclientprotocol/sdk";
 import type { TurnUsage } from "../../session/session.ts";
+import { META_KEY } from "../session_meta.ts";
 import type { ConnectionContext } from "../connection_context.ts";
 import { admitPrompt } from "../prompt_content.ts";
 import { mappingErrors } from "../request_errors.ts";
 
 /**
- * `session/prompt`: admits the content, runs a turn and answers with its stop reason and, when
- * its model requests reported any, its token usage.
+ * `session/prompt`: admits the content, runs a turn and answers with its stop reason, its token
+ * usage when its model requests reported any, and its budget (`_meta["acp-harness"].budget`:
+ * the limits in force, the spend, the limit that ended the turn).
  *
  * @param connection The connection
  * @param params The request
@@ -19,7 +21,7 @@ export async function prompt(
   request: { readonly requestId: JsonRpcId; readonly signal: AbortSignal },
 ): Promise<PromptResponse & { usage?: TurnUsage }> {
   const session = connection.requireSession(params.sessionId);
-  const { stopReason, usage } = await mappingErrors(() => {
+  const { stopReason, usage, budget } = await mappingErrors(() => {
     // The slot is checked before the content; nothing awaits between here and the turn taking
     // the slot.
     session.assertCanPrompt();
@@ -34,5 +36,9 @@ export async function prompt(
     return turn;
   });
   // `usage` is ACP's unstable field; only when the turn's requests reported some.
-  return usage ? { stopReason, usage } : { stopReason };
+  return {
+    stopReason,
+    ...(usage ? { usage } : {}),
+    ...(budget ? { _meta: { [META_KEY]: { budget } } } : {}),
+  };
 }
