@@ -30,8 +30,8 @@ const LAZY_SOURCES: readonly RegExp[] = [
   /^src\/host\/(node_processes|process_guard)\.ts$/,
   /^src\/transport\/http\//,
   /^src\/store\/postgres\//,
-  /^src\/llm\/(openai_chat|anthropic_messages|http_provider_core|event_stream|post_json|provider_errors|sse)\.ts$/,
-  /^src\/cli\/(models_command|copy_sessions_command)\.ts$/,
+  /^src\/llm\/(openai_chat|anthropic_messages|http_provider_core|event_stream|post_json|provider_errors|sse|cassette|cassette_fetch|canonical_request)\.ts$/,
+  /^src\/cli\/(models_command|copy_sessions_command|cassettes)\.ts$/,
   /^src\/config\/json_text\.ts$/,
   /^src\/runtime\/\w+_http\.ts$/,
 ];

@@ -304,6 +304,7 @@ async function attemptStep(
   const calls: LlmToolCall[] = [];
   const events = options.provider.stream({
     sessionId: options.sessionId,
+    roots: options.roots,
     model: options.model,
     system: options.system,
     messages: options.foreignState === false ? history : forProvider(history, options.provider.id),

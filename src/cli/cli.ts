@@ -35,6 +35,7 @@ import { secretValues, serverSecretEnv } from "../server/server_secrets.ts";
 import { settingsOf } from "./cli_settings.ts";
 import {
   loadBuiltinTools,
+  loadCassettes,
   loadCopySessionsCommand,
   loadDelegateTool,
   loadHttpSecurity,
@@ -45,6 +46,7 @@ import {
   loadSandbox,
 } from "./lazy.ts";
 import type { RunOptions } from "../config/run_args.ts";
+import type { Cassettes } from "./cassettes.ts";
 import type { McpServer } from "../transport/acp_client.ts";
 import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
 import { sandboxedProcesses } from "../sandbox/sandboxed_processes.ts";
@@ -104,6 +106,7 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   let logger: Logger;
   let usageError = true;
   let run: RunOptions | undefined;
+  let cassettes: Cassettes | undefined;
   try {
     const command = parseArgs(platform.args);
     usageError = false;
@@ -133,19 +136,29 @@ export async function runCli(platform: CliPlatform): Promise<number> {
       const origin = config.script === fromFile.script ? ` ("script" in "${file}")` : "";
       script = parseScript(await readJson(platform.host, config.script, origin), config.script);
     }
+    if (config.record !== undefined || config.replay !== undefined || config.recordMissing) {
+      const { openCassettes } = await loadCassettes();
+      cassettes = await openCassettes(
+        config,
+        platform.host,
+        dataDirectory(config, platform.host),
+        providerKeys(config, platform.host),
+      );
+    }
     if (command.kind === "copy-sessions") {
       out.releaseLock();
       return await copySessionsCommand(platform, config, logger, command);
     }
     if (command.kind === "models") {
-      catalog = createCatalog(config, platform.host, { script, logger });
+      catalog = createCatalog(config, platform.host, { script, logger, cassettes });
       await printModels(platform, out, catalog, { model: config.model, json: command.json });
+      await cassettes?.settled();
       return 0;
     }
     if (config.model === "scripted" && !script) {
       throw new ConfigError(`Model "scripted" needs a script: pass --script <file>`);
     }
-    catalog = createCatalog(config, platform.host, { script, logger });
+    catalog = createCatalog(config, platform.host, { script, logger, cassettes });
     if (!catalog.info(config.model)) {
       try {
         catalog.resolve(config.model);
@@ -175,7 +188,22 @@ export async function runCli(platform: CliPlatform): Promise<number> {
       return 2;
     }
     throw error;
+  } finally {
+    // Every recorded exchange is on disk before the process exits.
+    await cassettes?.settled().catch((error: unknown) => {
+      logger.error("the cassette was not written in full", { error: String(error) });
+    });
   }
+}
+
+/** The values of the providers' API key variables that are set: never stored in a cassette. */
+function providerKeys(config: Config, host: Host): string[] {
+  const env = (name: string): string | undefined => host.env(name);
+  const specs = [...Object.values(builtinProviders(env)), ...Object.values(config.providers)];
+  return specs.flatMap((spec) => {
+    const key = spec.apiKeyEnv ? env(spec.apiKeyEnv) : undefined;
+    return key ? [key] : [];
+  });
 }
 
 /**
@@ -356,6 +384,8 @@ function resolveFilePaths(settings: Partial<Config>, file: string): Partial<Conf
   if (settings.dataDir !== undefined) resolved.dataDir = resolve(settings.dataDir);
   if (settings.script !== undefined) resolved.script = resolve(settings.script);
   if (settings.tokenFile !== undefined) resolved.tokenFile = resolve(settings.tokenFile);
+  if (settings.record !== undefined) resolved.record = resolve(settings.record);
+  if (settings.replay !== undefined) resolved.replay = resolve(settings.replay);
   if (settings.allowedRoots !== undefined) {
     resolved.allowedRoots = settings.allowedRoots.map(resolve);
   }
@@ -806,6 +836,8 @@ export interface CreateCatalogOptions {
   readonly script?: Script | undefined;
   /** Receives the model request and model list lines. */
   readonly logger?: Logger | undefined;
+  /** The cassettes of `--record` and `--replay`: their fetch serves every provider. */
+  readonly cassettes?: Cassettes | undefined;
 }
 
 /**
@@ -822,10 +854,19 @@ export function createCatalog(
   host: Host,
   options: CreateCatalogOptions = {},
 ): ModelCatalog {
-  const { script, logger } = options;
+  const { script, logger, cassettes } = options;
   // Per-request lines are debug lines; below debug the wrapper would only cost time.
   const logRequests = config.logLevel === "debug";
-  const env = (name: string): string | undefined => host.env(name);
+  const hostEnv = (name: string): string | undefined => host.env(name);
+  let env = hostEnv;
+  if (cassettes?.offline) {
+    // A replay sends nothing: a provider needs no key, and one is never read for it.
+    const keyNames = new Set(
+      [...Object.values(builtinProviders(hostEnv)), ...Object.values(config.providers)]
+        .flatMap((spec) => spec.apiKeyEnv ? [spec.apiKeyEnv] : []),
+    );
+    env = (name) => keyNames.has(name) ? hostEnv(name) ?? "replayed-without-a-key" : hostEnv(name);
+  }
   const providers: Record<string, ProviderSpec> = builtinProviders(env);
   for (const [id, provider] of Object.entries(config.providers)) {
     providers[id] = { ...provider, configured: true, defaults: providers[id]?.defaults ?? {} };
@@ -835,6 +876,7 @@ export function createCatalog(
     models: config.models,
     defaultModel: config.model,
     env,
+    ...(cassettes ? { fetch: cassettes.fetch } : {}),
     ...(script ? { script } : {}),
     ...(logger ? { logger, logRequests } : {}),
   });

@@ -12,6 +12,7 @@ import type * as BuiltinTools from "../tools/builtin_tools.ts";
 import type * as HttpSecurity from "../transport/http/http_security.ts";
 import type * as HttpTransport from "../transport/http/http_transport.ts";
 import { lazyImport } from "../util/lazy_import.ts";
+import type * as Cassettes from "./cassettes.ts";
 import type * as CopySessionsCommand from "./copy_sessions_command.ts";
 import type * as ModelsCommand from "./models_command.ts";
 import type * as RunCommand from "./run_command.ts";
@@ -96,4 +97,13 @@ export function loadHttpTransport(): Promise<typeof HttpTransport> {
  */
 export function loadSandbox(): Promise<typeof CommandSandbox> {
   return lazyImport<typeof CommandSandbox>(import("../sandbox/command_sandbox" + ".ts"));
+}
+
+/**
+ * The cassettes of `--record` and `--replay` (`cassettes.ts`), loaded only by a run that uses them.
+ *
+ * @returns The module
+ */
+export function loadCassettes(): Promise<typeof Cassettes> {
+  return lazyImport<typeof Cassettes>(import("./cassettes" + ".ts"));
 }

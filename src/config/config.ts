@@ -181,6 +181,14 @@ export interface Config {
   readonly sandboxChildren: boolean;
   /** The most processes one sandboxed command may have at once. @default {1024} */
   readonly sandboxPids: number;
+  /** A cassette directory every provider exchange is recorded to (`--record`). */
+  readonly record: string | undefined;
+  /** A cassette directory providers are answered from, never the network (`--replay`). */
+  readonly replay: string | undefined;
+  /** Replayed answers at their recorded timing or at once. @default {"instant"} */
+  readonly replaySpeed: "recorded" | "instant";
+  /** With `--replay`: a request that matches nothing is sent and recorded into the cassette. @default {false} */
+  readonly recordMissing: boolean;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -296,7 +304,7 @@ export const SETTINGS: SettingsTable = {
     env: "ACP_HARNESS_TURN_TIMEOUT",
     fileKey: "turnTimeout",
     default: 0,
-    help: "Seconds a turn may run before no more requests or tool calls start (0: no limit)",
+    help: "Seconds a turn may run; then what runs is cancelled and the turn ends (0: no limit)",
     type: NON_NEGATIVE_INTEGER,
   },
   maxSessionTokens: {
@@ -682,6 +690,43 @@ export const SETTINGS: SettingsTable = {
     fileKey: "sandboxChildren",
     default: false,
     help: "Run MCP stdio servers and delegated agents in the sandbox too",
+    type: BOOLEAN,
+  },
+  record: {
+    flag: "--record",
+    placeholder: "<dir>",
+    env: "ACP_HARNESS_RECORD",
+    fileKey: "record",
+    default: undefined,
+    help: "Record every provider exchange to a cassette directory (credentials never stored)",
+    type: NON_EMPTY_STRING,
+  },
+  replay: {
+    flag: "--replay",
+    placeholder: "<dir>",
+    env: "ACP_HARNESS_REPLAY",
+    fileKey: "replay",
+    default: undefined,
+    help: "Answer providers from a recorded cassette, never the network; a miss fails the turn",
+    type: NON_EMPTY_STRING,
+  },
+  replaySpeed: {
+    flag: "--replay-speed",
+    placeholder: "<speed>",
+    env: "ACP_HARNESS_REPLAY_SPEED",
+    fileKey: "replaySpeed",
+    default: "instant",
+    help: "Replayed answers at once (instant) or at their recorded timing (recorded)",
+    type: oneOf(["instant", "recorded"] as const),
+  },
+  recordMissing: {
+    flag: "--record-missing",
+    placeholder: "<bool>",
+    bare: true,
+    env: "ACP_HARNESS_RECORD_MISSING",
+    fileKey: "recordMissing",
+    default: false,
+    help: "With --replay: send what the cassette misses and record it there",
     type: BOOLEAN,
   },
   sandboxPids: {

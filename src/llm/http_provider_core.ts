@@ -7,8 +7,8 @@
  * @module
  */
 import { type LlmStreamDecoder, streamLlmEvents } from "./event_stream.ts";
-import type { PostJsonOptions } from "./post_json.ts";
-import type { LlmEvent } from "./provider.ts";
+import type { PostJsonOptions, RequestOrigin } from "./post_json.ts";
+import type { LlmEvent, LlmRequest } from "./provider.ts";
 
 /** Options for {@link HttpProviderCore}. */
 export interface HttpProviderCoreOptions {
@@ -90,12 +90,14 @@ export class HttpProviderCore {
    * @param signal Aborts the request and ends the stream with `finish: aborted`
    * @param body Builds the JSON body; called once, when iteration starts
    * @param decoder Turns the wire format's events into {@link LlmEvent}s
+   * @param origin The request's session and roots, for a recording or replaying fetch
    * @returns Events ending with exactly one `finish`
    */
   stream(
     signal: AbortSignal,
     body: () => unknown,
     decoder: LlmStreamDecoder,
+    origin?: RequestOrigin,
   ): AsyncIterable<LlmEvent> {
     return streamLlmEvents(signal, (): PostJsonOptions => ({
       url: this.#url,
@@ -104,6 +106,27 @@ export class HttpProviderCore {
       signal,
       secrets: this.secrets,
       ...(this.#fetch ? { fetch: this.#fetch } : {}),
+      ...(origin ? { origin } : {}),
     }), decoder);
   }
+}
+
+/**
+ * The origin of a model request (its session and roots), for a recording or replaying fetch.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { requestOrigin } from "./http_provider_core.ts";
+ * const request = { sessionId: "s1", roots: ["/w"], model: "m", system: "", messages: [], tools: [] };
+ * assert.deepEqual(requestOrigin(request), { sessionId: "s1", roots: ["/w"] });
+ * ```
+ *
+ * @param request The request
+ * @returns Its origin
+ */
+export function requestOrigin(request: LlmRequest): RequestOrigin {
+  return request.roots
+    ? { sessionId: request.sessionId, roots: request.roots }
+    : { sessionId: request.sessionId };
 }

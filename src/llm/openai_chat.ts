@@ -6,7 +6,7 @@
  */
 import { isRecord, parseJson } from "../util/json.ts";
 import type { LlmEventBatch, LlmFinishEvent, LlmStreamDecoder } from "./event_stream.ts";
-import { HttpProviderCore } from "./http_provider_core.ts";
+import { HttpProviderCore, requestOrigin } from "./http_provider_core.ts";
 import { streamError, truncatedStreamError, unparsableEventError } from "./provider_errors.ts";
 import type {
   FinishReason,
@@ -118,6 +118,7 @@ export class OpenAiChatProvider implements LlmProvider {
       options.signal,
       () => buildOpenAiChatBody(request, { maxTokensField: this.#maxTokensField }),
       new OpenAiChatDecoder(core.secrets),
+      requestOrigin(request),
     );
   }
 }

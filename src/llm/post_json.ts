@@ -6,9 +6,41 @@
  *
  * @module
  */
-import type { ProviderError } from "./provider.ts";
+import { ProviderError } from "./provider.ts";
 import { isRecord, parseJson } from "../util/json.ts";
 import { httpError, noBodyError, notEventStreamError, transportError } from "./provider_errors.ts";
+
+/**
+ * Where a model request comes from, for a fetch that records or replays it (`cassette_fetch.ts`):
+ * handed to the fetch in its `init` under {@link REQUEST_ORIGIN}, never sent.
+ */
+export interface RequestOrigin {
+  /** The ACP session the request belongs to. */
+  readonly sessionId: string;
+  /** The session's roots, the cwd first, when the request knows them. */
+  readonly roots?: readonly string[];
+}
+
+/** The key of a {@link RequestOrigin} in a fetch's `init`. */
+export const REQUEST_ORIGIN: unique symbol = Symbol("acp-harness request origin");
+
+/**
+ * The origin a fetch's `init` carries, if any.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { originOf, REQUEST_ORIGIN } from "./post_json.ts";
+ * assert.deepEqual(originOf({ [REQUEST_ORIGIN]: { sessionId: "s1" } } as RequestInit), { sessionId: "s1" });
+ * assert.equal(originOf({}), undefined);
+ * ```
+ *
+ * @param init The fetch's options
+ * @returns The origin
+ */
+export function originOf(init: RequestInit | undefined): RequestOrigin | undefined {
+  return (init as { [REQUEST_ORIGIN]?: RequestOrigin } | undefined)?.[REQUEST_ORIGIN];
+}
 
 /** Options for {@link postJson} and {@link openEventStream}. */
 export interface PostJsonOptions {
@@ -28,6 +60,8 @@ export interface PostJsonOptions {
   readonly signal: AbortSignal;
   /** Values (API keys) replaced by `[redacted]` wherever they would appear in an error message. */
   readonly secrets?: readonly string[];
+  /** Where the request comes from, for a recording or replaying fetch (never sent). */
+  readonly origin?: RequestOrigin;
 }
 
 /** What {@link postJson} got: a 2xx response, an abort, or a classified failure. */
@@ -66,14 +100,17 @@ export async function postJson(options: PostJsonOptions): Promise<PostJsonResult
   const fetchImpl = options.fetch ?? fetch;
   let response: Response;
   try {
-    response = await fetchImpl(options.url, {
+    const init: RequestInit & { [REQUEST_ORIGIN]?: RequestOrigin } = {
       method: "POST",
       headers: { ...options.headers, "content-type": "application/json" },
       body: JSON.stringify(options.body),
       signal,
-    });
+    };
+    if (options.origin) init[REQUEST_ORIGIN] = options.origin;
+    response = await fetchImpl(options.url, init);
   } catch (error) {
     if (signal.aborted) return { type: "aborted" };
+    if (error instanceof ProviderError) return { type: "error", error };
     return { type: "error", error: transportError(error, { url: options.url, secrets }) };
   }
   if (signal.aborted) {

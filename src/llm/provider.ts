@@ -79,6 +79,8 @@ export interface LlmToolSpec {
 export interface LlmRequest {
   /** The ACP session the request belongs to. */
   readonly sessionId: string;
+  /** The session's roots, the cwd first (a recording or replay replaces them by placeholders). */
+  readonly roots?: readonly string[];
   /** Model id within the provider. */
   readonly model: string;
   /** System prompt. */
@@ -169,7 +171,8 @@ export type ProviderErrorKind =
   | "bad-request"
   | "server"
   | "transport"
-  | "script";
+  | "script"
+  | "replay-miss";
 
 /** Options for {@link ProviderError}. */
 export interface ProviderErrorOptions {

@@ -88,6 +88,7 @@ for (const runtime of RUNTIMES) {
       sessionId,
       prompt: [{ type: "text", text: "read a.txt" }],
     });
+    assert.ok(frame.result, JSON.stringify(frame));
     const budget = (frame.result as { _meta: Record<string, { budget: { spent: object } }> })
       ._meta["acp-harness"]?.budget;
     assert.deepEqual(
