@@ -6,6 +6,7 @@
 import { type Scenario, ScenarioContext, type Size, type Tally } from "./context.ts";
 import type { RuntimeSpec } from "./driver.ts";
 import { budgets } from "./scenarios/budgets.ts";
+import { cassettes } from "./scenarios/cassettes.ts";
 import { cancelRaces } from "./scenarios/cancel.ts";
 import { compaction } from "./scenarios/compaction.ts";
 import { confinement } from "./scenarios/confinement.ts";
@@ -34,6 +35,7 @@ export const SCENARIOS: readonly Scenario[] = [
   rules,
   budgets,
   run,
+  cassettes,
   confinement,
   env,
   sandbox,

@@ -181,13 +181,19 @@ function replay(
   const restored = restorePaths(exchange, paths) as RecordedExchange;
   const recorded = restored.response;
   if (!recorded) throw new TypeError(`fetch failed (recorded): ${restored.error ?? "no response"}`);
-  const headers = new Headers(recorded.headers);
+  const { status } = recorded;
+  if (!Number.isInteger(status) || status < 200 || status > 599) {
+    throw new TypeError(
+      `fetch failed (recorded): the recorded status ${JSON.stringify(status)} is not one`,
+    );
+  }
+  const headers = new Headers(isStringRecord(recorded.headers) ? recorded.headers : {});
   if (!recorded.events) {
     const text = recorded.text ??
       (recorded.body === undefined ? "" : JSON.stringify(recorded.body));
-    return new Response(text, { status: recorded.status, headers });
+    return new Response(String(text), { status, headers });
   }
-  const events = recorded.events;
+  const events: readonly RecordedEvent[] = Array.isArray(recorded.events) ? recorded.events : [];
   const encoder = new TextEncoder();
   const abort = signal ?? new AbortController().signal;
   const body = new ReadableStream<Uint8Array>({
@@ -195,15 +201,15 @@ function replay(
       let at = 0;
       try {
         for (const event of events) {
-          if (speed === "recorded" && event.afterMs > at) {
+          if (speed === "recorded" && Number.isFinite(event.afterMs) && event.afterMs > at) {
             if (!await abortableDelay(event.afterMs - at, abort)) throw abort.reason;
             at = event.afterMs;
           }
           const data = typeof event.data === "string" ? event.data : JSON.stringify(event.data);
-          const lines = data.split("\n").map((line) => `data: ${line}`).join("\n");
-          controller.enqueue(
-            encoder.encode(`${event.event ? `event: ${event.event}\n` : ""}${lines}\n\n`),
-          );
+          const lines = data.split(/\r\n|\r|\n/).map((line) => `data: ${line}`).join("\n");
+          // A name from the file cannot add lines of its own to the stream.
+          const name = typeof event.event === "string" ? event.event.replace(/[\r\n]/g, "") : "";
+          controller.enqueue(encoder.encode(`${name ? `event: ${name}\n` : ""}${lines}\n\n`));
         }
       } catch (error) {
         // A stream the reader cancelled takes no error either.
@@ -224,7 +230,13 @@ function replay(
       }
     },
   });
-  return new Response(body, { status: recorded.status, headers });
+  return new Response(body, { status, headers });
+}
+
+/** Whether a value read from a file is an object of strings (headers). */
+function isStringRecord(value: unknown): value is Record<string, string> {
+  return value !== null && typeof value === "object" && !Array.isArray(value) &&
+    Object.values(value).every((item) => typeof item === "string");
 }
 
 /** A body as a cassette keeps it: `body` when JSON, else `text`. */

@@ -146,6 +146,10 @@ export async function startFakeLlmServer(): Promise<FakeLlmServer> {
     // A client that went away mid-request only ends that exchange.
     handle(req, res).catch(() => res.destroy());
   });
+  // A client's kept-alive socket is never closed under it between two requests (Node's default
+  // of 5 s races a slow client's next request on a loaded machine); close() ends them all.
+  server.keepAliveTimeout = 600_000;
+  server.headersTimeout = 610_000;
   server.on("connection", (socket: Socket) => {
     sockets.add(socket);
     socket.on("close", () => {

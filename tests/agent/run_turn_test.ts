@@ -190,6 +190,7 @@ Deno.test("runTurn() sends the request the provider needs", async () => {
   await runTurn(options);
   assert.deepEqual(provider.requests, [{
     sessionId: "session-1",
+    roots: ["/work"],
     model: "model-x",
     system: "be brief",
     messages: [USER],

@@ -208,6 +208,20 @@ Deno.test("acp-harness run --replay --json answers from the cassette; a miss exi
   const recorded = await run(["--record", cassette, "What does a.txt say?"], { FAKE_API_KEY: KEY });
   assert.equal(recorded.code, 0, recorded.stderr);
   assert.equal(recorded.document.text, "It says alpha.");
+  const sent = fake.requests.length;
+  // A changed prompt misses, and nothing reaches the provider, although it is up.
+  const missed = await run(["--replay", cassette, "Something else"], {});
+  assert.equal(missed.code, 1, missed.stderr);
+  assert.match(missed.document.error, /Replay: no recorded response matches/);
+  assert.equal(fake.requests.length, sent);
+  // --record-missing sends what misses, with the key, and adds it to the cassette.
+  fake.enqueue(openAiTurn({ text: ["Something, recorded."] }));
+  const added = await run(
+    ["--replay", cassette, "--record-missing", "Something else"],
+    { FAKE_API_KEY: KEY },
+  );
+  assert.equal(added.code, 0, added.stderr);
+  assert.equal(fake.requests.length, sent + 1);
   await fake.close();
   const elsewhere = await workspace(dirs, "openai-chat", `${fake.url}/v1`);
   const replayed = await run(["--replay", cassette, "What does a.txt say?"], {}, elsewhere.cwd);
@@ -215,9 +229,12 @@ Deno.test("acp-harness run --replay --json answers from the cassette; a miss exi
   assert.equal(replayed.document.text, "It says alpha.");
   assert.deepEqual(replayed.document.toolCalls, recorded.document.toolCalls);
   assert.deepEqual(replayed.document.usage, recorded.document.usage);
-  const missed = await run(["--replay", cassette, "Something else"], {}, elsewhere.cwd);
-  assert.equal(missed.code, 1, missed.stderr);
-  assert.match(missed.document.error, /Replay: no recorded response matches/);
+  const again = await run(["--replay", cassette, "Something else"], {}, elsewhere.cwd);
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(again.document.text, "Something, recorded.");
+  for (const file of await readdir(cassette)) {
+    assert.ok(!(await readFile(join(cassette, file), "utf8")).includes(KEY), file);
+  }
   const none = await run(["--replay", join(where.base, "nothing-here"), "hi"], {});
   assert.equal(none.code, 2);
   assert.match(none.stderr, /--replay ".*nothing-here": no cassette/);

@@ -37,7 +37,7 @@ const schema = JSON.parse(await readFile(join(ROOT, "docs/run_result.schema.json
 const validate = new Ajv2020({ strict: true, allErrors: true }).compile(schema);
 
 /** What a run came to. */
-interface Ran {
+export interface Ran {
   readonly code: number | null;
   readonly signal: string | null;
   readonly stdout: string;
@@ -46,7 +46,7 @@ interface Ran {
 }
 
 /** When to signal the run: at once, or once its output matches. */
-interface Trigger {
+export interface Trigger {
   readonly signal: "SIGINT" | "SIGTERM";
   readonly when: RegExp | "at-once";
 }
@@ -56,19 +56,20 @@ interface Trigger {
  * `ChildProcess` reports a process it signalled as killed by that signal even when it exited
  * with a code of its own (130).
  */
-async function runOnce(
+export async function runOnce(
   context: ScenarioContext,
   cwd: string,
   marker: string,
   args: readonly string[],
   trigger?: Trigger,
+  env: Record<string, string> = {},
 ): Promise<Ran> {
   const { runtime } = context;
   const bound = new AbortController();
   const child = new Deno.Command(runtime.command, {
     args: [...runtime.args, "run", ...args],
     cwd,
-    env: { NO_COLOR: "1", [MARKER_VARIABLE]: marker },
+    env: { NO_COLOR: "1", [MARKER_VARIABLE]: marker, ...env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

@@ -1,0 +1,4 @@
+import { cassettes } from "../../torture/scenarios/cassettes.ts";
+import { tortureTest } from "./_torture.ts";
+
+tortureTest(cassettes);
