@@ -2,12 +2,13 @@
  * `acp-harness export-script`: how a session's records map to scripted-model steps (texts,
  * thoughts, tool calls, usage, finish reasons, compactions, failed turns, several turns), that
  * the script parses and replays as the recorded requests streamed, the command against a JSONL
- * store (its output, an unknown id, `memory:`, a corrupt log) and its command line.
+ * store (its output, an unknown id, `memory:`, a corrupt log), its command line, and that a
+ * session with a `/compact` replays from its export in place.
  *
  * @module
  */
 import assert from "node:assert/strict";
-import { appendFile } from "node:fs/promises";
+import { appendFile, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { NodeHost } from "../../mod.ts";
 import {
@@ -23,6 +24,7 @@ import { parseScript, ScriptedProvider } from "../../src/llm/scripted.ts";
 import { nullLogger } from "../../src/log/logger.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
 import type { StoredEvent } from "../../src/store/session_store.ts";
+import { startServer } from "../_helpers/server.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
 
 const READ = { id: "call_read", name: "read_file", arguments: '{"path":"a.txt"}' };
@@ -398,4 +400,72 @@ Deno.test("parseArgs() reads export-script SESSION_ID with the store flags; the 
   assert.equal(parseArgs(["export-script", "--help"]).kind, "help");
   assert.match(USAGE, /acp-harness export-script SESSION_ID/);
   assert.match(USAGE, /^ {2}export-script SESSION_ID +Print a recorded session's/m);
+});
+
+/** Sends prompts to a fresh in-memory server on a JSONL store; what it did and recorded. */
+async function compactingSession(
+  script: unknown,
+  cwd: string,
+  dataDir: string,
+): Promise<{ readonly flow: string[]; readonly records: readonly StoredEvent[] }> {
+  const server = startServer({
+    script,
+    dataDir,
+    config: { model: "scripted", mode: "auto", models: { scripted: { contextWindow: 4_000 } } },
+  });
+  await server.client.initialize();
+  const sessionId = await server.client.newSession(cwd);
+  for (const text of [`turn 1: ${"lorem ipsum ".repeat(166)}`, "turn 2", "/compact", "go on"]) {
+    assert.equal(await server.client.prompt(sessionId, text), "end_turn");
+  }
+  await server.disconnect();
+  const flow = server.client.updates(sessionId).flatMap(({ update }) => {
+    const { sessionUpdate } = update;
+    if (sessionUpdate === "agent_message_chunk" || sessionUpdate === "agent_thought_chunk") {
+      return [`${sessionUpdate}: ${(update.content as { text: string }).text}`];
+    }
+    if (sessionUpdate === "tool_call_update" && update.status !== "in_progress") {
+      return [`${update.toolCallId} ${update.status} ${JSON.stringify(update.content)}`];
+    }
+    return [];
+  });
+  const store = new JsonlSessionStore({ host: new NodeHost({}), dataDir });
+  const loaded = await store.load(sessionId);
+  return { flow, records: loaded?.records ?? [] };
+}
+
+Deno.test("a session with a /compact replays from its export: the summary request takes its step in place", async () => {
+  await using dir = await tempDir("acp-harness-export-compact-");
+  const cwd = join(dir.path, "ws");
+  await mkdir(cwd);
+  await writeFile(join(cwd, "a.txt"), "alpha\n");
+  const original = [
+    { text: "one", usage: { input: 900, output: 5 } },
+    { text: "two", usage: { input: 950, output: 5 } },
+    { text: "The user said lorem ipsum twice.", usage: { input: 600, output: 20 } },
+    { toolCalls: [{ id: "c1", name: "read_file", arguments: { path: "a.txt" } }] },
+    { thought: "It is alpha.", text: "a.txt says alpha." },
+  ];
+  const recorded = await compactingSession(original, cwd, join(dir.path, "recorded"));
+  const compaction = recorded.records.find((record) => record.type === "compaction");
+  assert.equal(compaction?.type === "compaction" ? compaction.reason : "", "command");
+  const exporter = new ScriptExporter();
+  exporter.add(recorded.records);
+  const { steps } = exporter.finish();
+  assert.deepEqual(steps[2], {
+    text: "The user said lorem ipsum twice.",
+    usage: { input: 600, output: 20 },
+  });
+  assert.equal(steps.length, original.length);
+
+  const replayed = await compactingSession(
+    JSON.parse(JSON.stringify(steps)),
+    cwd,
+    join(dir.path, "replayed"),
+  );
+  assert.deepEqual(replayed.flow, recorded.flow);
+  assert.match(recorded.flow.join("\n"), /a\.txt says alpha/);
+  const summaries = (records: readonly StoredEvent[]) =>
+    records.flatMap((record) => record.type === "compaction" ? [record.summary] : []);
+  assert.deepEqual(summaries(replayed.records), summaries(recorded.records));
 });
