@@ -38,6 +38,7 @@ import {
   loadCassettes,
   loadCopySessionsCommand,
   loadDelegateTool,
+  loadExportScriptCommand,
   loadHttpSecurity,
   loadHttpTransport,
   loadJsonText,
@@ -148,6 +149,13 @@ export async function runCli(platform: CliPlatform): Promise<number> {
     if (command.kind === "copy-sessions") {
       out.releaseLock();
       return await copySessionsCommand(platform, config, logger, command);
+    }
+    if (command.kind === "export-script") {
+      out.releaseLock();
+      const { exportScriptCommand } = await loadExportScriptCommand();
+      const location = storeLocation(config, platform.host);
+      const { sessionId } = command;
+      return await exportScriptCommand({ platform, config, logger, location, sessionId });
     }
     if (command.kind === "models") {
       catalog = createCatalog(config, platform.host, { script, logger, cassettes });

@@ -14,6 +14,7 @@ import type * as HttpTransport from "../transport/http/http_transport.ts";
 import { lazyImport } from "../util/lazy_import.ts";
 import type * as Cassettes from "./cassettes.ts";
 import type * as CopySessionsCommand from "./copy_sessions_command.ts";
+import type * as ExportScriptCommand from "./export_script_command.ts";
 import type * as ModelsCommand from "./models_command.ts";
 import type * as RunCommand from "./run_command.ts";
 import type * as CommandSandbox from "../sandbox/command_sandbox.ts";
@@ -34,6 +35,15 @@ export function loadJsonText(): Promise<typeof JsonText> {
  */
 export function loadCopySessionsCommand(): Promise<typeof CopySessionsCommand> {
   return lazyImport<typeof CopySessionsCommand>(import("./copy_sessions_command" + ".ts"));
+}
+
+/**
+ * `acp-harness export-script`.
+ *
+ * @returns The module `src/cli/export_script_command.ts`
+ */
+export function loadExportScriptCommand(): Promise<typeof ExportScriptCommand> {
+  return lazyImport<typeof ExportScriptCommand>(import("./export_script_command" + ".ts"));
 }
 
 /**

@@ -37,6 +37,13 @@ export type Command =
     readonly overrides: Partial<Config>;
   }
   | {
+    /** `acp-harness export-script SESSION_ID`: print a recorded session as a scripted-model script. */
+    readonly kind: "export-script";
+    /** The session to export. */
+    readonly sessionId: string;
+    readonly overrides: Partial<Config>;
+  }
+  | {
     /** `acp-harness run [options] [PROMPT…]`: one prompt, printed, then exit. */
     readonly kind: "run";
     readonly run: RunOptions;
@@ -48,7 +55,7 @@ const BY_FLAG = settingKeysBy((setting) => setting.flag);
 /**
  * Parses command-line arguments. Pure: no I/O. `models` as the first argument asks for the
  * model list (it also takes `--json`); `copy-sessions` copies sessions between stores (it takes
- * `--from` and `--to`, both required); anything else serves.
+ * `--from` and `--to`, both required); `export-script` takes one SESSION_ID; anything else serves.
  *
  * @example Parsing flags
  * ```ts
@@ -67,7 +74,9 @@ export function parseArgs(args: readonly string[]): Command {
   const models = args[0] === "models";
   const copy = args[0] === "copy-sessions";
   const run = args[0] === "run" ? runDraft() : undefined;
-  const first = models || copy || run || args[0] === "serve" ? 1 : 0;
+  const exporting = args[0] === "export-script";
+  let sessionId: string | undefined;
+  const first = models || copy || run || exporting || args[0] === "serve" ? 1 : 0;
   let json = false;
   const ends: { from?: string; to?: string } = {};
   for (let index = first; index < args.length; index++) {
@@ -109,6 +118,10 @@ export function parseArgs(args: readonly string[]): Command {
       ends[flag === "--from" ? "from" : "to"] = text;
       continue;
     }
+    if (exporting && sessionId === undefined && !arg.startsWith("-")) {
+      sessionId = arg;
+      continue;
+    }
     const key = BY_FLAG.get(flag);
     if (key === undefined && RUN_FLAGS.includes(flag)) {
       throw new ConfigError(`Option "${flag}" applies only to "acp-harness run"`);
@@ -132,6 +145,12 @@ export function parseArgs(args: readonly string[]): Command {
   }
   if (models) return { kind: "models", json, overrides };
   if (run) return { kind: "run", run: finishRun(run), overrides };
+  if (exporting) {
+    if (sessionId === undefined) {
+      throw new ConfigError(`"acp-harness export-script" needs a SESSION_ID`);
+    }
+    return { kind: "export-script", sessionId, overrides };
+  }
   if (copy) {
     if (ends.from === undefined || ends.to === undefined) {
       throw new ConfigError(

@@ -90,6 +90,11 @@ const COMMANDS: ReadonlyArray<readonly [string, string]> = [
     "directory or a postgres:// URL); sessions already at the destination are skipped",
   ],
   [
+    "export-script SESSION_ID",
+    "Print a recorded session's model steps as a script of the scripted model (--script), " +
+    "to replay it offline (docs/models.md)",
+  ],
+  [
     "run [PROMPT...]",
     "Run one prompt (the words, or stdin for - or none) and exit: the final message on stdout, " +
     "progress on stderr. Exit 0 end_turn, 1 the turn failed, 2 bad usage or config, 3 refusal, " +
@@ -116,6 +121,7 @@ export const USAGE: string = `Usage: acp-harness [serve] [options]
        acp-harness serve --http [--host <addr>] [--port <n>] [options]
        acp-harness models [--json] [options]
        acp-harness copy-sessions --from <url-or-dir> --to <url-or-dir> [options]
+       acp-harness export-script SESSION_ID [options] > script.json
        acp-harness run [--json|--jsonl] [--resume <id>|--continue|--ephemeral] [options] [PROMPT...]
 
 Serves the Agent Client Protocol (ACP) on stdin/stdout until stdin closes, or with --http over
