@@ -120,7 +120,7 @@ function once(action: () => void): () => void {
  * ```
  */
 export class PrometheusTelemetry implements Telemetry, MetricsText {
-  readonly enabled = true;
+  readonly enabled: boolean = true;
   /** The registry the metrics are in. */
   readonly registry: Registry;
   readonly #now: () => number;
