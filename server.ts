@@ -34,6 +34,26 @@ export {
   type SessionSettings,
   type TurnSettings,
 } from "./src/server/agent_server.ts";
+export {
+  type ConnectionTransport,
+  type McpStartResult,
+  type McpStartTelemetry,
+  type MetricsText,
+  type ModelLabels,
+  type ModelOutcome,
+  type ModelRequestTelemetry,
+  NOOP_TELEMETRY,
+  type OpenHandle,
+  type PermissionOutcome,
+  type StoreCommitTelemetry,
+  type Telemetry,
+  type TokenCounts,
+  type ToolCallStatus,
+  type ToolCallTelemetry,
+  toolLabel,
+  type TurnEnd,
+  type TurnTelemetry,
+} from "./src/telemetry/telemetry.ts";
 export type { SessionToolsInfo, ToolSetFactory } from "./src/session/tool_set_factory.ts";
 export type { Cleanup, SessionCleanups } from "./src/session/session_disposer.ts";
 export {

@@ -144,7 +144,8 @@ Deno.test("src/ folders import each other without a cycle (type-only and lazy im
  * compose; the HTTP adapter and delegation sit on the server and the protocol; the server
  * composes the protocol handlers over the session core; below the session come compaction, the
  * turn loop and the MCP client, then tools and stores, then config, models and permission, the
- * transport's message contract, the host, the logger and the helpers.
+ * transport's message contract, the host, the telemetry seam (every layer reports to it), the
+ * logger and the helpers.
  */
 const RANKS: Readonly<Record<string, number>> = {
   runtime: 100,
@@ -165,6 +166,7 @@ const RANKS: Readonly<Record<string, number>> = {
   transport: 15,
   sandbox: 12,
   host: 10,
+  telemetry: 8,
   log: 5,
   util: 0,
 };

@@ -7,6 +7,8 @@
  * - only `src/mcp/` imports the MCP SDK;
  * - only `src/store/postgres/` imports the PostgreSQL client (`postgres`), which is loaded only
  *   when that store is chosen.
+ * - only `src/telemetry/` imports the Prometheus client (`prom-client`), which is loaded only when
+ *   metrics are on.
  *
  * @module
  */
@@ -54,6 +56,11 @@ const RULES: readonly Rule[] = [
     allowed: ["store/postgres/"],
     violates: ({ imports }) => imports.find((specifier) => packageOf(specifier) === "postgres"),
   },
+  {
+    description: "prom-client",
+    allowed: ["telemetry/"],
+    violates: ({ imports }) => imports.find((specifier) => packageOf(specifier) === "prom-client"),
+  },
 ];
 
 function violations(path: string, source: string): string[] {
@@ -83,6 +90,7 @@ Deno.test("violations() detects each forbidden use outside its folder", () => {
     ["protocol/a.ts", 'import { cors } from "hono/cors";'],
     ["tools/a.ts", 'import { Client } from "@modelcontextprotocol/sdk/client/index.js";'],
     ["store/a.ts", 'import postgres from "postgres";'],
+    ["cli/a.ts", 'import { Registry } from "prom-client";'],
     ["session/a.ts", 'import {\n  a,\n  b,\n} from "node:path";'],
     ["session/a.ts", 'const home = `${Deno.env.get("HOME")}/x`;'],
     ["session/a.ts", "const t = `a ${`b ${process.pid}`} c`;"],
@@ -103,6 +111,7 @@ Deno.test("violations() allows each use inside its folder and ignores comments a
     ["transport/http/app.ts", 'import { Hono } from "hono";'],
     ["mcp/client.ts", 'import { Client } from "@modelcontextprotocol/sdk/client/index.js";'],
     ["store/postgres/postgres_store.ts", 'import postgres from "postgres";'],
+    ["telemetry/prometheus_telemetry.ts", 'import { Counter } from "prom-client";'],
     ["session/a.ts", "/** ndJsonStream(Deno.stdout.writable, Deno.stdin.readable) */"],
     ["session/a.ts", '// import { x } from "node:fs";\nconst a = 1;'],
     ["session/a.ts", 'const message = "the process. Deno.exit is not called";'],
@@ -117,7 +126,7 @@ Deno.test("violations() allows each use inside its folder and ignores comments a
   }
 });
 
-Deno.test("src/ keeps runtime, ACP SDK, Hono, MCP SDK and PostgreSQL client code in their folders", async () => {
+Deno.test("src/ keeps runtime, ACP SDK, Hono, MCP SDK, PostgreSQL and Prometheus client code in their folders", async () => {
   const files = await listTs(SRC);
   assert.ok(files.length > 10, `expected to find the sources under ${SRC}`);
   for (const known of ["runtime/deno.ts", "transport/nd_json_stream.ts", "agent/run_turn.ts"]) {

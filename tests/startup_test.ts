@@ -1,8 +1,8 @@
 /**
  * Guards what start-up loads before it can answer `initialize` (see src/runtime/main.ts): the
  * session side, the built-in tools (Node.js), the host's file system and processes, the model
- * providers, the MCP client, the HTTP transport, PostgreSQL, re2js and the commands other than
- * `serve` are imported on first use, on every runtime.
+ * providers, the MCP client, the HTTP transport, PostgreSQL, re2js, the Prometheus metrics
+ * (`prom-client`) and the commands other than `serve` are imported on first use, on every runtime.
  *
  * - Deno and Bun run the sources: `deno info --json mod.ts` lists every module `deno run mod.ts`
  *   reads before it runs (its graph follows `import("literal")` too), so none of the lazy modules
@@ -34,6 +34,8 @@ const LAZY_SOURCES: readonly RegExp[] = [
   /^src\/cli\/(models_command|copy_sessions_command|cassettes)\.ts$/,
   /^src\/config\/json_text\.ts$/,
   /^src\/runtime\/\w+_http\.ts$/,
+  /^src\/telemetry\/prometheus_telemetry\.ts$/,
+  /^src\/cli\/metrics_endpoint\.ts$/,
 ];
 
 /** Packages and built-ins start-up must not load. */
@@ -44,6 +46,7 @@ const LAZY_PACKAGES: readonly string[] = [
   "@modelcontextprotocol/client",
   "postgres",
   "ws",
+  "prom-client",
 ];
 const LAZY_BUILTINS: readonly string[] = ["node:fs", "node:fs/promises", "node:child_process"];
 

@@ -19,6 +19,12 @@ import type { Workspace, WorkspaceFiles } from "../tools/workspace.ts";
 import { abortableDelay } from "../util/abortable_delay.ts";
 import type { TurnEvent } from "./turn_event.ts";
 import { type BudgetStop, TurnBudget } from "./turn_budget.ts";
+import {
+  type ModelRequestTelemetry,
+  NOOP_TELEMETRY,
+  type ToolCallStatus,
+  type TurnTelemetry,
+} from "../telemetry/telemetry.ts";
 
 import type { StopReason } from "../util/stop_reason.ts";
 export type { StopReason };
@@ -149,6 +155,11 @@ export interface TurnOptions {
    * @default {only the settings' `maxSteps`}
    */
   readonly budget?: TurnBudget;
+  /**
+   * The turn's telemetry: each model request and tool call is one child of it.
+   * @default {none recorded}
+   */
+  readonly telemetry?: TurnTelemetry;
   readonly signal: AbortSignal;
   readonly emit: TurnEmitter;
 }
@@ -173,9 +184,10 @@ export class TurnError extends Error {
 }
 
 /** The turn's options with its tools as a set. */
-type Turn = Omit<TurnOptions, "tools" | "budget"> & {
+type Turn = Omit<TurnOptions, "tools" | "budget" | "telemetry"> & {
   readonly tools: ToolSet;
   readonly budget: TurnBudget;
+  readonly telemetry: TurnTelemetry;
 };
 
 interface StepResult {
@@ -201,6 +213,7 @@ export async function runTurn(turnOptions: TurnOptions): Promise<StopReason> {
     tools: tools instanceof ToolSet ? tools : ToolSet.of(tools),
     budget: turnOptions.budget ??
       new TurnBudget({ limits: { maxSteps: turnOptions.services.settings.maxSteps } }),
+    telemetry: turnOptions.telemetry ?? NOOP_TELEMETRY.promptTurn(),
   };
   const { signal, history, budget } = options;
   for (;;) {
@@ -293,6 +306,26 @@ async function attemptStep(
   attempt: number,
   tools: readonly LlmToolSpec[],
 ): Promise<Attempt> {
+  const { signal } = options;
+  const request = options.telemetry.modelRequest({
+    provider: options.provider.id,
+    model: options.model,
+  });
+  try {
+    return await streamStep(options, attempt, tools, request);
+  } finally {
+    // Ended with its outcome below; here only when the stream threw or ended without `finish`.
+    request.end(signal.aborted ? "cancelled" : "error");
+  }
+}
+
+/** Streams one model request (see {@link attemptStep}), its telemetry told how it goes. */
+async function streamStep(
+  options: Turn,
+  attempt: number,
+  tools: readonly LlmToolSpec[],
+  request: ModelRequestTelemetry,
+): Promise<Attempt> {
   const { signal, emit, history } = options;
   const { stream } = options.services.settings;
   const thoughtId = crypto.randomUUID();
@@ -316,6 +349,7 @@ async function attemptStep(
   for await (const event of events) {
     switch (event.type) {
       case "reasoning-delta":
+        request.firstToken();
         reasoning += event.text;
         if (stream && event.text && !signal.aborted) {
           const wait = emit({ type: "thought", messageId: thoughtId, text: event.text });
@@ -323,6 +357,7 @@ async function attemptStep(
         }
         break;
       case "text-delta":
+        request.firstToken();
         text += event.text;
         if (stream && event.text && !signal.aborted) {
           const wait = emit({ type: "message", messageId, text: event.text });
@@ -330,17 +365,26 @@ async function attemptStep(
         }
         break;
       case "tool-call":
+        request.firstToken();
         calls.push(event.call);
         break;
       case "usage":
         usage = event.usage;
+        request.usage(event.usage);
         break;
       case "provider-state":
         providerState = event.state;
         break;
       case "finish": {
-        if (event.reason === "aborted" || signal.aborted) return { reason: "aborted", calls: [] };
-        if (event.reason === "error") return { reason: "error", error: event.error };
+        if (event.reason === "aborted" || signal.aborted) {
+          request.end("cancelled");
+          return { reason: "aborted", calls: [] };
+        }
+        if (event.reason === "error") {
+          request.end(event.error?.kind ?? "error");
+          return { reason: "error", error: event.error };
+        }
+        request.end("ok");
         const message: LlmMessage = {
           role: "assistant",
           text,
@@ -508,16 +552,23 @@ async function runToolCall(
 ): Promise<LlmMessage> {
   const { emit, signal } = options;
   const { call, tool, input, parsed } = entry;
+  const telemetry = options.telemetry.toolCall(call.name, tool !== undefined);
   let result: ToolResult;
   let denied: { reason: string; rule?: string } | undefined;
+  /** Set when the call did not run; else it ran and its result says how it went. */
+  let notRun: ToolCallStatus | undefined;
   if (stop) {
     result = { content: `Tool call not run: ${stop.message}`, isError: true };
+    notRun = "not_run";
   } else if (!tool) {
     result = { content: `Unknown tool "${call.name}"`, isError: true };
+    notRun = "not_run";
   } else if (!parsed) {
     result = { content: `Tool arguments are not valid JSON: ${call.arguments}`, isError: true };
+    notRun = "not_run";
   } else if (signal.aborted) {
     result = { content: "Tool call cancelled", isError: true };
+    notRun = "cancelled";
   } else {
     let authorization: Authorization;
     try {
@@ -537,12 +588,14 @@ async function runToolCall(
     }
     if (!authorization.allowed) {
       result = { content: authorization.reason, isError: true };
+      notRun = signal.aborted ? "cancelled" : "denied";
       denied = {
         reason: authorization.reason,
         ...(authorization.rule === undefined ? {} : { rule: authorization.rule }),
       };
     } else if (signal.aborted) {
       result = { content: "Tool call cancelled", isError: true };
+      notRun = "cancelled";
     } else {
       emit({ type: "tool-call-update", toolCallId: call.id, status: "in_progress" });
       let running = true;
@@ -566,6 +619,9 @@ async function runToolCall(
     ...(result.rawOutput === undefined ? {} : { rawOutput: result.rawOutput }),
     ...(denied ? { denied } : {}),
   });
+  telemetry.end(
+    notRun ?? (!result.isError ? "completed" : signal.aborted ? "cancelled" : "failed"),
+  );
   if (result.plan && !result.isError) emit({ type: "plan", entries: result.plan });
   return {
     role: "tool",

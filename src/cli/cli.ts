@@ -42,6 +42,7 @@ import {
   loadHttpSecurity,
   loadHttpTransport,
   loadJsonText,
+  loadMetricsEndpoint,
   loadModelsCommand,
   loadRunCommand,
   loadSandbox,
@@ -51,6 +52,8 @@ import type { Cassettes } from "./cassettes.ts";
 import type { McpServer } from "../transport/acp_client.ts";
 import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
 import { sandboxedProcesses } from "../sandbox/sandboxed_processes.ts";
+import type { Telemetry } from "../telemetry/telemetry.ts";
+import type { MetricsEndpoint } from "./metrics_endpoint.ts";
 
 /** What a runtime entry point hands the CLI. */
 export interface CliPlatform {
@@ -239,9 +242,41 @@ async function runCommand(
     await readJson(platform.host, absolutePath(run.mcpConfig, platform.host), " (--mcp-config)"),
     run.mcpConfig,
   );
+  const metrics = await startMetrics(platform, config, logger);
+  try {
+    return await runComposed(platform, config, catalog, logger, {
+      run,
+      prompt,
+      files,
+      mcpServers,
+      telemetry: metrics?.telemetry,
+    });
+  } finally {
+    await metrics?.close();
+  }
+}
+
+/** `run`'s prompt, once read, with what it runs with. */
+interface RunInput {
+  readonly run: RunOptions;
+  readonly prompt: string;
+  readonly files: readonly string[];
+  readonly mcpServers: readonly McpServer[];
+  readonly telemetry: Telemetry | undefined;
+}
+
+/** Composes the server of `run` and runs its prompt through it (see {@link runCommand}). */
+async function runComposed(
+  platform: CliPlatform,
+  config: Config,
+  catalog: ModelCatalog,
+  logger: Logger,
+  input: RunInput,
+): Promise<number> {
+  const { run, prompt, files, mcpServers } = input;
   const [{ runPrompt }, { server, closeStore }] = await Promise.all([
     loadRunCommand(),
-    composeServer(platform, config, catalog, logger, "stdio"),
+    composeServer(platform, config, catalog, logger, "stdio", input.telemetry),
   ]);
   const out = platform.stdout.getWriter();
   let written: Promise<void> = Promise.resolve();
@@ -266,6 +301,24 @@ async function runCommand(
     await platform.host.stopProcesses({ graceMs: SHUTDOWN_KILL_GRACE_MS });
     await closeStore();
   }
+}
+
+/**
+ * `--metrics-port`: the Prometheus telemetry and its listener, bound before the server is
+ * composed; `undefined` when metrics are off (nothing of them is loaded then).
+ */
+async function startMetrics(
+  platform: CliPlatform,
+  config: Config,
+  logger: Logger,
+): Promise<MetricsEndpoint | undefined> {
+  if (config.metricsPort === undefined) return undefined;
+  const { startMetricsEndpoint } = await loadMetricsEndpoint();
+  return await startMetricsEndpoint({
+    serveHttp: platform.serveHttp,
+    port: config.metricsPort,
+    logger,
+  });
 }
 
 /** The prompt of `run`: its words, or stdin for `-` or none (when stdin is not a terminal). */
@@ -447,6 +500,7 @@ async function composeServer(
   catalog: ModelCatalog,
   logger: Logger,
   transport: "stdio" | "http",
+  telemetry?: Telemetry,
 ): Promise<ComposedServer> {
   // Providers that list their own models (Ollama) are asked in the background: sessions created
   // before the answer offer the listed models only.
@@ -520,6 +574,7 @@ async function composeServer(
     ...(idle ? { idleTask: idle } : {}),
     // On stdio the one client names every path: checking them synchronously holds up no one else.
     blockingPathChecks: transport === "stdio",
+    ...(telemetry ? { telemetry } : {}),
   });
   return { server, closeStore: () => opened.close() };
 }
@@ -612,6 +667,22 @@ async function runStdioServer(
   catalog: ModelCatalog,
   logger: Logger,
 ): Promise<number> {
+  const metrics = await startMetrics(platform, config, logger);
+  try {
+    return await serveStdio(platform, config, catalog, logger, metrics?.telemetry);
+  } finally {
+    await metrics?.close();
+  }
+}
+
+/** {@link runStdioServer} once its metrics (if any) are on. */
+async function serveStdio(
+  platform: CliPlatform,
+  config: Config,
+  catalog: ModelCatalog,
+  logger: Logger,
+  telemetry: Telemetry | undefined,
+): Promise<number> {
   let drainOnInputEnd = (): Promise<void> => Promise.resolve();
   const stream = ndJsonStream(platform.stdout, platform.stdin, {
     maxMessageBytes: config.maxMessageBytes,
@@ -619,8 +690,15 @@ async function runStdioServer(
     onInvalid: (reason) => logger.warn("bad input", { reason }),
     onInputEnd: () => drainOnInputEnd(),
   });
-  const { server, closeStore } = await composeServer(platform, config, catalog, logger, "stdio");
-  const connection = server.connect(stream);
+  const { server, closeStore } = await composeServer(
+    platform,
+    config,
+    catalog,
+    logger,
+    "stdio",
+    telemetry,
+  );
+  const connection = server.connect(stream, { transport: "stdio" });
   drainOnInputEnd = () => {
     logger.info("stdin closed");
     return connection.drain();
@@ -652,7 +730,44 @@ async function runHttpServer(
 ): Promise<number> {
   if (!platform.serveHttp) throw new ConfigError("This runtime cannot serve HTTP");
   const { token, allowedHosts } = await httpSecurity(platform.host, config);
-  const { server, closeStore } = await composeServer(platform, config, catalog, logger, "http");
+  const metrics = await startMetrics(platform, config, logger);
+  try {
+    return await serveOverHttp(platform, config, catalog, logger, {
+      serveHttp: platform.serveHttp,
+      token,
+      allowedHosts,
+      metrics,
+    });
+  } finally {
+    await metrics?.close();
+  }
+}
+
+/** What {@link serveOverHttp} serves with. */
+interface HttpServing {
+  readonly serveHttp: ServeHttp;
+  readonly token: string | undefined;
+  readonly allowedHosts: readonly string[] | undefined;
+  readonly metrics: MetricsEndpoint | undefined;
+}
+
+/** {@link runHttpServer} once the security settings are checked and metrics (if any) are on. */
+async function serveOverHttp(
+  platform: CliPlatform,
+  config: Config,
+  catalog: ModelCatalog,
+  logger: Logger,
+  serving: HttpServing,
+): Promise<number> {
+  const { token, allowedHosts, metrics } = serving;
+  const { server, closeStore } = await composeServer(
+    platform,
+    config,
+    catalog,
+    logger,
+    "http",
+    metrics?.telemetry,
+  );
   const { createHttpTransport } = await loadHttpTransport();
   const { httpLimits, httpListen } = settingsOf(config);
   const transport = createHttpTransport({
@@ -664,11 +779,12 @@ async function runHttpServer(
       allowedHosts,
     },
     limits: httpLimits,
+    ...(metrics ? { metrics: metrics.telemetry } : {}),
   });
   const served: ServedHttp = {
     server,
     transport,
-    listener: await listenHttp(platform.serveHttp, transport, httpListen, closeStore),
+    listener: await listenHttp(serving.serveHttp, transport, httpListen, closeStore),
     closeStore,
   };
   platform.writeStderr(`listening on ${served.listener.url}\n`);

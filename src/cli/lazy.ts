@@ -17,6 +17,7 @@ import type * as CopySessionsCommand from "./copy_sessions_command.ts";
 import type * as ExportScriptCommand from "./export_script_command.ts";
 import type * as ModelsCommand from "./models_command.ts";
 import type * as RunCommand from "./run_command.ts";
+import type * as MetricsEndpoint from "./metrics_endpoint.ts";
 import type * as CommandSandbox from "../sandbox/command_sandbox.ts";
 
 /**
@@ -116,4 +117,14 @@ export function loadSandbox(): Promise<typeof CommandSandbox> {
  */
 export function loadCassettes(): Promise<typeof Cassettes> {
   return lazyImport<typeof Cassettes>(import("./cassettes" + ".ts"));
+}
+
+/**
+ * The Prometheus metrics and their listener (`metrics_endpoint.ts`, with `prom-client`), loaded
+ * only when `--metrics-port` is given.
+ *
+ * @returns The module
+ */
+export function loadMetricsEndpoint(): Promise<typeof MetricsEndpoint> {
+  return lazyImport<typeof MetricsEndpoint>(import("./metrics_endpoint" + ".ts"));
 }

@@ -67,6 +67,11 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** How log lines are written. @default {"text"} */
   readonly logFormat: LogFormat;
+  /**
+   * The port of 127.0.0.1 that serves Prometheus metrics at `/metrics` (0 picks a free one);
+   * `undefined`: metrics are off.
+   */
+  readonly metricsPort: number | undefined;
   /** Script file for the `scripted` model. */
   readonly script: string | undefined;
   /** Most model requests in one turn. @default {50} */
@@ -456,6 +461,17 @@ export const SETTINGS: SettingsTable = {
     help: "text, or json (one object a line: time, level, message, fields)",
     note: "text lines start with the time when stderr is not a terminal",
     type: oneOf(LOG_FORMATS),
+  },
+  metricsPort: {
+    flag: "--metrics-port",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_METRICS_PORT",
+    fileKey: "metricsPort",
+    default: undefined,
+    shownDefault: "off",
+    help: "serve Prometheus metrics on 127.0.0.1:<n>/metrics (0 picks a free port)",
+    note: "with --http also /metrics on the main listener, behind the token",
+    type: PORT,
   },
   allowedRoots: {
     flag: "--allowed-roots",

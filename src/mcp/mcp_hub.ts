@@ -15,6 +15,7 @@ import type { McpServerSpec } from "./mcp_declarations.ts";
 import { McpStartError } from "./mcp_errors.ts";
 import { type ProgramLookup, programPath } from "./program_path.ts";
 import { mcpTool, sessionToolName } from "./mcp_tool.ts";
+import type { Telemetry } from "../telemetry/telemetry.ts";
 
 /** What {@link McpHub.connect} needs. */
 export interface McpHubOptions extends Omit<McpConnectionOptions, "spec" | "onToolsChanged"> {
@@ -30,6 +31,8 @@ export interface McpHubOptions extends Omit<McpConnectionOptions, "spec" | "onTo
   readonly strict?: boolean;
   /** Where a bare program name is looked up (the server's own `PATH`); absent: none is found. */
   readonly programs?: ProgramLookup;
+  /** Counts each server's start and how it came out. @default {nothing counted} */
+  readonly telemetry?: Telemetry;
 }
 
 /** A prompt offered as a command. */
@@ -87,16 +90,24 @@ export class McpHub implements SessionCommands {
     // The hub exists once every server is connected; a change announced before then is read in
     // `attach`.
     const made: { hub?: McpHub } = {};
-    const { servers, signal, strict, programs, ...connection } = options;
+    const { servers, signal, strict, programs, telemetry, ...connection } = options;
     const settled = await Promise.allSettled(servers.map(async (declared) => {
-      const spec = await locateProgram(declared, programs, connection);
-      return await McpConnection.open({
-        ...connection,
-        spec,
-        onToolsChanged: () => {
-          if (made.hub) made.hub.#sync();
-        },
-      }, signal);
+      const start = telemetry?.mcpServerStart();
+      try {
+        const spec = await locateProgram(declared, programs, connection);
+        const opened = await McpConnection.open({
+          ...connection,
+          spec,
+          onToolsChanged: () => {
+            if (made.hub) made.hub.#sync();
+          },
+        }, signal);
+        start?.end("started");
+        return opened;
+      } catch (error) {
+        start?.end(signal.aborted ? "cancelled" : "failed");
+        throw error;
+      }
     }));
     const failures = settled.flatMap((result, index) =>
       result.status === "rejected" ? [startError(result.reason, servers[index]?.name ?? "")] : []

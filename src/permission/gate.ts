@@ -13,6 +13,7 @@ import type { PermissionMode } from "./mode.ts";
 import { decidePermission, type PermissionAnswer } from "./policy.ts";
 import type { RuleKind } from "./rule_syntax.ts";
 import { decideByRules, type PermissionRules, type RuleVerdict } from "./rules.ts";
+import type { PermissionOutcome, Telemetry } from "../telemetry/telemetry.ts";
 
 /** A tool call the user is asked about. */
 export interface PermissionQuestion {
@@ -70,6 +71,8 @@ export interface PermissionGateOptions {
   readonly cwd?: string;
   /** The session's roots, the cwd first. */
   readonly roots?: readonly string[];
+  /** Counts each decision by how it came out. @default {nothing counted} */
+  readonly telemetry?: Telemetry;
 }
 
 /**
@@ -101,6 +104,7 @@ export class PermissionGate {
     const verdict = await this.#byRules(request);
     if (verdict?.action === "allow" || verdict?.action === "deny") {
       const allowed = verdict.action === "allow";
+      this.#counted(allowed ? "allowed_by_rule" : "denied_by_rule");
       logger.info(`permission: ${allowed ? "allowed" : "denied"} by rule`, {
         ...facts,
         rule: verdict.rule,
@@ -124,10 +128,12 @@ export class PermissionGate {
       grants,
     );
     if (decision.action === "allow") {
+      this.#counted("allowed_by_mode");
       logger.debug("permission: allowed by policy", facts);
       return { allowed: true };
     }
     if (decision.action === "deny") {
+      this.#counted("denied_by_mode");
       logger.info("permission: denied by policy", facts);
       return { allowed: false, reason: decision.reason + this.#uncovered(tool.name) };
     }
@@ -143,6 +149,7 @@ export class PermissionGate {
       signal: request.signal,
     });
     logger.info("permission: answered", { ...facts, answer, ms: Date.now() - asked });
+    this.#counted(answerOutcome(answer));
     const event = permissionEvent(request.toolCallId, tool.name, answer);
     this.#options.output.record(
       [verdict ? { ...event, decision: "ask", rule: verdict.rule } : event],
@@ -152,6 +159,10 @@ export class PermissionGate {
       grants.set(tool.name, answer);
     }
     return authorization(answer, tool.name);
+  }
+
+  #counted(outcome: PermissionOutcome): void {
+    this.#options.telemetry?.permissionDecision(outcome);
   }
 
   /** What the rules say about a call, `undefined` when there are none or none decides. */
@@ -202,6 +213,7 @@ export class PermissionGate {
       locations: request.locations ?? [],
       signal: request.signal,
     });
+    this.#counted(answerOutcome(answer));
     const tool = `${request.tool.name}:relayed`;
     logger.info("permission: answered", {
       sessionId,
@@ -213,6 +225,14 @@ export class PermissionGate {
     this.#options.output.record([permissionEvent(request.toolCallId, tool, answer)], true);
     return answer;
   }
+}
+
+/** The telemetry outcome of a user's answer. */
+function answerOutcome(answer: PermissionAnswer | "cancelled"): PermissionOutcome {
+  if (answer === "cancelled") return "cancelled";
+  return answer === "allow_once" || answer === "allow_always"
+    ? "allowed_by_user"
+    : "denied_by_user";
 }
 
 /** What the user's answer means for the tool call. */

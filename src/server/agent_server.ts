@@ -11,6 +11,7 @@ import { HostWorkspace } from "../tools/host_workspace.ts";
 import type { Tool } from "../tools/tool.ts";
 import type { Stream } from "../transport/acp.ts";
 import { VERSION } from "../util/version.ts";
+import { NOOP_TELEMETRY, type Telemetry } from "../telemetry/telemetry.ts";
 import { blockingPathChecks } from "../protocol/path_checks.ts";
 import { Connection, type ConnectionOptions, type ServerParts } from "./connection.ts";
 import { serverSecretEnv } from "./server_secrets.ts";
@@ -124,6 +125,14 @@ export interface AgentServerOptions {
    * @default {none}
    */
   readonly idleTask?: () => void;
+  /**
+   * Where the server's work is counted: connections, sessions, turns, model requests, tool calls,
+   * permission decisions, MCP server starts, store commits (the CLI's `--metrics-port` passes a
+   * `PrometheusTelemetry`).
+   *
+   * @default {NOOP_TELEMETRY: nothing is counted}
+   */
+  readonly telemetry?: Telemetry;
 }
 
 /** A live ACP connection served by acp-harness. */
@@ -193,7 +202,11 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       if (closing) throw new Error("Cannot connect: the server is closing");
       const connection = new Connection(stream, parts, `c${++count}`, connectionOptions);
       open.add(connection);
-      void connection.closed.then(() => open.delete(connection));
+      const counted = parts.telemetry.connectionOpened(connectionOptions?.transport ?? "memory");
+      void connection.closed.then(() => {
+        open.delete(connection);
+        counted.end();
+      });
       return handle(connection);
     },
     get connections(): number {
@@ -229,6 +242,7 @@ function serverParts(options: AgentServerOptions): ServerParts {
     defer: options.defer,
     idleTask: once(options.idleTask),
     pathChecks: options.blockingPathChecks ? blockingPathChecks(options.host) : options.host,
+    telemetry: options.telemetry ?? NOOP_TELEMETRY,
   };
 }
 

@@ -17,6 +17,7 @@ import type { ServerSettings } from "./server_settings.ts";
 import { orderSessionMessages, type SessionOrder, streamSource } from "./session_order.ts";
 import type * as SessionSideModule from "./connection_sessions.ts";
 import { lazyImport } from "../util/lazy_import.ts";
+import type { ConnectionTransport, Telemetry } from "../telemetry/telemetry.ts";
 
 /**
  * The session side of a connection (`./connection_sessions.ts`): the handlers of the session
@@ -41,6 +42,8 @@ export interface ServerParts
   readonly openSessions: Set<string>;
   /** The server's `idleTask`, run once however often it is called (see `AgentServerOptions`). */
   readonly idleTask?: (() => void) | undefined;
+  /** Where the server's work is counted (`NOOP_TELEMETRY` when nothing is). */
+  readonly telemetry: Telemetry;
 }
 
 /** Options of one connection. */
@@ -54,6 +57,8 @@ export interface ConnectionOptions {
    * @default {the server's `maxRequestsInFlight` setting}
    */
   readonly maxRequestsInFlight?: number | undefined;
+  /** What the connection came by, for the connection count. @default {"memory"} */
+  readonly transport?: ConnectionTransport | undefined;
 }
 
 /** JSON-RPC error code of a request refused because a connection limit is reached. */

@@ -99,6 +99,7 @@ function sessionServices(server: ServerParts): SessionServices {
       retry: server.retry,
       openSessions: server.openSessions,
       defer: server.defer,
+      telemetry: server.telemetry,
     };
     services.set(server, built);
   }

@@ -41,6 +41,7 @@ import {
   type BudgetStop,
   TurnBudget,
 } from "../agent/turn_budget.ts";
+import { NOOP_TELEMETRY, type TurnTelemetry } from "../telemetry/telemetry.ts";
 
 /** What a {@link PromptTurn} is built from: the server's shared services and the session's parts. */
 export interface PromptTurnOptions {
@@ -89,6 +90,10 @@ interface TurnState {
   titled: boolean;
   /** The turn's budget, once the loop starts. */
   budget?: TurnBudget;
+  /** The turn's telemetry (ended with the turn). */
+  readonly telemetry: TurnTelemetry;
+  /** The budget limit that ended the turn, when one did. */
+  budgetLimit?: string;
   stopReason?: StopReason;
   failure?: unknown;
   /**
@@ -137,6 +142,7 @@ export class PromptTurn {
       open: true,
       started: false,
       titled: false,
+      telemetry: (this.#options.services.telemetry ?? NOOP_TELEMETRY).promptTurn(),
     };
     this.#logStart(content, pinned);
     try {
@@ -174,7 +180,10 @@ export class PromptTurn {
       const stop = budget.stopped;
       const timedOut = reason === "cancelled" && !controller.signal.aborted && !state.admission &&
         stop?.limit === "turnTimeout";
-      if (stop && (reason !== "cancelled" || timedOut)) this.#budgetReached(stop);
+      if (stop && (reason !== "cancelled" || timedOut)) {
+        state.budgetLimit = stop.limit;
+        this.#budgetReached(stop);
+      }
       if (stop && timedOut) return state.stopReason = stop.stopReason;
       return state.stopReason = reason === "cancelled" ? this.#cancelled(state) : reason;
     } catch (error) {
@@ -183,7 +192,17 @@ export class PromptTurn {
       state.failure = error;
       throw error;
     } finally {
-      await this.#finish(state);
+      let answered = false;
+      try {
+        await this.#finish(state);
+        answered = true;
+      } finally {
+        const stopReason = answered && state.stopReason !== undefined ? state.stopReason : "error";
+        state.telemetry.end({
+          stopReason,
+          ...(state.budgetLimit === undefined ? {} : { budgetLimit: state.budgetLimit }),
+        });
+      }
     }
   }
 
@@ -434,8 +453,19 @@ export class PromptTurn {
       },
       context: this.#context(info, provider),
       ...(state.budget ? { budget: state.budget } : {}),
+      telemetry: state.telemetry,
       signal,
-      emit: (event) => state.open ? options.events.apply(event, info) : undefined,
+      emit: (event) => {
+        if (!state.open) return undefined;
+        if (event.type !== "usage" || !options.services.telemetry?.enabled) {
+          return options.events.apply(event, info);
+        }
+        // The request's cost is what the session's meter adds for it.
+        const before = options.usage.cost;
+        const applied = options.events.apply(event, info);
+        state.telemetry.cost(info, options.usage.cost - before);
+        return applied;
+      },
     };
   }
 

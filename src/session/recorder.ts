@@ -6,6 +6,7 @@
 import type { Logger } from "../log/logger.ts";
 import type { SessionStore, StoredEvent } from "../store/session_store.ts";
 import { SessionLogFailedError, StoreCommitTimeoutError } from "../store/store_errors.ts";
+import type { Telemetry } from "../telemetry/telemetry.ts";
 
 /** How long {@link Recorder.acknowledged} waits for the store by default, in ms. */
 export const DEFAULT_COMMIT_TIMEOUT_MS = 30_000;
@@ -41,6 +42,8 @@ export interface RecorderOptions {
    * @default {queueMicrotask: at the end of the current microtask}
    */
   readonly schedule?: (flush: () => void) => void;
+  /** Times each append until the store acknowledges it. @default {not timed} */
+  readonly telemetry?: Telemetry;
 }
 
 /**
@@ -219,17 +222,22 @@ export class Recorder {
   }
 
   #append(events: readonly StoredEvent[], commit: boolean, strict = false): Promise<void> {
-    const { store, sessionId } = this.#options;
+    const { store, sessionId, telemetry } = this.#options;
+    const timed = telemetry?.storeCommit();
     let appended: Promise<void>;
     try {
       appended = Promise.resolve(store.append(sessionId, events, { sync: commit }));
     } catch (error) {
+      timed?.end(false);
       this.#fail(error);
       if (strict) throw error;
       return Promise.resolve();
     }
     // Handled first, so that the failure is known to whoever resumes after the store's promise.
-    const settled = appended.then(() => {}, (error: unknown) => this.#fail(error));
+    const settled = appended.then(() => timed?.end(true), (error: unknown) => {
+      timed?.end(false);
+      this.#fail(error);
+    });
     this.#durable = Promise.all([this.#durable, settled]).then(() => {});
     return appended;
   }

@@ -139,6 +139,7 @@ export class Session {
       logger: options.logger,
       commitTimeoutMs: services.settings.storeCommitTimeoutMs,
       ...(services.defer ? { schedule: () => this.#outbox.schedule() } : {}),
+      ...(services.telemetry?.enabled ? { telemetry: services.telemetry } : {}),
     });
     this.#outbox = new Outbox(
       recorder,
@@ -445,6 +446,7 @@ function buildPromptTurn(options: SessionOptions, outbox: Outbox): PromptTurn {
       ...(services.settings.permissionRules
         ? { rules: services.settings.permissionRules, cwd: options.cwd, roots }
         : {}),
+      ...(services.telemetry ? { telemetry: services.telemetry } : {}),
     }),
     events: new TurnEventMapper({ sessionId, output: outbox, conversation, usage, logger, now }),
     meter,

@@ -29,6 +29,7 @@ import { type ReplaySink, replayThrough, ReplayWriter } from "./replay.ts";
 import { type RestoredSession, SessionRestorer } from "./restore.ts";
 import type { SessionServices } from "./session_services.ts";
 import type { UpdateSink } from "./update_queue.ts";
+import { NOOP_TELEMETRY, type OpenHandle } from "../telemetry/telemetry.ts";
 
 /** What a {@link SessionManager} needs: the server's shared services and its connection's parts. */
 export interface SessionManagerOptions {
@@ -84,6 +85,8 @@ interface OpenSession {
   readonly lease: Promise<SessionLease>;
   /** Releases what the session's tools hold; runs after the session closed. */
   readonly disposer: SessionDisposer;
+  /** Counts the session as open until it is closed. */
+  readonly counted: OpenHandle;
   closing?: Promise<void>;
 }
 
@@ -391,6 +394,7 @@ export class SessionManager {
         await releaseLease(open.lease);
         this.#sessions.delete(id);
         this.#options.services.openSessions?.delete(id);
+        open.counted.end();
       }
     })();
     return await open.closing;
@@ -448,7 +452,8 @@ export class SessionManager {
       }
       throw new SessionStateError("the server is shutting down");
     }
-    this.#sessions.set(session.id, { session, lease, disposer });
+    const counted = (this.#options.services.telemetry ?? NOOP_TELEMETRY).sessionOpened();
+    this.#sessions.set(session.id, { session, lease, disposer, counted });
     this.#options.services.openSessions?.add(session.id);
     return session;
   }
@@ -521,6 +526,7 @@ export class SessionManager {
       callTimeoutMs: settings.mcpCallTimeoutMs,
       signal: this.#shutdown.signal,
       strict: params.mcpStrict ?? settings.mcpStrict,
+      ...(this.#options.services.telemetry ? { telemetry: this.#options.services.telemetry } : {}),
       // Bare program names (`npx`) are looked up on this process's PATH, never the declared env's.
       programs: { path: host.env("PATH"), stat: (path) => host.stat(path) },
     });

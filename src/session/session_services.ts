@@ -14,6 +14,7 @@ import type { AttachmentStore, SessionStore } from "../store/session_store.ts";
 import type { ToolSetFactory } from "./tool_set_factory.ts";
 import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
 import type { McpServerSpec } from "../mcp/mcp_declarations.ts";
+import type { Telemetry } from "../telemetry/telemetry.ts";
 
 /** The settings sessions read, fixed for a server's life; times in ms. */
 export interface SessionSettings extends TurnSettings {
@@ -82,4 +83,9 @@ export interface SessionServices extends TurnServices {
    * a session's records and updates are handed over together once per task (see `Outbox`).
    */
   readonly defer?: ((task: () => void) => void) | undefined;
+  /**
+   * Where the sessions' turns, model requests, tool calls, permission decisions, store commits
+   * and MCP server starts are counted. Absent: nothing is (`NOOP_TELEMETRY`).
+   */
+  readonly telemetry?: Telemetry | undefined;
 }

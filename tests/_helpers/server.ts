@@ -23,6 +23,7 @@ import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
 import { MemoryAttachmentStore } from "../../src/store/memory_attachment_store.ts";
 import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
 import type { Tool } from "../../src/tools/tool.ts";
+import type { Telemetry } from "../../src/telemetry/telemetry.ts";
 import { type AcpTestClient, memoryClient } from "./acp_client.ts";
 
 /** An in-memory server and a client connected to it. */
@@ -57,6 +58,8 @@ export interface StartOptions {
   readonly now?: () => number;
   /** Checks the paths clients name synchronously, as the CLI on stdio does. */
   readonly blockingPathChecks?: boolean;
+  /** Where the server counts its work. */
+  readonly telemetry?: Telemetry;
 }
 
 /** An agent server built the way the tests build one, with the lines it logs. */
@@ -105,6 +108,7 @@ export function createTestAgentServer(
     ...(options.tools ? { toolsFor: () => options.tools! } : {}),
     ...(options.allowedRoots ? { allowedRoots: options.allowedRoots } : {}),
     ...(options.blockingPathChecks ? { blockingPathChecks: true } : {}),
+    ...(options.telemetry ? { telemetry: options.telemetry } : {}),
   });
   return built;
 }

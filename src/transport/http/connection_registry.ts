@@ -119,7 +119,10 @@ export class ConnectionRegistry {
     void stream.readable.pipeTo(touched.writable).catch(() => {});
     const handle = server.connect(
       { readable: touched.readable, writable: stream.writable },
-      { maxSessions: this.#options.maxSessionsPerConnection },
+      {
+        maxSessions: this.#options.maxSessionsPerConnection,
+        transport: transport === "websocket" ? "websocket" : "http",
+      },
     );
     this.#track({ handle, activity }, info.remoteAddress);
     logger.info("connection opened", {

@@ -14,6 +14,7 @@ import type { HttpHandler, RequestInfo, WebSocketUpgrade } from "./http_handler.
 import { checkRequest, type SecurityPolicy } from "./http_security.ts";
 import type { RfdProfile } from "./rfd_profile.ts";
 import type { UrlKeyedProfile } from "./url_keyed_profile.ts";
+import type { MetricsText } from "../../telemetry/telemetry.ts";
 
 /** URL keys of the URL-keyed profile: letters, digits, `.`, `_`, `~`, `-`, at most 128. */
 const URL_KEY = /^[A-Za-z0-9._~-]{1,128}$/;
@@ -37,6 +38,8 @@ export interface HttpRoutesOptions {
   readonly bodyTimeoutMs: number;
   /** Where refusals and failures are logged. */
   readonly logger: Logger;
+  /** What `GET /metrics` answers, behind the same checks as ACP; absent: no such route. */
+  readonly metrics?: MetricsText | undefined;
 }
 
 type App = Hono<{ Bindings: { info: RequestInfo } }>;
@@ -46,7 +49,8 @@ type App = Hono<{ Bindings: { info: RequestInfo } }>;
  *
  * - `/acp`: the RFD profile (and its WebSocket upgrade);
  * - `/v1/acp/:id` and `/v1/rpc`: the URL-keyed profile (one URL, one connection);
- * - `/health`: for load balancers; no token needed, no data (`503` while draining).
+ * - `/health`: for load balancers; no token needed, no data (`503` while draining);
+ * - `/metrics`: the Prometheus metrics, when they are on (behind the token like ACP).
  *
  * Every other request passes the security checks first (`Host` on loopback, `Origin`, bearer
  * token, with CORS for the allowed origins), then a POST's body limit; ids a number cannot hold
@@ -68,6 +72,13 @@ export function createHttpRoutes(options: HttpRoutesOptions): HttpHandler {
   app.get("/health", (c) => c.text(draining() ? "draining" : "ok", draining() ? 503 : 200));
   app.use("*", corsFor(options.security));
   app.use("*", securityChecks(options.security, logger));
+  const metrics = options.metrics;
+  if (metrics) {
+    app.get("/metrics", async () =>
+      new Response(await metrics.metrics(), {
+        headers: { "content-type": metrics.contentType, "cache-control": "no-store" },
+      }));
+  }
   app.on("POST", "*", bodyLimit(options.maxBodyBytes, options.bodyTimeoutMs));
   app.all("/acp", (c) => rfd.handle(c.req.raw, c.env?.info ?? {}));
   const urlKeyedRoute = async (

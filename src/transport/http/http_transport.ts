@@ -7,6 +7,7 @@
  * - `/v1/acp/:id` and `/v1/rpc`: the URL-keyed profile of `acp-http-client` (one URL, one
  *   connection; a POSTed request answered inline).
  * - `/health`: for load balancers; no token needed, no data.
+ * - `/metrics`: the Prometheus metrics when they are on, behind the token.
  *
  * Every other request passes the security checks first (`Host` on loopback, `Origin`, bearer
  * token), then the body limit. Connections are capped in number, closed when idle, and drained on
@@ -26,6 +27,7 @@ import { createHttpRoutes } from "./http_routes.ts";
 import type { SecurityPolicy } from "./http_security.ts";
 import { RfdProfile } from "./rfd_profile.ts";
 import { UrlKeyedProfile } from "./url_keyed_profile.ts";
+import type { MetricsText } from "../../telemetry/telemetry.ts";
 
 /** Limits of the HTTP transport; each is answered with a clear status when reached. */
 export interface HttpLimits {
@@ -59,6 +61,8 @@ export interface HttpTransportOptions {
   readonly logger: Logger;
   /** The clock, in ms; the real one by default. */
   readonly now?: () => number;
+  /** What `GET /metrics` answers (behind the token); absent: no `/metrics`. */
+  readonly metrics?: MetricsText | undefined;
 }
 
 /** The HTTP transport: a handler for a runtime's listener, and its shutdown. */
@@ -131,6 +135,7 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
     maxBodyBytes: limits.maxBodyBytes,
     bodyTimeoutMs: limits.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS,
     logger,
+    metrics: options.metrics,
   });
   return {
     get connections(): number {
