@@ -314,9 +314,13 @@ async function startMetrics(
 ): Promise<MetricsEndpoint | undefined> {
   if (config.metricsPort === undefined) return undefined;
   const { startMetricsEndpoint } = await loadMetricsEndpoint();
+  const token = config.token ??
+    (config.tokenFile ? await readToken(platform.host, config.tokenFile) : undefined);
   return await startMetricsEndpoint({
     serveHttp: platform.serveHttp,
     port: config.metricsPort,
+    hostname: config.metricsHost,
+    token,
     logger,
   });
 }

@@ -1,6 +1,6 @@
 /**
- * `--metrics-port`: the Prometheus telemetry of the server and its own listener on 127.0.0.1,
- * which answers `GET /metrics` and nothing else. Loaded only when metrics are on (this module
+ * `--metrics-port`: the Prometheus telemetry of the server and its own listener (127.0.0.1, or
+ * `--metrics-host` with the bearer token), which answers `GET /metrics` and nothing else. Loaded only when metrics are on (this module
  * imports `prom-client`).
  *
  * @module
@@ -10,8 +10,9 @@ import type { Logger } from "../log/logger.ts";
 import { PrometheusTelemetry } from "../telemetry/prometheus_telemetry.ts";
 import type { MetricsText } from "../telemetry/telemetry.ts";
 import type { HttpHandler, HttpListener, ServeHttp } from "../transport/http/http_handler.ts";
+import { checkRequest, isLoopback, loopbackHosts } from "../transport/http/http_security.ts";
 
-/** The address the metrics listener binds: loopback only (it has no token). */
+/** The address the metrics listener binds unless told (`--metrics-host`). */
 export const METRICS_HOST = "127.0.0.1";
 
 /** How long open scrapes get to finish at shutdown, in ms. */
@@ -35,6 +36,10 @@ export interface MetricsEndpointOptions {
   readonly port: number;
   /** Where the bound URL is told (one `info` line, `serving metrics {"url":…}`). */
   readonly logger: Logger;
+  /** The address to bind. @default {"127.0.0.1"} */
+  readonly hostname?: string;
+  /** The bearer token scrapes must send; required beyond loopback. */
+  readonly token?: string | undefined;
 }
 
 /**
@@ -55,13 +60,26 @@ export interface MetricsEndpointOptions {
 export async function startMetricsEndpoint(
   options: MetricsEndpointOptions,
 ): Promise<MetricsEndpoint> {
-  const { serveHttp, port, logger } = options;
+  const { serveHttp, port, logger, hostname = METRICS_HOST, token } = options;
   if (!serveHttp) throw new ConfigError("This runtime cannot serve HTTP: --metrics-port is off");
+  if (!isLoopback(hostname) && token === undefined) {
+    throw new ConfigError(
+      `Refusing to serve metrics on ${hostname} without a bearer token: pass --token-file <file> ` +
+        `(or --token, ACP_HARNESS_TOKEN), or leave --metrics-host at 127.0.0.1`,
+    );
+  }
   const telemetry = new PrometheusTelemetry();
+  // On loopback, the Host header must name loopback (no DNS rebinding) and a token, when one is
+  // set, is required too; beyond it the token is.
+  const policy: MetricsPolicy = {
+    token,
+    allowedOrigins: [],
+    allowedHosts: loopbackHosts(hostname),
+  };
   let listener: HttpListener;
   try {
-    listener = await serveHttp(metricsHandler(telemetry), {
-      hostname: METRICS_HOST,
+    listener = await serveHttp(metricsHandler(telemetry, policy), {
+      hostname,
       port,
       maxMessageBytes: 1024,
       headerTimeoutMs: 10_000,
@@ -70,7 +88,7 @@ export async function startMetricsEndpoint(
     });
   } catch (error) {
     throw new ConfigError(
-      `Cannot listen on ${METRICS_HOST}:${port} for metrics: ${(error as Error).message}`,
+      `Cannot listen on ${hostname}:${port} for metrics: ${(error as Error).message}`,
     );
   }
   const url = `${listener.url}/metrics`;
@@ -83,12 +101,25 @@ export async function startMetricsEndpoint(
   };
 }
 
-/** Host names a request to the loopback listener may name (no DNS rebinding). */
-const LOOPBACK_NAMES = new Set(["127.0.0.1", "localhost", "[::1]"]);
+/** Who may scrape: the token (when set) and the Host names (on loopback). */
+export interface MetricsPolicy {
+  readonly token: string | undefined;
+  readonly allowedOrigins: readonly string[];
+  /** The Host names allowed; `undefined` (beyond loopback) for any. */
+  readonly allowedHosts: readonly string[] | undefined;
+}
+
+/** The policy of a listener on loopback without a token. */
+const LOOPBACK_POLICY: MetricsPolicy = {
+  token: undefined,
+  allowedOrigins: [],
+  allowedHosts: loopbackHosts(METRICS_HOST),
+};
 
 /**
- * The handler of the metrics listener: `GET /metrics` (and `HEAD`), with a loopback `Host`;
- * 404 for any other path, 405 for another method, 403 for another host, no WebSocket.
+ * The handler of the metrics listener: `GET /metrics` (and `HEAD`), from a request the policy
+ * lets in (a loopback `Host` on loopback, the bearer token when one is set: else 403 or 401);
+ * 404 for any other path, 405 for another method, no WebSocket.
  *
  * @example
  * ```ts
@@ -104,9 +135,13 @@ const LOOPBACK_NAMES = new Set(["127.0.0.1", "localhost", "[::1]"]);
  * ```
  *
  * @param source What `/metrics` renders
+ * @param policy Who may scrape (default: loopback Host names, no token)
  * @returns The handler
  */
-export function metricsHandler(source: MetricsText): HttpHandler {
+export function metricsHandler(
+  source: MetricsText,
+  policy: MetricsPolicy = LOOPBACK_POLICY,
+): HttpHandler {
   const refused = (status: number, text: string): Response =>
     new Response(`${text}\n`, {
       status,
@@ -115,9 +150,10 @@ export function metricsHandler(source: MetricsText): HttpHandler {
   return {
     async fetch(request: Request): Promise<Response> {
       const url = new URL(request.url);
-      const host = request.headers.get("host") ?? url.host;
-      const name = host.replace(/:\d+$/, "").toLowerCase();
-      if (!LOOPBACK_NAMES.has(name)) return refused(403, "Forbidden: not a loopback host");
+      const headers = new Headers(request.headers);
+      if (!headers.has("host")) headers.set("host", url.host);
+      const refusal = await checkRequest(headers, policy, request.url);
+      if (refusal) return refused(refusal.status, `${refusal.title}: ${refusal.detail}`);
       if (url.pathname !== "/metrics") return refused(404, "Not Found: metrics are at /metrics");
       if (request.method !== "GET" && request.method !== "HEAD") {
         return refused(405, "Method Not Allowed");

@@ -72,6 +72,8 @@ export interface Config {
    * `undefined`: metrics are off.
    */
   readonly metricsPort: number | undefined;
+  /** The address the metrics listener binds; beyond loopback it needs a token. @default {"127.0.0.1"} */
+  readonly metricsHost: string;
   /** Script file for the `scripted` model. */
   readonly script: string | undefined;
   /** Most model requests in one turn. @default {50} */
@@ -469,9 +471,18 @@ export const SETTINGS: SettingsTable = {
     fileKey: "metricsPort",
     default: undefined,
     shownDefault: "off",
-    help: "serve Prometheus metrics on 127.0.0.1:<n>/metrics (0 picks a free port)",
+    help: "serve Prometheus metrics on <metrics-host>:<n>/metrics (0 picks a free port)",
     note: "with --http also /metrics on the main listener, behind the token",
     type: PORT,
+  },
+  metricsHost: {
+    flag: "--metrics-host",
+    placeholder: "<addr>",
+    env: "ACP_HARNESS_METRICS_HOST",
+    fileKey: "metricsHost",
+    default: "127.0.0.1",
+    help: "address the metrics listener binds (beyond loopback it needs a token)",
+    type: NON_EMPTY_STRING,
   },
   allowedRoots: {
     flag: "--allowed-roots",

@@ -254,3 +254,89 @@ Deno.test({
     }
   },
 });
+
+Deno.test("--metrics-host beyond loopback needs the token and then asks every scrape for it; acp-harness run serves metrics while its turn runs", async () => {
+  const deno = RUNTIMES.find((runtime) => runtime.name === "deno") as (typeof RUNTIMES)[number];
+  await using dir = await tempDir("acp-harness-metrics-");
+  const { cwd } = await setUp(dir.path);
+  const script = join(dir.path, "slow.json");
+  await writeFile(script, JSON.stringify([{ delayMs: 120_000, text: "too late" }]));
+  const flags = ["--store", "memory:", "--model", "scripted", "--script", script];
+
+  const refused = spawnAgent(deno.command, [
+    ...deno.args,
+    ...flags,
+    "--metrics-port",
+    "0",
+    "--metrics-host",
+    "0.0.0.0",
+  ], { cwd });
+  assert.equal(await exitWithin(refused, 15_000), 2);
+  assert.match(refused.stderr(), /Refusing to serve metrics on 0\.0\.0\.0 without a bearer token/);
+
+  const open = spawnAgent(deno.command, [
+    ...deno.args,
+    ...flags,
+    "--metrics-port",
+    "0",
+    "--metrics-host",
+    "0.0.0.0",
+    "--token",
+    TOKEN,
+    "--log-level",
+    "info",
+  ], { cwd });
+  try {
+    // Bound on every interface; scraped over loopback only (never beyond it in a test).
+    const bound = await metricsUrl(open);
+    const url = bound.replace(/\/\/[^/:]+:/, "//127.0.0.1:");
+    assert.equal((await fetch(url)).status, 401);
+    const other = await fetch(url, { headers: { authorization: "Bearer wrong" } });
+    assert.equal(other.status, 401);
+    await other.body?.cancel();
+    const scraped = await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(scraped.status, 200);
+    assert.ok(parseExposition(await scraped.text()).types.has("acp_harness_prompts_total"));
+    open.end();
+    assert.equal(await exitWithin(open, 15_000), 0, open.stderr());
+  } finally {
+    open.child.kill("SIGKILL");
+    await open.exited;
+  }
+
+  // `run`: the metrics of its one turn, scraped while the model thinks; SIGINT ends it.
+  const run = spawn(deno.command, [
+    ...deno.args,
+    "run",
+    ...flags,
+    "--metrics-port",
+    "0",
+    "--log-level",
+    "info",
+    "think",
+  ], { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  run.stderr.setEncoding("utf8").on("data", (text: string) => stderr += text);
+  run.stdout.resume();
+  const exited = new Promise<void>((resolve) => run.on("close", () => resolve()));
+  try {
+    let url = "";
+    await pollUntil(() => {
+      url = /serving metrics \{"url":"(http:\/\/[^"]+)"\}/.exec(stderr)?.[1] ?? "";
+      return url !== "";
+    }, { what: "the run's metrics URL", timeoutMs: 30_000 });
+    // The run's session is open while its turn runs (the model takes two minutes).
+    let text: ReturnType<typeof parseExposition> | undefined;
+    await pollUntil(async () => {
+      text = parseExposition(await (await fetch(url)).text());
+      return sampleSum(text, "acp_harness_sessions_open", {}) === 1;
+    }, { what: "the run's session in its metrics", timeoutMs: 30_000 });
+    assert.ok(text);
+    assert.equal(sampleSum(text, "acp_harness_connections_open", { transport: "memory" }), 1);
+    run.kill("SIGINT");
+    await exited;
+  } finally {
+    run.kill("SIGKILL");
+    await exited;
+  }
+});
