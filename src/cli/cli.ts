@@ -146,7 +146,8 @@ export async function runCli(platform: CliPlatform): Promise<number> {
         config,
         platform.host,
         dataDirectory(config, platform.host),
-        providerKeys(config, platform.host),
+        // The providers' keys, never stored in a cassette.
+        secretValues(providerKeyNames(config), (name) => platform.host.env(name)),
       );
     }
     if (command.kind === "copy-sessions") {
@@ -207,14 +208,13 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   }
 }
 
-/** The values of the providers' API key variables that are set: never stored in a cassette. */
-function providerKeys(config: Config, host: Host): string[] {
-  const env = (name: string): string | undefined => host.env(name);
-  const specs = [...Object.values(builtinProviders(env)), ...Object.values(config.providers)];
-  return specs.flatMap((spec) => {
-    const key = spec.apiKeyEnv ? env(spec.apiKeyEnv) : undefined;
-    return key ? [key] : [];
-  });
+/** The API key variables of the built-in and the config file's providers. */
+function providerKeyNames(config: Config): string[] {
+  const specs = [
+    ...Object.values(builtinProviders(() => undefined)),
+    ...Object.values(config.providers),
+  ];
+  return [...new Set(specs.flatMap((spec) => spec.apiKeyEnv ? [spec.apiKeyEnv] : []))];
 }
 
 /**
@@ -989,10 +989,7 @@ export function createCatalog(
   let env = hostEnv;
   if (cassettes?.offline) {
     // A replay sends nothing: a provider needs no key, and one is never read for it.
-    const keyNames = new Set(
-      [...Object.values(builtinProviders(hostEnv)), ...Object.values(config.providers)]
-        .flatMap((spec) => spec.apiKeyEnv ? [spec.apiKeyEnv] : []),
-    );
+    const keyNames = new Set(providerKeyNames(config));
     env = (name) => keyNames.has(name) ? hostEnv(name) ?? "replayed-without-a-key" : hostEnv(name);
   }
   const providers: Record<string, ProviderSpec> = builtinProviders(env);

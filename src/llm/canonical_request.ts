@@ -59,11 +59,9 @@ const ID_KEYS: ReadonlySet<string> = new Set([
 export function canonicalBody(body: unknown, paths: CanonicalPaths = {}): unknown {
   const replacements = pathReplacements(paths);
   const ids = new Map<string, string>();
-  const text = (value: string): string => {
-    let out = value;
-    for (const [path, placeholder] of replacements) out = out.replaceAll(path, placeholder);
-    return out.replace(TIMESTAMP, "<time>").replace(DATE, "<date>").replace(UUID, "<uuid>");
-  };
+  const text = (value: string): string =>
+    replaceEach(value, replacements).replace(TIMESTAMP, "<time>").replace(DATE, "<date>")
+      .replace(UUID, "<uuid>");
   const walk = (value: unknown, key: string | undefined): unknown => {
     if (typeof value === "string") {
       if (key !== undefined && ID_KEYS.has(key)) {
@@ -187,11 +185,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 export function placePaths(value: unknown, paths: CanonicalPaths): unknown {
   const replacements = pathReplacements(paths);
   if (replacements.length === 0) return value;
-  return mapStrings(value, (text) => {
-    let out = text;
-    for (const [path, placeholder] of replacements) out = out.replaceAll(path, placeholder);
-    return out;
-  });
+  return mapStrings(value, (text) => replaceEach(text, replacements));
 }
 
 /**
@@ -203,20 +197,37 @@ export function placePaths(value: unknown, paths: CanonicalPaths): unknown {
  * @returns The value with paths
  */
 export function restorePaths(value: unknown, paths: CanonicalPaths): unknown {
-  const replacements = pathReplacements(paths).map(([path, placeholder]) => [placeholder, path]);
+  const replacements = pathReplacements(paths).map(([path, placeholder]): [string, string] => [
+    placeholder,
+    path,
+  ]);
   if (replacements.length === 0) return value;
-  // Longer placeholders first: `<root1>` before `<root>` never clash, as `<root>` ends at `>`.
-  return mapStrings(value, (text) => {
-    let out = text;
-    for (const [placeholder, path] of replacements) {
-      out = out.replaceAll(placeholder as string, path as string);
-    }
-    return out;
-  });
+  // `<root1>` and `<root>` never clash: `<root>` ends at its `>`.
+  return mapStrings(value, (text) => replaceEach(text, replacements));
 }
 
-/** A copy of a JSON value with `map` applied to every string (keys stay). */
-function mapStrings(value: unknown, map: (text: string) => string): unknown {
+/** `text` with each pair's first string replaced by its second, in order. */
+function replaceEach(text: string, pairs: ReadonlyArray<readonly [string, string]>): string {
+  let out = text;
+  for (const [from, to] of pairs) out = out.replaceAll(from, to);
+  return out;
+}
+
+/**
+ * A copy of a JSON value with `map` applied to every string (keys stay).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { mapStrings } from "./canonical_request.ts";
+ * assert.deepEqual(mapStrings({ a: ["x", 1] }, (text) => text.toUpperCase()), { a: ["X", 1] });
+ * ```
+ *
+ * @param value A JSON value
+ * @param map What each string becomes
+ * @returns The copy
+ */
+export function mapStrings(value: unknown, map: (text: string) => string): unknown {
   if (typeof value === "string") return map(value);
   if (Array.isArray(value)) return value.map((item) => mapStrings(item, map));
   if (value !== null && typeof value === "object") {

@@ -16,7 +16,7 @@ import type {
   RecordedResponse,
 } from "./cassette.ts";
 import { keptRequestHeaders, keptResponseHeaders, keptUrlPath } from "./cassette.ts";
-import { type CanonicalPaths, placePaths, restorePaths } from "./canonical_request.ts";
+import { type CanonicalPaths, mapStrings, placePaths, restorePaths } from "./canonical_request.ts";
 import { originOf } from "./post_json.ts";
 import { ProviderError } from "./provider.ts";
 import { SseDecoder } from "./sse.ts";
@@ -259,17 +259,9 @@ function parsedOrText(text: string): unknown {
 function redact(value: unknown, secrets: readonly string[]): unknown {
   const real = secrets.filter((secret) => secret.length >= 4);
   if (real.length === 0) return value;
-  const scrub = (item: unknown): unknown => {
-    if (typeof item === "string") {
-      let out = item;
-      for (const secret of real) out = out.replaceAll(secret, "[redacted]");
-      return out;
-    }
-    if (Array.isArray(item)) return item.map(scrub);
-    if (item !== null && typeof item === "object") {
-      return Object.fromEntries(Object.entries(item).map(([key, inner]) => [key, scrub(inner)]));
-    }
-    return item;
-  };
-  return scrub(value);
+  return mapStrings(value, (text) => {
+    let out = text;
+    for (const secret of real) out = out.replaceAll(secret, "[redacted]");
+    return out;
+  });
 }

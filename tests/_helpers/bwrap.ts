@@ -6,13 +6,10 @@
  *
  * @module
  */
-import { printError } from "./print.ts";
+import { missingDependency } from "./missing_dependency.ts";
 
 const SKIPPED =
   "Sandbox tests SKIPPED: bubblewrap does not work here (apt-get install bubblewrap, or set ACP_HARNESS_BWRAP)";
-
-/** Set once the skip was announced: the environment is shared by the test files of one run. */
-const ANNOUNCED = "ACP_HARNESS_TEST_BWRAP_SKIP_ANNOUNCED";
 
 /** The bubblewrap binary the tests use. */
 export const BWRAP: string = Deno.env.get("ACP_HARNESS_BWRAP") || "bwrap";
@@ -37,15 +34,10 @@ function probe(): boolean {
  * @returns `true`, or `false` after the loud line
  */
 export function bwrapAvailable(): boolean {
-  if (probe()) return true;
-  if (Deno.env.get("CI") === "true") {
-    throw new Error(
+  return probe() || missingDependency({
+    key: "BWRAP",
+    skipped: SKIPPED,
+    inCi:
       "bubblewrap does not work: in CI the sandbox tests must run, never skip (.ci/run installs it)",
-    );
-  }
-  if (Deno.env.get(ANNOUNCED) !== "1") {
-    Deno.env.set(ANNOUNCED, "1");
-    printError(`\n${"!".repeat(100)}\n${SKIPPED}\n${"!".repeat(100)}\n`);
-  }
-  return false;
+  });
 }

@@ -7,15 +7,13 @@
  * @module
  */
 import postgres from "postgres";
+import { missingDependency } from "./missing_dependency.ts";
 
 /** The variable naming the test server. */
 export const POSTGRES_URL_VARIABLE = "ACP_HARNESS_TEST_POSTGRES";
 
 const SKIPPED =
   `PostgreSQL tests SKIPPED: set ${POSTGRES_URL_VARIABLE}=postgres://… (scripts/postgres_test_server.sh starts one)`;
-
-/** Set once the skip was announced: the environment is shared by the test files of one run. */
-const ANNOUNCED = "ACP_HARNESS_TEST_POSTGRES_SKIP_ANNOUNCED";
 
 /**
  * Whether the tests have a server: its URL, or why they are skipped (announced once, loudly, on
@@ -27,17 +25,12 @@ const ANNOUNCED = "ACP_HARNESS_TEST_POSTGRES_SKIP_ANNOUNCED";
 export function postgresAvailable(): { readonly url: string } | { readonly skipped: string } {
   const url = Deno.env.get(POSTGRES_URL_VARIABLE);
   if (url) return { url };
-  if (Deno.env.get("CI") === "true") {
-    throw new Error(
-      `${POSTGRES_URL_VARIABLE} is not set: in CI the PostgreSQL tests must run, never skip ` +
-        "(scripts/postgres_test_server.sh run <command> provides a server)",
-    );
-  }
-  if (Deno.env.get(ANNOUNCED) !== "1") {
-    Deno.env.set(ANNOUNCED, "1");
-    // deno-lint-ignore no-console
-    console.error(`\n${"!".repeat(100)}\n${SKIPPED}\n${"!".repeat(100)}\n`);
-  }
+  missingDependency({
+    key: "POSTGRES",
+    skipped: SKIPPED,
+    inCi: `${POSTGRES_URL_VARIABLE} is not set: in CI the PostgreSQL tests must run, never skip ` +
+      "(scripts/postgres_test_server.sh run <command> provides a server)",
+  });
   return { skipped: SKIPPED };
 }
 

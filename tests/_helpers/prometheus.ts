@@ -6,13 +6,10 @@
  *
  * @module
  */
-import { printError } from "./print.ts";
+import { missingDependency } from "./missing_dependency.ts";
 
 const SKIPPED =
   "Prometheus scrape test SKIPPED: no prometheus here (apt-get install prometheus, or set ACP_HARNESS_PROMETHEUS)";
-
-/** Set once the skip was announced: the environment is shared by the test files of one run. */
-const ANNOUNCED = "ACP_HARNESS_TEST_PROMETHEUS_SKIP_ANNOUNCED";
 
 /** The Prometheus binary the tests use. */
 export const PROMETHEUS: string = Deno.env.get("ACP_HARNESS_PROMETHEUS") || "prometheus";
@@ -37,15 +34,10 @@ function probe(): boolean {
  * @returns `true`, or `false` after the loud line
  */
 export function prometheusAvailable(): boolean {
-  if (probe()) return true;
-  if (Deno.env.get("CI") === "true") {
-    throw new Error(
+  return probe() || missingDependency({
+    key: "PROMETHEUS",
+    skipped: SKIPPED,
+    inCi:
       "prometheus does not run: in CI the scrape test must run, never skip (.ci/run installs it)",
-    );
-  }
-  if (Deno.env.get(ANNOUNCED) !== "1") {
-    Deno.env.set(ANNOUNCED, "1");
-    printError(`\n${"!".repeat(100)}\n${SKIPPED}\n${"!".repeat(100)}\n`);
-  }
-  return false;
+  });
 }
