@@ -2,7 +2,8 @@
  * Guards what start-up loads before it can answer `initialize` (see src/runtime/main.ts): the
  * session side, the built-in tools (Node.js), the host's file system and processes, the model
  * providers, the MCP client, the HTTP transport, PostgreSQL, re2js, the Prometheus metrics
- * (`prom-client`) and the commands other than `serve` are imported on first use, on every runtime.
+ * (`prom-client`), the OpenTelemetry traces (`@opentelemetry/*`) and the commands other than
+ * `serve` are imported on first use, on every runtime.
  *
  * - Deno and Bun run the sources: `deno info --json mod.ts` lists every module `deno run mod.ts`
  *   reads before it runs (its graph follows `import("literal")` too), so none of the lazy modules
@@ -34,7 +35,7 @@ const LAZY_SOURCES: readonly RegExp[] = [
   /^src\/cli\/(models_command|copy_sessions_command|cassettes)\.ts$/,
   /^src\/config\/json_text\.ts$/,
   /^src\/runtime\/\w+_http\.ts$/,
-  /^src\/telemetry\/prometheus_telemetry\.ts$/,
+  /^src\/telemetry\/(prometheus_telemetry|otel_telemetry|otel_tracing)\.ts$/,
   /^src\/cli\/metrics_endpoint\.ts$/,
 ];
 
@@ -47,6 +48,12 @@ const LAZY_PACKAGES: readonly string[] = [
   "postgres",
   "ws",
   "prom-client",
+  "@opentelemetry/api",
+  "@opentelemetry/core",
+  "@opentelemetry/resources",
+  "@opentelemetry/sdk-trace",
+  "@opentelemetry/exporter-trace-otlp-http",
+  "@opentelemetry/exporter-trace-otlp-proto",
 ];
 const LAZY_BUILTINS: readonly string[] = ["node:fs", "node:fs/promises", "node:child_process"];
 

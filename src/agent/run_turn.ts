@@ -23,6 +23,7 @@ import {
   type ModelRequestTelemetry,
   NOOP_TELEMETRY,
   type ToolCallStatus,
+  type ToolCallTelemetry,
   type TurnTelemetry,
 } from "../telemetry/telemetry.ts";
 
@@ -269,21 +270,38 @@ async function runStep(options: Turn): Promise<StepResult> {
   }
   let recovered = false;
   for (let attempt = 1;; attempt++) {
-    const result = await attemptStep(options, attempt, tools);
+    const request = options.telemetry.modelRequest({
+      provider: options.provider.id,
+      model: options.model,
+    }, attempt);
+    let result: Attempt;
+    try {
+      result = await attemptStep(options, attempt, tools, request);
+    } finally {
+      // Ended with its outcome already, unless the stream threw or failed (ended below).
+      if (signal.aborted) request.end("cancelled");
+    }
     if (result.reason !== "error") return result;
     const error = result.error;
+    const outcome = error?.kind ?? "error";
     if (error?.kind === "context-overflow" && context && !recovered) {
       // One compaction and one more request, instead of failing the turn.
       recovered = true;
       const compacted = await context.afterOverflow(parts, signal);
-      if (signal.aborted) return { reason: "aborted", calls: [] };
+      if (signal.aborted) {
+        request.end(outcome);
+        return { reason: "aborted", calls: [] };
+      }
       if (compacted) {
+        request.retry?.(outcome, 0);
+        request.end(outcome);
         options.onRetry?.(error, attempt, 0);
         continue;
       }
     }
     const label = `${options.provider.id}/${options.model}`;
     if (!error?.retryable || attempt >= retry.attempts) {
+      request.end(outcome);
       const tries = attempt > 1 ? ` (after ${attempt} attempts)` : "";
       throw new TurnError(
         `Model request failed (${label})${tries}: ${error?.message ?? "unknown error"}`,
@@ -295,27 +313,31 @@ async function runStep(options: Turn): Promise<StepResult> {
     const delayMs = Math.round(
       error.retryAfterMs === undefined ? jittered : Math.min(error.retryAfterMs, 60_000),
     );
+    request.retry?.(outcome, delayMs);
+    request.end(outcome);
     options.onRetry?.(error, attempt, delayMs);
     if (!(await abortableDelay(delayMs, options.signal))) return { reason: "aborted", calls: [] };
   }
 }
 
-/** One model request. Commits the step (history, committed-mode updates) when it succeeds. */
+/**
+ * One model request. Commits the step (history, committed-mode updates) when it succeeds. Its
+ * telemetry is ended here unless it failed with a provider error: the caller ends it then, after
+ * telling whether it is retried.
+ */
 async function attemptStep(
   options: Turn,
   attempt: number,
   tools: readonly LlmToolSpec[],
+  request: ModelRequestTelemetry,
 ): Promise<Attempt> {
   const { signal } = options;
-  const request = options.telemetry.modelRequest({
-    provider: options.provider.id,
-    model: options.model,
-  });
+  let result: Attempt | undefined;
   try {
-    return await streamStep(options, attempt, tools, request);
+    return result = await streamStep(options, attempt, tools, request);
   } finally {
-    // Ended with its outcome below; here only when the stream threw or ended without `finish`.
-    request.end(signal.aborted ? "cancelled" : "error");
+    // Ended with its outcome in the stream; here when it threw or ended without `finish`.
+    if (result === undefined) request.end(signal.aborted ? "cancelled" : "error");
   }
 }
 
@@ -335,6 +357,9 @@ async function streamStep(
   let usage: LlmUsage | undefined;
   let providerState: unknown;
   const calls: LlmToolCall[] = [];
+  if (options.telemetry.captureContent) {
+    request.content?.({ system: options.system, input: history });
+  }
   const events = options.provider.stream({
     sessionId: options.sessionId,
     roots: options.roots,
@@ -380,9 +405,9 @@ async function streamStep(
           request.end("cancelled");
           return { reason: "aborted", calls: [] };
         }
-        if (event.reason === "error") {
-          request.end(event.error?.kind ?? "error");
-          return { reason: "error", error: event.error };
+        if (event.reason === "error") return { reason: "error", error: event.error };
+        if (options.telemetry.captureContent) {
+          request.content?.({ output: { text, reasoning, toolCalls: calls } });
         }
         request.end("ok");
         const message: LlmMessage = {
@@ -552,7 +577,10 @@ async function runToolCall(
 ): Promise<LlmMessage> {
   const { emit, signal } = options;
   const { call, tool, input, parsed } = entry;
-  const telemetry = options.telemetry.toolCall(call.name, tool !== undefined);
+  const telemetry = options.telemetry.toolCall(call.name, tool !== undefined, {
+    id: call.id,
+    kind: tool?.kind ?? "other",
+  });
   let result: ToolResult;
   let denied: { reason: string; rule?: string } | undefined;
   /** Set when the call did not run; else it ran and its result says how it went. */
@@ -580,6 +608,7 @@ async function runToolCall(
           rawInput: input,
           locations: entry.locations,
           signal,
+          telemetry,
         })
         : { allowed: true };
     } catch (error) {
@@ -600,7 +629,7 @@ async function runToolCall(
       emit({ type: "tool-call-update", toolCallId: call.id, status: "in_progress" });
       let running = true;
       try {
-        result = await tool.execute(input, toolContext(options, entry, () => running));
+        result = await tool.execute(input, toolContext(options, entry, () => running, telemetry));
       } catch (error) {
         result = { content: `Tool failed: ${String(error)}`, isError: true };
       } finally {
@@ -619,6 +648,7 @@ async function runToolCall(
     ...(result.rawOutput === undefined ? {} : { rawOutput: result.rawOutput }),
     ...(denied ? { denied } : {}),
   });
+  if (options.telemetry.captureContent) telemetry.content?.(input, result.content);
   telemetry.end(
     notRun ?? (!result.isError ? "completed" : signal.aborted ? "cancelled" : "failed"),
   );
@@ -638,6 +668,7 @@ function toolContext(
   options: Turn,
   entry: PreparedCall,
   running: () => boolean,
+  telemetry: ToolCallTelemetry,
 ): ToolContext {
   const { signal, askPermission, mode } = options;
   const tool = entry.tool as Tool;
@@ -650,6 +681,7 @@ function toolContext(
     files: options.services.files,
     signal,
     toolCallId,
+    telemetry,
     ...(mode ? { mode } : {}),
     progress: (display) => {
       if (!running() || signal.aborted) return;
@@ -662,6 +694,7 @@ function toolContext(
             ...question,
             tool,
             toolCallId,
+            telemetry,
             signal: question.signal ? AbortSignal.any([signal, question.signal]) : signal,
           });
           // The question showed the asker's title and input on this call: show its own again.

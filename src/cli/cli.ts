@@ -46,13 +46,20 @@ import {
   loadModelsCommand,
   loadRunCommand,
   loadSandbox,
+  loadTracing,
 } from "./lazy.ts";
 import type { RunOptions } from "../config/run_args.ts";
 import type { Cassettes } from "./cassettes.ts";
 import type { McpServer } from "../transport/acp_client.ts";
 import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
 import { sandboxedProcesses } from "../sandbox/sandboxed_processes.ts";
-import type { Telemetry } from "../telemetry/telemetry.ts";
+import {
+  combineTelemetry,
+  NOOP_TELEMETRY,
+  type Telemetry,
+  tracesWanted,
+} from "../telemetry/telemetry.ts";
+import type { Tracing } from "../telemetry/otel_tracing.ts";
 import type { MetricsEndpoint } from "./metrics_endpoint.ts";
 
 /** What a runtime entry point hands the CLI. */
@@ -242,17 +249,17 @@ async function runCommand(
     await readJson(platform.host, absolutePath(run.mcpConfig, platform.host), " (--mcp-config)"),
     run.mcpConfig,
   );
-  const metrics = await startMetrics(platform, config, logger);
+  const observed = await startTelemetry(platform, config, logger);
   try {
     return await runComposed(platform, config, catalog, logger, {
       run,
       prompt,
       files,
       mcpServers,
-      telemetry: metrics?.telemetry,
+      telemetry: observed.telemetry,
     });
   } finally {
-    await metrics?.close();
+    await observed.close();
   }
 }
 
@@ -301,6 +308,54 @@ async function runComposed(
     await platform.host.stopProcesses({ graceMs: SHUTDOWN_KILL_GRACE_MS });
     await closeStore();
   }
+}
+
+/** The server's metrics and traces, as on (neither is loaded when off). */
+interface Observability {
+  /** What the server reports to; `undefined` when neither is on. */
+  readonly telemetry: Telemetry | undefined;
+  /** `--metrics-port`'s telemetry and listener. */
+  readonly metrics: MetricsEndpoint | undefined;
+  /** Flushes the traces (within the shutdown grace) and closes the metrics listener. */
+  close(): Promise<void>;
+}
+
+/**
+ * The metrics (`--metrics-port`) and the traces (`--otel`, `OTEL_EXPORTER_OTLP_*ENDPOINT`), both
+ * started before the server is composed.
+ */
+async function startTelemetry(
+  platform: CliPlatform,
+  config: Config,
+  logger: Logger,
+): Promise<Observability> {
+  const metrics = await startMetrics(platform, config, logger);
+  const env = (name: string): string | undefined => platform.host.env(name);
+  let tracing: Tracing | undefined;
+  try {
+    if (tracesWanted(config.otel, env)) {
+      const { startTracing } = await loadTracing();
+      tracing = startTracing({ env, version: VERSION, logger });
+    }
+  } catch (error) {
+    await metrics?.close();
+    throw error;
+  }
+  const combined = combineTelemetry([
+    metrics?.telemetry ?? NOOP_TELEMETRY,
+    tracing?.telemetry ?? NOOP_TELEMETRY,
+  ]);
+  return {
+    telemetry: combined.enabled ? combined : undefined,
+    metrics,
+    close: async () => {
+      try {
+        await tracing?.close(SHUTDOWN_KILL_GRACE_MS);
+      } finally {
+        await metrics?.close();
+      }
+    },
+  };
 }
 
 /**
@@ -671,11 +726,11 @@ async function runStdioServer(
   catalog: ModelCatalog,
   logger: Logger,
 ): Promise<number> {
-  const metrics = await startMetrics(platform, config, logger);
+  const observed = await startTelemetry(platform, config, logger);
   try {
-    return await serveStdio(platform, config, catalog, logger, metrics?.telemetry);
+    return await serveStdio(platform, config, catalog, logger, observed.telemetry);
   } finally {
-    await metrics?.close();
+    await observed.close();
   }
 }
 
@@ -734,16 +789,16 @@ async function runHttpServer(
 ): Promise<number> {
   if (!platform.serveHttp) throw new ConfigError("This runtime cannot serve HTTP");
   const { token, allowedHosts } = await httpSecurity(platform.host, config);
-  const metrics = await startMetrics(platform, config, logger);
+  const observed = await startTelemetry(platform, config, logger);
   try {
     return await serveOverHttp(platform, config, catalog, logger, {
       serveHttp: platform.serveHttp,
       token,
       allowedHosts,
-      metrics,
+      observed,
     });
   } finally {
-    await metrics?.close();
+    await observed.close();
   }
 }
 
@@ -752,7 +807,7 @@ interface HttpServing {
   readonly serveHttp: ServeHttp;
   readonly token: string | undefined;
   readonly allowedHosts: readonly string[] | undefined;
-  readonly metrics: MetricsEndpoint | undefined;
+  readonly observed: Observability;
 }
 
 /** {@link runHttpServer} once the security settings are checked and metrics (if any) are on. */
@@ -763,14 +818,15 @@ async function serveOverHttp(
   logger: Logger,
   serving: HttpServing,
 ): Promise<number> {
-  const { token, allowedHosts, metrics } = serving;
+  const { token, allowedHosts, observed } = serving;
+  const { metrics } = observed;
   const { server, closeStore } = await composeServer(
     platform,
     config,
     catalog,
     logger,
     "http",
-    metrics?.telemetry,
+    observed.telemetry,
   );
   const { createHttpTransport } = await loadHttpTransport();
   const { httpLimits, httpListen } = settingsOf(config);

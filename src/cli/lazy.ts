@@ -18,6 +18,7 @@ import type * as ExportScriptCommand from "./export_script_command.ts";
 import type * as ModelsCommand from "./models_command.ts";
 import type * as RunCommand from "./run_command.ts";
 import type * as MetricsEndpoint from "./metrics_endpoint.ts";
+import type * as OtelTracing from "../telemetry/otel_tracing.ts";
 import type * as CommandSandbox from "../sandbox/command_sandbox.ts";
 
 /**
@@ -127,4 +128,13 @@ export function loadCassettes(): Promise<typeof Cassettes> {
  */
 export function loadMetricsEndpoint(): Promise<typeof MetricsEndpoint> {
   return lazyImport<typeof MetricsEndpoint>(import("./metrics_endpoint" + ".ts"));
+}
+
+/**
+ * The OpenTelemetry trace pipeline (`--otel`, `OTEL_EXPORTER_OTLP_*ENDPOINT`).
+ *
+ * @returns The module `src/telemetry/otel_tracing.ts`
+ */
+export function loadTracing(): Promise<typeof OtelTracing> {
+  return lazyImport<typeof OtelTracing>(import("../telemetry/otel_tracing" + ".ts"));
 }

@@ -74,6 +74,11 @@ export interface Config {
   readonly metricsPort: number | undefined;
   /** The address the metrics listener binds; beyond loopback it needs a token. @default {"127.0.0.1"} */
   readonly metricsHost: string;
+  /**
+   * OpenTelemetry traces: on, off, or (`undefined`) on when `OTEL_EXPORTER_OTLP_ENDPOINT` or
+   * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set.
+   */
+  readonly otel: boolean | undefined;
   /** Script file for the `scripted` model. */
   readonly script: string | undefined;
   /** Most model requests in one turn. @default {50} */
@@ -483,6 +488,18 @@ export const SETTINGS: SettingsTable = {
     default: "127.0.0.1",
     help: "address the metrics listener binds (beyond loopback it needs a token)",
     type: NON_EMPTY_STRING,
+  },
+  otel: {
+    flag: "--otel",
+    placeholder: "<bool>",
+    bare: true,
+    env: "ACP_HARNESS_OTEL",
+    fileKey: "otel",
+    default: undefined,
+    shownDefault: "when OTEL_EXPORTER_OTLP_ENDPOINT is set",
+    help: "export OpenTelemetry traces over OTLP/HTTP (the OTEL_* variables configure it)",
+    note: "OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turn it off",
+    type: BOOLEAN,
   },
   allowedRoots: {
     flag: "--allowed-roots",

@@ -22,6 +22,7 @@ import type { Tool, ToolContext, ToolKind, ToolResult } from "../tools/tool.ts";
 import { AgentProcess, type StopGrace } from "./agent_process.ts";
 import { DelegationView } from "./delegation_view.ts";
 import { redactSecrets, stderrTail } from "./stderr_tail.ts";
+import { traceMeta } from "../telemetry/telemetry.ts";
 
 /** The tool's name. */
 export const DELEGATE_TOOL_NAME = "delegate";
@@ -279,7 +280,11 @@ async function handshake(run: Run, startTimeoutMs?: number): Promise<string> {
   };
   try {
     await stage("initialize", () => client.initialize({ signal }));
-    const session = await stage("session/new", () => client.newSession(context.cwd, { signal }));
+    const meta = traceMeta(context.telemetry);
+    const session = await stage(
+      "session/new",
+      () => client.newSession(context.cwd, { signal, ...(meta ? { meta } : {}) }),
+    );
     run.sessionId = session.sessionId;
     const mode = context.mode;
     if (mode) await stage("setting its mode", () => matchMode(client, session, mode, signal));
@@ -324,7 +329,8 @@ async function promptUntilCancelled(
   logger: Logger,
 ): Promise<string> {
   const { signal } = run.context;
-  const prompt = client.prompt(sessionId, run.prompt).then(
+  const meta = traceMeta(run.context.telemetry);
+  const prompt = client.prompt(sessionId, run.prompt, meta ? { meta } : undefined).then(
     (response) => response.stopReason as string,
     (error: unknown) => {
       throw new DelegationError(`Agent "${run.name}" failed during its prompt: ${message(error)}`);

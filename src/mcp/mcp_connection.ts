@@ -195,6 +195,7 @@ export class McpConnection {
    * @param name The tool's name as the server knows it
    * @param args Its arguments
    * @param signal Aborting cancels the call (the server is told)
+   * @param meta The request's `_meta` (the caller's W3C trace context: `traceparent`, …)
    * @returns The server's result
    * @throws {McpCallError} When the server did not answer: cancelled, timed out, gone
    */
@@ -202,10 +203,15 @@ export class McpConnection {
     name: string,
     args: Record<string, unknown>,
     signal: AbortSignal,
+    meta?: Readonly<Record<string, string>>,
   ): Promise<CallToolResult> {
     const live = await this.#ready(signal);
     try {
-      return await live.client.callTool({ name, arguments: args }, {
+      return await live.client.callTool({
+        name,
+        arguments: args,
+        ...(meta === undefined ? {} : { _meta: { ...meta } }),
+      }, {
         signal,
         timeout: this.#options.callTimeoutMs,
       }) as CallToolResult;

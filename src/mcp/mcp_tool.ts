@@ -12,12 +12,23 @@ import { toolResultText } from "../llm/provider.ts";
 import { McpCallError } from "./mcp_connection.ts";
 import { fnv1a } from "./mcp_declarations.ts";
 import { modelInputSchema } from "./mcp_schema.ts";
+import { traceMeta } from "../telemetry/telemetry.ts";
 
 /** What an MCP tool calls through: its server's connection. */
 export interface McpToolCaller {
   /** The server's name (as in tool names). */
   readonly name: string;
-  callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
+  /**
+   * Calls a tool of the server.
+   *
+   * @param meta The request's `_meta` (the caller's W3C trace context), when there is one
+   */
+  callTool(
+    name: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    meta?: Readonly<Record<string, string>>,
+  ): Promise<unknown>;
   /** Settles once a tool list change the server announced has been read (bounded). */
   refreshed(signal: AbortSignal): Promise<void>;
 }
@@ -94,16 +105,22 @@ export function mcpTool(server: McpToolCaller, definition: McpTool): Tool {
         return { content: "The arguments must be a JSON object.", isError: true };
       }
       let result: unknown;
+      const span = context.telemetry?.mcpCall?.(server.name, definition.name);
       try {
         result = await server.callTool(
           definition.name,
           input as Record<string, unknown>,
           context.signal,
+          traceMeta(context.telemetry),
         );
       } catch (error) {
         const message = error instanceof McpCallError ? error.message : String(error);
+        span?.end(error instanceof McpCallError && error.cancelled ? "cancelled" : "mcp_error");
         return { content: `The MCP tool call failed: ${message}`, isError: true };
       }
+      const failed = typeof result === "object" && result !== null &&
+        (result as { isError?: unknown }).isError === true;
+      span?.end(failed ? "tool_error" : undefined);
       // A tool list change announced before this answer is seen by the next model step.
       await server.refreshed(context.signal);
       return toolResult(result as CallToolResult);

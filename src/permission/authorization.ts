@@ -8,6 +8,7 @@
  */
 import type { ToolCallLocation, ToolKind } from "../transport/acp_types.ts";
 import type { ToolEffect } from "./policy.ts";
+import type { PermissionTelemetry } from "../telemetry/telemetry.ts";
 
 /** The facts of a tool that permission decisions read (every `Tool` has them). */
 export interface PermissionTool {
@@ -27,6 +28,8 @@ export interface AuthorizeRequest {
   readonly rawInput: unknown;
   readonly locations: readonly ToolCallLocation[];
   readonly signal: AbortSignal;
+  /** Told how the decision came out, and times the question to the client. */
+  readonly telemetry?: PermissionTelemetry;
 }
 
 /** A question a running tool call asks the client (see `ToolContext.askPermission`). */
@@ -45,6 +48,8 @@ export interface RelayedPermission {
   readonly locations?: readonly ToolCallLocation[];
   /** Aborted when the call is cancelled or the question withdrawn. */
   readonly signal: AbortSignal;
+  /** Times the question to the client. */
+  readonly telemetry?: PermissionTelemetry;
 }
 
 /**

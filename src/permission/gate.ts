@@ -13,7 +13,7 @@ import type { PermissionMode } from "./mode.ts";
 import { decidePermission, type PermissionAnswer } from "./policy.ts";
 import type { RuleKind } from "./rule_syntax.ts";
 import { decideByRules, type PermissionRules, type RuleVerdict } from "./rules.ts";
-import type { PermissionOutcome, Telemetry } from "../telemetry/telemetry.ts";
+import type { PermissionOutcome, PermissionTelemetry, Telemetry } from "../telemetry/telemetry.ts";
 
 /** A tool call the user is asked about. */
 export interface PermissionQuestion {
@@ -104,7 +104,7 @@ export class PermissionGate {
     const verdict = await this.#byRules(request);
     if (verdict?.action === "allow" || verdict?.action === "deny") {
       const allowed = verdict.action === "allow";
-      this.#counted(allowed ? "allowed_by_rule" : "denied_by_rule");
+      this.#counted(allowed ? "allowed_by_rule" : "denied_by_rule", request, verdict.rule);
       logger.info(`permission: ${allowed ? "allowed" : "denied"} by rule`, {
         ...facts,
         rule: verdict.rule,
@@ -128,28 +128,29 @@ export class PermissionGate {
       grants,
     );
     if (decision.action === "allow") {
-      this.#counted("allowed_by_mode");
+      this.#counted("allowed_by_mode", request);
       logger.debug("permission: allowed by policy", facts);
       return { allowed: true };
     }
     if (decision.action === "deny") {
-      this.#counted("denied_by_mode");
+      this.#counted("denied_by_mode", request);
       logger.info("permission: denied by policy", facts);
       return { allowed: false, reason: decision.reason + this.#uncovered(tool.name) };
     }
     if (verdict) logger.info("permission: asked by rule", { ...facts, rule: verdict.rule });
     const asked = Date.now();
-    const answer = await this.#options.ask({
-      sessionId,
-      toolCallId: request.toolCallId,
-      title: request.title,
-      kind: tool.kind,
-      rawInput: request.rawInput,
-      locations: request.locations,
-      signal: request.signal,
-    });
+    const answer = await this.#timed(request, () =>
+      this.#options.ask({
+        sessionId,
+        toolCallId: request.toolCallId,
+        title: request.title,
+        kind: tool.kind,
+        rawInput: request.rawInput,
+        locations: request.locations,
+        signal: request.signal,
+      }));
     logger.info("permission: answered", { ...facts, answer, ms: Date.now() - asked });
-    this.#counted(answerOutcome(answer));
+    this.#counted(answerOutcome(answer), request, verdict?.rule);
     const event = permissionEvent(request.toolCallId, tool.name, answer);
     this.#options.output.record(
       [verdict ? { ...event, decision: "ask", rule: verdict.rule } : event],
@@ -161,8 +162,28 @@ export class PermissionGate {
     return authorization(answer, tool.name);
   }
 
-  #counted(outcome: PermissionOutcome): void {
+  /** Counts a decision, and tells the call's telemetry how it came out (and by which rule). */
+  #counted(
+    outcome: PermissionOutcome,
+    request?: { readonly telemetry?: PermissionTelemetry },
+    rule?: string,
+  ): void {
     this.#options.telemetry?.permissionDecision(outcome);
+    request?.telemetry?.permission?.(outcome, rule);
+  }
+
+  /** Asks the client, the wait timed by the call's telemetry. */
+  async #timed(
+    request: { readonly telemetry?: PermissionTelemetry },
+    ask: () => Promise<PermissionAnswer | "cancelled">,
+  ): Promise<PermissionAnswer | "cancelled"> {
+    const wait = request.telemetry?.permissionWait?.();
+    let answer: PermissionAnswer | "cancelled" | undefined;
+    try {
+      return answer = await ask();
+    } finally {
+      wait?.end(answer === undefined ? "failed" : answer === "cancelled" ? "cancelled" : undefined);
+    }
   }
 
   /** What the rules say about a call, `undefined` when there are none or none decides. */
@@ -204,15 +225,17 @@ export class PermissionGate {
   async relay(request: RelayedPermission): Promise<PermissionAnswer | "cancelled"> {
     const { sessionId, logger } = this.#options;
     const asked = Date.now();
-    const answer = await this.#options.ask({
-      sessionId,
-      toolCallId: request.toolCallId,
-      title: request.title,
-      kind: request.kind,
-      rawInput: request.rawInput,
-      locations: request.locations ?? [],
-      signal: request.signal,
-    });
+    const answer = await this.#timed(request, () =>
+      this.#options.ask({
+        sessionId,
+        toolCallId: request.toolCallId,
+        title: request.title,
+        kind: request.kind,
+        rawInput: request.rawInput,
+        locations: request.locations ?? [],
+        signal: request.signal,
+      }));
+    // The call's own decision stays what its span says; the relayed answer is the wait's.
     this.#counted(answerOutcome(answer));
     const tool = `${request.tool.name}:relayed`;
     logger.info("permission: answered", {

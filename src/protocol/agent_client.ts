@@ -51,6 +51,8 @@ export interface AgentClientHandlers {
 export interface AgentRequestOptions {
   /** Stops waiting (and asks the agent to stop, `$/cancel_request`) when aborted. */
   readonly signal?: AbortSignal;
+  /** The request's `_meta` (the caller's W3C trace context: `traceparent`, …). */
+  readonly meta?: Readonly<Record<string, unknown>>;
 }
 
 /**
@@ -71,14 +73,24 @@ export interface AgentClient {
   ): Promise<void>;
   /** Sends the legacy `session/set_mode`. */
   setMode(sessionId: string, modeId: string, options?: AgentRequestOptions): Promise<void>;
-  /** Sends `session/prompt` with one text block; cancel it with {@link AgentClient.cancel}. */
-  prompt(sessionId: string, text: string): Promise<PromptResponse>;
+  /**
+   * Sends `session/prompt` with one text block; cancel it with {@link AgentClient.cancel} (a
+   * `signal` in `options` is not read).
+   */
+  prompt(sessionId: string, text: string, options?: AgentRequestOptions): Promise<PromptResponse>;
   /** Sends the `session/cancel` notification. */
   cancel(sessionId: string): Promise<void>;
   /** Aborts when the connection has ended. */
   readonly signal: AbortSignal;
   /** Ends the connection: pending requests reject. */
   close(): void;
+}
+
+/** The `_meta` field of a request, when its options give one. */
+function metaOf(
+  options: AgentRequestOptions | undefined,
+): { _meta?: Record<string, unknown> } {
+  return options?.meta === undefined ? {} : { _meta: { ...options.meta } };
 }
 
 /**
@@ -126,7 +138,11 @@ export function connectAgentClient(
         clientInfo: { name: "acp-harness", version: VERSION },
       }, sendOptions(options)),
     newSession: (cwd, options) =>
-      agent.request(methods.agent.session.new, { cwd, mcpServers: [] }, sendOptions(options)),
+      agent.request(
+        methods.agent.session.new,
+        { cwd, mcpServers: [], ...metaOf(options) },
+        sendOptions(options),
+      ),
     async setConfigOption(sessionId, configId, value, options): Promise<void> {
       await agent.request(
         methods.agent.session.setConfigOption,
@@ -141,10 +157,11 @@ export function connectAgentClient(
         sendOptions(options),
       );
     },
-    prompt: (sessionId, text) =>
+    prompt: (sessionId, text, options) =>
       agent.request(methods.agent.session.prompt, {
         sessionId,
         prompt: [{ type: "text", text }],
+        ...metaOf(options),
       }),
     cancel: (sessionId) => agent.notify(methods.agent.session.cancel, { sessionId }),
     signal: connection.signal,

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import type { TraceCarrier } from "../telemetry/telemetry.ts";
 import type { SessionUpdate } from "../transport/acp_types.ts";
 import type { StoredEvent } from "../store/session_store.ts";
 import type { Recorder, RecordTiming } from "./recorder.ts";
@@ -57,6 +58,15 @@ export class Outbox implements SessionOutput {
     this.#recorder = recorder;
     this.#updates = updates;
     this.#defer = defer;
+  }
+
+  /** The trace context of the running turn: its appends are its children in a trace. */
+  get traceParent(): TraceCarrier | undefined {
+    return this.#recorder.traceParent;
+  }
+
+  set traceParent(carrier: TraceCarrier | undefined) {
+    this.#recorder.traceParent = carrier;
   }
 
   /** The recorder's schedule when there is a `defer`: held records go with the next hand-over. */

@@ -41,7 +41,13 @@ import {
   type BudgetStop,
   TurnBudget,
 } from "../agent/turn_budget.ts";
-import { NOOP_TELEMETRY, type TurnTelemetry } from "../telemetry/telemetry.ts";
+import {
+  type ModelLabels,
+  NOOP_TELEMETRY,
+  type TraceCarrier,
+  type TurnEnd,
+  type TurnTelemetry,
+} from "../telemetry/telemetry.ts";
 
 /** What a {@link PromptTurn} is built from: the server's shared services and the session's parts. */
 export interface PromptTurnOptions {
@@ -135,15 +141,25 @@ export class PromptTurn {
     content: readonly LlmContentPart[],
     controller: AbortController,
     pinned: Selection,
+    trace?: TraceCarrier,
   ): Promise<StopReason> {
+    const telemetry = this.#options.services.telemetry ?? NOOP_TELEMETRY;
     const state: TurnState = {
       pinned,
       startedAt: this.#options.services.now(),
       open: true,
       started: false,
       titled: false,
-      telemetry: (this.#options.services.telemetry ?? NOOP_TELEMETRY).promptTurn(),
+      telemetry: telemetry.enabled
+        ? telemetry.promptTurn({
+          sessionId: this.#options.sessionId,
+          model: this.#modelLabels(pinned),
+          parent: trace,
+        })
+        : NOOP_TELEMETRY.promptTurn(),
     };
+    // The turn's store commits are its children in a trace.
+    this.#options.outbox.traceParent = state.telemetry.carrier?.();
     this.#logStart(content, pinned);
     try {
       const { info, provider } = this.#options.services.catalog.resolve(pinned.model);
@@ -198,12 +214,39 @@ export class PromptTurn {
         answered = true;
       } finally {
         const stopReason = answered && state.stopReason !== undefined ? state.stopReason : "error";
+        this.#options.outbox.traceParent = undefined;
         state.telemetry.end({
           stopReason,
           ...(state.budgetLimit === undefined ? {} : { budgetLimit: state.budgetLimit }),
+          ...this.#spent(state),
         });
       }
     }
+  }
+
+  /** The provider and model of a selection, for a tracer (`undefined` when it does not resolve). */
+  #modelLabels(pinned: Selection): ModelLabels | undefined {
+    try {
+      const { info } = this.#options.services.catalog.resolve(pinned.model);
+      return { provider: info.provider, model: info.model };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** What a turn spent and its tokens, for its telemetry's end (only when it is recorded). */
+  #spent(state: TurnState): Pick<TurnEnd, "spent" | "usage"> {
+    if (!(this.#options.services.telemetry?.enabled ?? false)) return {};
+    const spent = state.budget?.report().spent;
+    const usage = this.#options.usage.turnUsage();
+    return {
+      ...(spent
+        ? {
+          spent: { steps: spent.steps, toolCalls: spent.toolCalls, durationMs: spent.durationMs },
+        }
+        : {}),
+      ...(usage ? { usage: { input: usage.inputTokens, output: usage.outputTokens } } : {}),
+    };
   }
 
   /**

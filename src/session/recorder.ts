@@ -6,7 +6,7 @@
 import type { Logger } from "../log/logger.ts";
 import type { SessionStore, StoredEvent } from "../store/session_store.ts";
 import { SessionLogFailedError, StoreCommitTimeoutError } from "../store/store_errors.ts";
-import type { Telemetry } from "../telemetry/telemetry.ts";
+import type { Telemetry, TraceCarrier } from "../telemetry/telemetry.ts";
 
 /** How long {@link Recorder.acknowledged} waits for the store by default, in ms. */
 export const DEFAULT_COMMIT_TIMEOUT_MS = 30_000;
@@ -69,9 +69,21 @@ export class Recorder {
   /** The first failure: nothing is appended after it. */
   #failure: { readonly error: unknown } | undefined;
 
+  /** The trace context of the running turn, told to the telemetry of each append. */
+  #traceParent: TraceCarrier | undefined;
+
   /** @param options The store, the session id and the logger */
   constructor(options: RecorderOptions) {
     this.#options = options;
+  }
+
+  /** The trace context of the running turn: its appends are its children in a trace. */
+  get traceParent(): TraceCarrier | undefined {
+    return this.#traceParent;
+  }
+
+  set traceParent(carrier: TraceCarrier | undefined) {
+    this.#traceParent = carrier;
   }
 
   /**
@@ -223,7 +235,7 @@ export class Recorder {
 
   #append(events: readonly StoredEvent[], commit: boolean, strict = false): Promise<void> {
     const { store, sessionId, telemetry } = this.#options;
-    const timed = telemetry?.storeCommit();
+    const timed = telemetry?.storeCommit(this.#traceParent, events.length);
     let appended: Promise<void>;
     try {
       appended = Promise.resolve(store.append(sessionId, events, { sync: commit }));

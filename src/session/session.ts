@@ -27,6 +27,7 @@ import { TurnEventMapper } from "./turn_event_mapper.ts";
 import { PromptTurn } from "./prompt_turn.ts";
 import { UpdateQueue, type UpdateSink } from "./update_queue.ts";
 import { type TurnUsage, UsageMeter } from "./usage_meter.ts";
+import type { TraceCarrier } from "../telemetry/telemetry.ts";
 
 export { ConfigValueError } from "./selection.ts";
 export type { TurnUsage } from "./usage_meter.ts";
@@ -320,10 +321,16 @@ export class Session {
    *
    * @param content The validated user message
    * @param signal Aborted when the request is cancelled
+   * @param trace The W3C trace context of the request (`_meta.traceparent`, …): the turn's
+   *   span is its child
    * @returns Why the turn ended and its usage
    * @throws {SessionStateError} When a prompt is in flight or the session is closing
    */
-  promptWithUsage(content: readonly LlmContentPart[], signal: AbortSignal): Promise<PromptOutcome> {
+  promptWithUsage(
+    content: readonly LlmContentPart[],
+    signal: AbortSignal,
+    trace?: TraceCarrier,
+  ): Promise<PromptOutcome> {
     const pinned = this.#selection.current;
     const builtin = invokedCommand(content, BUILTIN_COMMANDS);
     let run: (controller: AbortController) => Promise<StopReason>;
@@ -347,7 +354,7 @@ export class Session {
         return reason;
       };
     } else {
-      run = (controller) => this.#turns.run(content, controller, pinned);
+      run = (controller) => this.#turns.run(content, controller, pinned, trace);
     }
     const meter = this.#turns.usage;
     const metered = async (controller: AbortController): Promise<PromptOutcome> => {

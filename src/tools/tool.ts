@@ -7,6 +7,7 @@
 import type { PermissionMode } from "../permission/mode.ts";
 import type { PermissionAnswer, ToolEffect } from "../permission/policy.ts";
 import type { Workspace, WorkspaceFiles } from "./workspace.ts";
+import type { ToolCallTelemetry } from "../telemetry/telemetry.ts";
 import { cancelledResult, errorResult, validateInput } from "./_common.ts";
 
 /** ACP tool kinds, used by clients to pick icons and by permission policy. */
@@ -43,6 +44,12 @@ export interface ToolContext {
   readonly toolCallId?: string;
   /** The permission mode the prompt pinned (absent outside a turn). */
   readonly mode?: PermissionMode;
+  /**
+   * The call's telemetry: a tool that calls out (an MCP server, a delegated agent) opens its
+   * child spans on it and passes its trace context (`carrier()`) on in the `_meta` of what it
+   * sends. Absent outside a turn.
+   */
+  readonly telemetry?: ToolCallTelemetry;
   /**
    * Shows the call's progress: sends its `tool_call_update` with status `in_progress` and this
    * content, which replaces what the client showed (so pass the whole view, and call it at most

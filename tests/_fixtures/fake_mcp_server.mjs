@@ -183,6 +183,13 @@ function serve() {
       call: (args) => text(process.env[args.name] ?? "(unset)"),
     },
     {
+      name: "meta",
+      description: "Tells the _meta of its own tools/call request, as JSON",
+      inputSchema: { type: "object", properties: {} },
+      annotations: { readOnlyHint: true },
+      call: (_args, _id, params) => text(JSON.stringify(params._meta ?? null)),
+    },
+    {
       name: "cwd",
       description: "Tells the server's working directory",
       inputSchema: { type: "object", properties: {} },
@@ -312,7 +319,7 @@ function serve() {
           error(id, -32602, `Unknown tool: ${params.name}`);
           return;
         }
-        const result = tool.call(params.arguments ?? {}, id);
+        const result = tool.call(params.arguments ?? {}, id, params);
         if (result !== undefined) send({ id, result });
         return;
       }

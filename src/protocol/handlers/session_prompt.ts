@@ -4,11 +4,13 @@ import { META_KEY } from "../session_meta.ts";
 import type { ConnectionContext } from "../connection_context.ts";
 import { admitPrompt } from "../prompt_content.ts";
 import { mappingErrors } from "../request_errors.ts";
+import { traceCarrierOf } from "../../telemetry/telemetry.ts";
 
 /**
  * `session/prompt`: admits the content, runs a turn and answers with its stop reason, its token
  * usage when its model requests reported any, and its budget (`_meta["acp-harness"].budget`:
- * the limits in force, the spend, the limit that ended the turn).
+ * the limits in force, the spend, the limit that ended the turn). A W3C trace context in the
+ * request's `_meta` (`traceparent`, `tracestate`, `baggage`) makes the turn's span its child.
  *
  * @param connection The connection
  * @param params The request
@@ -30,7 +32,7 @@ export async function prompt(
       id: model?.id ?? "",
       image: model?.image ?? false,
     });
-    const turn = session.promptWithUsage(content, request.signal);
+    const turn = session.promptWithUsage(content, request.signal, traceCarrierOf(params._meta));
     // The turn holds the slot and its selection: later messages of the session may go.
     connection.applied(request.requestId);
     return turn;
