@@ -19,6 +19,7 @@ import { startFakeLlmServer } from "../_helpers/fake_llm_server.ts";
 import { openAiTurn } from "../_helpers/llm_fixtures.ts";
 import { ROOT } from "../_helpers/runtimes.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
+import { startOtlpReceiver } from "../_helpers/otlp_receiver.ts";
 
 /** A fenced block of the README: its language and its text. */
 interface Block {
@@ -199,4 +200,36 @@ Deno.test({
     assert.equal(fake.requests.length, 2);
     assert.match(JSON.stringify(fake.requests[1]?.body), /all 3 tests pass/);
   },
+});
+
+Deno.test("README: the OpenTelemetry line exports the turn's spans", async () => {
+  await using dir = await tempDir("acp-harness-readme-otel-");
+  await using receiver = await startOtlpReceiver();
+  const words = shellWords(
+    blockWith("sh", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 npx"),
+  );
+  const assignments = words.filter((word) => /^[A-Z_]+=/.test(word));
+  assert.deepEqual(assignments, ["OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318"]);
+  const command = words.slice(assignments.length);
+  assert.deepEqual(command.slice(0, 2), ["npx", "acp-harness"]);
+  const child = spawn("node", [join(ROOT, "dist/cli.js"), ...command.slice(2)], {
+    cwd: dir.path,
+    env: {
+      ...process.env,
+      // The line's collector, moved to this test's port.
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+      ACP_HARNESS_HOME: join(dir.path, "home"),
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout.setEncoding("utf8").on("data", (text: string) => output += text);
+  child.stderr.setEncoding("utf8").on("data", (text: string) => output += text);
+  const [code] = await new Promise<[number | null]>((resolve) =>
+    child.on("exit", (exitCode) => resolve([exitCode]))
+  );
+  assert.equal(code, 0, output);
+  const agent = receiver.spans.find((span) => span.name === "invoke_agent acp-harness");
+  assert.equal(agent?.attributes["acp_harness.stop_reason"], "end_turn", output);
+  assert.ok(receiver.spans.some((span) => span.name === "chat echo"));
 });
