@@ -35,7 +35,10 @@ export {
   type TurnSettings,
 } from "./src/server/agent_server.ts";
 export {
+  type ChildSpanTelemetry,
+  combineTelemetry,
   type ConnectionTransport,
+  type EnvReader,
   type McpStartResult,
   type McpStartTelemetry,
   type MetricsText,
@@ -45,13 +48,21 @@ export {
   NOOP_TELEMETRY,
   type OpenHandle,
   type PermissionOutcome,
+  type PermissionTelemetry,
   type StoreCommitTelemetry,
   type Telemetry,
   type TokenCounts,
+  type ToolCallDetails,
   type ToolCallStatus,
   type ToolCallTelemetry,
   toolLabel,
+  type TraceCarrier,
+  traceCarrierOf,
+  traceMeta,
+  tracesWanted,
   type TurnEnd,
+  type TurnSpend,
+  type TurnStart,
   type TurnTelemetry,
 } from "./src/telemetry/telemetry.ts";
 export type { SessionToolsInfo, ToolSetFactory } from "./src/session/tool_set_factory.ts";

@@ -182,8 +182,11 @@ export interface TurnStart {
 
 /** What a turn spent (its budget report's `spent`). */
 export interface TurnSpend {
+  /** Model requests made. */
   readonly steps: number;
+  /** Tool calls counted. */
   readonly toolCalls: number;
+  /** Milliseconds from its admission to its end. */
   readonly durationMs: number;
 }
 
