@@ -17,6 +17,9 @@
  * - `--marker=TEXT`: not used, so tests can find the process by its command line (the grandchild
  *   carries it too, in its argv and as `FAKE_MCP_MARKER` in its environment).
  *
+ * The `meta` tool answers with the `_meta` of its own `tools/call` request (as JSON; `null` when
+ * there is none), for tests of what the client hands on (W3C trace context).
+ *
  * Environment: `FAKE_MCP_EVENTS` names a file where `cancelled <requestId>` lines are appended
  * when a `notifications/cancelled` for a running `slow` call arrives.
  *

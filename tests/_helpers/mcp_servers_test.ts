@@ -186,6 +186,7 @@ Deno.test("fakeStdio() speaks MCP: initialize, tools, prompts, ping, errors, EOF
     "image",
     "slow",
     "env",
+    "meta",
     "cwd",
     "add_tool",
     "schema_zoo",
@@ -209,6 +210,16 @@ Deno.test("fakeStdio() speaks MCP: initialize, tools, prompts, ping, errors, EOF
   const call = (id: number, name: string, args: Record<string, unknown> = {}): Promise<Message> =>
     server.request(id, "tools/call", { name, arguments: args });
   assert.equal(firstText(await call(4, "echo", { text: "hi" })), "echo: hi");
+  const meta = await server.request(40, "tools/call", {
+    name: "meta",
+    arguments: {},
+    _meta: { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" },
+  });
+  assert.equal(
+    firstText(meta),
+    '{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}',
+  );
+  assert.equal(firstText(await call(41, "meta")), "null");
   const add = await call(5, "add", { a: 2, b: 3 });
   assert.equal(firstText(add), "5");
   assert.deepEqual(add.result?.structuredContent, { sum: 5 });
