@@ -119,7 +119,7 @@ export function checkContent(
     return { problem: "content: expected an object" };
   }
   const given = (content ?? {}) as Record<string, unknown>;
-  const kept: Record<string, ElicitationValue> = {};
+  const kept: Array<[string, ElicitationValue]> = [];
   for (const [name, field] of Object.entries(schema.properties)) {
     if (!Object.hasOwn(given, name) || given[name] === undefined || given[name] === null) {
       if (schema.required?.includes(name)) return { problem: `content.${name}: required` };
@@ -128,9 +128,10 @@ export function checkContent(
     const value = given[name];
     const problem = valueProblem(field, value);
     if (problem !== undefined) return { problem: `content.${name}: ${problem}` };
-    kept[name] = value as ElicitationValue;
+    kept.push([name, value as ElicitationValue]);
   }
-  return { content: kept };
+  // Own properties whatever their names (`__proto__` too).
+  return { content: Object.fromEntries(kept) };
 }
 
 /**
