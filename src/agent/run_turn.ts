@@ -14,6 +14,7 @@ import type {
 import type { PermissionMode } from "../permission/mode.ts";
 import type { PermissionAnswer } from "../permission/policy.ts";
 import type { Tool, ToolContext, ToolLocation, ToolResult } from "../tools/tool.ts";
+import type { ElicitationAnswer, RelayedElicitation } from "../tools/elicitation.ts";
 import { ToolSet } from "../tools/tool_set.ts";
 import type { Workspace, WorkspaceFiles } from "../tools/workspace.ts";
 import { abortableDelay } from "../util/abortable_delay.ts";
@@ -147,6 +148,11 @@ export interface TurnOptions {
   readonly askPermission?: (
     request: RelayedPermission,
   ) => Promise<PermissionAnswer | "cancelled">;
+  /**
+   * Asks the user what a running tool call asks (`ToolContext.elicit`); absent when nobody can
+   * answer (tools then get no `elicit`).
+   */
+  readonly elicit?: (request: RelayedElicitation) => Promise<ElicitationAnswer>;
   /** Told before each retry of a failed model request. */
   readonly onRetry?: (error: ProviderError, attempt: number, delayMs: number) => void;
   /** Keeps the history within the context window; without it nothing is compacted. */
@@ -670,7 +676,7 @@ function toolContext(
   running: () => boolean,
   telemetry: ToolCallTelemetry,
 ): ToolContext {
-  const { signal, askPermission, mode } = options;
+  const { signal, askPermission, elicit, mode } = options;
   const tool = entry.tool as Tool;
   const toolCallId = entry.call.id;
   return {
@@ -713,6 +719,20 @@ function toolContext(
           }
           return answer;
         },
+      }
+      : {}),
+    ...(elicit
+      ? {
+        // A call that has ended asks nothing: its question is withdrawn at once.
+        elicit: (request, withdraw) =>
+          running()
+            ? elicit({
+              tool: tool.name,
+              toolCallId,
+              request,
+              signal: withdraw ? AbortSignal.any([signal, withdraw]) : signal,
+            })
+            : Promise.resolve({ action: "cancel" }),
       }
       : {}),
   };

@@ -7,6 +7,8 @@
  */
 import type {
   CallToolResult,
+  ElicitRequest,
+  ElicitResult,
   GetPromptResult,
   JsonSchemaValidator,
   jsonSchemaValidator,
@@ -31,6 +33,11 @@ import { McpStartError } from "./mcp_errors.ts";
 import { HostStdioTransport } from "./stdio_transport.ts";
 import { type LeftOutTool, screenToolLists } from "./tool_list_screen.ts";
 import { describeNetworkError } from "../util/network_error.ts";
+import type {
+  ElicitationAnswer,
+  ElicitationRequest,
+  ElicitationSchema,
+} from "../tools/elicitation.ts";
 
 /** The most pages of `tools/list` or `prompts/list` read from one server. */
 const MAX_LIST_PAGES = 100;
@@ -70,6 +77,43 @@ export interface McpConnectionOptions {
   readonly callTimeoutMs: number;
   /** Told when the server's tool list changed (after the new list was read). */
   readonly onToolsChanged?: () => void;
+  /**
+   * How the session's client takes the server's questions (MCP elicitation).
+   * @default {form questions offered (and declined unless a call can ask), URL questions not}
+   */
+  readonly elicitation?: McpElicitationOptions;
+}
+
+/**
+ * How a session's client takes its MCP servers' questions. Servers are always told that the
+ * client takes form questions (`elicitation.form`): a question a tool call can relay reaches the
+ * user, any other is declined. URL questions are offered only when the client takes them.
+ */
+export interface McpElicitationOptions {
+  /** Whether the client takes URL questions (ACP `elicitation.url`). */
+  readonly url: boolean;
+  /**
+   * Tells the client that a URL question's flow is done (the server's
+   * `notifications/elicitation/complete`, for a question it relayed and the user accepted).
+   */
+  readonly complete?: (elicitationId: string) => void;
+}
+
+/** Asks the user a running call's question (a call's `ToolContext.elicit`). */
+export type McpElicit = (
+  request: ElicitationRequest,
+  signal?: AbortSignal,
+) => Promise<ElicitationAnswer>;
+
+/** What {@link McpConnection.callTool} takes besides the call itself. */
+export interface McpCallOptions {
+  /** The request's `_meta` (the caller's W3C trace context: `traceparent`, …). */
+  readonly meta?: Readonly<Record<string, string>>;
+  /**
+   * Asks the user what the server asks while the call runs; without it the server's questions
+   * are declined. The time the user takes is not counted against the call's timeout.
+   */
+  readonly elicit?: McpElicit;
 }
 
 /**
@@ -94,6 +138,21 @@ export class McpCallError extends Error {
 /** How long a failed start waits for a stdio server's exit, to name it as the cause. */
 const EXIT_WAIT_MS = 500;
 
+/**
+ * The MCP client's own timeout of a call: the longest a timer runs. Calls are timed by their
+ * {@link CallDeadline}, which stops while the user answers the server's question.
+ */
+const NO_CLIENT_TIMEOUT_MS = 2_147_483_647;
+
+/** The most accepted URL questions of one server waiting for their `complete`. */
+const MAX_OPEN_URL_QUESTIONS = 100;
+
+/** A `tools/call` under way: who answers its questions, and its deadline. */
+interface RunningCall {
+  readonly elicit: McpElicit | undefined;
+  readonly deadline: CallDeadline;
+}
+
 interface Live {
   readonly client: Client;
   readonly transport: Transport;
@@ -116,6 +175,10 @@ export class McpConnection {
   #refreshQueued = false;
   #reconnecting: Promise<Live> | undefined;
   #closed = false;
+  /** The calls under way, oldest first: a question the server asks goes to the newest. */
+  readonly #calls = new Set<RunningCall>();
+  /** The ids of URL questions relayed and accepted, until the server says they are done. */
+  readonly #openUrlQuestions = new Set<string>();
   /** The tools left out of the lists read so far, each once (by name and reason). */
   readonly #leftOut: LeftOutTool[] = [];
   readonly #reported = new Set<string>();
@@ -190,12 +253,14 @@ export class McpConnection {
   }
 
   /**
-   * Calls a tool. A server that went away is reconnected once first.
+   * Calls a tool. A server that went away is reconnected once first. A question the server asks
+   * while the call runs (MCP elicitation) goes to `options.elicit`; the time the user takes to
+   * answer it is not counted against the call's timeout.
    *
    * @param name The tool's name as the server knows it
    * @param args Its arguments
    * @param signal Aborting cancels the call (the server is told)
-   * @param meta The request's `_meta` (the caller's W3C trace context: `traceparent`, …)
+   * @param options The request's `_meta`, and who answers the server's questions
    * @returns The server's result
    * @throws {McpCallError} When the server did not answer: cancelled, timed out, gone
    */
@@ -203,20 +268,29 @@ export class McpConnection {
     name: string,
     args: Record<string, unknown>,
     signal: AbortSignal,
-    meta?: Readonly<Record<string, string>>,
+    options: McpCallOptions = {},
   ): Promise<CallToolResult> {
     const live = await this.#ready(signal);
+    const { meta, elicit } = options;
+    const call: RunningCall = { elicit, deadline: new CallDeadline(this.#options.callTimeoutMs) };
+    this.#calls.add(call);
     try {
       return await live.client.callTool({
         name,
         arguments: args,
         ...(meta === undefined ? {} : { _meta: { ...meta } }),
       }, {
-        signal,
-        timeout: this.#options.callTimeoutMs,
+        signal: AbortSignal.any([signal, call.deadline.signal]),
+        timeout: NO_CLIENT_TIMEOUT_MS,
       }) as CallToolResult;
     } catch (error) {
+      if (!signal.aborted && call.deadline.signal.aborted) {
+        throw new McpCallError(this.#timedOut(`tools/call ${name}`));
+      }
       throw await this.#callError(error, live, signal, `tools/call ${name}`);
+    } finally {
+      call.deadline.clear();
+      this.#calls.delete(call);
     }
   }
 
@@ -301,17 +375,72 @@ export class McpConnection {
       return new McpCallError(`the MCP server ${this.name} refused ${what}: ${error.message}`);
     }
     if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
-      return new McpCallError(
-        `the MCP server ${this.name} did not answer ${what} within ${
-          this.#options.callTimeoutMs / 1000
-        } s`,
-      );
+      return new McpCallError(this.#timedOut(what));
     }
     // Anything else is the connection failing: the next call reconnects.
     live.gone ??= this.#goneReason(live) ?? describe(error);
     return new McpCallError(
       `the MCP server ${this.name} went away during ${what}: ${live.gone}; the next call reconnects`,
     );
+  }
+
+  /** Why a request timed out, in words. */
+  #timedOut(what: string): string {
+    return `the MCP server ${this.name} did not answer ${what} within ${
+      this.#options.callTimeoutMs / 1000
+    } s`;
+  }
+
+  /**
+   * Answers the server's `elicitation/create`: relayed to the user by the newest call under way
+   * that can ask (every running call's deadline stopped meanwhile), else declined. `signal` is
+   * the server withdrawing its question (`notifications/cancelled`).
+   */
+  async #answerQuestion(request: ElicitRequest, signal: AbortSignal): Promise<ElicitResult> {
+    const params = request.params;
+    const question: ElicitationRequest = params.mode === "url"
+      ? {
+        mode: "url",
+        message: params.message,
+        url: params.url,
+        elicitationId: params.elicitationId,
+      }
+      : {
+        mode: "form",
+        message: params.message,
+        requestedSchema: params.requestedSchema as unknown as ElicitationSchema,
+      };
+    const calls = [...this.#calls];
+    const asker = calls.at(-1)?.elicit;
+    const fields = { ...this.#fields(), mode: question.mode };
+    if (asker === undefined) {
+      this.#options.logger.info(
+        calls.length === 0
+          ? "MCP server question declined: no tool call of it is running"
+          : "MCP server question declined: nobody can answer it in this session",
+        fields,
+      );
+      return { action: "decline" };
+    }
+    for (const call of calls) call.deadline.pause();
+    try {
+      const answer = await asker(question, signal);
+      if (answer.action !== "accept") return { action: answer.action };
+      if (question.mode === "url") {
+        if (this.#openUrlQuestions.size >= MAX_OPEN_URL_QUESTIONS) {
+          this.#openUrlQuestions.delete(this.#openUrlQuestions.values().next().value as string);
+        }
+        this.#openUrlQuestions.add(question.elicitationId);
+        return { action: "accept" };
+      }
+      return { action: "accept", content: { ...answer.content } as ElicitResult["content"] };
+    } catch (error) {
+      // Askers never reject; one that did is a refusal.
+      this.#options.logger.warn("MCP server question failed; declining", { ...fields, error });
+      return { action: "decline" };
+    } finally {
+      for (const call of calls) call.deadline.resume();
+    }
   }
 
   async #connect(outer: AbortSignal): Promise<Live> {
@@ -329,7 +458,11 @@ export class McpConnection {
     const transport = this.#transport();
     screenToolLists(transport, (left) => this.#reportLeftOut(left));
     const client = new Client({ name: "acp-harness", version: VERSION }, {
-      capabilities: {},
+      // Form questions are always taken (declined when nobody can answer: see
+      // McpElicitationOptions); URL questions only when the session's client takes them.
+      capabilities: {
+        elicitation: { form: {}, ...(this.#options.elicitation?.url ? { url: {} } : {}) },
+      },
       jsonSchemaValidator: ACCEPT_ANY,
     });
     const live: Live = { client, transport, gone: undefined };
@@ -339,6 +472,15 @@ export class McpConnection {
     };
     client.setNotificationHandler("notifications/tools/list_changed", () => {
       if (this.#live === live) this.#refresh(live);
+    });
+    client.setRequestHandler(
+      "elicitation/create",
+      (request, ctx) => this.#answerQuestion(request, ctx.mcpReq.signal),
+    );
+    client.setNotificationHandler("notifications/elicitation/complete", (notification) => {
+      const id = notification.params.elicitationId;
+      // Only a question of this server that the user accepted: no server completes another's.
+      if (this.#openUrlQuestions.delete(id)) this.#options.elicitation?.complete?.(id);
     });
     try {
       await abortable(client.connect(transport, { signal }), signal);
@@ -501,6 +643,54 @@ export class McpConnection {
 
   #fields(): Record<string, unknown> {
     return { ...this.#options.logFields, mcpServer: describeMcpServer(this.#options.spec) };
+  }
+}
+
+/**
+ * A call's timeout that stops while the user answers the server's question: {@link signal} aborts
+ * once the call has run `ms` milliseconds, the pauses left out.
+ */
+class CallDeadline {
+  readonly #controller = new AbortController();
+  #left: number;
+  #since = Date.now();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #paused = 0;
+
+  /** @param ms How long the call may run */
+  constructor(ms: number) {
+    this.#left = ms;
+    this.#arm();
+  }
+
+  /** Aborted once the time is up. */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** Stops the clock (pauses nest). */
+  pause(): void {
+    if (this.#paused++ > 0 || this.#controller.signal.aborted) return;
+    clearTimeout(this.#timer);
+    this.#left -= Date.now() - this.#since;
+  }
+
+  /** Starts the clock again once every pause has ended. */
+  resume(): void {
+    if (this.#paused === 0 || --this.#paused > 0) return;
+    this.#arm();
+  }
+
+  /** Stops the clock for good. */
+  clear(): void {
+    clearTimeout(this.#timer);
+    this.#paused = Infinity;
+  }
+
+  #arm(): void {
+    if (this.#controller.signal.aborted) return;
+    this.#since = Date.now();
+    this.#timer = setTimeout(() => this.#controller.abort(), Math.max(0, this.#left));
   }
 }
 

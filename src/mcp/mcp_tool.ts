@@ -9,7 +9,7 @@ import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/clie
 import type { ToolEffect } from "../permission/policy.ts";
 import type { Tool, ToolContent, ToolDisplay, ToolKind, ToolResult } from "../tools/tool.ts";
 import { toolResultText } from "../llm/provider.ts";
-import { McpCallError } from "./mcp_connection.ts";
+import { McpCallError, type McpCallOptions } from "./mcp_connection.ts";
 import { fnv1a } from "./mcp_declarations.ts";
 import { modelInputSchema } from "./mcp_schema.ts";
 import { traceMeta } from "../telemetry/telemetry.ts";
@@ -21,13 +21,14 @@ export interface McpToolCaller {
   /**
    * Calls a tool of the server.
    *
-   * @param meta The request's `_meta` (the caller's W3C trace context), when there is one
+   * @param options The request's `_meta` (the caller's W3C trace context), when there is one,
+   *   and who answers the server's questions while the call runs
    */
   callTool(
     name: string,
     args: Record<string, unknown>,
     signal: AbortSignal,
-    meta?: Readonly<Record<string, string>>,
+    options?: McpCallOptions,
   ): Promise<unknown>;
   /** Settles once a tool list change the server announced has been read (bounded). */
   refreshed(signal: AbortSignal): Promise<void>;
@@ -107,11 +108,16 @@ export function mcpTool(server: McpToolCaller, definition: McpTool): Tool {
       let result: unknown;
       const span = context.telemetry?.mcpCall?.(server.name, definition.name);
       try {
+        const meta = traceMeta(context.telemetry);
         result = await server.callTool(
           definition.name,
           input as Record<string, unknown>,
           context.signal,
-          traceMeta(context.telemetry),
+          {
+            ...(meta === undefined ? {} : { meta }),
+            // The server's questions during the call go to the user when someone can answer.
+            ...(context.elicit ? { elicit: context.elicit } : {}),
+          },
         );
       } catch (error) {
         const message = error instanceof McpCallError ? error.message : String(error);

@@ -15,6 +15,12 @@ import type { SessionUpdate } from "../transport/acp_types.ts";
 import { DeferredCreationStore } from "../store/deferred_creation_store.ts";
 import type { SessionStore } from "../store/session_store.ts";
 import { createPermissionAsker } from "../protocol/ask_permission.ts";
+import {
+  completeElicitation,
+  createElicitationAsker,
+  elicitationModes,
+} from "../protocol/ask_elicitation.ts";
+import type { ClientQuestions } from "../session/elicitation_relay.ts";
 import { ClientWorkspace } from "../protocol/client_workspace.ts";
 import type { Connection, ServerParts } from "./connection.ts";
 
@@ -71,8 +77,35 @@ export function createSessionManager(
       const session = connection.clientCapabilities.session;
       return { compaction: Boolean(session?.compaction), notices: Boolean(session?.notices) };
     },
+    questions: () => clientQuestions(connection, client),
   });
 }
+
+/**
+ * How the connection's client takes questions (its `elicitation` modes from `initialize`), with
+ * the permission requests' timeout. Built once per connection, when its first session opens.
+ */
+function clientQuestions(connection: Connection, client: AgentContext): ClientQuestions {
+  let built = questionsOf.get(connection);
+  if (built === undefined) {
+    const { logger, server } = connection;
+    const modes = elicitationModes(connection.clientCapabilities);
+    built = modes.form || modes.url
+      ? {
+        ...modes,
+        ask: createElicitationAsker(client, modes, logger, {
+          timeoutMs: server.settings.permissionTimeoutMs,
+        }),
+        ...(modes.url ? { complete: (id: string) => completeElicitation(client, id, logger) } : {}),
+      }
+      : modes;
+    questionsOf.set(connection, built);
+  }
+  return built;
+}
+
+/** Each connection's {@link clientQuestions}. */
+const questionsOf = new WeakMap<Connection, ClientQuestions>();
 
 /** The services of each server's sessions, by server: built once, shared by its connections. */
 const services = new WeakMap<ServerParts, SessionServices>();

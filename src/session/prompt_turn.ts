@@ -25,6 +25,7 @@ import type { ContextMeter } from "../compaction/context_meter.ts";
 import type { Conversation } from "./conversation.ts";
 import type { Outbox } from "./outbox.ts";
 import type { PermissionGate } from "../permission/gate.ts";
+import type { ElicitationRelay } from "./elicitation_relay.ts";
 import { invokedCommand, type SessionCommands } from "../tools/session_commands.ts";
 import { sandboxLevel, turnEffort } from "./selection.ts";
 import type { SystemPromptSandbox } from "../agent/system_prompt.ts";
@@ -68,6 +69,8 @@ export interface PromptTurnOptions {
   readonly title: SessionTitle;
   readonly systemPrompt: SystemPromptCache;
   readonly permissions: PermissionGate;
+  /** Relays the questions of running tool calls to the user; absent when nobody can answer. */
+  readonly elicitation?: ElicitationRelay;
   readonly events: TurnEventMapper;
   /** The session's slash commands: a prompt that invokes one becomes what it expands to. */
   readonly commands?: SessionCommands;
@@ -476,6 +479,9 @@ export class PromptTurn {
       },
       mode: state.pinned.mode,
       askPermission: (request) => options.permissions.relay(request),
+      ...(options.elicitation
+        ? { elicit: (request) => (options.elicitation as ElicitationRelay).relay(request) }
+        : {}),
       onRetry: (error, attempt, delayMs) => {
         options.logger.warn("model request failed", {
           sessionId: options.sessionId,

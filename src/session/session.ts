@@ -11,6 +11,8 @@ import type { Selection } from "./config_options.ts";
 import { Conversation } from "./conversation.ts";
 import { Outbox } from "./outbox.ts";
 import { type PermissionAsker, PermissionGate } from "../permission/gate.ts";
+import type { ElicitationAsker } from "../tools/elicitation.ts";
+import { ElicitationRelay } from "./elicitation_relay.ts";
 import { PromptSlot } from "./prompt_slot.ts";
 import { SessionLifecycle, type SessionState } from "./session_state.ts";
 import { Recorder } from "./recorder.ts";
@@ -61,6 +63,11 @@ export interface SessionOptions {
   readonly mcpFailures?: readonly string[];
   readonly workspace: Workspace;
   readonly ask: PermissionAsker;
+  /**
+   * Asks the user what a running tool call asks (`elicitation/create`); absent when nobody can
+   * answer (tools get no `elicit`, MCP servers' questions are declined).
+   */
+  readonly elicit?: ElicitationAsker;
   /** Project instructions (the cwd's AGENTS.md), when present. */
   readonly instructions?: string;
   readonly sink: UpdateSink;
@@ -455,6 +462,16 @@ function buildPromptTurn(options: SessionOptions, outbox: Outbox): PromptTurn {
         : {}),
       ...(services.telemetry ? { telemetry: services.telemetry } : {}),
     }),
+    ...(options.elicit
+      ? {
+        elicitation: new ElicitationRelay({
+          sessionId,
+          ask: options.elicit,
+          output: outbox,
+          logger,
+        }),
+      }
+      : {}),
     events: new TurnEventMapper({ sessionId, output: outbox, conversation, usage, logger, now }),
     meter,
     usage,

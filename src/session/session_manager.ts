@@ -29,6 +29,8 @@ import { type ReplaySink, replayThrough, ReplayWriter } from "./replay.ts";
 import { type RestoredSession, SessionRestorer } from "./restore.ts";
 import type { SessionServices } from "./session_services.ts";
 import type { UpdateSink } from "./update_queue.ts";
+import type { ClientQuestions } from "./elicitation_relay.ts";
+import { askUserTool } from "../tools/ask_user.ts";
 import { NOOP_TELEMETRY, type OpenHandle } from "../telemetry/telemetry.ts";
 
 /** What a {@link SessionManager} needs: the server's shared services and its connection's parts. */
@@ -50,7 +52,15 @@ export interface SessionManagerOptions {
   readonly ask: PermissionAsker;
   /** What the client takes to be told of compactions (asked when a session opens). */
   readonly notices?: () => CompactionNotices;
+  /**
+   * How the client takes questions from tool calls (asked when a session opens).
+   * @default {nobody can answer: no `ask_user`, MCP servers' questions declined}
+   */
+  readonly questions?: () => ClientQuestions;
 }
+
+/** The questions of a client that takes none. */
+const NO_QUESTIONS: ClientQuestions = { form: false, url: false };
 
 /** Parameters of a new or reopened session, already validated and canonical. */
 export interface CreateSessionOptions {
@@ -508,7 +518,10 @@ export class SessionManager {
   ): Promise<Equipment> {
     const { logger } = this.#options;
     const { settings, host } = this.#options.services;
+    const questions = this.#options.questions?.() ?? NO_QUESTIONS;
     const toolSet = ToolSet.of(tools, { logger, logFields: { sessionId: id } });
+    // Offered only where someone can answer: never in a headless run.
+    if (questions.form && questions.ask) toolSet.add({ id: "ask_user", tools: [askUserTool] });
     const servers = withOperatorServers(settings.mcpServers ?? [], params.mcpServers ?? []);
     if (servers.length === 0) return { tools: toolSet };
     // Loaded only now: sessions without MCP servers never load the MCP client.
@@ -524,6 +537,10 @@ export class SessionManager {
       logFields: { sessionId: id },
       startTimeoutMs: settings.mcpStartTimeoutMs,
       callTimeoutMs: settings.mcpCallTimeoutMs,
+      elicitation: {
+        url: questions.url && questions.ask !== undefined,
+        ...(questions.complete ? { complete: questions.complete } : {}),
+      },
       signal: this.#shutdown.signal,
       strict: params.mcpStrict ?? settings.mcpStrict,
       ...(this.#options.services.telemetry ? { telemetry: this.#options.services.telemetry } : {}),
@@ -552,6 +569,7 @@ export class SessionManager {
     restored?: RestoredSession,
   ): Session {
     const { services, logger, sinkFor, workspaceFor, ask } = this.#options;
+    const elicit = this.#options.questions?.().ask;
     return new Session({
       services,
       id,
@@ -563,6 +581,7 @@ export class SessionManager {
       ...(equipment.mcpFailures ? { mcpFailures: equipment.mcpFailures } : {}),
       workspace: workspaceFor(id),
       ask,
+      ...(elicit ? { elicit } : {}),
       ...(params.instructions ? { instructions: params.instructions } : {}),
       ...budgetsOf(params, restored),
       ...(this.#options.notices ? { notices: this.#options.notices() } : {}),

@@ -78,6 +78,28 @@ export type StoredEvent =
     /** That rule as written. */
     readonly rule?: string;
   }
+  /**
+   * A question a running tool call put to the user (`elicitation/create`) and the answer: never
+   * replayed (the client showed it as a dialog, not an update), kept for the record.
+   */
+  | {
+    readonly type: "elicitation";
+    readonly toolCallId: string;
+    /** The asking tool (`ask_user`, `mcp__<server>__<tool>`). */
+    readonly tool: string;
+    /** `form` or `url`. */
+    readonly mode: string;
+    /** What the user was told (at most 4,000 characters). */
+    readonly message: string;
+    /** For a URL question, the URL (its user, password and credential-like parameters redacted). */
+    readonly url?: string;
+    /** `accept`, `decline` or `cancel`. */
+    readonly action: string;
+    /** An accepted form's content, when it was at most 16 KiB as JSON. */
+    readonly content?: Readonly<Record<string, unknown>>;
+    /** Set when the content was larger and left out. */
+    readonly contentLeftOut?: true;
+  }
   | {
     readonly type: "config";
     readonly model: string;

@@ -9,6 +9,7 @@ import type { PermissionAnswer, ToolEffect } from "../permission/policy.ts";
 import type { Workspace, WorkspaceFiles } from "./workspace.ts";
 import type { ToolCallTelemetry } from "../telemetry/telemetry.ts";
 import { cancelledResult, errorResult, validateInput } from "./_common.ts";
+import type { ElicitationAnswer, ElicitationRequest } from "./elicitation.ts";
 
 /** ACP tool kinds, used by clients to pick icons and by permission policy. */
 export type ToolKind =
@@ -64,6 +65,17 @@ export interface ToolContext {
   readonly askPermission?: (
     question: ToolPermissionQuestion,
   ) => Promise<PermissionAnswer | "cancelled">;
+  /**
+   * Asks the user a question through the client (ACP `elicitation/create`: a form, or a URL to
+   * open), under the call's id; the question and the answer are logged and recorded. Absent when
+   * nobody can answer (the client did not advertise elicitation, a headless `run`). Resolves
+   * `cancel` when the call is cancelled or `signal` withdraws the question; never rejects (a
+   * failure is a `decline` or a `cancel`, never an `accept`).
+   */
+  readonly elicit?: (
+    request: ElicitationRequest,
+    signal?: AbortSignal,
+  ) => Promise<ElicitationAnswer>;
 }
 
 /** What {@link ToolContext.askPermission} asks about. */

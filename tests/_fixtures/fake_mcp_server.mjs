@@ -14,6 +14,12 @@
  *   makes), ignoring SIGTERM (its `sleep` too), stdio ignored, not waited for.
  * - `--prompts-only`: advertise prompts but no tools (the MCP client then logs a warning of its own
  *   when asked for the tools).
+ * - `--elicit`: add the tools that ask the client questions (MCP elicitation): `elicit` sends an
+ *   `elicitation/create` (`{mode?, message?, schema?, url?, elicitationId?, complete?}`: a form
+ *   by default; with `complete` an accepted URL question is followed by
+ *   `notifications/elicitation/complete`) and answers with the client's answer as JSON;
+ *   `withdraw` withdraws every question still unanswered (`notifications/cancelled`; their calls
+ *   answer `withdrawn`); `elicit_later` answers at once, then asks a question outside any call.
  * - `--marker=TEXT`: not used, so tests can find the process by its command line (the grandchild
  *   carries it too, in its argv and as `FAKE_MCP_MARKER` in its environment).
  *
@@ -21,7 +27,8 @@
  * there is none), for tests of what the client hands on (W3C trace context).
  *
  * Environment: `FAKE_MCP_EVENTS` names a file where `cancelled <requestId>` lines are appended
- * when a `notifications/cancelled` for a running `slow` call arrives.
+ * when a `notifications/cancelled` for a running `slow` or `elicit` call arrives, and
+ * `answer <questionId> <json>` lines when the client answers a question (`--elicit`).
  *
  * @module
  */
@@ -247,6 +254,102 @@ function serve() {
       call: () => text("ok"),
     },
   ];
+  /** Questions sent and not answered: their id → the `tools/call` id waiting (or null). */
+  const questions = new Map();
+  let asked = 0;
+  const event = (line) => {
+    log(line);
+    const events = process.env.FAKE_MCP_EVENTS;
+    if (events) appendFileSync(events, `${line}\n`);
+  };
+  /** Sends a question; `then` gets the client's answer (a result or an error). */
+  const ask = (params, callId, then) => {
+    const id = `question-${++asked}`;
+    questions.set(id, { callId, then });
+    send({ id, method: "elicitation/create", params });
+    return id;
+  };
+  if (flag("elicit")) {
+    tools.push(
+      {
+        name: "elicit",
+        description: "Asks the client a question and answers with its answer",
+        inputSchema: {
+          type: "object",
+          properties: {
+            mode: { type: "string" },
+            message: { type: "string" },
+            schema: { type: "object" },
+            url: { type: "string" },
+            elicitationId: { type: "string" },
+            complete: { type: "boolean" },
+          },
+        },
+        annotations: { readOnlyHint: true },
+        call: (args, id) => {
+          const mode = args.mode ?? "form";
+          const message = args.message ?? "Your name?";
+          const params = mode === "url"
+            ? { mode, message, url: args.url, elicitationId: args.elicitationId ?? "flow-1" }
+            : {
+              mode,
+              message,
+              requestedSchema: args.schema ??
+                { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
+            };
+          elicitCalls.add(JSON.stringify(id));
+          ask(params, id, (answer) => {
+            elicitCalls.delete(JSON.stringify(id));
+            if (args.complete && mode === "url" && answer.result?.action === "accept") {
+              send({
+                method: "notifications/elicitation/complete",
+                params: { elicitationId: params.elicitationId },
+              });
+            }
+            send({ id, result: text(JSON.stringify(answer.result ?? { error: answer.error })) });
+          });
+          return undefined;
+        },
+      },
+      {
+        name: "withdraw",
+        description: "Withdraws every question still unanswered",
+        inputSchema: { type: "object", properties: {} },
+        annotations: { readOnlyHint: true },
+        call: () => {
+          const open = [...questions.entries()];
+          for (const [questionId, { callId }] of open) {
+            questions.delete(questionId);
+            send({
+              method: "notifications/cancelled",
+              params: { requestId: questionId, reason: "withdrawn" },
+            });
+            if (callId !== null) send({ id: callId, result: text("withdrawn") });
+          }
+          return text(`withdrew ${open.length}`);
+        },
+      },
+      {
+        name: "elicit_later",
+        description: "Answers at once, then asks a question outside any call",
+        inputSchema: { type: "object", properties: {} },
+        annotations: { readOnlyHint: true },
+        call: (_args, id) => {
+          send({ id, result: text("asking later") });
+          ask(
+            {
+              mode: "form",
+              message: "Asked outside a call",
+              requestedSchema: { type: "object", properties: { name: { type: "string" } } },
+            },
+            null,
+            () => {},
+          );
+          return undefined;
+        },
+      },
+    );
+  }
   if (grandchild !== undefined) {
     tools.push({
       name: "grandchild_pid",
@@ -280,6 +383,8 @@ function serve() {
 
   /** The ids (as JSON) of `slow` calls still running. */
   const slowCalls = new Set();
+  /** The ids (as JSON) of `elicit` calls waiting for their answer. */
+  const elicitCalls = new Set();
   let calls = 0;
 
   const error = (id, code, message) => send({ id, error: { code, message } });
@@ -352,11 +457,17 @@ function serve() {
   const notice = (method, params) => {
     if (method !== "notifications/cancelled") return;
     const key = JSON.stringify(params.requestId);
-    if (!slowCalls.delete(key)) return;
-    const line = `cancelled ${params.requestId}`;
-    log(line);
-    const events = process.env.FAKE_MCP_EVENTS;
-    if (events) appendFileSync(events, `${line}\n`);
+    if (!slowCalls.delete(key) && !elicitCalls.has(key)) return;
+    event(`cancelled ${params.requestId}`);
+  };
+
+  /** Handles the client's answer to a question. */
+  const answered = (message) => {
+    const question = questions.get(message.id);
+    if (question === undefined) return;
+    questions.delete(message.id);
+    event(`answer ${message.id} ${JSON.stringify(message.result ?? { error: message.error })}`);
+    question.then(message);
   };
 
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
@@ -373,7 +484,11 @@ function serve() {
       error(null, -32600, "Invalid Request");
       return;
     }
-    if (typeof message.method !== "string") return; // A response to nothing we asked: ignore it.
+    if (typeof message.method !== "string") {
+      // An answer to a question; anything else answers nothing we asked: ignore it.
+      if (typeof message.id === "string") answered(message);
+      return;
+    }
     const params = message.params !== null && typeof message.params === "object"
       ? message.params
       : {};

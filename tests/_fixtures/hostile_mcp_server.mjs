@@ -46,7 +46,8 @@
  * - `server-requests`: sends `sampling/createMessage`, `roots/list`, `elicitation/create` and
  *   `hostile/steal` before answering `initialize` and during `tools/call`; the call's answer says
  *   what came back: `UNANSWERED <method>` for a request not answered within 3 s, `ACCEPTED
- *   <method>` for one answered with a result.
+ *   <method>: <result>` for one answered with a result (the agent declines the question:
+ *   `ACCEPTED elicitation/create: {"action":"decline"}`).
  * - `bad-version`: answers `initialize` with protocol version `1999-01-01`.
  * - `init-error`: answers `initialize` with an error.
  * - `no-init`: never answers `initialize`, ignores stdin EOF and SIGTERM.

@@ -21,6 +21,7 @@ import {
 } from "../../src/llm/provider.ts";
 import type { ToolEffect } from "../../src/permission/policy.ts";
 import type { Tool, ToolContext, ToolKind, ToolResult } from "../../src/tools/tool.ts";
+import type { RelayedElicitation } from "../../src/tools/elicitation.ts";
 import { ToolSet } from "../../src/tools/tool_set.ts";
 import { updatePlanTool } from "../../src/tools/update_plan.ts";
 import { abortListened } from "../_helpers/wait.ts";
@@ -1504,4 +1505,58 @@ Deno.test("runTurn() finds tools in a ToolSet by exact name only", async () => {
     [["c1", "failed", 'Unknown tool "Read_File"'], ["c2", "completed", "file body"]],
   );
   assert.equal(tool.calls.length, 1);
+});
+
+Deno.test("runTurn() gives tools an elicit that asks under the call's id, and none without an asker", async () => {
+  const relayed: RelayedElicitation[] = [];
+  let late: ToolContext["elicit"];
+  const tool = fakeTool(async (_input, context) => {
+    late = context.elicit;
+    const answer = await context.elicit?.({
+      mode: "form",
+      message: "Name?",
+      requestedSchema: { type: "object", properties: {} },
+    });
+    return { content: JSON.stringify(answer), isError: false };
+  });
+  const provider = new FakeProvider([
+    [toolCall("call-1", "read_file", '{"path":"a"}'), finish("tool-calls")],
+    [text("done"), finish("stop")],
+  ]);
+  const { events, options } = turnOptions(provider, {
+    tools: [tool],
+    elicit: (request) => {
+      relayed.push(request);
+      return Promise.resolve({ action: "decline" });
+    },
+  });
+  await runTurn(options);
+  assert.equal(relayed.length, 1);
+  assert.equal(relayed[0]?.tool, "read_file");
+  assert.equal(relayed[0]?.toolCallId, "call-1");
+  assert.equal(relayed[0]?.signal, options.signal);
+  assert.equal(
+    ofType(events, "tool-call-update").find((event) => event.status === "completed")?.text,
+    '{"action":"decline"}',
+  );
+  // A call that has ended asks nothing.
+  assert.deepEqual(
+    await late?.({
+      mode: "form",
+      message: "?",
+      requestedSchema: { type: "object", properties: {} },
+    }),
+    { action: "cancel" },
+  );
+  assert.equal(relayed.length, 1);
+  const without = fakeTool();
+  const again = turnOptions(
+    new FakeProvider([
+      [toolCall("call-2", "read_file", '{"path":"a"}'), finish("tool-calls")],
+      [text("done"), finish("stop")],
+    ]),
+    { tools: [without] },
+  );
+  await runTurn(again.options);
+  assert.equal(without.calls[0]?.context.elicit, undefined, "nobody can answer: no elicit");
 });

@@ -405,3 +405,44 @@ Deno.test("run --json lists what a rule and the mode refused (with the rule), ca
     assert.equal(existsSync(join(where.cwd, "secret.txt")), false);
   });
 });
+
+Deno.test("run: nobody can answer questions: ask_user is not offered and an MCP server's question is declined, on deno, node and bun", async () => {
+  await using dirs = new TempDirs("acp-harness-run-cmd-");
+  await onEveryRuntime(async (runtime) => {
+    const where = await place(dirs, [
+      {
+        toolCalls: [
+          { id: "ask", name: "ask_user", arguments: { question: "Which one?" } },
+          { id: "mcp", name: "mcp__fake__elicit", arguments: {} },
+        ],
+      },
+      { text: "Went on without an answer." },
+    ]);
+    const mcp = join(where.cwd, "mcp.json");
+    const { command, args } = fakeStdio("--elicit");
+    await writeFile(
+      mcp,
+      JSON.stringify({ mcpServers: [{ name: "fake", command, args, env: [] }] }),
+    );
+    const ran = await run(runtime, where, [
+      "--ephemeral",
+      "--mode",
+      "auto",
+      "--jsonl",
+      "--mcp-config",
+      mcp,
+      "ask me",
+    ]);
+    assert.equal(ran.code, 0, ran.stderr);
+    const updates = ran.stdout.split("\n").filter((line) => line.trim() !== "").map((line) =>
+      JSON.parse(line) as Record<string, unknown>
+    ).map((line) => (line.update ?? line) as Record<string, unknown>);
+    const last = (id: string): string =>
+      JSON.stringify(updates.filter((update) => update.toolCallId === id).at(-1));
+    assert.match(last("ask"), /"status":"failed"/);
+    assert.match(last("ask"), /Unknown tool \\"ask_user\\"/);
+    assert.match(last("mcp"), /"status":"completed"/);
+    assert.match(last("mcp"), /\{\\"action\\":\\"decline\\"\}/);
+    assert.match(ran.stdout, /Went on without an answer\./);
+  });
+});
