@@ -39,6 +39,13 @@ export type {
   ToolResult,
 } from "./src/tools/tool.ts";
 export type { PermissionAnswer, ToolEffect } from "./src/permission/policy.ts";
+export type {
+  ElicitationAnswer,
+  ElicitationContent,
+  ElicitationRequest,
+  ElicitationSchema,
+  ElicitationValue,
+} from "./src/tools/elicitation.ts";
 export type { SessionToolsInfo, ToolSetFactory } from "./src/session/tool_set_factory.ts";
 export type { Cleanup, SessionCleanups } from "./src/session/session_disposer.ts";
 export { HostWorkspace, type HostWorkspaceOptions } from "./src/tools/host_workspace.ts";

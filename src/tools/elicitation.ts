@@ -19,10 +19,15 @@ export type ElicitationContent = Readonly<Record<string, ElicitationValue>>;
  * `requestedSchema` describe it. Each field's schema is passed on as given.
  */
 export interface ElicitationSchema {
+  /** Always `object`. */
   readonly type: "object";
+  /** The fields, each a flat JSON schema (string, number, integer, boolean, enum). */
   readonly properties: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  /** The fields that must be answered. */
   readonly required?: readonly string[];
+  /** The form's title. */
   readonly title?: string;
+  /** What the form is about. */
   readonly description?: string;
 }
 
