@@ -236,7 +236,9 @@ async function delegate(run: Run, options: DelegateToolOptions): Promise<ToolRes
       content,
       isError: answer !== "end_turn",
       display: [...view.display(), { type: "text", text: `Stopped: ${answer}` }],
-      rawOutput: { agent: name, stopReason: answer, text },
+      // The child's session id: a client loads it from the agent's store (the same data directory
+      // when the agent is an acp-harness that shares it).
+      rawOutput: { agent: name, sessionId, stopReason: answer, text },
     };
   } catch (error) {
     if (signal.aborted) return cancelled(name);

@@ -206,7 +206,11 @@ for (const runtime of RUNTIMES) {
       assert.equal(last.status, "completed");
       assert.match(contentText(last), /Wrote notes\.txt\./);
       assert.match(contentText(last), /\[tool\] .*\(completed\)/);
-      assert.deepEqual(last.rawOutput, {
+      const { sessionId: childSession, ...output } = last.rawOutput as Record<string, unknown>;
+      // The child's session is named, so a client can find it in the child's store.
+      assert.match(String(childSession), /^[0-9a-f-]{36}$/);
+      assert.notEqual(childSession, sessionId);
+      assert.deepEqual(output, {
         agent: "worker",
         stopReason: "end_turn",
         text: "Wrote notes.txt.",
