@@ -106,6 +106,22 @@ export interface TurnServices {
   readonly retry?: RetryPolicy | undefined;
 }
 
+/**
+ * Messages sent into a running turn (a client's `_session/steering`): taken at each step boundary,
+ * before the next model request, and appended to the history as user messages. While any wait,
+ * a model's end of turn is not the turn's end: the next step takes them.
+ */
+export interface TurnSteering {
+  /** Whether messages wait. */
+  readonly pending: boolean;
+  /**
+   * Takes the waiting messages (the taker records and shows them).
+   *
+   * @returns Them as user messages, in order
+   */
+  take(): readonly LlmMessage[];
+}
+
 /** Everything one turn needs: the server's shared {@link TurnServices} and the turn's own. */
 export interface TurnOptions {
   readonly services: TurnServices;
@@ -167,6 +183,8 @@ export interface TurnOptions {
    * @default {none recorded}
    */
   readonly telemetry?: TurnTelemetry;
+  /** Messages sent into the turn while it runs. @default {none} */
+  readonly steering?: TurnSteering;
   readonly signal: AbortSignal;
   readonly emit: TurnEmitter;
 }
@@ -205,7 +223,8 @@ interface StepResult {
 type Attempt = StepResult | { readonly reason: "error"; readonly error: ProviderError | undefined };
 
 /**
- * Runs one prompt turn: model step, commit, tool calls, next step, until the model stops.
+ * Runs one prompt turn: model step, commit, tool calls, next step, until the model stops (with
+ * no steered message waiting).
  *
  * Never throws for cancellation: an aborted signal ends the turn with `cancelled`. A model
  * request that still fails after its retries throws {@link TurnError}.
@@ -222,11 +241,17 @@ export async function runTurn(turnOptions: TurnOptions): Promise<StopReason> {
       new TurnBudget({ limits: { maxSteps: turnOptions.services.settings.maxSteps } }),
     telemetry: turnOptions.telemetry ?? NOOP_TELEMETRY.promptTurn(),
   };
-  const { signal, history, budget } = options;
+  const { signal, history, budget, steering } = options;
   for (;;) {
     if (signal.aborted) return "cancelled";
     const stop = budget.beforeRequest();
     if (stop) return stop.stopReason;
+    if (steering?.pending) {
+      for (const message of steering.take()) {
+        history.push(message);
+        options.emit({ type: "history", message });
+      }
+    }
     const result = await runStep(options);
     if (result.reason === "aborted" || signal.aborted) return "cancelled";
     if (result.calls.length > 0) {
@@ -245,6 +270,8 @@ export async function runTurn(turnOptions: TurnOptions): Promise<StopReason> {
       case "refusal":
         return "refusal";
       default:
+        // A message sent in while the model wrote its answer: the turn goes on with it.
+        if (steering?.pending) continue;
         return "end_turn";
     }
   }

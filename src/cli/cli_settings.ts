@@ -54,6 +54,7 @@ export function settingsOf(config: Config): CliSettings {
       mode: config.mode,
       stream: config.stream,
       maxSteps: config.maxSteps,
+      promptQueue: config.promptQueue,
       ...budgetSettings(config),
       compactThreshold: config.compactThreshold,
       storeCommitTimeoutMs: config.storeCommitTimeout * MS_PER_S,

@@ -87,6 +87,8 @@ export interface Config {
   readonly maxToolCalls: number;
   /** Seconds a turn may run; 0 is no limit. @default {0} */
   readonly turnTimeout: number;
+  /** Most prompts of a session waiting while one runs; 0 refuses them. @default {8} */
+  readonly promptQueue: number;
   /** Most tokens (input plus output) a session may spend; 0 is no limit. @default {0} */
   readonly maxSessionTokens: number;
   /** Most a session may cost in USD (needs a priced model); 0 is no limit. @default {0} */
@@ -317,6 +319,15 @@ export const SETTINGS: SettingsTable = {
     fileKey: "turnTimeout",
     default: 0,
     help: "Seconds a turn may run; then what runs is cancelled and the turn ends (0: no limit)",
+    type: NON_NEGATIVE_INTEGER,
+  },
+  promptQueue: {
+    flag: "--prompt-queue",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_PROMPT_QUEUE",
+    fileKey: "promptQueue",
+    default: 8,
+    help: "Most prompts of a session queued while one runs (0: a prompt while one runs is refused)",
     type: NON_NEGATIVE_INTEGER,
   },
   maxSessionTokens: {

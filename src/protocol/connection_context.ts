@@ -29,6 +29,11 @@ export interface ProtocolSettings extends BudgetLimits {
   readonly model: string;
   /** Sessions per `session/list` page. @default {100} */
   readonly sessionListPageSize: number;
+  /**
+   * Most prompts of one session queued while its turn runs (advertised by `initialize`).
+   * @default {8}
+   */
+  readonly promptQueue: number;
 }
 
 /** What the handlers use of the server a connection belongs to. */

@@ -2,6 +2,7 @@ import { agent, type AgentApp, methods } from "@agentclientprotocol/sdk";
 import type { ConnectionContext, SessionHandlers } from "./connection_context.ts";
 import { authenticate } from "./auth_methods.ts";
 import { initialize } from "./handlers/initialize.ts";
+import { parseSteeringRequest, SESSION_STEERING_METHOD } from "./steering_request.ts";
 
 /**
  * The ACP methods the server answers, each routed to its handler in `./handlers/`. Requests that
@@ -75,5 +76,12 @@ export function agentApp(connection: ConnectionContext): AgentApp {
     .onRequest(
       methods.agent.session.setMode,
       ({ params }) => track(sessions((side) => side.setMode(connection, params))),
+    )
+    // The steering extension (`_meta.steering.supported` in the `initialize` answer).
+    .onRequest(
+      SESSION_STEERING_METHOD,
+      parseSteeringRequest,
+      ({ params, signal, requestId }) =>
+        track(sessions((side) => side.steerSession(connection, params, { signal, requestId }))),
     );
 }

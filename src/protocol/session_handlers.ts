@@ -11,3 +11,4 @@ export { listSessions } from "./handlers/session_list.ts";
 export { loadSession, resumeSession } from "./handlers/session_load.ts";
 export { newSession } from "./handlers/session_new.ts";
 export { prompt } from "./handlers/session_prompt.ts";
+export { steerSession } from "./handlers/session_steering.ts";

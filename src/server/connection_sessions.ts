@@ -35,6 +35,7 @@ export {
   resumeSession,
   setConfigOption,
   setMode,
+  steerSession,
 } from "../protocol/session_handlers.ts";
 
 /** How a connection reaches its client, for the sessions it opens. */

@@ -61,4 +61,5 @@ export const DEFAULT_SERVER_SETTINGS: ServerSettings = Object.freeze({
   permissionTimeoutMs: 300_000,
   maxRequestsInFlight: DEFAULT_MAX_REQUESTS_IN_FLIGHT,
   permissionRules: NO_RULES,
+  promptQueue: 8,
 });

@@ -10,6 +10,7 @@ const SESSION_REQUESTS: ReadonlySet<string> = new Set([
   "session/resume",
   "session/close",
   "session/delete",
+  "_session/steering",
 ]);
 
 type Id = string | number;

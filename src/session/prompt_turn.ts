@@ -36,6 +36,7 @@ import type { SessionTitle } from "./session_title.ts";
 import type { SystemPromptCache } from "./system_prompt_cache.ts";
 import type { TurnEventMapper } from "./turn_event_mapper.ts";
 import type { UsageMeter } from "./usage_meter.ts";
+import { type SteeredMessage, SteeringInbox } from "./steering_inbox.ts";
 import {
   type BudgetLimits,
   type BudgetReport,
@@ -119,10 +120,36 @@ interface TurnState {
 export class PromptTurn {
   readonly #options: PromptTurnOptions;
   #lastBudget: BudgetReport | undefined;
+  /** The running turn's steered messages, while its agent loop runs. */
+  #inbox: SteeringInbox | undefined;
+  /** What the last turn's loop did not take of its steered messages. */
+  #leftover: SteeredMessage[] = [];
 
   /** @param options What the turns use */
   constructor(options: PromptTurnOptions) {
     this.#options = options;
+  }
+
+  /**
+   * Sends a message into the running turn: its model takes it at its next step.
+   *
+   * @param message The message
+   * @returns `false` when no turn's agent loop runs (none, or a slash command)
+   */
+  steer(message: SteeredMessage): boolean {
+    return this.#inbox?.push(message) ?? false;
+  }
+
+  /**
+   * Hands over what the last turn's loop ended without taking of its steered messages (a budget
+   * or an error ended it, or a cancel), once.
+   *
+   * @returns The messages, in order
+   */
+  takeLeftover(): SteeredMessage[] {
+    const left = this.#leftover;
+    this.#leftover = [];
+    return left;
   }
 
   /** The session's usage meter (the turn's tokens: {@link UsageMeter.turnUsage}). */
@@ -185,8 +212,12 @@ export class PromptTurn {
         turn.abort(new DOMException("the turn's time limit passed", "TimeoutError"));
       }, remaining);
       let reason: StopReason;
+      const inbox = this.#inbox = new SteeringInbox(this.#options.outbox);
       try {
-        reason = await runTurn(this.#turnOptions(info, provider, turn, state));
+        reason = await runTurn({
+          ...this.#turnOptions(info, provider, turn, state),
+          steering: inbox,
+        });
       } catch (error) {
         if (controller.signal.aborted || !turn.signal.aborted) throw error;
         // Something below threw on the time limit's abort: the turn ended on its budget.
@@ -195,6 +226,8 @@ export class PromptTurn {
         clearTimeout(timer);
         controller.signal.removeEventListener("abort", cancel);
         this.#lastBudget = budget.report();
+        this.#inbox = undefined;
+        this.#leftover = inbox.close();
       }
       const stop = budget.stopped;
       const timedOut = reason === "cancelled" && !controller.signal.aborted && !state.admission &&

@@ -30,6 +30,8 @@ import { PromptTurn } from "./prompt_turn.ts";
 import { UpdateQueue, type UpdateSink } from "./update_queue.ts";
 import { type TurnUsage, UsageMeter } from "./usage_meter.ts";
 import type { TraceCarrier } from "../telemetry/telemetry.ts";
+import type { StoredContentPart } from "../store/session_store.ts";
+import { toStoredContent } from "./stored_content.ts";
 
 export { ConfigValueError } from "./selection.ts";
 export type { TurnUsage } from "./usage_meter.ts";
@@ -44,6 +46,14 @@ export interface PromptOutcome {
   readonly budget?: BudgetReport;
 }
 export { SessionStateError } from "./session_state.ts";
+
+/** What came of a steered message: see {@link Session.steer}. */
+export type SteerOutcome = "injected" | "startedNewTurn" | "promptRequired" | "cancelled";
+
+/** The selection a prompt runs with, pinned when it was admitted. */
+interface QueuedPin {
+  pinned: Selection;
+}
 
 /** What a session is built from: the server's shared services and the session's own parts. */
 export interface SessionOptions {
@@ -123,6 +133,8 @@ export class Session {
   #closing: Promise<void> | undefined;
   /** What {@link start} was given as `created`, until it resolves. */
   #created: Promise<void> | undefined;
+  /** The selections pinned by the queued prompts, in arrival order. */
+  readonly #queuedPins = new Set<QueuedPin>();
 
   /**
    * @param options What the session is built from
@@ -138,8 +150,10 @@ export class Session {
     this.additionalDirectories = options.additionalDirectories;
     this.#options = options;
     this.#lifecycle = lifecycle;
-    this.#slot = new PromptSlot(options.id, lifecycle);
     const { services } = options;
+    this.#slot = new PromptSlot(options.id, lifecycle, {
+      queue: services.settings.promptQueue,
+    });
     this.#selection = new SessionSelection(options.selection, services.catalog, services.sandbox);
     const recorder = new Recorder({
       sessionId: options.id,
@@ -310,8 +324,8 @@ export class Session {
   }
 
   /**
-   * Runs one prompt turn. The slot is taken synchronously: a second call before this one settles
-   * throws at once.
+   * Runs one prompt turn. The slot is taken synchronously: a call while a turn runs queues its
+   * turn behind it (up to the settings' `promptQueue`, else it throws at once).
    *
    * @param content The validated user message
    * @param signal Aborted when the request is cancelled
@@ -330,15 +344,86 @@ export class Session {
    * @param signal Aborted when the request is cancelled
    * @param trace The W3C trace context of the request (`_meta.traceparent`, …): the turn's
    *   span is its child
-   * @returns Why the turn ended and its usage
-   * @throws {SessionStateError} When a prompt is in flight or the session is closing
+   * @returns Why the turn ended and its usage (`cancelled` for a queued prompt cancelled before
+   *   it started)
+   * @throws {SessionStateError} When the queue is full (or off) or the session is closing
    */
   promptWithUsage(
     content: readonly LlmContentPart[],
     signal: AbortSignal,
     trace?: TraceCarrier,
   ): Promise<PromptOutcome> {
-    const pinned = this.#selection.current;
+    return this.#prompt(content, signal, trace);
+  }
+
+  /**
+   * Sends a message into the running turn (`_session/steering`): its model takes it at its next
+   * step, and it is recorded (and replayed) as a user message there. With no turn whose model
+   * could take it (none, or a slash command), it runs as a prompt, queued like one, unless the
+   * client asked to be told instead (`idle: "promptRequired"`).
+   *
+   * @param content The validated message
+   * @param signal The request's signal: aborting it drops the message while it waits as a prompt
+   * @param idle What a message with no turn to join does: `prompt` runs it as one
+   * @param admitted Told once the message joined the turn or the queue (or was answered)
+   * @returns `injected`, `startedNewTurn` once its turn started, `promptRequired` (nothing was
+   *   done), or `cancelled` when its prompt was cancelled before it started
+   * @throws {SessionStateError} When it would run as a prompt and the queue is full, or the
+   *   session is closing
+   */
+  async steer(
+    content: readonly LlmContentPart[],
+    signal: AbortSignal,
+    idle: "prompt" | "promptRequired",
+    admitted?: () => void,
+  ): Promise<SteerOutcome> {
+    this.#slot.assertOpen();
+    const stored = content.some((part) => part.type === "image")
+      ? await toStoredContent(content, this.#options.services.attachments)
+      : content as StoredContentPart[];
+    // Past an await: the session may be closing now.
+    this.#slot.assertOpen();
+    if (this.#turns.steer({ content, stored })) {
+      admitted?.();
+      return "injected";
+    }
+    if (idle === "promptRequired") {
+      admitted?.();
+      return "promptRequired";
+    }
+    const started = new AbortController();
+    const outcome = this.#prompt(content, signal, undefined, () => started.abort());
+    admitted?.();
+    // Nobody waits for the turn's end: a failure is logged (the turn recorded it).
+    outcome.catch((error: unknown) => this.#turnFailed(error));
+    if (started.signal.aborted) return "startedNewTurn";
+    const result = await Promise.race([
+      outcome.then(() => "settled" as const, () => "settled" as const),
+      new Promise<"started">((resolve) =>
+        started.signal.addEventListener("abort", () => resolve("started"), { once: true })
+      ),
+    ]);
+    return result === "started" || started.signal.aborted ? "startedNewTurn" : "cancelled";
+  }
+
+  #turnFailed(error: unknown): void {
+    this.#options.logger.warn("a turn nobody waits for failed", {
+      sessionId: this.id,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
+
+  #prompt(
+    content: readonly LlmContentPart[],
+    signal: AbortSignal,
+    trace?: TraceCarrier,
+    onStart?: () => void,
+    front = false,
+  ): Promise<PromptOutcome> {
+    // Pinned now, when the prompt is admitted (a queued one too): a change sent after it applies
+    // from the next prompt on. A slash command queued ahead of it that changes the selection
+    // changes its pin too (see `#queuedPins`).
+    const pin: QueuedPin = { pinned: this.#selection.current };
     const builtin = invokedCommand(content, BUILTIN_COMMANDS);
     let run: (controller: AbortController) => Promise<StopReason>;
     if (builtin) {
@@ -351,23 +436,33 @@ export class Session {
           turns: this.#turns,
           output: this.#outbox,
           logger: this.#options.logger,
-          pinned,
-          setOption: (configId, value) => {
-            this.setConfigOption(configId, value);
-          },
+          pinned: pin.pinned,
+          setOption: (configId, value) => this.#setOptionFromCommand(configId, value),
         }, controller.signal);
         // Answered once the store has what the command recorded, as a turn is.
         await this.#outbox.acknowledged();
         return reason;
       };
     } else {
-      run = (controller) => this.#turns.run(content, controller, pinned, trace);
+      run = (controller) => this.#turns.run(content, controller, pin.pinned, trace);
     }
     const meter = this.#turns.usage;
+    const created = this.#created;
     const metered = async (controller: AbortController): Promise<PromptOutcome> => {
+      this.#queuedPins.delete(pin);
+      onStart?.();
+      // A new session's first prompts wait until it is written (cancellable).
+      if (created !== undefined && !await settledUnlessAborted(created, controller.signal)) {
+        return { stopReason: "cancelled" };
+      }
       meter.beginTurn();
       const before = this.#turns.lastBudget;
-      const stopReason = await run(controller);
+      let stopReason: StopReason;
+      try {
+        stopReason = await run(controller);
+      } finally {
+        this.#steeredLeftOver(controller.signal.aborted);
+      }
       const usage = meter.turnUsage();
       const budget = this.#turns.lastBudget;
       return {
@@ -376,27 +471,67 @@ export class Session {
         ...(budget && budget !== before ? { budget } : {}),
       };
     };
-    const created = this.#created;
-    if (created === undefined) return this.#slot.take(signal, metered);
-    // The slot is taken now (a cancel finds it); the turn starts once the session is written.
-    return this.#slot.take(signal, async (controller) => {
-      if (!await settledUnlessAborted(created, controller.signal)) {
-        return { stopReason: "cancelled" };
-      }
-      return await metered(controller);
-    });
+    const queued = this.#slot.busy;
+    // A queued prompt cancelled before it starts leaves nothing in the log.
+    const outcome = this.#slot.take(signal, metered, () => {
+      this.#queuedPins.delete(pin);
+      return { stopReason: "cancelled" } as const;
+    }, front);
+    if (queued) this.#queuedPins.add(pin);
+    return outcome;
   }
 
   /**
-   * Checks that a prompt could start now.
-   *
-   * @throws {SessionStateError} When a prompt is in flight or the session is closing
+   * What a turn ended without taking of its steered messages runs as the next prompt (ahead of the
+   * queue: it was meant for now), unless the turn was cancelled: then it is dropped, as the queue
+   * is.
    */
-  assertCanPrompt(): void {
-    this.#slot.assertFree();
+  #steeredLeftOver(cancelled: boolean): void {
+    const left = this.#turns.takeLeftover();
+    if (left.length === 0) return;
+    if (cancelled || this.#lifecycle.ending) {
+      this.#options.logger.info("steered messages dropped: the turn was cancelled", {
+        sessionId: this.id,
+        messages: left.length,
+      });
+      return;
+    }
+    const content = left.flatMap((message) => message.content);
+    this.#prompt(content, new AbortController().signal, undefined, undefined, true)
+      .catch((error: unknown) => this.#turnFailed(error));
   }
 
-  /** Cancels the prompt in flight, if any. Harmless when idle. */
+  /**
+   * A slash command's change of the selection (`/model`, `/mode`): made as a client's change,
+   * and carried into the pins of the prompts queued behind the command (sent after it).
+   */
+  #setOptionFromCommand(configId: string, value: unknown): void {
+    const before = this.#selection.current;
+    this.setConfigOption(configId, value);
+    const after = this.#selection.current;
+    const changed: Partial<Record<keyof Selection, unknown>> = {};
+    for (const key of Object.keys(after) as (keyof Selection)[]) {
+      if (after[key] !== before[key]) changed[key] = after[key];
+    }
+    for (const pin of this.#queuedPins) pin.pinned = { ...pin.pinned, ...changed } as Selection;
+  }
+
+  /**
+   * Checks that a prompt could be taken now: started, or queued behind the running one.
+   *
+   * @throws {SessionStateError} When the session is closing, or a prompt is in flight and the
+   *   queue is full (or off)
+   */
+  assertCanPrompt(): void {
+    this.#slot.assertAdmits();
+  }
+
+  /** How many prompts wait behind the running one. */
+  get queuedPrompts(): number {
+    return this.#slot.queued;
+  }
+
+  /** Cancels the prompt in flight, if any, and every queued one. Harmless when idle. */
   cancel(): void {
     this.#slot.cancel();
   }

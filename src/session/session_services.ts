@@ -51,6 +51,11 @@ export interface SessionSettings extends TurnSettings {
    * src/permission/rules.ts. @default {no rules}
    */
   readonly permissionRules?: PermissionRules;
+  /**
+   * Most prompts of one session waiting while its turn runs (`--prompt-queue`); 0 refuses a
+   * prompt while one runs. @default {8}
+   */
+  readonly promptQueue: number;
 }
 
 /** The shared parts every session of a server runs on (see the module doc). */

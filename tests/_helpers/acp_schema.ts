@@ -36,6 +36,23 @@ ajv.addSchema(schema, "acp");
 // The unstable schema, for the fields that come from it (the prompt response's `usage`).
 ajv.addSchema(require("@agentclientprotocol/sdk/schema/v1/schema.unstable.json"), "acp-unstable");
 
+/**
+ * The answers of the extension methods the server speaks (the ACP schema has none of them): the
+ * shape the peers that share the extension answer with.
+ */
+const EXTENSION_RESPONSES: Readonly<Record<string, ValidateFunction>> = {
+  "_session/steering": ajv.compile({
+    type: "object",
+    required: ["outcome"],
+    additionalProperties: false,
+    properties: {
+      outcome: { enum: ["injected", "startedNewTurn", "promptRequired", "failed"] },
+      reason: { enum: ["noRunningTurn", "cancelled"] },
+      _meta: { type: "object" },
+    },
+  }),
+};
+
 const cache = new Map<string, ValidateFunction>();
 function validatorFor(def: string, id = "acp"): ValidateFunction {
   let validate = cache.get(`${id}#${def}`);
@@ -76,8 +93,14 @@ export function schemaProblems(message: unknown, requestMethod?: string): string
   } else if ("error" in m) {
     check("Error", m.error, "error");
   } else if ("result" in m) {
+    const extension = requestMethod ? EXTENSION_RESPONSES[requestMethod] : undefined;
     if (!requestMethod) problems.push(`response ${String(m.id)} answers no known request`);
-    else check(defFor("agent", requestMethod, "Response"), m.result, `${requestMethod} result`);
+    else if (extension) {
+      if (!extension(m.result)) {
+        const errors = ajv.errorsText(extension.errors, { separator: "; " });
+        problems.push(`${requestMethod} result does not match its extension's shape: ${errors}`);
+      }
+    } else check(defFor("agent", requestMethod, "Response"), m.result, `${requestMethod} result`);
     if (requestMethod === "session/prompt") {
       check("PromptResponse", m.result, "session/prompt result (unstable)", "acp-unstable");
     }

@@ -1560,3 +1560,61 @@ Deno.test("runTurn() gives tools an elicit that asks under the call's id, and no
   await runTurn(again.options);
   assert.equal(without.calls[0]?.context.elicit, undefined, "nobody can answer: no elicit");
 });
+
+/** A steering inbox for a turn: {@link push} a message; the turn takes it at its next step. */
+class FakeSteering {
+  readonly #waiting: LlmMessage[] = [];
+  taken = 0;
+  get pending(): boolean {
+    return this.#waiting.length > 0;
+  }
+  push(text: string): void {
+    this.#waiting.push({ role: "user", content: [{ type: "text", text }] });
+  }
+  take(): readonly LlmMessage[] {
+    this.taken++;
+    return this.#waiting.splice(0);
+  }
+}
+
+Deno.test("runTurn() takes a message steered in during the model's answer at one more step", async () => {
+  const steering = new FakeSteering();
+  const provider = new FakeProvider([
+    // The message arrives while the model writes what would have been its last answer.
+    async function* () {
+      steering.push("use tabs");
+      yield text("done");
+      yield finish("stop");
+    },
+    [text("done, with tabs"), finish("stop")],
+  ]);
+  const { events, options } = turnOptions(provider, { steering });
+  assert.equal(await runTurn(options), "end_turn");
+  assert.equal(provider.requests.length, 2);
+  assert.deepEqual(provider.requests[1]?.messages.slice(-2), [
+    { role: "assistant", text: "done" },
+    { role: "user", content: [{ type: "text", text: "use tabs" }] },
+  ]);
+  // The taken message is in the history, announced as a history event, before the next answer.
+  const history = ofType(events, "history").map((event) => event.message.role);
+  assert.deepEqual(history, ["assistant", "user", "assistant"]);
+  assert.deepEqual(ofType(events, "message").map((event) => event.text), [
+    "done",
+    "done, with tabs",
+  ]);
+});
+
+Deno.test("runTurn() leaves a steered message waiting when a limit ends the turn first", async () => {
+  const steering = new FakeSteering();
+  const provider = new FakeProvider([
+    async function* () {
+      steering.push("later");
+      yield toolCall("c1", "read_file", '{"path":"a"}');
+      yield finish("tool-calls");
+    },
+  ]);
+  const { options } = turnOptions(provider, { steering, tools: [fakeTool()], maxSteps: 1 });
+  assert.equal(await runTurn(options), "max_turn_requests");
+  assert.equal(steering.pending, true, "the caller gets it back");
+  assert.equal(provider.requests.length, 1);
+});

@@ -31,6 +31,7 @@ Deno.test("initialize answers version 1 with exact capabilities whatever is aske
         version: result.agentInfo && (result.agentInfo as { version: string }).version,
       },
       agentCapabilities: {
+        _meta: { claudeCode: { promptQueueing: true } },
         loadSession: true,
         promptCapabilities: { image: false, audio: false, embeddedContext: true },
         mcpCapabilities: { http: true, sse: true },
@@ -43,6 +44,7 @@ Deno.test("initialize answers version 1 with exact capabilities whatever is aske
         },
       },
       authMethods: result.authMethods,
+      _meta: { steering: { supported: true }, "acp-harness": { promptQueue: 8 } },
     });
     assert.deepEqual(
       (result.authMethods as Array<{ id: string }>).map((method) => method.id),
@@ -310,11 +312,11 @@ Deno.test("prompt content is validated before anything happens", async () => {
   await disconnect();
 });
 
-Deno.test("a second prompt while one is in flight is rejected; the first is unaffected", async () => {
+Deno.test("with --prompt-queue 0 a second prompt while one is in flight is rejected; the first is unaffected", async () => {
   await using workspaceDir = await tempDir("acp-harness-ws-");
   const workspace = workspaceDir.path;
   const { client, disconnect } = startServer({
-    config: { model: "scripted" },
+    config: { model: "scripted", promptQueue: 0 },
     script: [{ delayMs: 100, text: "slow" }, { text: "next" }],
   });
   await client.initialize();

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { PromptSlot } from "../../src/session/prompt_slot.ts";
-import { SessionStateError } from "../../src/session/session_state.ts";
+import { SessionLifecycle, SessionStateError } from "../../src/session/session_state.ts";
 import { gate } from "./_fakes.ts";
 
 Deno.test("PromptSlot.take() takes the slot synchronously and frees it once the turn settles", async () => {
@@ -22,7 +22,7 @@ Deno.test("PromptSlot.take() takes the slot synchronously and frees it once the 
       error instanceof SessionStateError &&
       error.message === "a prompt is already in flight for session s1",
   );
-  assert.throws(() => slot.assertFree(), SessionStateError);
+  assert.throws(() => slot.assertAdmits(), SessionStateError);
   release.open();
   assert.equal(await turn, "done");
   assert.equal(slot.busy, false);
@@ -93,4 +93,138 @@ Deno.test("PromptSlot.close() cancels the turn, waits for it and refuses new one
   assert.equal(ended, true);
   assert.equal(slot.busy, false);
   assert.throws(() => slot.take(new AbortController().signal, () => Promise.resolve(1)), /closing/);
+});
+
+Deno.test("PromptSlot queues turns while one runs and runs them in arrival order", async () => {
+  const lifecycle = new SessionLifecycle("s1");
+  const slot = new PromptSlot("s1", lifecycle, { queue: 2 });
+  const signal = new AbortController().signal;
+  const order: string[] = [];
+  const release = gate();
+  const first = slot.take(signal, async () => {
+    order.push("first started");
+    await release.wait;
+    order.push("first ended");
+    return "first";
+  }, () => "dropped");
+  const second = slot.take(signal, () => {
+    order.push("second started");
+    return Promise.resolve("second");
+  }, () => "dropped");
+  const third = slot.take(signal, () => {
+    order.push("third started");
+    return Promise.resolve("third");
+  }, () => "dropped");
+  assert.equal(slot.queued, 2);
+  assert.throws(
+    () => slot.take(signal, () => Promise.resolve("fourth"), () => "dropped"),
+    (error: unknown) =>
+      error instanceof SessionStateError &&
+      error.message ===
+        "session s1 already has 2 prompts queued behind the running one (the limit: --prompt-queue 2)",
+  );
+  assert.throws(
+    () => slot.take(signal, () => Promise.resolve("unqueueable")),
+    /a prompt is already in flight for session s1/,
+    "a turn without a dropped outcome is not queued",
+  );
+  release.open();
+  assert.deepEqual([await first, await second, await third], ["first", "second", "third"]);
+  assert.deepEqual(order, [
+    "first started",
+    "first ended",
+    "second started",
+    "third started",
+  ]);
+  assert.equal(lifecycle.state, "open");
+  assert.equal(slot.busy, false);
+});
+
+Deno.test("PromptSlot.cancel() cancels the running turn and drops every queued one", async () => {
+  const lifecycle = new SessionLifecycle("s1");
+  const slot = new PromptSlot("s1", lifecycle, { queue: 8 });
+  const signal = new AbortController().signal;
+  let ran = 0;
+  const running = slot.take(
+    signal,
+    (controller) =>
+      new Promise<string>((resolve) =>
+        controller.signal.addEventListener("abort", () => resolve("cancelled"), { once: true })
+      ),
+    () => "dropped",
+  );
+  const queued = [1, 2, 3].map(() =>
+    slot.take(signal, () => Promise.resolve(String(++ran)), () => "dropped")
+  );
+  slot.cancel();
+  assert.equal(slot.queued, 0);
+  assert.deepEqual(await Promise.all([running, ...queued]), [
+    "cancelled",
+    "dropped",
+    "dropped",
+    "dropped",
+  ]);
+  assert.equal(ran, 0, "no dropped turn ran");
+  assert.equal(lifecycle.state, "open");
+  // The slot serves the next prompt.
+  assert.equal(await slot.take(signal, () => Promise.resolve("next"), () => "dropped"), "next");
+});
+
+Deno.test("PromptSlot: a queued turn's own cancel drops just it", async () => {
+  const slot = new PromptSlot("s1", undefined, { queue: 8 });
+  const release = gate();
+  const order: string[] = [];
+  const run = (name: string) => () => {
+    order.push(name);
+    return Promise.resolve(name);
+  };
+  const first = slot.take(new AbortController().signal, async () => {
+    await release.wait;
+    return "first";
+  }, () => "dropped");
+  const middle = new AbortController();
+  const second = slot.take(middle.signal, run("second"), () => "dropped");
+  const third = slot.take(new AbortController().signal, run("third"), () => "dropped");
+  middle.abort();
+  assert.equal(slot.queued, 1);
+  assert.equal(await second, "dropped");
+  const aborted = new AbortController();
+  aborted.abort();
+  assert.equal(
+    await slot.take(aborted.signal, run("never"), () => "dropped"),
+    "dropped",
+    "a request cancelled before it is queued is dropped at once",
+  );
+  release.open();
+  assert.deepEqual([await first, await third], ["first", "third"]);
+  assert.deepEqual(order, ["third"]);
+});
+
+Deno.test("PromptSlot.close() drops the queued turns and leaves no timer behind", async () => {
+  const lifecycle = new SessionLifecycle("s1");
+  const slot = new PromptSlot("s1", lifecycle, { queue: 8 });
+  const signal = new AbortController().signal;
+  // The first turn settles at once: its successor's start is a macrotask away when close comes.
+  const first = slot.take(signal, () => Promise.resolve("first"), () => "dropped");
+  const second = slot.take(signal, () => Promise.resolve("second"), () => "dropped");
+  assert.equal(await first, "first");
+  assert.equal(slot.busy, true, "the next turn is about to start");
+  await slot.close();
+  assert.equal(await second, "dropped");
+  assert.equal(lifecycle.state, "closing");
+  assert.throws(() => slot.take(signal, () => Promise.resolve("late"), () => "dropped"), /closing/);
+});
+
+Deno.test("PromptSlot: a cancel between a turn's end and the next one's start leaves it open", async () => {
+  const lifecycle = new SessionLifecycle("s1");
+  const slot = new PromptSlot("s1", lifecycle, { queue: 8 });
+  const signal = new AbortController().signal;
+  const first = slot.take(signal, () => Promise.resolve("first"), () => "dropped");
+  const second = slot.take(signal, () => Promise.resolve("second"), () => "dropped");
+  await first;
+  assert.equal(lifecycle.state, "prompting");
+  slot.cancel();
+  assert.equal(await second, "dropped");
+  assert.equal(lifecycle.state, "open");
+  assert.equal(slot.busy, false);
 });

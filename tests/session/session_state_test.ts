@@ -89,7 +89,7 @@ Deno.test("PromptSlot moves the session open → prompting → open, and into cl
   const release = gate();
   const turn = slot.take(new AbortController().signal, () => release.wait);
   assert.equal(lifecycle.state, "prompting");
-  assert.throws(() => slot.assertFree(), SessionStateError);
+  assert.throws(() => slot.assertAdmits(), SessionStateError);
   release.open();
   await turn;
   assert.equal(lifecycle.state, "open");

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { Host } from "../../src/host/host.ts";
-import { ConfigValueError, Session, SessionStateError } from "../../src/session/session.ts";
+import { ConfigValueError, Session } from "../../src/session/session.ts";
 import type { AttachmentStore, SessionStore } from "../../src/store/session_store.ts";
 import type { Workspace } from "../../src/tools/workspace.ts";
 import { SessionLogFailedError, StoreCommitTimeoutError } from "../../src/store/store_errors.ts";
@@ -196,7 +196,8 @@ Deno.test("Session.prompt(): a store that never confirms fails the prompt after 
 Deno.test("Session.prompt() is cancelled by cancel() and close() waits for it", async () => {
   const { session: s, store, provider, lines } = session();
   const turn = s.prompt(text("hello"), new AbortController().signal);
-  assert.throws(() => s.assertCanPrompt(), SessionStateError);
+  // A prompt while one runs would be queued.
+  s.assertCanPrompt();
   await provider.started.wait;
   s.cancel();
   assert.equal(await turn, "cancelled");
@@ -207,6 +208,18 @@ Deno.test("Session.prompt() is cancelled by cancel() and close() waits for it", 
   await closing;
   assert.equal(store.types().flat().filter((type) => type === "turn_end").length, 2);
   assert.ok(lines.some((line) => /prompt ended .*"stopReason":"cancelled"/.test(line)));
+});
+
+Deno.test("Session: a prompt while one runs is queued, and a cancel drops it unrecorded", async () => {
+  const { session: s, store, provider } = session();
+  const turn = s.prompt(text("hello"), new AbortController().signal);
+  const queued = s.prompt(text("queued"), new AbortController().signal);
+  assert.equal(s.queuedPrompts, 1);
+  await provider.started.wait;
+  s.cancel();
+  assert.deepEqual([await turn, await queued], ["cancelled", "cancelled"]);
+  const users = store.types().flat().filter((type) => type === "user");
+  assert.equal(users.length, 1, "the dropped prompt left nothing in the log");
 });
 
 Deno.test("Session.setConfigOption() records the selection, then tells the client", async () => {

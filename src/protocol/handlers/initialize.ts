@@ -10,7 +10,10 @@ import type { CommandSandbox } from "../../sandbox/command_sandbox.ts";
 import { META_KEY } from "../session_meta.ts";
 
 /**
- * `initialize`: remembers the client's capabilities and says what the server offers.
+ * `initialize`: remembers the client's capabilities and says what the server offers: the ACP
+ * capabilities, prompt queueing (`agentCapabilities._meta.claudeCode.promptQueueing`, and the
+ * queue's length in `_meta["acp-harness"].promptQueue`), steering (`_meta.steering.supported`)
+ * and the command sandbox (`_meta["acp-harness"].sandbox`).
  *
  * @param connection The connection
  * @param params The request
@@ -26,12 +29,22 @@ export function initialize(
     protocolVersion: params.protocolVersion,
     clientCapabilities: connection.clientCapabilities,
   });
+  const queue = connection.server.settings.promptQueue;
+  const capabilities = agentCapabilities(connection.promptCapabilities);
+  const meta = sandboxMeta(connection.server.sandbox);
   return {
     protocolVersion: PROTOCOL_VERSION,
     agentInfo: { name: "acp-harness", title: "acp-harness", version: connection.server.version },
-    agentCapabilities: agentCapabilities(connection.promptCapabilities),
+    // Prompt queueing, in the shape claude-agent-acp advertises it (its clients read this).
+    agentCapabilities: queue > 0
+      ? { ...capabilities, _meta: { claudeCode: { promptQueueing: true } } }
+      : capabilities,
     authMethods: authMethods(connection.server.catalog),
-    ...sandboxMeta(connection.server.sandbox),
+    // Steering (`_session/steering`), in the shape claude-agent-acp, codex-acp and goose share.
+    _meta: {
+      steering: { supported: true },
+      [META_KEY]: { promptQueue: queue, ...meta },
+    },
   };
 }
 
@@ -39,17 +52,13 @@ export function initialize(
  * The answer's `_meta["acp-harness"].sandbox`: the server's command sandbox level, and the
  * warning when the default sandbox fell back to `off`.
  */
-function sandboxMeta(sandbox: CommandSandbox | undefined): { _meta?: Record<string, unknown> } {
+function sandboxMeta(sandbox: CommandSandbox | undefined): { sandbox?: Record<string, unknown> } {
   if (!sandbox) return {};
   return {
-    _meta: {
-      [META_KEY]: {
-        sandbox: {
-          level: sandbox.level,
-          network: sandbox.network,
-          ...(sandbox.warning === undefined ? {} : { warning: sandbox.warning }),
-        },
-      },
+    sandbox: {
+      level: sandbox.level,
+      network: sandbox.network,
+      ...(sandbox.warning === undefined ? {} : { warning: sandbox.warning }),
     },
   };
 }
