@@ -20,6 +20,7 @@ import { orphans } from "./scenarios/orphans.ts";
 import { pathological } from "./scenarios/pathological.ts";
 import { permission } from "./scenarios/permission.ts";
 import { postgres } from "./scenarios/postgres.ts";
+import { queue } from "./scenarios/queue.ts";
 import { rules } from "./scenarios/rules.ts";
 import { run } from "./scenarios/run.ts";
 import { sandbox } from "./scenarios/sandbox.ts";
@@ -29,6 +30,7 @@ import { sharedData } from "./scenarios/shared_data.ts";
 export const SCENARIOS: readonly Scenario[] = [
   frames,
   ordering,
+  queue,
   cancelRaces,
   compaction,
   permission,
