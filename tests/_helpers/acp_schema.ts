@@ -33,8 +33,12 @@ ajv.addFormat("uri", (value: string) => {
   }
 });
 ajv.addSchema(schema, "acp");
-// The unstable schema, for the fields that come from it (the prompt response's `usage`).
-ajv.addSchema(require("@agentclientprotocol/sdk/schema/v1/schema.unstable.json"), "acp-unstable");
+// The unstable schema, for the fields that come from it (the prompt response's `usage`) and the
+// unstable methods' answers (`session/fork`).
+const unstableSchema = require("@agentclientprotocol/sdk/schema/v1/schema.unstable.json") as {
+  $defs: Record<string, { "x-side"?: string; "x-method"?: string }>;
+};
+ajv.addSchema(unstableSchema, "acp-unstable");
 
 const cache = new Map<string, ValidateFunction>();
 function validatorFor(def: string, id = "acp"): ValidateFunction {
@@ -48,11 +52,22 @@ function validatorFor(def: string, id = "acp"): ValidateFunction {
 }
 
 function defFor(side: string, method: string, suffix: string): string {
-  for (const [name, def] of Object.entries(schema.$defs)) {
+  const name = defIn(schema.$defs, side, method, suffix);
+  if (name === undefined) throw new Error(`No ${suffix} definition for ${side} method ${method}`);
+  return name;
+}
+
+function defIn(
+  defs: Record<string, { "x-side"?: string; "x-method"?: string }>,
+  side: string,
+  method: string,
+  suffix: string,
+): string | undefined {
+  for (const [name, def] of Object.entries(defs)) {
     const sideMatches = def["x-side"] === side || def["x-side"] === "protocol";
     if (sideMatches && def["x-method"] === method && name.endsWith(suffix)) return name;
   }
-  throw new Error(`No ${suffix} definition for ${side} method ${method}`);
+  return undefined;
 }
 
 /** Schema problems of one outbound message, or [] when it is valid. */
@@ -76,8 +91,15 @@ export function schemaProblems(message: unknown, requestMethod?: string): string
   } else if ("error" in m) {
     check("Error", m.error, "error");
   } else if ("result" in m) {
+    const unstable =
+      requestMethod === undefined || defIn(schema.$defs, "agent", requestMethod, "Response")
+        ? undefined
+        : defIn(unstableSchema.$defs, "agent", requestMethod, "Response");
     if (!requestMethod) problems.push(`response ${String(m.id)} answers no known request`);
-    else check(defFor("agent", requestMethod, "Response"), m.result, `${requestMethod} result`);
+    // A method of the unstable schema only (`session/fork`): its answer checked against that.
+    else if (unstable) {
+      check(unstable, m.result, `${requestMethod} result (unstable)`, "acp-unstable");
+    } else check(defFor("agent", requestMethod, "Response"), m.result, `${requestMethod} result`);
     if (requestMethod === "session/prompt") {
       check("PromptResponse", m.result, "session/prompt result (unstable)", "acp-unstable");
     }
