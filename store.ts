@@ -24,6 +24,7 @@ export type {
   CreateOptions,
   ListOptions,
   LoadedSession,
+  SessionForkSource,
   SessionHeader,
   SessionLease,
   SessionPage,

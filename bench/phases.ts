@@ -45,6 +45,7 @@ import {
   timerDelayMs,
 } from "./store_bench.ts";
 import { measureThroughput } from "./throughput.ts";
+import { measureSessionFork } from "./fork_bench.ts";
 
 /** One per-runtime phase: fills in its part of `result` (and its processes' exit times). */
 export type Phase = (runtime: Runtime, result: RuntimeResult, run: BenchRun) => Promise<void>;
@@ -70,6 +71,13 @@ const measureSessionLoadPhase: Phase = async (runtime, result, run) => {
   const fixture = await run.storeData();
   result.sessionLoad = await measureSessionLoad(storeServer(runtime), fixture, { warmups, runs });
   result.exitMs.ours.push(result.sessionLoad.exitMs);
+};
+
+const measureSessionForkPhase: Phase = async (runtime, result, run) => {
+  const { loadWarmups: warmups, loadRuns: runs } = run.settings;
+  const fixture = await run.storeData();
+  result.sessionFork = await measureSessionFork(storeServer(runtime), fixture, { warmups, runs });
+  result.exitMs.ours.push(result.sessionFork.exitMs);
 };
 
 const measureMcpPhase: Phase = async (runtime, result, { settings, mcpGraph }) => {
@@ -153,6 +161,7 @@ const PHASES: Readonly<Record<PhaseName, Phase>> = {
   "LLM breakdown": measureLlmBreakdown,
   "session/list": measureSessionListPhase,
   "session/load": measureSessionLoadPhase,
+  "session/fork": measureSessionForkPhase,
   "MCP": measureMcpPhase,
   "delegation": measureDelegationPhase,
   "HTTP": measureHttpPhase,

@@ -8,6 +8,7 @@
  */
 import { SYNC_DELAY_MS } from "../src/store/jsonl_session_store.ts";
 import { renderDelegationSection } from "./delegation.ts";
+import { renderSessionForkSection } from "./fork_bench.ts";
 import { fixed, ratioOf, ratioText, table, Tally, thousands } from "./format.ts";
 import { httpBenchCounts } from "./http.ts";
 import { renderHttpSection } from "./http_report.ts";
@@ -756,6 +757,8 @@ function renderDurableSections(run: Results, tally: Tally): string {
     renderSessionListSection(run, tally),
     "",
     renderSessionLoadSection(run, tally),
+    "",
+    renderSessionForkSection(run),
     "",
     renderAppendsSection(run),
   ].join("\n");

@@ -14,6 +14,7 @@ import type { McpResult, McpStartupGraph } from "./mcp.ts";
 import type { Kind, Runtime, Settings } from "./settings.ts";
 import type { StartupProfile } from "./startup_profile.ts";
 import type { AppendResult, ListResult, LoadResult, StoreFixture } from "./store_bench.ts";
+import type { ForkResult } from "./fork_bench.ts";
 
 /** One figure for ours and one for the bare agent. */
 export interface Pair<T> {
@@ -83,6 +84,7 @@ export interface RuntimeResult {
   llmTurn?: LlmTurnResult;
   sessionList?: ListResult;
   sessionLoad?: LoadResult;
+  sessionFork?: ForkResult;
   mcp?: McpResult;
   delegation?: DelegationResult;
   http?: HttpResult;

@@ -23,6 +23,7 @@ export const PHASE_NAMES = [
   "LLM breakdown",
   "session/list",
   "session/load",
+  "session/fork",
   "MCP",
   "delegation",
   "HTTP",

@@ -9,6 +9,14 @@ import type { PromptCapabilities } from "./prompt_content.ts";
 export const MCP_CAPABILITIES: McpTransports = { http: true, sse: true };
 
 /**
+ * The session capabilities of ACP's unstable schema that the server offers (the SDK's stable
+ * types, which it is built on, do not name them): `session/fork`.
+ */
+const UNSTABLE_SESSION_CAPABILITIES: Readonly<Record<string, Record<string, never>>> = {
+  fork: {},
+};
+
+/**
  * What the server offers, as `initialize` reports it. (Kept apart from `./capabilities.ts`, which
  * checks `mcpServers`, so that answering `initialize` loads nothing of the session side.)
  *
@@ -35,6 +43,7 @@ export function agentCapabilities(prompt: PromptCapabilities): AgentCapabilities
       resume: {},
       close: {},
       delete: {},
+      ...UNSTABLE_SESSION_CAPABILITIES,
     },
   };
 }

@@ -4,6 +4,9 @@ import { authenticate } from "./auth_methods.ts";
 import { initialize } from "./handlers/initialize.ts";
 import { parseSteeringRequest, SESSION_STEERING_METHOD } from "./steering_request.ts";
 
+/** `session/fork` (unstable: the SDK's stable `methods` do not name it). */
+const SESSION_FORK = "session/fork";
+
 /**
  * The ACP methods the server answers, each routed to its handler in `./handlers/`. Requests that
  * wait on anything are tracked, so a draining connection waits for their answers.
@@ -54,6 +57,13 @@ export function agentApp(connection: ConnectionContext): AgentApp {
     .onRequest(
       methods.agent.session.list,
       ({ params }) => track(sessions((side) => side.listSessions(connection, params))),
+    )
+    .onRequest(
+      SESSION_FORK,
+      // The handler checks the params (the SDK's stable entrypoint has no schema for them).
+      (params: unknown) => params,
+      ({ params, requestId }) =>
+        track(sessions((side) => side.forkSession(connection, params, requestId))),
     )
     .onRequest(
       methods.agent.session.close,

@@ -28,6 +28,7 @@ export {
   cancel,
   closeSession,
   deleteSession,
+  forkSession,
   listSessions,
   loadSession,
   newSession,

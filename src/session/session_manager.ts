@@ -11,6 +11,8 @@ import {
   SessionLockedError,
   type SessionPage,
   type SessionRecordStream,
+  type StoredEvent,
+  type StoredRecord,
 } from "../store/session_store.ts";
 import { loadRecordStream } from "../store/record_stream.ts";
 import { createLeased, DeferredCreationStore } from "../store/deferred_creation_store.ts";
@@ -21,7 +23,8 @@ import type { Workspace } from "../tools/workspace.ts";
 import { initialEffort, type Selection } from "./config_options.ts";
 import { configEvent } from "./selection.ts";
 import type { PermissionAsker } from "../permission/gate.ts";
-import { Session, SessionStateError } from "./session.ts";
+import { Session, type SessionStart, SessionStateError } from "./session.ts";
+import { copyForFork } from "./session_fork.ts";
 import { SessionLifecycle, type SessionState } from "./session_state.ts";
 import type { SessionCommands } from "../tools/session_commands.ts";
 import { SessionDisposer } from "./session_disposer.ts";
@@ -163,7 +166,7 @@ export class SessionManager {
    */
   async create(params: CreateSessionOptions): Promise<Session> {
     this.#assertOpen();
-    const { settings, catalog, store, now } = this.#options.services;
+    const { settings, catalog, now } = this.#options.services;
     const id = crypto.randomUUID();
     const effort = initialEffort(catalog.info(settings.model));
     const selection: Selection = {
@@ -181,14 +184,74 @@ export class SessionManager {
       createdAt: new Date(now()).toISOString(),
     };
     // The initial selection is stored with the header: one write for a new session.
-    const events = [configEvent(selection)];
+    return await this.#written(built, header, [configEvent(selection)], { selectionStored: true });
+  }
+
+  /**
+   * Opens and records a fork of a stored session: a new session, with a new id and the given
+   * roots, MCP servers and budgets, whose log starts with a copy of the source's records as the
+   * store holds them (see {@link copyForFork}: a turn not ended is left out) and whose header
+   * names the source (`forkedFrom`). The source is only read, never leased: it may be open and
+   * running here or elsewhere, and stays as it is.
+   *
+   * @param sourceId The session to fork
+   * @param params Validated workspace roots (and MCP servers, budgets) of the fork
+   * @returns The fork, open
+   * @throws {SessionNotFoundError} For an unknown source
+   * @throws {SessionStateError} Once the manager is closing
+   */
+  async fork(sourceId: string, params: CreateSessionOptions): Promise<Session> {
+    this.#assertOpen();
+    const { store, now } = this.#options.services;
+    const copy = await copyForFork(store, sourceId);
+    if (!copy) throw new SessionNotFoundError(sourceId);
+    const id = crypto.randomUUID();
+    const header: SessionHeader = {
+      version: 1,
+      id,
+      cwd: params.cwd,
+      additionalDirectories: params.additionalDirectories,
+      createdAt: new Date(now()).toISOString(),
+      forkedFrom: { sessionId: sourceId, seq: copy.seq },
+    };
+    const { equipment, disposer } = await this.#equipment(id, params);
+    let built: Built;
+    let fellBack: boolean;
+    try {
+      const restored = await this.#restore(id, [copy.records], false);
+      const chosen = this.#restoredSelection(id, restored.selection);
+      fellBack = chosen.fellBack;
+      const lifecycle = new SessionLifecycle(id, "creating");
+      const session = this.#session(id, params, chosen.selection, equipment, lifecycle, restored);
+      built = { session, disposer };
+    } catch (error) {
+      await disposer.dispose();
+      throw error;
+    }
+    return await this.#written(built, header, copy.events, { selectionChanged: fellBack });
+  }
+
+  /**
+   * Writes a new session (its header and first events) with its lease, starts it and registers
+   * it: with a {@link DeferredCreationStore}, the write happens once this task is done (after
+   * the answer) and the session's prompts wait for it.
+   */
+  async #written(
+    built: Built,
+    header: SessionHeader,
+    events: readonly StoredEvent[],
+    start: SessionStart,
+  ): Promise<Session> {
+    const { store } = this.#options.services;
     if (store instanceof DeferredCreationStore) {
-      // Written once this task is done (after the answer): its prompts wait for it.
       const lease = store.createLeased(header, events);
       lease.catch((error: unknown) =>
-        this.#options.logger.error("cannot create the session's log", { sessionId: id, error })
+        this.#options.logger.error("cannot create the session's log", {
+          sessionId: header.id,
+          error,
+        })
       );
-      built.session.start({ created: lease.then(() => {}), selectionStored: true });
+      built.session.start({ ...start, created: lease.then(() => {}) });
       return await this.#register(built, lease);
     }
     let lease: SessionLease;
@@ -198,7 +261,7 @@ export class SessionManager {
       await built.disposer.dispose();
       throw error;
     }
-    built.session.start({ selectionStored: true });
+    built.session.start(start);
     return await this.#register(built, Promise.resolve(lease));
   }
 
@@ -284,7 +347,7 @@ export class SessionManager {
     };
     const { equipment, disposer } = await this.#equipment(id, roots);
     try {
-      const restored = await this.#restore(id, stream, params.replay);
+      const restored = await this.#restore(id, stream.batches, params.replay);
       const { selection, fellBack } = this.#restoredSelection(id, restored.selection);
       const session = this.#session(id, roots, selection, equipment, lifecycle, restored);
       return { built: { session, disposer }, fellBack };
@@ -302,7 +365,7 @@ export class SessionManager {
    */
   async #restore(
     id: string,
-    stream: SessionRecordStream,
+    batches: AsyncIterable<readonly StoredRecord[]> | Iterable<readonly StoredRecord[]>,
     replay: boolean,
   ): Promise<RestoredSession> {
     const { logger } = this.#options;
@@ -316,7 +379,7 @@ export class SessionManager {
     });
     const writer = replay ? new ReplayWriter(this.#replaySink(id)) : undefined;
     try {
-      for await (const records of stream.batches) {
+      for await (const records of batches) {
         const updates = await restorer.add(records);
         await writer?.write(updates);
       }

@@ -19,6 +19,16 @@ export interface SessionHeader {
   readonly additionalDirectories: readonly string[];
   /** ISO 8601. */
   readonly createdAt: string;
+  /** Set on a session made by `session/fork`: the session it copies. */
+  readonly forkedFrom?: SessionForkSource;
+}
+
+/** Where a forked session came from: see {@link SessionHeader.forkedFrom}. */
+export interface SessionForkSource {
+  /** The source session's id. */
+  readonly sessionId: string;
+  /** The seq of the source's last record copied (0: none). */
+  readonly seq: number;
 }
 
 /** A user message part as stored: images are references to the attachment store. */

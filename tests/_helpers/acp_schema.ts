@@ -33,8 +33,12 @@ ajv.addFormat("uri", (value: string) => {
   }
 });
 ajv.addSchema(schema, "acp");
-// The unstable schema, for the fields that come from it (the prompt response's `usage`).
-ajv.addSchema(require("@agentclientprotocol/sdk/schema/v1/schema.unstable.json"), "acp-unstable");
+// The unstable schema, for the fields that come from it (the prompt response's `usage`) and the
+// unstable methods' answers (`session/fork`).
+const unstableSchema = require("@agentclientprotocol/sdk/schema/v1/schema.unstable.json") as {
+  $defs: Record<string, { "x-side"?: string; "x-method"?: string }>;
+};
+ajv.addSchema(unstableSchema, "acp-unstable");
 
 /**
  * The answers of the extension methods the server speaks (the ACP schema has none of them): the
@@ -65,11 +69,22 @@ function validatorFor(def: string, id = "acp"): ValidateFunction {
 }
 
 function defFor(side: string, method: string, suffix: string): string {
-  for (const [name, def] of Object.entries(schema.$defs)) {
+  const name = defIn(schema.$defs, side, method, suffix);
+  if (name === undefined) throw new Error(`No ${suffix} definition for ${side} method ${method}`);
+  return name;
+}
+
+function defIn(
+  defs: Record<string, { "x-side"?: string; "x-method"?: string }>,
+  side: string,
+  method: string,
+  suffix: string,
+): string | undefined {
+  for (const [name, def] of Object.entries(defs)) {
     const sideMatches = def["x-side"] === side || def["x-side"] === "protocol";
     if (sideMatches && def["x-method"] === method && name.endsWith(suffix)) return name;
   }
-  throw new Error(`No ${suffix} definition for ${side} method ${method}`);
+  return undefined;
 }
 
 /** Schema problems of one outbound message, or [] when it is valid. */
@@ -94,12 +109,19 @@ export function schemaProblems(message: unknown, requestMethod?: string): string
     check("Error", m.error, "error");
   } else if ("result" in m) {
     const extension = requestMethod ? EXTENSION_RESPONSES[requestMethod] : undefined;
+    const unstable = requestMethod === undefined || extension ||
+        defIn(schema.$defs, "agent", requestMethod, "Response")
+      ? undefined
+      : defIn(unstableSchema.$defs, "agent", requestMethod, "Response");
     if (!requestMethod) problems.push(`response ${String(m.id)} answers no known request`);
     else if (extension) {
       if (!extension(m.result)) {
         const errors = ajv.errorsText(extension.errors, { separator: "; " });
         problems.push(`${requestMethod} result does not match its extension's shape: ${errors}`);
       }
+      // A method of the unstable schema only (`session/fork`): its answer checked against that.
+    } else if (unstable) {
+      check(unstable, m.result, `${requestMethod} result (unstable)`, "acp-unstable");
     } else check(defFor("agent", requestMethod, "Response"), m.result, `${requestMethod} result`);
     if (requestMethod === "session/prompt") {
       check("PromptResponse", m.result, "session/prompt result (unstable)", "acp-unstable");

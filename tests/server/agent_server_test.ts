@@ -41,6 +41,7 @@ Deno.test("initialize answers version 1 with exact capabilities whatever is aske
           resume: {},
           close: {},
           delete: {},
+          fork: {},
         },
       },
       authMethods: result.authMethods,
@@ -72,9 +73,9 @@ Deno.test("requests before initialize, unknown methods and schema violations get
   );
   await client.initialize();
   await rejects(
-    client.request("session/fork", { sessionId: "x", cwd: workspace }),
+    client.request("session/archive", { sessionId: "x" }),
     -32601,
-    /session\/fork/,
+    /session\/archive/,
   );
   await rejects(client.request("nope/nothing", {}), -32601, /nope\/nothing/);
   await rejects(client.request("session/new", { cwd: 42, mcpServers: [] }), -32602, /cwd/);
