@@ -27,6 +27,7 @@ export type {
   SessionHeader,
   SessionLease,
   SessionPage,
+  SessionParent,
   SessionRecordStream,
   SessionStore,
   SessionSummary,

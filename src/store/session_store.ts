@@ -36,7 +36,7 @@ export interface SessionParent {
 }
 
 /** The most characters of each field of a {@link SessionParent}. */
-export const PARENT_FIELD_MAX_LENGTH = 256;
+export const PARENT_FIELD_MAX_LENGTH: number = 256;
 
 /** A user message part as stored: images are references to the attachment store. */
 export type StoredContentPart =
