@@ -28,6 +28,7 @@ export type {
   SessionHeader,
   SessionLease,
   SessionPage,
+  SessionParent,
   SessionRecordStream,
   SessionStore,
   SessionSummary,

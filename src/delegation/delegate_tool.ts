@@ -23,6 +23,7 @@ import { AgentProcess, type StopGrace } from "./agent_process.ts";
 import { DelegationView } from "./delegation_view.ts";
 import { redactSecrets, stderrTail } from "./stderr_tail.ts";
 import { traceMeta } from "../telemetry/telemetry.ts";
+import { META_KEY } from "../util/meta_key.ts";
 
 /** The tool's name. */
 export const DELEGATE_TOOL_NAME = "delegate";
@@ -282,10 +283,10 @@ async function handshake(run: Run, startTimeoutMs?: number): Promise<string> {
   };
   try {
     await stage("initialize", () => client.initialize({ signal }));
-    const meta = traceMeta(context.telemetry);
+    const meta = { ...traceMeta(context.telemetry), ...parentMeta(context) };
     const session = await stage(
       "session/new",
-      () => client.newSession(context.cwd, { signal, ...(meta ? { meta } : {}) }),
+      () => client.newSession(context.cwd, { signal, meta }),
     );
     run.sessionId = session.sessionId;
     const mode = context.mode;
@@ -294,6 +295,15 @@ async function handshake(run: Run, startTimeoutMs?: number): Promise<string> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * `_meta["acp-harness"].parent` of the agent's `session/new`: this session and the `delegate`
+ * call, which an acp-harness agent records as its session's parent (other agents ignore it).
+ */
+function parentMeta(context: ToolContext): Record<string, unknown> {
+  const { sessionId, toolCallId } = context;
+  return toolCallId === undefined ? {} : { [META_KEY]: { parent: { sessionId, toolCallId } } };
 }
 
 /** Sets the agent's permission mode to `mode` when it offers that value. */

@@ -1,12 +1,14 @@
 /**
  * The `_meta["acp-harness"]` keys of `session/new`, `session/load` and `session/resume`: what a
- * client may ask of a session beyond ACP, and what the answer tells beyond it.
+ * client may ask of a session beyond ACP (and, on `session/new` only, the session's `parent`),
+ * and what the answer tells beyond it.
  *
  * @module
  */
 import { RequestError } from "@agentclientprotocol/sdk";
 import type { BudgetLimits } from "../agent/turn_budget.ts";
 import { META_KEY } from "../util/meta_key.ts";
+import { PARENT_FIELD_MAX_LENGTH, type SessionParent } from "../store/session_store.ts";
 
 export { META_KEY };
 
@@ -113,6 +115,51 @@ function budgetsOf(value: unknown, server: BudgetLimits | undefined): BudgetLimi
     limits[setting] = limit;
   }
   return limits;
+}
+
+/**
+ * Reads `_meta["acp-harness"].parent` of a `session/new`: the session and tool call that start
+ * this session (a delegating agent's `delegate` call), recorded in its header.
+ *
+ * @example A delegated session
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { sessionParent } from "./session_meta.ts";
+ * const parent = { sessionId: "s-1", toolCallId: "call-7" };
+ * assert.deepEqual(sessionParent({ "acp-harness": { parent } }), parent);
+ * assert.equal(sessionParent({ "acp-harness": { mcpStrict: true } }), undefined);
+ * ```
+ *
+ * @param meta The request's `_meta`
+ * @returns The parent, or `undefined` when none is given
+ * @throws {RequestError} -32602 naming the field that is not a string of 1 to 256 characters
+ */
+export function sessionParent(meta: unknown): SessionParent | undefined {
+  if (meta === undefined || meta === null || typeof meta !== "object") return undefined;
+  const own = (meta as Record<string, unknown>)[META_KEY];
+  if (own === undefined || own === null || typeof own !== "object") return undefined;
+  const parent = (own as Record<string, unknown>).parent;
+  if (parent === undefined) return undefined;
+  const field = `_meta["${META_KEY}"].parent`;
+  if (parent === null || typeof parent !== "object" || Array.isArray(parent)) {
+    throw RequestError.invalidParams(
+      undefined,
+      `${field}: must be an object {sessionId, toolCallId}`,
+    );
+  }
+  const given = parent as Record<string, unknown>;
+  for (const key of ["sessionId", "toolCallId"]) {
+    const value = given[key];
+    if (typeof value !== "string" || value.length === 0 || value.length > PARENT_FIELD_MAX_LENGTH) {
+      throw RequestError.invalidParams(
+        undefined,
+        `${field}.${key}: must be a string of 1 to ${PARENT_FIELD_MAX_LENGTH} characters, got ${
+          typeof value === "string" ? `${value.length} characters` : JSON.stringify(value) ?? "none"
+        }`,
+      );
+    }
+  }
+  return { sessionId: given.sessionId as string, toolCallId: given.toolCallId as string };
 }
 
 /**

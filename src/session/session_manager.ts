@@ -10,10 +10,12 @@ import {
   type SessionLease,
   SessionLockedError,
   type SessionPage,
+  type SessionParent,
   type SessionRecordStream,
   type StoredEvent,
   type StoredRecord,
 } from "../store/session_store.ts";
+import { descendantIds } from "../store/session_tree.ts";
 import { loadRecordStream } from "../store/record_stream.ts";
 import { createLeased, DeferredCreationStore } from "../store/deferred_creation_store.ts";
 import type { McpServerSpec } from "../mcp/mcp_declarations.ts";
@@ -80,6 +82,18 @@ export interface CreateSessionOptions {
   readonly mcpStrict?: boolean;
   /** The session's own budgets (the client's), each at most the server's. */
   readonly budgets?: BudgetLimits;
+  /** The session and tool call that started it (a delegating agent's), kept in its header. */
+  readonly parent?: SessionParent;
+}
+
+/** The refusal to delete `id` while `open` (itself or a descendant) is open on another connection. */
+function openElsewhere(id: string, open: string): SessionLockedError {
+  return new SessionLockedError(
+    open === id
+      ? `session ${id} is open on another connection of this server`
+      : `session ${open}, started by session ${id} or one of its descendants, is open on ` +
+        "another connection of this server",
+  );
 }
 
 /** Options for {@link SessionManager.open}. */
@@ -182,6 +196,7 @@ export class SessionManager {
       cwd: params.cwd,
       additionalDirectories: params.additionalDirectories,
       createdAt: new Date(now()).toISOString(),
+      ...(params.parent ? { parent: params.parent } : {}),
     };
     // The initial selection is stored with the header: one write for a new session.
     return await this.#written(built, header, [configEvent(selection)], { selectionStored: true });
@@ -474,16 +489,32 @@ export class SessionManager {
   }
 
   /**
-   * Closes the session if it is open here, then removes it from the store.
+   * Removes a session and its descendants (the sessions it started, theirs, …) from the store,
+   * closing those open here first. One open on another connection of this server stops the delete
+   * before anything is removed, as does one another process holds (the store's refusal).
    *
    * @param id The session id; unknown ids are fine
+   * @throws {SessionLockedError} The session or a descendant is open elsewhere
    */
   async delete(id: string): Promise<void> {
-    await this.close(id);
-    if (this.#options.services.openSessions?.has(id)) {
-      throw new SessionLockedError(`session ${id} is open on another connection of this server`);
+    const { store, openSessions } = this.#options.services;
+    const ids = [id, ...await descendantIds(store, id)];
+    const here = (session: string): boolean =>
+      this.#sessions.has(session) || this.#loading.has(session);
+    const elsewhere = ids.find((session) => !here(session) && openSessions?.has(session));
+    if (elsewhere !== undefined) throw openElsewhere(id, elsewhere);
+    // The leases of the sessions not open here first: one another process holds stops the delete
+    // before any session here is closed. The store's delete uses them (and releases them).
+    const leases: SessionLease[] = [];
+    try {
+      for (const session of ids) if (!here(session)) leases.push(await store.acquire(session));
+      await Promise.all(ids.filter(here).map((session) => this.close(session)));
+      const still = ids.find((session) => openSessions?.has(session));
+      if (still !== undefined) throw openElsewhere(id, still);
+      await store.delete(id);
+    } finally {
+      await Promise.all(leases.map((lease) => lease.release()));
     }
-    await this.#options.services.store.delete(id);
   }
 
   /**

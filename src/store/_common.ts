@@ -4,7 +4,11 @@
  * @module
  */
 import { abortableDelay } from "../util/abortable_delay.ts";
-import type { SessionHeader } from "./session_store.ts";
+import {
+  PARENT_FIELD_MAX_LENGTH,
+  type SessionHeader,
+  type SessionParent,
+} from "./session_store.ts";
 import { InvalidSessionIdError } from "./store_errors.ts";
 
 /** What session ids may look like: UUIDs and similar; never a path separator or a dot. */
@@ -16,6 +20,23 @@ export const SHA256_HEX: RegExp = /^[0-9a-f]{64}$/;
 /** Whether `id` is safe to use as a file name (see {@link SESSION_ID}). */
 export function isValidSessionId(id: unknown): id is string {
   return typeof id === "string" && SESSION_ID.test(id);
+}
+
+/** Whether `value` is a {@link SessionParent}: two non-empty strings of bounded length. */
+export function isSessionParent(value: unknown): value is SessionParent {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
+  const { sessionId, toolCallId } = value as Record<string, unknown>;
+  return [sessionId, toolCallId].every((field) =>
+    typeof field === "string" && field.length > 0 && field.length <= PARENT_FIELD_MAX_LENGTH
+  );
+}
+
+/** A header's parent as its own object (the two fields only), when it has a valid one. */
+export function parentOf(header: SessionHeader): SessionParent | undefined {
+  const { parent } = header;
+  return isSessionParent(parent)
+    ? { sessionId: parent.sessionId, toolCallId: parent.toolCallId }
+    : undefined;
 }
 
 /** Whether `value` is an ISO 8601 time exactly as `Date.prototype.toISOString` writes it. */
@@ -119,6 +140,12 @@ export function checkHeader(header: SessionHeader): void {
     throw new TypeError(
       `Cannot create session "${header.id}": the header needs version 1, cwd, ` +
         "additionalDirectories and an ISO 8601 createdAt",
+    );
+  }
+  if (header.parent !== undefined && !isSessionParent(header.parent)) {
+    throw new TypeError(
+      `Cannot create session "${header.id}": parent needs a sessionId and a toolCallId of 1 to ` +
+        `${PARENT_FIELD_MAX_LENGTH} characters`,
     );
   }
 }

@@ -14,15 +14,18 @@ import {
   groupFlush,
   isNotFound,
   isValidSessionId,
+  parentOf,
 } from "./_common.ts";
 import { abortableDelay } from "../util/abortable_delay.ts";
 import { type JsonlLogs, type LogState, SYNC_DELAY_MS } from "./_jsonl_log.ts";
 import { type HeldLock, tryLock } from "./_lock_file.ts";
 import {
+  type IndexHeader,
   type IndexLine,
   type IndexUnreadable,
   type IndexUpdate,
   type ListKey,
+  type PageFilter,
   SessionIndex,
   toIndexHeader,
   toIndexLine,
@@ -69,7 +72,10 @@ interface FlushBatch {
  */
 type Probe = IndexUpdate | IndexUnreadable | undefined;
 
-/** `outdated`: written by a version whose lines lack the creation time that orders the list. */
+/**
+ * `outdated`: written by a version whose lines lack the creation time that orders the list, or
+ * the parent that filters it.
+ */
 type IndexState = "ok" | "missing" | "corrupt" | "outdated";
 
 /** Options for {@link JsonlIndex}. */
@@ -193,7 +199,7 @@ export class JsonlIndex {
    * @param before Checked when the task starts (an abort signal's `throwIfAborted`)
    */
   page(
-    cwd: string | undefined,
+    filter: PageFilter,
     after: ListKey | undefined,
     limit: number,
     before: () => void,
@@ -202,7 +208,7 @@ export class JsonlIndex {
       before();
       await this.#sync(false);
       if (after === undefined) await this.#retryChanged();
-      return this.#index.page(cwd, after, limit);
+      return this.#index.page(filter, after, limit);
     });
   }
 
@@ -449,7 +455,7 @@ export class JsonlIndex {
     }
     const headerEnd = bytes.indexOf(0x0a) + 1;
     if (headerEnd === 0) return "corrupt";
-    let header: unknown;
+    let header: IndexHeader | undefined;
     try {
       header = toIndexHeader(JSON.parse(new TextDecoder().decode(bytes.subarray(0, headerEnd))));
     } catch {
@@ -461,7 +467,7 @@ export class JsonlIndex {
     this.#index = new SessionIndex();
     this.#index.applyAll(parsed.lines);
     this.#reapplyDirty();
-    if (this.#index.guessed > 0) {
+    if (this.#index.guessed > 0 || header.parents !== 1) {
       // Left unread, so that the rebuild under the lock reads it whole again first.
       this.#file = undefined;
       return "outdated";
@@ -514,7 +520,11 @@ export class JsonlIndex {
     for (const [id, { reason, size, mtimeMs }] of this.#index.unreadable) {
       lines.push({ id, deleted: true, unreadable: reason, size, mtimeMs });
     }
-    const header = JSON.stringify({ acpHarnessIndex: 1, generation: crypto.randomUUID() }) + "\n";
+    const header = JSON.stringify({
+      acpHarnessIndex: 1,
+      generation: crypto.randomUUID(),
+      parents: 1,
+    }) + "\n";
     const encoder = new TextEncoder();
     const bytes = encoder.encode(
       header + lines.map((line) => JSON.stringify(line) + "\n").join(""),
@@ -543,7 +553,7 @@ export class JsonlIndex {
     const unreadable = this.#index.unreadable.size;
     const counts = { sessions: lines.length - unreadable, ...(unreadable ? { unreadable } : {}) };
     if (reason === "outdated") {
-      this.#logger.info("added creation times to the session index from the session logs", {
+      this.#logger.info("brought the session index up to date from the session logs", {
         path: this.#path,
         ...counts,
       });
@@ -701,6 +711,7 @@ function headerCreationTime(header: SessionHeader): string {
 
 /** The index line of a log just read. */
 function lineFromLog(header: SessionHeader, summary: LogSummary): IndexUpdate {
+  const parent = parentOf(header);
   return {
     id: header.id,
     cwd: header.cwd,
@@ -709,6 +720,7 @@ function lineFromLog(header: SessionHeader, summary: LogSummary): IndexUpdate {
     createdAt: creationTime(header),
     updatedAt: canonicalTime(summary.updatedAt, header.createdAt),
     ...(summary.attachments.size === 0 ? {} : { attachments: [...summary.attachments] }),
+    ...(parent === undefined ? {} : { parent }),
   };
 }
 
@@ -718,6 +730,7 @@ export function updateLine(
   state: LogState,
   attachments: readonly string[],
 ): IndexUpdate {
+  const parent = parentOf(state.header);
   return {
     id,
     cwd: state.header.cwd,
@@ -726,6 +739,7 @@ export function updateLine(
     createdAt: headerCreationTime(state.header),
     updatedAt: state.updatedAt,
     ...(attachments.length === 0 ? {} : { attachments }),
+    ...(parent === undefined ? {} : { parent }),
   };
 }
 

@@ -7,9 +7,15 @@
  * @module
  */
 import type { ListOptions } from "./session_store.ts";
-import { isCanonicalTime, isStringArray, isValidSessionId, SHA256_HEX } from "./_common.ts";
+import {
+  isCanonicalTime,
+  isSessionParent,
+  isStringArray,
+  isValidSessionId,
+  SHA256_HEX,
+} from "./_common.ts";
 import { isRecord } from "../util/json.ts";
-import { InvalidCursorError, type SessionSummary } from "./session_store.ts";
+import { InvalidCursorError, type SessionParent, type SessionSummary } from "./session_store.ts";
 
 /** An index line that sets a session's summary and adds attachment references. */
 export interface IndexUpdate {
@@ -27,6 +33,11 @@ export interface IndexUpdate {
   readonly updatedAt: string;
   /** Attachment hashes the session references, added to the ones already known. */
   readonly attachments?: readonly string[];
+  /**
+   * The header's parent. Fixed at creation, so a line without it (written by a version before
+   * it existed) keeps the one an earlier line gave.
+   */
+  readonly parent?: SessionParent;
 }
 
 /** An index line that removes a session. */
@@ -62,6 +73,11 @@ export interface UnreadableLog {
 export interface IndexHeader {
   readonly acpHarnessIndex: 1;
   readonly generation: string;
+  /**
+   * Set by the versions whose lines carry each session's `parent`. An index without it was last
+   * rewritten by an older version, which drops the parents: it is rebuilt from the logs.
+   */
+  readonly parents?: 1;
 }
 
 /**
@@ -90,6 +106,7 @@ export function toIndexLine(value: unknown): IndexLine | undefined {
     !isCanonicalTime(value.updatedAt) ||
     (value.createdAt !== undefined && !isCanonicalTime(value.createdAt)) ||
     (value.title !== undefined && typeof value.title !== "string") ||
+    (value.parent !== undefined && !isSessionParent(value.parent)) ||
     (value.attachments !== undefined &&
       !(isStringArray(value.attachments) && value.attachments.every((s) => SHA256_HEX.test(s))))
   ) {
@@ -174,11 +191,28 @@ class SortedEntries {
   }
 }
 
+/** What a page lists: a cwd, a lineage (see `ListOptions.parent`), both, or every session. */
+export interface PageFilter {
+  readonly cwd?: string | undefined;
+  readonly parent?: string | null | undefined;
+}
+
+/**
+ * The lists an entry is in, each in list order: every session, by cwd, the sessions without a
+ * parent (overall and by cwd), and by parent.
+ */
+function groupsOf(summary: SessionSummary): string[] {
+  const { cwd, parent } = summary;
+  return parent === undefined
+    ? ["all", `cwd\0${cwd}`, "top", `top\0${cwd}`]
+    : ["all", `cwd\0${cwd}`, `parent\0${parent.sessionId}`];
+}
+
 /** The in-memory index. */
 export class SessionIndex {
   readonly #entries = new Map<string, Entry>();
-  readonly #all = new SortedEntries();
-  readonly #byCwd = new Map<string, SortedEntries>();
+  /** The lists of {@link groupsOf}, by group; an empty one is dropped. */
+  readonly #groups = new Map<string, SortedEntries>();
   /** How many live sessions reference each attachment. */
   readonly #references = new Map<string, number>();
   /** Logs that could not be read, by session id: not listed. */
@@ -223,14 +257,11 @@ export class SessionIndex {
   applyAll(lines: readonly IndexLine[]): void {
     if (lines.length > 64 && lines.length * 8 > this.#entries.size) {
       for (const line of lines) this.#apply(line, false);
-      this.#all.items.length = 0;
-      this.#byCwd.clear();
+      this.#groups.clear();
       for (const entry of this.#entries.values()) {
-        this.#all.items.push(entry);
-        this.#cwdList(entry.summary.cwd).items.push(entry);
+        for (const group of groupsOf(entry.summary)) this.#group(group).items.push(entry);
       }
-      this.#all.sort();
-      for (const list of this.#byCwd.values()) list.sort();
+      for (const list of this.#groups.values()) list.sort();
       return;
     }
     for (const line of lines) this.#apply(line, true);
@@ -239,19 +270,29 @@ export class SessionIndex {
   /**
    * One page in list order.
    *
-   * @param cwd Only sessions with exactly this cwd, when given
+   * @param filter Only sessions with exactly this cwd, of this lineage (see `ListOptions.parent`)
    * @param after Start strictly after this key
    * @param limit Page size
    * @returns The page, and the key to continue after when more follow
    */
   page(
-    cwd: string | undefined,
+    filter: PageFilter,
     after: ListKey | undefined,
     limit: number,
   ): { readonly sessions: SessionSummary[]; readonly next?: ListKey } {
-    const list = cwd === undefined ? this.#all : this.#byCwd.get(cwd);
+    const { cwd, parent } = filter;
+    const group = parent === undefined
+      ? (cwd === undefined ? "all" : `cwd\0${cwd}`)
+      : parent === null
+      ? (cwd === undefined ? "top" : `top\0${cwd}`)
+      : `parent\0${parent}`;
+    const list = this.#groups.get(group);
     if (list === undefined) return { sessions: [] };
     const start = after === undefined ? 0 : list.after(after);
+    if (typeof parent === "string" && cwd !== undefined) {
+      // One session's children, of one cwd: few, so scanned.
+      return scan(list.items, start, limit, (entry) => entry.summary.cwd === cwd);
+    }
     const entries = list.items.slice(start, start + limit);
     const sessions = entries.map((entry) => entry.summary);
     const last = entries.at(-1);
@@ -260,25 +301,25 @@ export class SessionIndex {
       : { sessions };
   }
 
-  #cwdList(cwd: string): SortedEntries {
-    let list = this.#byCwd.get(cwd);
+  #group(group: string): SortedEntries {
+    let list = this.#groups.get(group);
     if (list === undefined) {
       list = new SortedEntries();
-      this.#byCwd.set(cwd, list);
+      this.#groups.set(group, list);
     }
     return list;
   }
 
   #unlist(entry: Entry): void {
-    this.#all.remove(entry);
-    const list = this.#byCwd.get(entry.summary.cwd);
-    list?.remove(entry);
-    if (list?.items.length === 0) this.#byCwd.delete(entry.summary.cwd);
+    for (const group of groupsOf(entry.summary)) {
+      const list = this.#groups.get(group);
+      list?.remove(entry);
+      if (list?.items.length === 0) this.#groups.delete(group);
+    }
   }
 
   #insert(entry: Entry): void {
-    this.#all.insert(entry);
-    this.#cwdList(entry.summary.cwd).insert(entry);
+    for (const group of groupsOf(entry.summary)) this.#group(group).insert(entry);
   }
 
   #apply(line: IndexLine, sorted: boolean): void {
@@ -303,12 +344,16 @@ export class SessionIndex {
       ? entry.summary.updatedAt
       : line.updatedAt;
     const title = line.title ?? entry?.summary.title;
+    const parent = line.parent ?? entry?.summary.parent;
     const summary: SessionSummary = Object.freeze({
       id: line.id,
       cwd: line.cwd,
       additionalDirectories: Object.freeze([...line.additionalDirectories]),
       ...(title === undefined ? {} : { title }),
       updatedAt,
+      ...(parent === undefined ? {} : {
+        parent: Object.freeze({ sessionId: parent.sessionId, toolCallId: parent.toolCallId }),
+      }),
     });
     const attachments = entry?.attachments ?? new Set<string>();
     for (const sha of line.attachments ?? []) {
@@ -321,7 +366,8 @@ export class SessionIndex {
     const guessed = line.createdAt === undefined && (entry?.guessed ?? true);
     if (
       entry !== undefined && entry.key.createdAt === createdAt &&
-      entry.summary.cwd === summary.cwd && entry.guessed === guessed
+      entry.summary.cwd === summary.cwd && entry.guessed === guessed &&
+      entry.summary.parent?.sessionId === summary.parent?.sessionId
     ) {
       // Same position: update in place (the sorted lists hold the entry itself).
       entry.summary = summary;
@@ -352,6 +398,25 @@ export interface IndexEntry {
   readonly guessed: boolean;
   /** Attachment hashes the session references. */
   readonly attachments: ReadonlySet<string>;
+}
+
+/** The page of the entries from `start` that `keep` keeps: at most `limit`, and where to go on. */
+function scan(
+  items: readonly Entry[],
+  start: number,
+  limit: number,
+  keep: (entry: Entry) => boolean,
+): { readonly sessions: SessionSummary[]; readonly next?: ListKey } {
+  const sessions: SessionSummary[] = [];
+  let last: Entry | undefined;
+  for (let at = start; at < items.length; at++) {
+    const entry = items[at] as Entry;
+    if (!keep(entry)) continue;
+    if (sessions.length === limit) return { sessions, next: (last as Entry).key };
+    sessions.push(entry.summary);
+    last = entry;
+  }
+  return { sessions };
 }
 
 function view(entry: Entry): IndexEntry {

@@ -7,10 +7,11 @@
  * ```text
  * sessions/<id>.jsonl        line 1: the SessionHeader; then one StoredRecord per line
  *                            ({...event, seq, time}, seq 1, 2, … in order)
- * index.jsonl                line 1: {"acpHarnessIndex":1,"generation":"<uuid>"} (new on rewrite);
+ * index.jsonl                line 1: {"acpHarnessIndex":1,"generation":"<uuid>","parents":1}
+ *                            (new on rewrite; without `parents`: rebuilt from the logs);
  *                            then one line per change, appended:
  *                              {id, cwd, additionalDirectories, title?, createdAt, updatedAt,
- *                               attachments?}
+ *                               attachments?, parent?}
  *                                (sets the summary; `attachments` adds references), or
  *                              {id, deleted: true} (a tombstone), or
  *                              {id, deleted: true, unreadable, size, mtimeMs}
@@ -79,6 +80,7 @@ import { type LogReader, recordStream } from "./_log_reader.ts";
 import { summarizeLog } from "./_session_log.ts";
 import { encodeCursor, listStart } from "./_session_index.ts";
 import { FileAttachmentStore } from "./attachment_store.ts";
+import { deleteTree } from "./session_tree.ts";
 import type {
   AppendOptions,
   CreateOptions,
@@ -400,17 +402,17 @@ export class JsonlSessionStore implements SessionStore {
    * A page of sessions, newest creation first, ties by id. The cursor is the last key of the
    * page, an order that updates never change: see {@link SessionStore.list}.
    *
-   * @param options Exact canonical `cwd` filter, `cursor` from the previous page, page size,
-   *   an abort signal honoured until the index is read
+   * @param options Exact canonical `cwd` filter, lineage filter (`parent`), `cursor` from the
+   *   previous page, page size, an abort signal honoured until the index is read
    * @returns The page; `nextCursor` only when more sessions follow
    * @throws {InvalidCursorError} A cursor this store did not issue
    * @throws {RangeError} A limit that is not a positive integer
    */
   async list(options: ListOptions): Promise<SessionPage> {
-    const { limit, cwd, signal } = options;
+    const { limit, cwd, parent, signal } = options;
     const after = listStart(options);
     const { sessions, next } = await this.#index.page(
-      cwd,
+      { cwd, parent },
       after,
       limit,
       () => signal?.throwIfAborted(),
@@ -435,30 +437,31 @@ export class JsonlSessionStore implements SessionStore {
   }
 
   /**
-   * Deletes a session: log, index entry (a tombstone), then releases to {@link attachments} the
-   * attachments no other live session references. Releases this process's lease on it. Unknown
-   * ids are fine.
+   * Deletes a session and its descendants (see {@link SessionStore.delete}), each: log, index
+   * entry (a tombstone), then releases to {@link attachments} the attachments no other live
+   * session references. Releases this process's leases on them. Unknown ids are fine.
    *
    * @param id The session
    * @param options An abort signal, honoured until the removal starts
-   * @throws {SessionLockedError} Another live process has the session open
+   * @throws {SessionLockedError} Another live process has the session or a descendant open
    */
   async delete(id: string, options?: StoreCallOptions): Promise<void> {
     const signal = options?.signal;
     signal?.throwIfAborted();
     if (!isValidSessionId(id)) return;
-    const held = this.#leases.held(id);
-    const lease = held ?? await this.acquire(id, options);
-    try {
-      await this.#logs.serial(id, async () => {
-        signal?.throwIfAborted();
-        this.#logs.states.delete(id);
-        this.#failed.delete(id);
-        await this.#index.remove(id, (unreferenced) => this.#attachments.release(unreferenced));
-      });
-    } finally {
-      await lease.release();
-    }
+    await deleteTree(id, options, {
+      list: (list) => this.list(list),
+      lease: async (session) => this.#leases.held(session) ?? await this.acquire(session, options),
+      remove: (session) =>
+        this.#logs.serial(session, async () => {
+          this.#logs.states.delete(session);
+          this.#failed.delete(session);
+          await this.#index.remove(
+            session,
+            (unreferenced) => this.#attachments.release(unreferenced),
+          );
+        }),
+    });
   }
 
   /**

@@ -5,10 +5,11 @@
  *
  * @module
  */
-import { canonicalTime, checkHeader, creationTime, isValidSessionId } from "./_common.ts";
+import { canonicalTime, checkHeader, creationTime, isValidSessionId, parentOf } from "./_common.ts";
 import { encodeCursor, type IndexUpdate, listStart, SessionIndex } from "./_session_index.ts";
 import { collectFacts, recordText } from "./_session_log.ts";
 import { MemoryAttachmentStore } from "./memory_attachment_store.ts";
+import { deleteTree } from "./session_tree.ts";
 import {
   type AppendOptions,
   type AttachmentStore,
@@ -19,6 +20,7 @@ import {
   type SessionLease,
   SessionLockedError,
   type SessionPage,
+  type SessionParent,
   type SessionStore,
   type StoreCallOptions,
   type StoredEvent,
@@ -54,6 +56,7 @@ interface MemorySession {
   readonly cwd: string;
   readonly additionalDirectories: readonly string[];
   readonly createdAt: string;
+  readonly parent: SessionParent | undefined;
   readonly records: string[];
   updatedAt: string;
   title: string | undefined;
@@ -126,6 +129,7 @@ export class MemorySessionStore implements SessionStore {
       cwd: header.cwd,
       additionalDirectories: Object.freeze([...header.additionalDirectories]),
       createdAt: creationTime(header),
+      parent: parentOf(header),
       records: [],
       updatedAt: new Date(header.createdAt).toISOString(),
       title: undefined,
@@ -237,44 +241,47 @@ export class MemorySessionStore implements SessionStore {
   /**
    * A page of sessions, newest creation first, ties by id; cursors as the JSONL store's.
    *
-   * @param options Filter, cursor, page size, abort signal
+   * @param options Filters (cwd, lineage), cursor, page size, abort signal
    * @returns The page
    * @throws {InvalidCursorError} A cursor this store did not issue
    * @throws {RangeError} A limit that is not a positive integer
    */
   async list(options: ListOptions): Promise<SessionPage> {
-    const { limit, cwd } = options;
+    const { limit, cwd, parent } = options;
     const after = listStart(options);
     await Promise.resolve();
-    const { sessions, next } = this.#index.page(cwd, after, limit);
+    const { sessions, next } = this.#index.page({ cwd, parent }, after, limit);
     return next === undefined ? { sessions } : { sessions, nextCursor: encodeCursor(next) };
   }
 
   /**
-   * Removes a session, then releases the attachments no other session references. Uses this
-   * store's lease on it (released when done) or takes one; one process holds them all, so a
-   * lease never blocks a delete here. Unknown ids are fine.
+   * Removes a session and its descendants (see {@link SessionStore.delete}), then releases the
+   * attachments no other session references. Uses this store's lease on each (released when
+   * done) or takes one; one process holds them all, so a lease never blocks a delete here.
+   * Unknown ids are fine.
    *
    * @param id The session
    * @param options An abort signal, honoured until the removal starts
    */
   async delete(id: string, options?: StoreCallOptions): Promise<void> {
-    const signal = options?.signal;
-    signal?.throwIfAborted();
+    options?.signal?.throwIfAborted();
     if (!isValidSessionId(id)) return;
-    const lease = this.#leases.get(id) ?? await this.acquire(id, options);
-    try {
-      signal?.throwIfAborted();
-      const session = this.#sessions.get(id);
-      if (session === undefined) return;
-      this.#sessions.delete(id);
-      this.#failed.delete(id);
-      this.#index.applyAll([{ id, deleted: true }]);
-      const unreferenced = [...session.attachments].filter((sha) => !this.#index.isReferenced(sha));
-      if (unreferenced.length > 0) await this.#attachments.release(unreferenced);
-    } finally {
-      await lease.release();
-    }
+    await deleteTree(id, options, {
+      list: (list) => this.list(list),
+      lease: async (session) => this.#leases.get(session) ?? await this.acquire(session),
+      remove: (session) => this.#remove(session),
+    });
+  }
+
+  /** Removes one session, then releases the attachments no other session references. */
+  async #remove(id: string): Promise<void> {
+    const session = this.#sessions.get(id);
+    if (session === undefined) return;
+    this.#sessions.delete(id);
+    this.#failed.delete(id);
+    this.#index.applyAll([{ id, deleted: true }]);
+    const unreferenced = [...session.attachments].filter((sha) => !this.#index.isReferenced(sha));
+    if (unreferenced.length > 0) await this.#attachments.release(unreferenced);
   }
 
   /**
@@ -329,5 +336,6 @@ function indexLine(
     createdAt: session.createdAt,
     updatedAt: canonicalTime(session.updatedAt, session.createdAt),
     ...(attachments.length === 0 ? {} : { attachments }),
+    ...(session.parent === undefined ? {} : { parent: session.parent }),
   };
 }

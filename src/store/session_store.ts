@@ -21,6 +21,8 @@ export interface SessionHeader {
   readonly createdAt: string;
   /** Set on a session made by `session/fork`: the session it copies. */
   readonly forkedFrom?: SessionForkSource;
+  /** The session that started this one (a `delegate` call's agent session), when one did. */
+  readonly parent?: SessionParent;
 }
 
 /** Where a forked session came from: see {@link SessionHeader.forkedFrom}. */
@@ -30,6 +32,21 @@ export interface SessionForkSource {
   /** The seq of the source's last record copied (0: none). */
   readonly seq: number;
 }
+
+/**
+ * Where a session came from: the session and the tool call (a `delegate` call) that started it.
+ * Set at creation, never changed; `list` hides such a session unless asked, `delete` of the
+ * parent deletes it.
+ */
+export interface SessionParent {
+  /** The parent session's id (it may be stored elsewhere: another agent's store). */
+  readonly sessionId: string;
+  /** The parent's tool call that started this session. */
+  readonly toolCallId: string;
+}
+
+/** The most characters of each field of a {@link SessionParent}. */
+export const PARENT_FIELD_MAX_LENGTH: number = 256;
 
 /** A user message part as stored: images are references to the attachment store. */
 export type StoredContentPart =
@@ -217,6 +234,8 @@ export interface SessionSummary {
   readonly title?: string;
   /** ISO 8601 time of the last event. */
   readonly updatedAt: string;
+  /** The session that started this one, as its header says. */
+  readonly parent?: SessionParent;
 }
 
 /** A session a store holds but cannot read back: see {@link SessionStore.unreadable}. */
@@ -256,6 +275,12 @@ export interface ListOptions extends StoreCallOptions {
   readonly cursor?: string;
   /** Most sessions per page. */
   readonly limit: number;
+  /**
+   * Lineage filter: `null` lists only the sessions without a parent (what `session/list` shows by
+   * default), a session id only the sessions whose parent it is (its children, not theirs);
+   * absent lists every session. Filtered before paging, so pages stay full and cursors exact.
+   */
+  readonly parent?: string | null;
 }
 
 /** Options for {@link SessionStore.append}. */
@@ -324,6 +349,8 @@ export interface SessionLease {
  *   sessions are updated, created and deleted between pages. A store may leave out a session it
  *   holds but cannot read (the JSONL store does, for a log it cannot parse); then
  *   {@link unreadable} names it, and it is listed again once readable.
+ * - **Lineage.** A header's `parent` is listed with the session (`SessionSummary.parent`) and
+ *   filters the listing (`ListOptions.parent`); `delete` removes a session with its descendants.
  * - **Attachments.** A session's `user` events reference images by sha256 in an
  *   {@link AttachmentStore}. `delete` hands the attachment store the references that no other
  *   stored session holds any more ({@link AttachmentStore.release}).
@@ -406,7 +433,8 @@ export interface SessionStore {
    * when it read the first page exactly once (unless deleted before its page is read), however
    * sessions are updated meanwhile; sessions created after the first page are not on later pages.
    *
-   * @param options Exact `cwd` filter, the previous page's `nextCursor`, page size, signal
+   * @param options Exact `cwd` filter, lineage filter (`parent`), the previous page's
+   *   `nextCursor`, page size, signal
    * @returns The page; `nextCursor` only when more sessions follow
    * @throws {InvalidCursorError} A cursor this store did not issue (rejects)
    * @throws {RangeError} A limit that is not a positive integer (rejects)
@@ -425,14 +453,19 @@ export interface SessionStore {
    */
   unreadable?(options?: StoreCallOptions): Promise<readonly UnreadableSession[]>;
   /**
-   * Removes a session (taking its lease for the time, or using the caller's: the lease is
+   * Removes a session and its descendants: the sessions whose header names it as `parent`, theirs,
+   * and so on (taking each one's lease for the time, or using the caller's: the leases are
    * released when done), then releases the attachments no other stored session references.
-   * Unknown ids are fine. The signal is honoured until the removal starts.
+   * Every lease is taken before anything is removed, so when one is held elsewhere nothing is;
+   * descendants go first, the session last, so an interrupted delete leaves no session whose
+   * parent is gone and is finished by calling it again. Unknown ids are fine. The signal is
+   * honoured until the removal starts.
    *
    * @param id The session
    * @param options An abort signal
-   * @returns Resolves once the session is gone
-   * @throws {SessionLockedError} Another holder has the session's lease (rejects)
+   * @returns Resolves once the session and its descendants are gone
+   * @throws {SessionLockedError} Another holder has the lease of the session or of a
+   *   descendant (rejects; nothing removed)
    */
   delete(id: string, options?: StoreCallOptions): Promise<void>;
   /**

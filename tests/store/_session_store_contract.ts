@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import {
   type AttachmentStore,
   InvalidCursorError,
+  type ListOptions,
   type SessionHeader,
   SessionLockedError,
   type SessionStore,
@@ -64,6 +65,14 @@ function header(n: number, createdMs = n, cwd = "/work/project"): SessionHeader 
   };
 }
 
+/** The header of session `n`, started by tool call `call-<n>` of session `parent`. */
+function child(n: number, parent: number, createdMs = n, cwd = "/work/project"): SessionHeader {
+  return {
+    ...header(n, createdMs, cwd),
+    parent: { sessionId: id(parent), toolCallId: `call-${n}` },
+  };
+}
+
 function title(text: string): StoredEvent {
   return { type: "title", title: text };
 }
@@ -89,6 +98,7 @@ async function listAll(
   limit: number,
   between: (page: number) => Promise<void> = () => Promise.resolve(),
   cwd?: string,
+  filter: Pick<ListOptions, "parent"> = {},
 ): Promise<string[]> {
   const seen: string[] = [];
   let cursor: string | undefined;
@@ -97,6 +107,7 @@ async function listAll(
       limit,
       ...(cursor ? { cursor } : {}),
       ...(cwd ? { cwd } : {}),
+      ...filter,
     });
     assert.ok(result.sessions.length <= limit);
     seen.push(...result.sessions.map((session) => session.id));
@@ -323,6 +334,51 @@ export function storeContract(
     await assert.rejects(store.list({ limit: 1.5 }), RangeError);
   });
 
+  test("list: a lineage filter lists the sessions without a parent, or one session's children", async (t) => {
+    const { store } = t;
+    // Roots 0-5; 10, 11, 12 children of 1 (12 in /other); 13 a child of 2; 20 a child of 10.
+    for (let n = 0; n < 6; n++) await store.create(header(n));
+    await store.create(child(10, 1));
+    await store.create(child(11, 1));
+    await store.create(child(12, 1, 12, "/other"));
+    await store.create(child(13, 2));
+    await store.create(child(20, 10));
+    const roots = [5, 4, 3, 2, 1, 0].map(id);
+    for (const limit of [1, 2, 4, 100]) {
+      assert.deepEqual(await listAll(store, limit, undefined, undefined, { parent: null }), roots);
+      assert.deepEqual(
+        await listAll(store, limit, undefined, undefined, { parent: id(1) }),
+        [12, 11, 10].map(id),
+      );
+    }
+    assert.equal((await listAll(store, 3)).length, 11, "no filter: every session");
+    assert.deepEqual(await listAll(store, 1, undefined, "/other", { parent: id(1) }), [id(12)]);
+    assert.deepEqual(
+      await listAll(store, 1, undefined, "/work/project", { parent: id(1) }),
+      [11, 10].map(id),
+    );
+    assert.deepEqual(await listAll(store, 2, undefined, "/other", { parent: null }), []);
+    assert.deepEqual(await listAll(store, 2, undefined, undefined, { parent: id(10) }), [id(20)]);
+    assert.deepEqual(await listAll(store, 2, undefined, undefined, { parent: id(0) }), []);
+    const [listed] = (await store.list({ limit: 1, parent: id(10) })).sessions;
+    assert.deepEqual(listed?.parent, { sessionId: id(10), toolCallId: "call-20" });
+    assert.equal((await store.list({ limit: 1, parent: null })).sessions[0]?.parent, undefined);
+    assert.deepEqual((await store.load(id(20)))?.header.parent, listed?.parent);
+    // Updates keep the lineage; another process sees it too.
+    await store.append(id(11), [title("eleven")], { sync: true });
+    const other = t.reopen?.();
+    for (const reader of other ? [store, other] : [store]) {
+      assert.deepEqual(
+        (await reader.list({ limit: 10, parent: id(1) })).sessions.map((s) => [s.id, s.title]),
+        [[id(12), undefined], [id(11), "eleven"], [id(10), undefined]],
+      );
+      assert.deepEqual(await listAll(reader, 2, undefined, undefined, { parent: null }), roots);
+    }
+    const bad = { sessionId: "", toolCallId: "call" };
+    await assert.rejects(store.create({ ...header(30), parent: bad }), TypeError);
+    assert.equal(await store.exists(id(30)), false);
+  });
+
   test("unreadable (optional): none while every session reads back; honours its signal", async (t) => {
     const { store } = t;
     if (store.unreadable === undefined) return;
@@ -361,6 +417,46 @@ export function storeContract(
     await store.delete(id(7));
     await store.delete("../x");
     await (await store.acquire(id(2))).release();
+  });
+
+  test("delete: a parent goes with its descendants, their attachments released", async (t) => {
+    const { store, attachments } = t;
+    const own = await attachments.put(GIF, "image/gif");
+    const shared = await attachments.put(PNG, "image/png");
+    await store.create(header(1));
+    await store.create(child(2, 1));
+    await store.create(child(3, 2));
+    await store.create(child(4, 1));
+    await store.create(header(5));
+    await store.create(child(6, 5));
+    await store.append(id(3), [image(own), image(shared)], { sync: true });
+    await store.append(id(5), [image(shared)], { sync: true });
+    const held = await store.acquire(id(4)); // this store's own lease: used, released when done
+    await store.delete(id(1));
+    for (const n of [1, 2, 3, 4]) assert.equal(await store.exists(id(n)), false, `session ${n}`);
+    assert.deepEqual(await listAll(store, 10), [id(6), id(5)]);
+    assert.equal(await attachments.get(own), undefined, "the grandchild's own image");
+    assert.deepEqual(await attachments.get(shared), PNG, "session 5 still references it");
+    await held.release();
+    await (await store.acquire(id(4))).release();
+    // Deleting a child leaves its parent.
+    await store.delete(id(6));
+    assert.deepEqual(await listAll(store, 10), [id(5)]);
+
+    // A descendant another holder has open: nothing is deleted.
+    const other = t.reopen?.();
+    if (other === undefined) return;
+    await store.create(child(7, 5));
+    await store.create(child(8, 7));
+    const elsewhere = await other.acquire(id(8));
+    await assert.rejects(store.delete(id(5)), SessionLockedError);
+    for (const n of [5, 7, 8]) assert.equal(await store.exists(id(n)), true, `session ${n}`);
+    await (await store.acquire(id(5))).release(); // the leases taken were given back
+    await (await store.acquire(id(7))).release();
+    await elsewhere.release();
+    await store.delete(id(5));
+    for (const n of [5, 7, 8]) assert.equal(await store.exists(id(n)), false, `session ${n}`);
+    assert.equal(await attachments.get(shared), undefined);
   });
 
   test("leases: exclusive, released once, taken again after release", async (t) => {

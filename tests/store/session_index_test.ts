@@ -272,6 +272,37 @@ Deno.test("JsonlSessionStore: a corrupt index is rebuilt from the logs; a torn i
   }
 });
 
+Deno.test("JsonlSessionStore: an index without parents (an older version's) is rebuilt with them", async () => {
+  await using temp = await tempStore();
+  const { store, host } = temp;
+  await store.create(header(sessionId(1), host));
+  host.tick(10);
+  const parent = { sessionId: sessionId(1), toolCallId: "call-1" };
+  await store.create({ ...header(sessionId(2), host), parent });
+  const path = `${temp.dir}/index.jsonl`;
+  const lines = indexLines(await Deno.readTextFile(path));
+  assert.equal(lines[0]?.parents, 1);
+  assert.deepEqual(lines.find((line) => line.id === sessionId(2))?.parent, parent);
+  // As an older version rewrites it: no mark, no parents.
+  const old = [{ acpHarnessIndex: 1, generation: "old" }, ...lines.slice(1)]
+    .map(({ parent: _, ...line }) => JSON.stringify(line) + "\n").join("");
+  await Deno.writeTextFile(path, old);
+  const fresh = temp.open();
+  const ids = async (parent: string | null): Promise<string[]> =>
+    (await fresh.list({ limit: 10, parent })).sessions.map((session) => session.id);
+  assert.deepEqual(await ids(null), [sessionId(1)]);
+  assert.deepEqual(await ids(sessionId(1)), [sessionId(2)]);
+  assert.equal(indexLines(await Deno.readTextFile(path))[0]?.parents, 1, "rewritten");
+  // A line an older version appends (no parent) keeps the parent an earlier line gave.
+  const line = lines.find((line) => line.id === sessionId(2)) as Record<string, unknown>;
+  const update: Record<string, unknown> = { ...line, title: "Old" };
+  delete update.parent;
+  await Deno.writeTextFile(path, JSON.stringify(update) + "\n", { append: true });
+  assert.deepEqual(await ids(null), [sessionId(1)]);
+  const [child] = (await fresh.list({ limit: 10, parent: sessionId(1) })).sessions;
+  assert.deepEqual([child?.title, child?.parent], ["Old", parent]);
+});
+
 Deno.test("JsonlSessionStore: a rebuilt index keeps unreadable logs counted and reads them again once repaired", async () => {
   await using temp = await tempStore();
   const { store, host } = temp;
@@ -434,7 +465,7 @@ Deno.test("JsonlSessionStore: the index is rewritten compactly once it holds mor
 Deno.test("JsonlSessionStore.list(): 10,000 sessions from an existing index, first page and paging", async () => {
   await using temp = await tempStore();
   const count = 10_000;
-  let text = JSON.stringify({ acpHarnessIndex: 1, generation: "g" }) + "\n";
+  let text = JSON.stringify({ acpHarnessIndex: 1, generation: "g", parents: 1 }) + "\n";
   for (let n = 0; n < count; n++) {
     text += JSON.stringify({
       id: sessionId(n),

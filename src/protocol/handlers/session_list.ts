@@ -1,4 +1,7 @@
 import type { ListSessionsRequest, ListSessionsResponse } from "@agentclientprotocol/sdk";
+import { RequestError } from "@agentclientprotocol/sdk";
+import { PARENT_FIELD_MAX_LENGTH } from "../../store/session_store.ts";
+import { META_KEY } from "../../util/meta_key.ts";
 import type { ConnectionContext } from "../connection_context.ts";
 import { mappingErrors } from "../request_errors.ts";
 import { canonicalFilter, insideRoots } from "../workspace_roots.ts";
@@ -6,6 +9,9 @@ import { canonicalFilter, insideRoots } from "../workspace_roots.ts";
 /**
  * `session/list`: a page of the stored sessions, newest first, optionally of one `cwd`. A server
  * with allowed workspace roots lists only the sessions inside them (a page may then hold fewer).
+ * The sessions another session started (a `delegate` call's) are left out unless
+ * `_meta["acp-harness"]` asks for them: `{children: true}` lists every session, `{parent: id}`
+ * only that session's children; an entry with a parent names it in its `_meta`.
  *
  * @param connection The connection
  * @param params The request
@@ -16,6 +22,7 @@ export async function listSessions(
   params: ListSessionsRequest,
 ): Promise<ListSessionsResponse> {
   const { server, sessions } = connection;
+  const lineage = lineageFilter(params._meta);
   const cwd = params.cwd === undefined || params.cwd === null
     ? undefined
     : await canonicalFilter(server.host, params.cwd);
@@ -23,6 +30,7 @@ export async function listSessions(
     sessions.list({
       ...(cwd === undefined ? {} : { cwd }),
       ...(params.cursor === undefined || params.cursor === null ? {} : { cursor: params.cursor }),
+      ...lineage,
       limit: server.settings.sessionListPageSize,
     })
   );
@@ -36,7 +44,53 @@ export async function listSessions(
           : {}),
         ...(summary.title === undefined ? {} : { title: summary.title }),
         updatedAt: summary.updatedAt,
+        ...(summary.parent === undefined
+          ? {}
+          : { _meta: { [META_KEY]: { parent: { ...summary.parent } } } }),
       })),
     ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
   };
+}
+
+/**
+ * The store's lineage filter from the request's `_meta["acp-harness"]`: the sessions without a
+ * parent by default, every session with `children: true`, one session's children with `parent`.
+ *
+ * @throws {RequestError} -32602 naming a field of the wrong type, or both given
+ */
+function lineageFilter(meta: unknown): { readonly parent?: string | null } {
+  const own = meta !== null && typeof meta === "object"
+    ? (meta as Record<string, unknown>)[META_KEY]
+    : undefined;
+  if (own === undefined || own === null) return { parent: null };
+  const field = `_meta["${META_KEY}"]`;
+  if (typeof own !== "object" || Array.isArray(own)) {
+    throw RequestError.invalidParams(undefined, `${field}: must be an object`);
+  }
+  const { children, parent } = own as Record<string, unknown>;
+  if (children !== undefined && typeof children !== "boolean") {
+    throw RequestError.invalidParams(
+      undefined,
+      `${field}.children: must be true or false, got ${JSON.stringify(children)}`,
+    );
+  }
+  if (parent === undefined) return children === true ? {} : { parent: null };
+  if (
+    typeof parent !== "string" || parent.length === 0 || parent.length > PARENT_FIELD_MAX_LENGTH
+  ) {
+    throw RequestError.invalidParams(
+      undefined,
+      `${field}.parent: must be a session id (a string of 1 to ${PARENT_FIELD_MAX_LENGTH} ` +
+        `characters), got ${
+          typeof parent === "string" ? `${parent.length} characters` : JSON.stringify(parent)
+        }`,
+    );
+  }
+  if (children !== undefined) {
+    throw RequestError.invalidParams(
+      undefined,
+      `${field}: give children or parent, not both`,
+    );
+  }
+  return { parent };
 }

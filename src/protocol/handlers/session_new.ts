@@ -3,7 +3,7 @@ import { missingKey } from "../auth_methods.ts";
 import { mcpServersOf } from "../capabilities.ts";
 import type { ConnectionContext } from "../connection_context.ts";
 import { readInstructions } from "../instructions.ts";
-import { answerMeta, sessionMeta } from "../session_meta.ts";
+import { answerMeta, sessionMeta, sessionParent } from "../session_meta.ts";
 import { mappingErrors } from "../request_errors.ts";
 import { workspaceRoots } from "../workspace_roots.ts";
 import { isAbsolutePath } from "../../util/path.ts";
@@ -24,6 +24,7 @@ export async function newSession(
 ): Promise<NewSessionResponse> {
   const mcpServers = mcpServersOf(params.mcpServers);
   const meta = sessionMeta(params._meta, connection.server.settings);
+  const parent = sessionParent(params._meta);
   // A default model whose key is not set would fail every prompt: say so now (-32000), as the
   // peers do, so the client can show what to set.
   const model = connection.server.settings.model;
@@ -48,6 +49,7 @@ export async function newSession(
         ...(instructions ? { instructions } : {}),
         ...(mcpServers.length > 0 ? { mcpServers } : {}),
         ...meta,
+        ...(parent ? { parent } : {}),
       });
     })
   );

@@ -46,8 +46,8 @@
  *
  * Every `list` reads the database (no cache): a title or a session written by another instance
  * shows at once. Pages are keyset pages on the index `(created_at DESC, id)` (and
- * `(cwd, created_at DESC, id)`), so a page costs the same however many sessions there are;
- * cursors are the same as the other stores'.
+ * `(cwd, created_at DESC, id)`, and their like for a lineage filter: see `schema.ts`), so a page
+ * costs the same however many sessions there are; cursors are the same as the other stores'.
  *
  * @module
  */
@@ -56,9 +56,12 @@ import {
   canonicalTime,
   checkHeader,
   creationTime,
+  isSessionParent,
   isValidSessionId,
+  parentOf,
   SHA256_HEX,
 } from "../_common.ts";
+import { deleteTree } from "../session_tree.ts";
 import { isRecord } from "../../util/json.ts";
 import { encodeCursor, listStart } from "../_session_index.ts";
 import { collectFacts } from "../_session_log.ts";
@@ -72,6 +75,7 @@ import {
   type SessionLease,
   SessionLockedError,
   type SessionPage,
+  type SessionParent,
   type SessionStore,
   type SessionSummary,
   type StoreCallOptions,
@@ -160,6 +164,8 @@ interface SessionRow {
   readonly title: string | null;
   readonly createdAt: string;
   readonly updatedAt: string;
+  /** The header's `parent` as JSON text, or `null`. */
+  readonly parent: string | null;
 }
 
 /**
@@ -233,14 +239,16 @@ export class PostgresSessionStore implements SessionStore {
     const updatedAt = events.texts.length > 0 && time > createdAt ? time : createdAt;
     const title = events.title === undefined ? null : pgText(events.title);
     const attachments = [...events.attachments];
+    const parent = parentOf(header);
+    const parentId = parent === undefined ? null : pgText(parent.sessionId);
     try {
       await this.#sql.begin(async (tx) => {
         const rows = await tx`
-          INSERT INTO acp_harness.sessions
-            (id, header, cwd, additional_directories, created_at, updated_at, title, last_seq)
+          INSERT INTO acp_harness.sessions (id, header, cwd, additional_directories, created_at,
+            updated_at, title, last_seq, parent_id)
           VALUES (${header.id}, ${JSON.stringify(header)}::text::json, ${pgText(header.cwd)},
             ${header.additionalDirectories.map(pgText)}::text[], ${createdAt}::timestamptz,
-            ${updatedAt}::timestamptz, ${title}::text, ${events.texts.length})
+            ${updatedAt}::timestamptz, ${title}::text, ${events.texts.length}, ${parentId}::text)
           ON CONFLICT (id) DO NOTHING
           RETURNING id`;
         if (rows.length === 0) throw new SessionExistsError(header.id);
@@ -381,24 +389,32 @@ export class PostgresSessionStore implements SessionStore {
   /**
    * A page of sessions, newest creation first, ties by id, read from the database.
    *
-   * @param options Filter, cursor, page size, abort signal
+   * @param options Filters (cwd, lineage), cursor, page size, abort signal
    * @returns The page
    * @throws {InvalidCursorError} A cursor no store issued
    * @throws {RangeError} A limit that is not a positive integer
    */
   async list(options: ListOptions): Promise<SessionPage> {
     const after = listStart(options);
-    const { limit, cwd, signal } = options;
+    const { limit, cwd, parent, signal } = options;
     const sql = this.#sql;
     let rows: SessionRow[];
     try {
       rows = await sql<SessionRow[]>`
         SELECT id, cwd, additional_directories AS "additionalDirectories", title,
           to_char(created_at AT TIME ZONE 'UTC', ${ISO}) AS "createdAt",
-          to_char(updated_at AT TIME ZONE 'UTC', ${ISO}) AS "updatedAt"
+          to_char(updated_at AT TIME ZONE 'UTC', ${ISO}) AS "updatedAt",
+          CASE WHEN parent_id IS NULL THEN NULL ELSE (header->'parent')::text END AS parent
         FROM acp_harness.sessions
         WHERE true
           ${cwd === undefined ? sql`` : sql`AND cwd = ${pgText(cwd)}`}
+          ${
+        parent === undefined
+          ? sql``
+          : parent === null
+          ? sql`AND parent_id IS NULL`
+          : sql`AND parent_id = ${pgText(parent)}`
+      }
           ${
         after === undefined ? sql`` : sql`AND created_at <= ${after.createdAt}::timestamptz
             AND (created_at < ${after.createdAt}::timestamptz OR id > ${after.id})`
@@ -415,6 +431,7 @@ export class PostgresSessionStore implements SessionStore {
       additionalDirectories: row.additionalDirectories,
       ...(row.title === null ? {} : { title: row.title }),
       updatedAt: canonicalTime(row.updatedAt, row.createdAt),
+      ...parentField(row.parent),
     }));
     const last = page.at(-1);
     return rows.length > limit && last !== undefined
@@ -423,42 +440,55 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   /**
-   * Removes a session under its lease (this store's, or one taken for the time), then releases
-   * the attachments no other session references.
+   * Removes a session and its descendants (see {@link SessionStore.delete}), each under its lease
+   * (this store's, or one taken for the time), then releases the attachments no other session
+   * references.
    *
    * @param id The session; unknown and malformed ids are fine
    * @param options An abort signal, honoured until the removal starts
-   * @throws {SessionLockedError} Another instance holds the session's lease
+   * @throws {SessionLockedError} Another instance holds the lease of the session or a descendant
    */
   async delete(id: string, options?: StoreCallOptions): Promise<void> {
     const signal = options?.signal;
     signal?.throwIfAborted();
     if (!isValidSessionId(id)) return;
-    const lease = this.#leases.get(id) ?? await this.acquire(id, options);
+    let removing = false;
     try {
-      await untilSettled(this.#settled(id), signal);
-      signal?.throwIfAborted();
-      const unreferenced = await this.#sql.begin(async (tx) => {
-        const references = await tx<{ sha256: string }[]>`
-          DELETE FROM acp_harness.session_attachments WHERE session_id = ${id}
-          RETURNING sha256`;
-        await tx`DELETE FROM acp_harness.sessions WHERE id = ${id}`;
-        if (references.length === 0) return [];
-        const shas = references.map((row) => row.sha256);
-        const rows = await tx<{ sha256: string }[]>`
-          SELECT s.sha256 FROM unnest(${shas}::text[]) AS s(sha256)
-          WHERE NOT EXISTS (
-            SELECT 1 FROM acp_harness.session_attachments r WHERE r.sha256 = s.sha256
-          )`;
-        return rows.map((row) => row.sha256);
+      await deleteTree(id, options, {
+        list: (list) => this.list(list),
+        lease: async (session) => this.#leases.get(session) ?? await this.acquire(session, options),
+        remove: async (session) => {
+          // The first removal waits for the session's pending appends while the signal may still
+          // stop it; the ones after it are part of a delete under way.
+          await untilSettled(this.#settled(session), removing ? undefined : signal);
+          if (!removing) signal?.throwIfAborted();
+          removing = true;
+          await this.#remove(session);
+        },
       });
-      this.#writers.delete(id);
-      if (unreferenced.length > 0) await this.#attachments.release(unreferenced);
     } catch (error) {
       throw toStoreError(`delete session "${id}"`, error, signal);
-    } finally {
-      await lease.release();
     }
+  }
+
+  /** Removes one session's rows, then releases the attachments no other session references. */
+  async #remove(id: string): Promise<void> {
+    const unreferenced = await this.#sql.begin(async (tx) => {
+      const references = await tx<{ sha256: string }[]>`
+        DELETE FROM acp_harness.session_attachments WHERE session_id = ${id}
+        RETURNING sha256`;
+      await tx`DELETE FROM acp_harness.sessions WHERE id = ${id}`;
+      if (references.length === 0) return [];
+      const shas = references.map((row) => row.sha256);
+      const rows = await tx<{ sha256: string }[]>`
+        SELECT s.sha256 FROM unnest(${shas}::text[]) AS s(sha256)
+        WHERE NOT EXISTS (
+          SELECT 1 FROM acp_harness.session_attachments r WHERE r.sha256 = s.sha256
+        )`;
+      return rows.map((row) => row.sha256);
+    });
+    this.#writers.delete(id);
+    if (unreferenced.length > 0) await this.#attachments.release(unreferenced);
   }
 
   /**
@@ -713,6 +743,15 @@ function prepareEvents(id: string, events: readonly StoredEvent[]): PreparedEven
   }
   for (const sha of attachments) if (!SHA256_HEX.test(sha)) attachments.delete(sha);
   return { texts, bytes, title, attachments };
+}
+
+/** The `parent` of a list row (the header's, as JSON text) as a summary field. */
+function parentField(json: string | null): { parent?: SessionParent } {
+  if (json === null) return {};
+  const parent: unknown = JSON.parse(json);
+  return isSessionParent(parent)
+    ? { parent: { sessionId: parent.sessionId, toolCallId: parent.toolCallId } }
+    : {};
 }
 
 /**

@@ -8,10 +8,12 @@
  *
  * - `schema_migrations (version, applied_at)`: one row per applied migration; the schema version
  *   is the highest.
- * - `sessions (id, header, cwd, additional_directories, title, created_at, updated_at, last_seq)`:
- *   one row per session. `header` is the header exactly as created (JSON text); `created_at`
- *   (the header's creation time) and `id` are the list order, indexed overall and per `cwd`;
- *   `last_seq` is the sequence number of the session's last event.
+ * - `sessions (id, header, cwd, additional_directories, title, created_at, updated_at, last_seq,
+ *   parent_id)`: one row per session. `header` is the header exactly as created (JSON text);
+ *   `created_at` (the header's creation time) and `id` are the list order, indexed overall and
+ *   per `cwd`, and for the sessions without a parent overall, per `cwd` and (the others) per
+ *   parent; `last_seq` is the sequence number of the session's last event; `parent_id` the
+ *   header's `parent.sessionId` (migration 2).
  * - `events (session_id, seq, time, event)`: `PRIMARY KEY (session_id, seq)`, so a lost or a
  *   doubled event cannot be stored. `event` is `json`, not `jsonb`: the exact text is kept, and a
  *   tool result may hold `\u0000`, which `jsonb` refuses.
@@ -84,6 +86,21 @@ export const MIGRATIONS: readonly Migration[] = [
         expires_at timestamptz NOT NULL
       )`,
       `CREATE INDEX leases_owner ON acp_harness.leases (owner)`,
+    ],
+  },
+  {
+    version: 2,
+    description: "sessions.parent_id: the session that started a session, listed and filtered",
+    statements: [
+      `ALTER TABLE acp_harness.sessions ADD COLUMN parent_id text COLLATE "C"`,
+      `UPDATE acp_harness.sessions SET parent_id = header->'parent'->>'sessionId'
+        WHERE json_typeof(header->'parent'->'sessionId') = 'string'`,
+      `CREATE INDEX sessions_top_list ON acp_harness.sessions (created_at DESC, id)
+        WHERE parent_id IS NULL`,
+      `CREATE INDEX sessions_top_cwd_list ON acp_harness.sessions (cwd, created_at DESC, id)
+        WHERE parent_id IS NULL`,
+      `CREATE INDEX sessions_parent_list ON acp_harness.sessions (parent_id, created_at DESC, id)
+        WHERE parent_id IS NOT NULL`,
     ],
   },
 ];

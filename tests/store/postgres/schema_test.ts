@@ -100,6 +100,42 @@ postgresTest("migrate(): a later migration applies to an older schema, once", as
   assert.ok(column);
 });
 
+postgresTest("migrate(): version 2 gives the sessions stored before it their parent", async () => {
+  await using database = await withTestDatabase();
+  {
+    await using sql = client(database.url);
+    assert.deepEqual(await migrate(sql, MIGRATIONS.slice(0, 1)), { from: 0, to: 1 });
+    const row = (id: string, parent?: unknown) =>
+      sql`INSERT INTO acp_harness.sessions
+        (id, header, cwd, additional_directories, created_at, updated_at)
+        VALUES (${id}, ${
+        JSON.stringify({
+          version: 1,
+          id,
+          cwd: "/w",
+          additionalDirectories: [],
+          createdAt: "2025-01-01T00:00:00.000Z",
+          ...(parent === undefined ? {} : { parent }),
+        })
+      }::text::json, '/w', '{}', '2025-01-01T00:00:00Z', '2025-01-01T00:00:00Z')`;
+    await row("top");
+    await row("kid", { sessionId: "top", toolCallId: "call-1" });
+    await row("odd", { sessionId: 7 });
+    assert.deepEqual(await migrate(sql), { from: 1, to: SCHEMA_VERSION });
+  }
+  const opened = await openPostgresStore({ url: database.url, logger: nullLogger });
+  try {
+    const ids = async (parent: string | null) =>
+      (await opened.store.list({ limit: 10, parent })).sessions.map((s) => [s.id, s.parent]);
+    assert.deepEqual(await ids(null), [["odd", undefined], ["top", undefined]]);
+    assert.deepEqual(await ids("top"), [["kid", { sessionId: "top", toolCallId: "call-1" }]]);
+    await opened.store.delete("top");
+    assert.equal(await opened.store.exists("kid"), false);
+  } finally {
+    await opened.close();
+  }
+});
+
 postgresTest(
   "openPostgresStore(): an unreachable server rejects without the password",
   async () => {
