@@ -191,6 +191,9 @@ export class PromptTurn {
     // The turn's store commits are its children in a trace.
     this.#options.outbox.traceParent = state.telemetry.carrier?.();
     this.#logStart(content, pinned);
+    // Open from the turn's start: a message steered in while the prompt is admitted (an MCP
+    // prompt expanded, images stored) joins at the loop's first step.
+    const inbox = this.#inbox = new SteeringInbox(this.#options.outbox);
     try {
       const { info, provider } = this.#options.services.catalog.resolve(pinned.model);
       let message = content;
@@ -212,7 +215,6 @@ export class PromptTurn {
         turn.abort(new DOMException("the turn's time limit passed", "TimeoutError"));
       }, remaining);
       let reason: StopReason;
-      const inbox = this.#inbox = new SteeringInbox(this.#options.outbox);
       try {
         reason = await runTurn({
           ...this.#turnOptions(info, provider, turn, state),
@@ -226,8 +228,6 @@ export class PromptTurn {
         clearTimeout(timer);
         controller.signal.removeEventListener("abort", cancel);
         this.#lastBudget = budget.report();
-        this.#inbox = undefined;
-        this.#leftover = inbox.close();
       }
       const stop = budget.stopped;
       const timedOut = reason === "cancelled" && !controller.signal.aborted && !state.admission &&
@@ -244,6 +244,8 @@ export class PromptTurn {
       state.failure = error;
       throw error;
     } finally {
+      this.#inbox = undefined;
+      this.#leftover = inbox.close();
       let answered = false;
       try {
         await this.#finish(state);
