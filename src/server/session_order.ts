@@ -11,6 +11,8 @@ const SESSION_REQUESTS: ReadonlySet<string> = new Set([
   "session/close",
   "session/delete",
   "_session/steering",
+  // A fork copies what its source's earlier requests recorded.
+  "session/fork",
 ]);
 
 type Id = string | number;

@@ -73,7 +73,9 @@ export class PromptSlot {
 
   /** Whether a turn holds the slot (or is about to: queued turns are waiting for their start). */
   get busy(): boolean {
-    return this.#turn !== undefined || this.#queue.length > 0;
+    // Between a settled turn and its successor's start (`#next` set), the slot is still taken:
+    // a prompt then queues even if the successor was dropped meanwhile.
+    return this.#turn !== undefined || this.#queue.length > 0 || this.#next !== undefined;
   }
 
   /** How many turns are waiting for the slot. */

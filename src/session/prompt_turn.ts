@@ -164,6 +164,8 @@ export class PromptTurn {
    * @param controller The turn's controller (aborted on cancel; aborted here when the admission
    *   record fails)
    * @param pinned The selection the prompt runs with
+   * @param trace The request's W3C trace context
+   * @param plain Take the message as text even when it names a command (steered leftovers)
    * @returns Why the turn ended, once every update of the turn is queued
    * @throws When the admission cannot be recorded or the model request fails for good
    */
@@ -172,6 +174,7 @@ export class PromptTurn {
     controller: AbortController,
     pinned: Selection,
     trace?: TraceCarrier,
+    plain = false,
   ): Promise<StopReason> {
     const telemetry = this.#options.services.telemetry ?? NOOP_TELEMETRY;
     const state: TurnState = {
@@ -197,7 +200,7 @@ export class PromptTurn {
     try {
       const { info, provider } = this.#options.services.catalog.resolve(pinned.model);
       let message = content;
-      const invoked = this.#invoked(content);
+      const invoked = plain ? undefined : this.#invoked(content);
       if (invoked) {
         message = await invoked.commands.expand(invoked.name, invoked.input, controller.signal);
         if (controller.signal.aborted) return state.stopReason = this.#cancelled(state);

@@ -418,13 +418,14 @@ export class Session {
     signal: AbortSignal,
     trace?: TraceCarrier,
     onStart?: () => void,
-    front = false,
+    leftover = false,
   ): Promise<PromptOutcome> {
     // Pinned now, when the prompt is admitted (a queued one too): a change sent after it applies
     // from the next prompt on. A slash command queued ahead of it that changes the selection
     // changes its pin too (see `#queuedPins`).
     const pin: QueuedPin = { pinned: this.#selection.current };
-    const builtin = invokedCommand(content, BUILTIN_COMMANDS);
+    // Steered messages a turn left over run as plain text, as they would have joined it.
+    const builtin = leftover ? undefined : invokedCommand(content, BUILTIN_COMMANDS);
     let run: (controller: AbortController) => Promise<StopReason>;
     if (builtin) {
       const first = content[0];
@@ -444,7 +445,7 @@ export class Session {
         return reason;
       };
     } else {
-      run = (controller) => this.#turns.run(content, controller, pin.pinned, trace);
+      run = (controller) => this.#turns.run(content, controller, pin.pinned, trace, leftover);
     }
     const meter = this.#turns.usage;
     const created = this.#created;
@@ -471,14 +472,18 @@ export class Session {
         ...(budget && budget !== before ? { budget } : {}),
       };
     };
-    const queued = this.#slot.busy;
-    // A queued prompt cancelled before it starts leaves nothing in the log.
-    const outcome = this.#slot.take(signal, metered, () => {
+    // Held from now: a prompt dropped at once (its request already cancelled) removes it again.
+    if (this.#slot.busy) this.#queuedPins.add(pin);
+    try {
+      // A queued prompt cancelled before it starts leaves nothing in the log.
+      return this.#slot.take(signal, metered, () => {
+        this.#queuedPins.delete(pin);
+        return { stopReason: "cancelled" } as const;
+      }, leftover);
+    } catch (error) {
       this.#queuedPins.delete(pin);
-      return { stopReason: "cancelled" } as const;
-    }, front);
-    if (queued) this.#queuedPins.add(pin);
-    return outcome;
+      throw error;
+    }
   }
 
   /**
@@ -494,6 +499,15 @@ export class Session {
         sessionId: this.id,
         messages: left.length,
       });
+      if (this.#options.notices?.notices && !this.#lifecycle.ending) {
+        this.#outbox.send({
+          sessionUpdate: "notice",
+          severity: "info",
+          title: "Steered messages dropped: the turn was cancelled before its model took them",
+          description:
+            `${left.length} message(s) not sent to the model; send them again as a prompt.`,
+        });
+      }
       return;
     }
     const content = left.flatMap((message) => message.content);

@@ -8,6 +8,10 @@ import type { TurnSteering } from "../agent/run_turn.ts";
 import type { LlmContentPart, LlmMessage } from "../llm/provider.ts";
 import type { StoredContentPart } from "../store/session_store.ts";
 import type { SessionOutput } from "./outbox.ts";
+import { SessionStateError } from "./session_state.ts";
+
+/** Most messages waiting for a turn's next step; past it a steer is refused. */
+export const STEERING_LIMIT = 16;
 
 /** A message sent into a running turn. */
 export interface SteeredMessage {
@@ -57,14 +61,25 @@ export class SteeringInbox implements TurnSteering {
     return this.#waiting.length > 0;
   }
 
+  /** Whether {@link STEERING_LIMIT} messages wait already (a {@link push} would be refused). */
+  get full(): boolean {
+    return this.#waiting.length >= STEERING_LIMIT;
+  }
+
   /**
    * Adds a message for the turn's next step.
    *
    * @param message The message
    * @returns `false` once the turn's loop is over (the message was not taken)
+   * @throws {SessionStateError} When {@link STEERING_LIMIT} messages wait already
    */
   push(message: SteeredMessage): boolean {
     if (!this.#open) return false;
+    if (this.full) {
+      throw new SessionStateError(
+        `${STEERING_LIMIT} steered messages already wait for the turn's next step (the limit)`,
+      );
+    }
     this.#waiting.push(message);
     return true;
   }

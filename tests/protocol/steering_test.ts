@@ -184,3 +184,41 @@ Deno.test("_session/steering names a bad field, an unknown session, and a full q
   assert.deepEqual(server.client.problems, []);
   await server.disconnect();
 });
+
+Deno.test("a steered slash command left over runs as plain text, not as the command", async () => {
+  const { server, sessionId, dirs, asked, open } = await start(
+    [write("w1"), { text: "took it as text" }],
+    { config: { maxSteps: 1 } },
+  );
+  await using _dirs = dirs;
+  const turn = server.client.prompt(sessionId, "go");
+  await server.client.waitUntil(() => asked.length === 1);
+  assert.equal((await steer(server, sessionId, "/clear")).outcome, "injected");
+  open();
+  assert.equal(await turn, "max_turn_requests");
+  await server.client.waitUntil(() => story(server, sessionId).includes("agent:took it as text"));
+  assert.deepEqual(server.client.problems, []);
+  await server.disconnect();
+});
+
+Deno.test("at most 16 steered messages wait for a turn's next step", async () => {
+  const { server, sessionId, dirs, asked, open } = await start([write("w1"), { text: "done" }]);
+  await using _dirs = dirs;
+  const turn = server.client.prompt(sessionId, "go");
+  await server.client.waitUntil(() => asked.length === 1);
+  for (let n = 0; n < 16; n++) {
+    assert.equal((await steer(server, sessionId, `m${n}`)).outcome, "injected");
+  }
+  await assert.rejects(steer(server, sessionId, "one too many"), (error: unknown) => {
+    assert.ok(error instanceof RpcError);
+    assert.equal(error.code, -32602);
+    assert.match(error.message, /16 steered messages already wait for the turn's next step/);
+    return true;
+  });
+  open();
+  assert.equal(await turn, "end_turn");
+  const users = story(server, sessionId).filter((line) => line.startsWith("user:"));
+  assert.equal(users.length, 16);
+  assert.deepEqual(server.client.problems, []);
+  await server.disconnect();
+});

@@ -228,3 +228,35 @@ Deno.test("PromptSlot: a cancel between a turn's end and the next one's start le
   assert.equal(lifecycle.state, "open");
   assert.equal(slot.busy, false);
 });
+
+Deno.test("PromptSlot: a queued turn dropped between two turns leaves the slot taken until the gap ends", async () => {
+  // A regression: the successor's start timer was left set while `busy` said false, so a prompt
+  // that came then started at once and the timer started another beside it.
+  const lifecycle = new SessionLifecycle("s1");
+  const slot = new PromptSlot("s1", lifecycle, { queue: 8 });
+  let running = 0;
+  let most = 0;
+  const turn = (name: string) => async () => {
+    running++;
+    most = Math.max(most, running);
+    await Promise.resolve();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    running--;
+    return name;
+  };
+  const signal = new AbortController().signal;
+  const first = slot.take(signal, turn("a"), () => "dropped");
+  const queued = new AbortController();
+  const second = slot.take(queued.signal, turn("b"), () => "dropped");
+  assert.equal(await first, "a");
+  // The gap: b's start is a macrotask away; b is cancelled now.
+  queued.abort();
+  assert.equal(await second, "dropped");
+  assert.equal(slot.busy, true, "the slot stays taken until the gap ends");
+  const third = slot.take(signal, turn("c"), () => "dropped");
+  const fourth = slot.take(signal, turn("d"), () => "dropped");
+  assert.deepEqual([await third, await fourth], ["c", "d"]);
+  assert.equal(most, 1, "never two turns at once");
+  assert.equal(lifecycle.state, "open");
+  assert.equal(slot.busy, false);
+});
