@@ -4,6 +4,7 @@ import { McpStartError } from "../mcp/mcp_errors.ts";
 import { ConfigValueError, SessionStateError } from "../session/session.ts";
 import { SessionNotFoundError } from "../util/session_not_found_error.ts";
 import { InvalidCursorError, SessionLockedError } from "../store/session_store.ts";
+import { InvalidSessionIdError } from "../store/store_errors.ts";
 import { PromptContentError } from "./prompt_content.ts";
 
 /**
@@ -28,6 +29,8 @@ export function toRequestError(error: unknown): unknown {
   if (error instanceof RequestError) return error;
   if (error instanceof SessionNotFoundError) return RequestError.sessionNotFound(error.sessionId);
   if (error instanceof InvalidCursorError) return invalid(`cursor: ${error.message}`);
+  // An id no store can keep, wherever it got through: the client's mistake, never an internal one.
+  if (error instanceof InvalidSessionIdError) return invalid(`sessionId: ${error.message}`);
   if (error instanceof SessionLockedError) return invalid(error.message);
   if (
     error instanceof SessionStateError || error instanceof PromptContentError ||

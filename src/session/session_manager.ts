@@ -498,9 +498,12 @@ export class SessionManager {
    */
   async delete(id: string): Promise<void> {
     const { store, openSessions } = this.#options.services;
-    const ids = [id, ...await descendantIds(store, id)];
     const here = (session: string): boolean =>
       this.#sessions.has(session) || this.#loading.has(session);
+    // Nothing to do for an id that is neither open here nor stored (a malformed one included: a
+    // lease could not even be asked for it).
+    if (!here(id) && !await store.exists(id)) return;
+    const ids = [id, ...await descendantIds(store, id)];
     const elsewhere = ids.find((session) => !here(session) && openSessions?.has(session));
     if (elsewhere !== undefined) throw openElsewhere(id, elsewhere);
     // The leases of the sessions not open here first: one another process holds stops the delete

@@ -20,6 +20,8 @@ const METHODS = [
   "session/list",
   "session/close",
   "session/delete",
+  "session/fork",
+  "_session/steering",
   "session/set_mode",
   "session/set_config_option",
   "session/cancel",

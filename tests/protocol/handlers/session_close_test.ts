@@ -142,3 +142,18 @@ Deno.test("session/delete: a descendant open in another process stops it; nothin
     await second.disconnect();
   }
 });
+
+Deno.test("session/delete of a malformed or unknown id answers {} on every store (no internal error)", async () => {
+  // A regression the torture frames scenario found: the cascade asked the store for the lease of
+  // an id no store can keep, and the store's refusal came back as -32603.
+  await using dir = await tempDir("acp-harness-delete-ids-");
+  for (const dataDir of [undefined, dir.path]) {
+    const server = startServer(dataDir ? { dataDir } : {});
+    await server.client.initialize();
+    for (const sessionId of ["/", "x".repeat(300), "../etc", crypto.randomUUID()]) {
+      assert.deepEqual(await server.client.request("session/delete", { sessionId }), {});
+    }
+    assert.deepEqual(server.client.problems, []);
+    await server.disconnect();
+  }
+});
