@@ -6,16 +6,9 @@ import { SessionNotFoundError } from "../util/session_not_found_error.ts";
 import { InvalidCursorError, SessionLockedError } from "../store/session_store.ts";
 import { InvalidSessionIdError } from "../store/store_errors.ts";
 import { PromptContentError } from "./prompt_content.ts";
+import { invalid } from "./invalid_params.ts";
 
-/**
- * An "invalid params" error (-32602) whose message names the field.
- *
- * @param message `<field>: <problem>`
- * @returns The error to throw
- */
-export function invalid(message: string): RequestError {
-  return RequestError.invalidParams(undefined, message);
-}
+export { invalid };
 
 /**
  * Maps an error of the layers below to the JSON-RPC error the client sees: a bad request is

@@ -148,18 +148,41 @@ export function sessionParent(meta: unknown): SessionParent | undefined {
     );
   }
   const given = parent as Record<string, unknown>;
-  for (const key of ["sessionId", "toolCallId"]) {
-    const value = given[key];
-    if (typeof value !== "string" || value.length === 0 || value.length > PARENT_FIELD_MAX_LENGTH) {
-      throw RequestError.invalidParams(
-        undefined,
-        `${field}.${key}: must be a string of 1 to ${PARENT_FIELD_MAX_LENGTH} characters, got ${
-          typeof value === "string" ? `${value.length} characters` : JSON.stringify(value) ?? "none"
-        }`,
-      );
-    }
+  return {
+    sessionId: lineageId(given.sessionId, `${field}.sessionId`),
+    toolCallId: lineageId(given.toolCallId, `${field}.toolCallId`),
+  };
+}
+
+/**
+ * Checks an id of the lineage keys (a parent's session id, its tool call id): a string of 1 to
+ * `PARENT_FIELD_MAX_LENGTH` characters.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { lineageId } from "./session_meta.ts";
+ * assert.equal(lineageId("s-1", "parent", "session id"), "s-1");
+ * assert.throws(() => lineageId("", "parent", "session id"), /parent: must be a session id/);
+ * ```
+ *
+ * @param value The value given
+ * @param field Its name, for the error
+ * @param kind What it names, for the error (`session id`); none: a plain string
+ * @returns The id
+ * @throws {RequestError} -32602 naming the field
+ */
+export function lineageId(value: unknown, field: string, kind?: string): string {
+  if (typeof value === "string" && value.length > 0 && value.length <= PARENT_FIELD_MAX_LENGTH) {
+    return value;
   }
-  return { sessionId: given.sessionId as string, toolCallId: given.toolCallId as string };
+  const shape = `a string of 1 to ${PARENT_FIELD_MAX_LENGTH} characters`;
+  throw RequestError.invalidParams(
+    undefined,
+    `${field}: must be ${kind ? `a ${kind} (${shape})` : shape}, got ${
+      typeof value === "string" ? `${value.length} characters` : JSON.stringify(value) ?? "none"
+    }`,
+  );
 }
 
 /**

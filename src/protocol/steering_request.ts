@@ -4,12 +4,8 @@
  *
  * @module
  */
-import { type ContentBlock, RequestError } from "@agentclientprotocol/sdk";
-
-/** -32602 naming the field (`./request_errors.ts` has the same, but loads the session layer). */
-function invalid(message: string): RequestError {
-  return RequestError.invalidParams(undefined, message);
-}
+import type { ContentBlock } from "@agentclientprotocol/sdk";
+import { invalid } from "./invalid_params.ts";
 
 /** The steering extension's method, as claude-agent-acp, codex-acp and goose name it. */
 export const SESSION_STEERING_METHOD = "_session/steering";

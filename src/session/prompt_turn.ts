@@ -120,7 +120,7 @@ interface TurnState {
 export class PromptTurn {
   readonly #options: PromptTurnOptions;
   #lastBudget: BudgetReport | undefined;
-  /** The running turn's steered messages, while its agent loop runs. */
+  /** The running turn's steered messages, from the turn's start until its loop ends. */
   #inbox: SteeringInbox | undefined;
   /** What the last turn's loop did not take of its steered messages. */
   #leftover: SteeredMessage[] = [];

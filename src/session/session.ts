@@ -523,11 +523,17 @@ export class Session {
     const before = this.#selection.current;
     this.setConfigOption(configId, value);
     const after = this.#selection.current;
-    const changed: Partial<Record<keyof Selection, unknown>> = {};
-    for (const key of Object.keys(after) as (keyof Selection)[]) {
-      if (after[key] !== before[key]) changed[key] = after[key];
+    // Every field the command changed, one it cleared too (a model without efforts drops `effort`).
+    const keys = new Set([...Object.keys(before), ...Object.keys(after)]) as Set<keyof Selection>;
+    const changed = [...keys].filter((key) => after[key] !== before[key]);
+    for (const pin of this.#queuedPins) {
+      const next: Record<string, unknown> = { ...pin.pinned };
+      for (const key of changed) {
+        if (after[key] === undefined) delete next[key];
+        else next[key] = after[key];
+      }
+      pin.pinned = next as unknown as Selection;
     }
-    for (const pin of this.#queuedPins) pin.pinned = { ...pin.pinned, ...changed } as Selection;
   }
 
   /**

@@ -31,7 +31,7 @@ export interface ForkCopy {
  * is left out whole, so the fork starts after the last finished turn; what came before it
  * (messages, tool calls and results, plans, compactions, selection, usage, budgets, title,
  * grants) is copied. The source is only read: its lease is not taken, so it may be open and
- * running, here or in another process. A torn last line is ignored, as `load` does.
+ * running, on this server or another one. A torn last line is ignored, as `load` does.
  *
  * @example Forking a session whose second turn is still running
  * ```ts

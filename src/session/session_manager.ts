@@ -502,7 +502,7 @@ export class SessionManager {
       this.#sessions.has(session) || this.#loading.has(session);
     // Nothing to do for an id that is neither open here nor stored (a malformed one included: a
     // lease could not even be asked for it).
-    if (!here(id) && !await store.exists(id)) return;
+    if (!here(id) && !openSessions?.has(id) && !await store.exists(id)) return;
     const ids = [id, ...await descendantIds(store, id)];
     const elsewhere = ids.find((session) => !here(session) && openSessions?.has(session));
     if (elsewhere !== undefined) throw openElsewhere(id, elsewhere);

@@ -92,7 +92,7 @@ function contextOf(carrier: TraceCarrier | undefined): Context {
   return PROPAGATOR.extract(ROOT_CONTEXT, carrier, CARRIER_GETTER);
 }
 
-/** The trace context of `context`, for another process. */
+/** The trace context of `context`, to hand to another agent or server. */
 function carrierOf(context: Context): TraceCarrier {
   const carrier: Record<string, string> = {};
   PROPAGATOR.inject(context, carrier, CARRIER_SETTER);

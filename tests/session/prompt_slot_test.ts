@@ -240,7 +240,6 @@ Deno.test("PromptSlot: a queued turn dropped between two turns leaves the slot t
     running++;
     most = Math.max(most, running);
     await Promise.resolve();
-    await new Promise((resolve) => setTimeout(resolve, 0));
     running--;
     return name;
   };
@@ -255,6 +254,7 @@ Deno.test("PromptSlot: a queued turn dropped between two turns leaves the slot t
   assert.equal(slot.busy, true, "the slot stays taken until the gap ends");
   const third = slot.take(signal, turn("c"), () => "dropped");
   const fourth = slot.take(signal, turn("d"), () => "dropped");
+  assert.equal(slot.queued, 2, "both wait for the gap's end: neither started beside the timer");
   assert.deepEqual([await third, await fourth], ["c", "d"]);
   assert.equal(most, 1, "never two turns at once");
   assert.equal(lifecycle.state, "open");

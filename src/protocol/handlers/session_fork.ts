@@ -1,5 +1,4 @@
 import type { SessionConfigOption, SessionModeState } from "@agentclientprotocol/sdk";
-import { RequestError } from "@agentclientprotocol/sdk";
 import { mcpServersOf } from "../capabilities.ts";
 import type { ConnectionContext } from "../connection_context.ts";
 import { readInstructions } from "../instructions.ts";
@@ -51,9 +50,6 @@ export async function forkSession(
   const meta = sessionMeta(request._meta, connection.server.settings);
   checkPath(request.cwd, "cwd");
   const { sessions, logger, server } = connection;
-  if (!(await sessions.exists(request.sessionId))) {
-    throw RequestError.sessionNotFound(request.sessionId);
-  }
   const roots = await workspaceRoots(server.pathChecks, request, server.allowedRoots);
   const session = await connection.openingSession(() =>
     mappingErrors(async () => {

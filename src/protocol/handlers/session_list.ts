@@ -1,6 +1,6 @@
 import type { ListSessionsRequest, ListSessionsResponse } from "@agentclientprotocol/sdk";
 import { RequestError } from "@agentclientprotocol/sdk";
-import { PARENT_FIELD_MAX_LENGTH } from "../../store/session_store.ts";
+import { lineageId } from "../session_meta.ts";
 import { META_KEY } from "../../util/meta_key.ts";
 import type { ConnectionContext } from "../connection_context.ts";
 import { mappingErrors } from "../request_errors.ts";
@@ -75,22 +75,12 @@ function lineageFilter(meta: unknown): { readonly parent?: string | null } {
     );
   }
   if (parent === undefined) return children === true ? {} : { parent: null };
-  if (
-    typeof parent !== "string" || parent.length === 0 || parent.length > PARENT_FIELD_MAX_LENGTH
-  ) {
-    throw RequestError.invalidParams(
-      undefined,
-      `${field}.parent: must be a session id (a string of 1 to ${PARENT_FIELD_MAX_LENGTH} ` +
-        `characters), got ${
-          typeof parent === "string" ? `${parent.length} characters` : JSON.stringify(parent)
-        }`,
-    );
-  }
+  lineageId(parent, `${field}.parent`, "session id");
   if (children !== undefined) {
     throw RequestError.invalidParams(
       undefined,
       `${field}: give children or parent, not both`,
     );
   }
-  return { parent };
+  return { parent: parent as string };
 }
