@@ -161,6 +161,7 @@ const RANKS: Readonly<Record<string, number>> = {
   tools: 30,
   store: 30,
   config: 25,
+  git: 22,
   llm: 20,
   permission: 20,
   transport: 15,
