@@ -629,6 +629,7 @@ async function composeServer(
     ...(toolsFor ? { toolsFor } : {}),
     ...(allowedRoots ? { allowedRoots } : {}),
     sandbox,
+    dataDir,
     ...(platform.defer ? { defer: platform.defer } : {}),
     ...(idle ? { idleTask: idle } : {}),
     // On stdio the one client names every path: checking them synchronously holds up no one else.

@@ -95,6 +95,13 @@ export interface AgentServerOptions {
    */
   readonly allowedRoots?: readonly string[];
   /**
+   * The server's data directory: sessions' git worktrees go under `worktrees/` and their
+   * checkpoints under `checkpoints/` (the CLI passes `--data-dir`).
+   *
+   * @default {none: no session gets a worktree or checkpoints}
+   */
+  readonly dataDir?: string;
+  /**
    * Runs a task once the work of the current event-loop task is done (the runtime's
    * `setImmediate`). Given, each session hands its records and updates over together once per
    * task: one append for a turn that never waits (an offline model), one per network read of a
@@ -239,6 +246,7 @@ function serverParts(options: AgentServerOptions): ServerParts {
     retry: options.retry,
     openSessions: new Set(),
     allowedRoots: options.allowedRoots,
+    dataDir: options.dataDir,
     defer: options.defer,
     idleTask: once(options.idleTask),
     pathChecks: options.blockingPathChecks ? blockingPathChecks(options.host) : options.host,

@@ -135,6 +135,7 @@ function sessionServices(server: ServerParts): SessionServices {
       openSessions: server.openSessions,
       defer: server.defer,
       telemetry: server.telemetry,
+      dataDir: server.dataDir,
     };
     services.set(server, built);
   }

@@ -93,4 +93,9 @@ export interface SessionServices extends TurnServices {
    * and MCP server starts are counted. Absent: nothing is (`NOOP_TELEMETRY`).
    */
   readonly telemetry?: Telemetry | undefined;
+  /**
+   * The server's data directory, where sessions' worktrees (`worktrees/<id>`) and checkpoints
+   * (`checkpoints/<id>`) are kept. Absent: sessions get neither.
+   */
+  readonly dataDir?: string | undefined;
 }
