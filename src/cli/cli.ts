@@ -14,6 +14,7 @@ import {
   readDelegationDepth,
 } from "../delegation/delegation_depth.ts";
 import type { Host } from "../host/host.ts";
+import type { SessionStore } from "../store/session_store.ts";
 import { ModelCatalog } from "../llm/catalog.ts";
 import { builtinProviders, type ProviderSpec } from "../llm/presets.ts";
 import { parseScript, type Script } from "../llm/scripted.ts";
@@ -610,6 +611,7 @@ async function composeServer(
       (error) =>
         logger.warn("cannot reap processes left by earlier servers", { error: String(error) }),
     );
+  void reapWorktrees(platform.host, dataDir, opened.store, logger, reapAfter);
   if (sandbox.warning !== undefined) logger.warn(sandbox.warning);
   logger.info("command sandbox", {
     level: sandbox.level,
@@ -999,6 +1001,42 @@ async function shutDown(
     await Promise.race([stream.drained(), abortableDelay(SHUTDOWN_GRACE_MS, grace.signal)]);
   } finally {
     grace.abort();
+  }
+}
+
+/**
+ * Removes the session worktrees a server that died left (those of sessions it never recorded)
+ * and reports the directories under `worktrees/` nobody knows, once `after` settles. Records
+ * written since this server started are left alone: they may be sessions being made.
+ */
+async function reapWorktrees(
+  host: Host,
+  dataDir: string,
+  store: SessionStore,
+  logger: Logger,
+  after: Promise<void> | undefined,
+): Promise<void> {
+  const before = host.now();
+  await after;
+  try {
+    const worktrees = await import("../git/worktree.ts");
+    const { removed, unknown } = await worktrees.reapWorktrees(
+      { processes: host, files: host },
+      { dataDir, before, exists: (id) => store.exists(id) },
+    );
+    if (removed.length > 0) {
+      logger.info("removed worktrees of sessions a server that died never recorded", {
+        count: removed.length,
+        worktrees: removed.map((info) => info.path),
+      });
+    }
+    if (unknown.length > 0) {
+      logger.warn("directories under worktrees/ that belong to no session were left alone", {
+        directories: unknown,
+      });
+    }
+  } catch (error) {
+    logger.warn("cannot reap the worktrees left by earlier servers", { error: String(error) });
   }
 }
 

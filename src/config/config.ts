@@ -12,6 +12,7 @@ import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "../log/l
 import { PERMISSION_MODES, type PermissionMode } from "../permission/mode.ts";
 import type { PermissionRule } from "../permission/rule_syntax.ts";
 import { SANDBOX_LEVELS, type SandboxLevel } from "../sandbox/sandbox.ts";
+import { WORKTREE_FROM, type WorktreeFrom } from "../git/worktree_from.ts";
 import { nearestWord } from "../util/nearest_word.ts";
 import {
   type AgentConfig,
@@ -109,6 +110,13 @@ export interface Config {
   readonly mcpStrict: boolean;
   /** Seconds one MCP tool call may take. @default {300} */
   readonly mcpCallTimeout: number;
+  /**
+   * Whether a session in a git repository works in a worktree of its own (`--worktrees`).
+   * @default {false}
+   */
+  readonly worktrees: boolean;
+  /** What a new worktree holds: the checkout's `HEAD`, or its working tree. @default {"head"} */
+  readonly worktreeFrom: WorktreeFrom;
   /** Largest inbound JSON-RPC message in bytes. @default {33554432} */
   readonly maxMessageBytes: number;
   /**
@@ -375,6 +383,27 @@ export const SETTINGS: SettingsTable = {
     default: 30,
     help: "Seconds an MCP server has to start and list its tools",
     type: POSITIVE_INTEGER,
+  },
+  worktrees: {
+    flag: "--worktrees",
+    placeholder: "<bool>",
+    bare: true,
+    env: "ACP_HARNESS_WORKTREES",
+    fileKey: "worktrees",
+    default: false,
+    help: "Give each session in a git repository its own worktree and branch (under --data-dir)",
+    note: 'a session asks for or refuses one with _meta["acp-harness"].worktree',
+    type: BOOLEAN,
+  },
+  worktreeFrom: {
+    flag: "--worktree-from",
+    placeholder: "<from>",
+    env: "ACP_HARNESS_WORKTREE_FROM",
+    fileKey: "worktreeFrom",
+    default: "head",
+    help:
+      "What a new worktree holds: head (the last commit) or working-tree (with uncommitted changes)",
+    type: oneOf(WORKTREE_FROM),
   },
   mcpStrict: {
     flag: "--mcp-strict",

@@ -1,6 +1,7 @@
 import { RequestError } from "@agentclientprotocol/sdk";
 import { TurnError } from "../agent/run_turn.ts";
 import { McpStartError } from "../mcp/mcp_errors.ts";
+import { GitError } from "../git/git_command.ts";
 import { ConfigValueError, SessionStateError } from "../session/session.ts";
 import { SessionNotFoundError } from "../util/session_not_found_error.ts";
 import { InvalidCursorError, SessionLockedError } from "../store/session_store.ts";
@@ -31,6 +32,8 @@ export function toRequestError(error: unknown): unknown {
   ) {
     return invalid(error.message);
   }
+  // Git could not make or open a session's worktree: the server's failure, said in git's words.
+  if (error instanceof GitError) return RequestError.internalError(undefined, error.message);
   if (error instanceof McpStartError) {
     return RequestError.internalError({ mcpServer: error.server }, error.message);
   }

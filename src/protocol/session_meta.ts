@@ -8,6 +8,8 @@
 import { RequestError } from "@agentclientprotocol/sdk";
 import type { BudgetLimits } from "../agent/turn_budget.ts";
 import { META_KEY } from "../util/meta_key.ts";
+import { WORKTREE_FROM, type WorktreeFrom } from "../git/worktree_from.ts";
+import type { WorktreeInfo } from "../git/worktree.ts";
 import { PARENT_FIELD_MAX_LENGTH, type SessionParent } from "../store/session_store.ts";
 
 export { META_KEY };
@@ -21,6 +23,11 @@ export interface SessionMetaRequest {
    * `turnTimeout` in seconds, `maxSessionTokens`, `maxSessionCost` in USD); times here in ms.
    */
   readonly budgets?: BudgetLimits;
+  /**
+   * `worktree` (`session/new` and `session/fork`): `false` refuses one; `true` or `{from}` asks
+   * for one, the request failing when none can be made.
+   */
+  readonly worktree?: boolean | { readonly from: WorktreeFrom };
 }
 
 /** The `budgets` keys a client may send, the settings they lower and how their values read. */
@@ -54,7 +61,7 @@ export function sessionMeta(meta: unknown, server?: BudgetLimits): SessionMetaRe
   if (typeof own !== "object" || Array.isArray(own)) {
     throw RequestError.invalidParams(undefined, `_meta.${META_KEY}: must be an object`);
   }
-  const { mcpStrict, budgets } = own as Record<string, unknown>;
+  const { mcpStrict, budgets, worktree } = own as Record<string, unknown>;
   if (mcpStrict !== undefined && typeof mcpStrict !== "boolean") {
     throw RequestError.invalidParams(
       undefined,
@@ -64,7 +71,28 @@ export function sessionMeta(meta: unknown, server?: BudgetLimits): SessionMetaRe
   return {
     ...(mcpStrict === undefined ? {} : { mcpStrict: mcpStrict as boolean }),
     ...(budgets === undefined ? {} : { budgets: budgetsOf(budgets, server) }),
+    ...(worktree === undefined ? {} : { worktree: worktreeOf(worktree) }),
   };
+}
+
+/** Reads a client's `worktree`: `true`, `false` or `{from: "head" | "working-tree"}`. */
+function worktreeOf(value: unknown): boolean | { readonly from: WorktreeFrom } {
+  if (typeof value === "boolean") return value;
+  const from = value !== null && typeof value === "object" && !Array.isArray(value)
+    ? (value as Record<string, unknown>).from
+    : undefined;
+  if (
+    typeof from === "string" && (WORKTREE_FROM as readonly string[]).includes(from) &&
+    Object.keys(value as object).length === 1
+  ) {
+    return { from: from as WorktreeFrom };
+  }
+  throw RequestError.invalidParams(
+    undefined,
+    `_meta.${META_KEY}.worktree: must be true, false or {"from": ${
+      WORKTREE_FROM.map((word) => JSON.stringify(word)).join(" | ")
+    }}, got ${JSON.stringify(value)}`,
+  );
 }
 
 /**
@@ -185,17 +213,38 @@ export function lineageId(value: unknown, field: string, kind?: string): string 
   );
 }
 
+/** What a session answer's `_meta` tells: see {@link answerMeta}. */
+export interface AnswerFacts {
+  /** The MCP servers that did not start (the session opened without them), as messages. */
+  readonly mcpFailures: readonly string[];
+  /** The session's git worktree. */
+  readonly worktree?: WorktreeInfo | undefined;
+  /** Why the session has no worktree though the server gives sessions one. */
+  readonly worktreeUnavailable?: string | undefined;
+}
+
 /**
- * The `_meta` of a session answer: the MCP servers that did not start (the session opened
- * without them), when any did not.
+ * The `_meta` of a session answer: the MCP servers that did not start (`mcpServersNotStarted`),
+ * the session's worktree (`worktree: {path, branch, base, repository, cwd}`) or why it has none
+ * (`worktreeUnavailable`), when there is anything to tell.
  *
- * @param mcpFailures Their messages
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { answerMeta } from "./session_meta.ts";
+ * assert.deepEqual(answerMeta({ mcpFailures: [] }), {});
+ * assert.deepEqual(answerMeta({ mcpFailures: [], worktreeUnavailable: "the repository is bare" }), {
+ *   _meta: { "acp-harness": { worktreeUnavailable: "the repository is bare" } },
+ * });
+ * ```
+ *
+ * @param facts What the session has to tell
  * @returns `{ _meta }` to spread into the answer, or nothing
  */
-export function answerMeta(
-  mcpFailures: readonly string[],
-): { _meta?: Record<string, unknown> } {
-  return mcpFailures.length === 0
-    ? {}
-    : { _meta: { [META_KEY]: { mcpServersNotStarted: [...mcpFailures] } } };
+export function answerMeta(facts: AnswerFacts): { _meta?: Record<string, unknown> } {
+  const own: Record<string, unknown> = {};
+  if (facts.mcpFailures.length > 0) own.mcpServersNotStarted = [...facts.mcpFailures];
+  if (facts.worktree) own.worktree = { ...facts.worktree };
+  if (facts.worktreeUnavailable) own.worktreeUnavailable = facts.worktreeUnavailable;
+  return Object.keys(own).length === 0 ? {} : { _meta: { [META_KEY]: own } };
 }

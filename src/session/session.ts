@@ -1,4 +1,5 @@
 import type { StopReason } from "../agent/run_turn.ts";
+import type { WorktreeInfo } from "../git/worktree.ts";
 import type { BudgetLimits, BudgetReport } from "../agent/turn_budget.ts";
 import type { ModelInfo } from "../llm/catalog.ts";
 import type { LlmContentPart } from "../llm/provider.ts";
@@ -71,6 +72,10 @@ export interface SessionOptions {
   readonly commands?: SessionCommands;
   /** The MCP servers that did not start (the session opened without them), as messages. */
   readonly mcpFailures?: readonly string[];
+  /** The git worktree the session works in (its `cwd` is in it). */
+  readonly worktree?: WorktreeInfo;
+  /** Why the session has no worktree though the server gives sessions one (`--worktrees`). */
+  readonly worktreeUnavailable?: string;
   readonly workspace: Workspace;
   readonly ask: PermissionAsker;
   /**
@@ -278,6 +283,16 @@ export class Session {
   /** The MCP servers that did not start (the session opened without them), as messages. */
   get mcpFailures(): readonly string[] {
     return this.#options.mcpFailures ?? [];
+  }
+
+  /** The git worktree the session works in, when it has one. */
+  get worktree(): WorktreeInfo | undefined {
+    return this.#options.worktree;
+  }
+
+  /** Why the session has no worktree though the server gives sessions one. */
+  get worktreeUnavailable(): string | undefined {
+    return this.#options.worktreeUnavailable;
   }
 
   /** The selected model's facts. */

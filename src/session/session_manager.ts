@@ -37,6 +37,18 @@ import type { UpdateSink } from "./update_queue.ts";
 import type { ClientQuestions } from "./elicitation_relay.ts";
 import { askUserTool } from "../tools/ask_user.ts";
 import { NOOP_TELEMETRY, type OpenHandle } from "../telemetry/telemetry.ts";
+import { META_KEY } from "../util/meta_key.ts";
+import type { WorktreeFrom } from "../git/worktree_from.ts";
+import {
+  addWorktree,
+  findRepository,
+  inWorktree,
+  removeSessionWorktree,
+  removeWorktree,
+  restoreWorktree,
+  type WorktreeHost,
+  type WorktreeInfo,
+} from "../git/worktree.ts";
 
 /** What a {@link SessionManager} needs: the server's shared services and its connection's parts. */
 export interface SessionManagerOptions {
@@ -84,6 +96,22 @@ export interface CreateSessionOptions {
   readonly budgets?: BudgetLimits;
   /** The session and tool call that started it (a delegating agent's), kept in its header. */
   readonly parent?: SessionParent;
+  /**
+   * The client's `_meta["acp-harness"].worktree` (new sessions and forks only): `false` refuses
+   * a worktree; `true`, or where to make it from, asks for one and fails the request when none
+   * can be made. @default {the server's `worktrees` setting, the cwd when there is no repository}
+   */
+  readonly worktree?: WorktreeRequest;
+}
+
+/** What a client asks of a new session's worktree: see {@link CreateSessionOptions.worktree}. */
+export type WorktreeRequest = boolean | { readonly from: WorktreeFrom };
+
+/** Where a session works: its roots (in its worktree, when it has one) and why it has none. */
+interface Placed {
+  readonly params: CreateSessionOptions;
+  readonly worktree?: WorktreeInfo;
+  readonly worktreeUnavailable?: string;
 }
 
 /** The refusal to delete `id` while `open` (itself or a descendant) is open on another connection. */
@@ -188,18 +216,111 @@ export class SessionManager {
       mode: settings.mode,
       ...(effort === undefined ? {} : { effort }),
     };
-    // Tools first: a session whose MCP servers do not start is never recorded.
-    const built = await this.#build(id, params, selection, new SessionLifecycle(id, "creating"));
-    const header: SessionHeader = {
-      version: 1,
-      id,
-      cwd: params.cwd,
-      additionalDirectories: params.additionalDirectories,
-      createdAt: new Date(now()).toISOString(),
-      ...(params.parent ? { parent: params.parent } : {}),
+    const placed = await this.#placed(id, params);
+    try {
+      // Tools first: a session whose MCP servers do not start is never recorded.
+      const lifecycle = new SessionLifecycle(id, "creating");
+      const built = await this.#build(id, placed, selection, lifecycle);
+      const header: SessionHeader = {
+        version: 1,
+        id,
+        cwd: params.cwd,
+        additionalDirectories: params.additionalDirectories,
+        createdAt: new Date(now()).toISOString(),
+        ...(params.parent ? { parent: params.parent } : {}),
+        ...(placed.worktree ? { worktree: placed.worktree } : {}),
+      };
+      // The initial selection is stored with the header: one write for a new session.
+      const events = [configEvent(selection)];
+      return await this.#written(built, header, events, { selectionStored: true });
+    } catch (error) {
+      await this.#dropWorktree(id, placed);
+      throw error;
+    }
+  }
+
+  /** Git and the file system, for worktrees. */
+  get #git(): WorktreeHost {
+    const { host } = this.#options.services;
+    return { processes: host, files: host };
+  }
+
+  /**
+   * Where a new session works: in a worktree of its own when the server gives sessions one (or
+   * the client asks) and its cwd is in a git repository, else in its cwd (with the reason, when
+   * one was wanted). A client that asked and cannot have one gets an error.
+   *
+   * @throws {SessionStateError} When the client asked for a worktree and none can be made
+   */
+  async #placed(id: string, params: CreateSessionOptions): Promise<Placed> {
+    const { settings, dataDir } = this.#options.services;
+    const asked = params.worktree;
+    if (asked === false || (asked === undefined && !settings.worktrees)) return { params };
+    const refuse = (reason: string): Placed => {
+      if (asked !== undefined) {
+        throw new SessionStateError(
+          `_meta["${META_KEY}"].worktree: the session cannot have a worktree: ${reason}`,
+        );
+      }
+      this.#options.logger.info("the session works in its cwd, without a worktree", {
+        sessionId: id,
+        cwd: params.cwd,
+        reason,
+      });
+      return { params, worktreeUnavailable: reason };
     };
-    // The initial selection is stored with the header: one write for a new session.
-    return await this.#written(built, header, [configEvent(selection)], { selectionStored: true });
+    if (dataDir === undefined) return refuse("the server has no data directory");
+    const signal = this.#shutdown.signal;
+    const repository = await findRepository(this.#git, params.cwd, signal);
+    if ("reason" in repository) return refuse(repository.reason);
+    const worktree = await addWorktree(this.#git, {
+      dataDir,
+      sessionId: id,
+      repository,
+      cwd: params.cwd,
+      from: typeof asked === "object" ? asked.from : settings.worktreeFrom,
+      signal,
+    });
+    this.#options.logger.info("the session works in a worktree", {
+      sessionId: id,
+      worktree: worktree.path,
+      branch: worktree.branch,
+    });
+    return { params: inWorktreeRoots(worktree, params), worktree };
+  }
+
+  /** Removes a worktree made for a session that then failed to open. */
+  async #dropWorktree(id: string, placed: Placed): Promise<void> {
+    if (!placed.worktree) return;
+    await removeWorktree(this.#git, placed.worktree).catch((error: unknown) =>
+      this.#options.logger.warn("cannot remove the worktree of a session that did not open", {
+        sessionId: id,
+        worktree: placed.worktree?.path,
+        error,
+      })
+    );
+  }
+
+  /**
+   * The worktree a stored session works in, made again from its branch when its directory is
+   * gone but the repository is here.
+   *
+   * @throws {SessionStateError} When it is not on this machine (another server made it)
+   */
+  async #storedWorktree(id: string, worktree: WorktreeInfo): Promise<WorktreeInfo> {
+    const signal = this.#shutdown.signal;
+    if ((await this.#options.services.host.stat(worktree.path))?.isDirectory) return worktree;
+    if (await restoreWorktree(this.#git, worktree, signal)) {
+      this.#options.logger.warn(
+        "the session's worktree was gone: made again from its branch (uncommitted changes lost)",
+        { sessionId: id, worktree: worktree.path, branch: worktree.branch },
+      );
+      return worktree;
+    }
+    throw new SessionStateError(
+      `session ${id} works in the git worktree ${worktree.path} (branch ${worktree.branch}), ` +
+        "which is not on this machine: open it on the server that made it",
+    );
   }
 
   /**
@@ -229,21 +350,28 @@ export class SessionManager {
       createdAt: new Date(now()).toISOString(),
       forkedFrom: { sessionId: sourceId, seq: copy.seq },
     };
-    const { equipment, disposer } = await this.#equipment(id, params);
-    let built: Built;
-    let fellBack: boolean;
+    const placed = await this.#placed(id, params);
     try {
-      const restored = await this.#restore(id, [copy.records], false);
-      const chosen = this.#restoredSelection(id, restored.selection);
-      fellBack = chosen.fellBack;
-      const lifecycle = new SessionLifecycle(id, "creating");
-      const session = this.#session(id, params, chosen.selection, equipment, lifecycle, restored);
-      built = { session, disposer };
+      const { equipment, disposer } = await this.#equipment(id, placed.params);
+      let built: Built;
+      let fellBack: boolean;
+      try {
+        const restored = await this.#restore(id, [copy.records], false);
+        const chosen = this.#restoredSelection(id, restored.selection);
+        fellBack = chosen.fellBack;
+        const lifecycle = new SessionLifecycle(id, "creating");
+        const session = this.#session(id, placed, chosen.selection, equipment, lifecycle, restored);
+        built = { session, disposer };
+      } catch (error) {
+        await disposer.dispose();
+        throw error;
+      }
+      const stored = placed.worktree ? { ...header, worktree: placed.worktree } : header;
+      return await this.#written(built, stored, copy.events, { selectionChanged: fellBack });
     } catch (error) {
-      await disposer.dispose();
+      await this.#dropWorktree(id, placed);
       throw error;
     }
-    return await this.#written(built, header, copy.events, { selectionChanged: fellBack });
   }
 
   /**
@@ -352,7 +480,7 @@ export class SessionManager {
         }`,
       );
     }
-    const roots: CreateSessionOptions = {
+    const given: CreateSessionOptions = {
       cwd: header.cwd,
       additionalDirectories: params.additionalDirectories ?? header.additionalDirectories,
       ...(params.instructions ? { instructions: params.instructions } : {}),
@@ -360,11 +488,15 @@ export class SessionManager {
       ...(params.mcpStrict === undefined ? {} : { mcpStrict: params.mcpStrict }),
       ...(params.budgets ? { budgets: params.budgets } : {}),
     };
-    const { equipment, disposer } = await this.#equipment(id, roots);
+    const worktree = header.worktree && await this.#storedWorktree(id, header.worktree);
+    const placed: Placed = worktree
+      ? { params: inWorktreeRoots(worktree, given), worktree }
+      : { params: given };
+    const { equipment, disposer } = await this.#equipment(id, placed.params);
     try {
       const restored = await this.#restore(id, stream.batches, params.replay);
       const { selection, fellBack } = this.#restoredSelection(id, restored.selection);
-      const session = this.#session(id, roots, selection, equipment, lifecycle, restored);
+      const session = this.#session(id, placed, selection, equipment, lifecycle, restored);
       return { built: { session, disposer }, fellBack };
     } catch (error) {
       await disposer.dispose();
@@ -518,6 +650,31 @@ export class SessionManager {
     } finally {
       await Promise.all(leases.map((lease) => lease.release()));
     }
+    await this.#removeWorktrees(ids);
+  }
+
+  /** Removes the worktrees of deleted sessions (their branches too, unless not merged). */
+  async #removeWorktrees(ids: readonly string[]): Promise<void> {
+    const { dataDir } = this.#options.services;
+    if (dataDir === undefined) return;
+    for (const sessionId of ids) {
+      try {
+        const removed = await removeSessionWorktree(this.#git, dataDir, sessionId);
+        if (!removed) continue;
+        const { info, removal } = removed;
+        this.#options.logger.info("removed the deleted session's worktree", {
+          sessionId,
+          worktree: info.path,
+          branch: info.branch,
+          ...(removal.branchKept ? { branchKept: removal.branchKept } : {}),
+        });
+      } catch (error) {
+        this.#options.logger.warn("cannot remove the deleted session's worktree", {
+          sessionId,
+          error,
+        });
+      }
+    }
   }
 
   /**
@@ -568,13 +725,13 @@ export class SessionManager {
   /** Makes the session's tool set and disposer, then the session. */
   async #build(
     id: string,
-    params: CreateSessionOptions,
+    placed: Placed,
     selection: Selection,
     lifecycle: SessionLifecycle,
   ): Promise<Built> {
-    const { equipment, disposer } = await this.#equipment(id, params);
+    const { equipment, disposer } = await this.#equipment(id, placed.params);
     try {
-      return { session: this.#session(id, params, selection, equipment, lifecycle), disposer };
+      return { session: this.#session(id, placed, selection, equipment, lifecycle), disposer };
     } catch (error) {
       await disposer.dispose();
       throw error;
@@ -659,7 +816,7 @@ export class SessionManager {
 
   #session(
     id: string,
-    params: CreateSessionOptions,
+    { params, worktree, worktreeUnavailable }: Placed,
     selection: Selection,
     equipment: Equipment,
     lifecycle: SessionLifecycle,
@@ -676,6 +833,8 @@ export class SessionManager {
       tools: equipment.tools,
       ...(equipment.commands ? { commands: equipment.commands } : {}),
       ...(equipment.mcpFailures ? { mcpFailures: equipment.mcpFailures } : {}),
+      ...(worktree ? { worktree } : {}),
+      ...(worktreeUnavailable ? { worktreeUnavailable } : {}),
       workspace: workspaceFor(id),
       ask,
       ...(elicit ? { elicit } : {}),
@@ -710,6 +869,18 @@ export function withOperatorServers(
   if (operator.length === 0) return client;
   const names = new Set(client.map((server) => server.name));
   return [...operator.filter((server) => !names.has(server.name)), ...client];
+}
+
+/** The roots of a session in its worktree: the cwd and the additional directories inside it. */
+function inWorktreeRoots(
+  worktree: WorktreeInfo,
+  params: CreateSessionOptions,
+): CreateSessionOptions {
+  return {
+    ...params,
+    cwd: worktree.cwd,
+    additionalDirectories: params.additionalDirectories.map((dir) => inWorktree(worktree, dir)),
+  };
 }
 
 /** A session's own budgets: the client's of this request, else those it recorded. */

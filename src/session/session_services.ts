@@ -15,6 +15,7 @@ import type { ToolSetFactory } from "./tool_set_factory.ts";
 import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
 import type { McpServerSpec } from "../mcp/mcp_declarations.ts";
 import type { Telemetry } from "../telemetry/telemetry.ts";
+import type { WorktreeFrom } from "../git/worktree_from.ts";
 
 /** The settings sessions read, fixed for a server's life; times in ms. */
 export interface SessionSettings extends TurnSettings {
@@ -56,6 +57,13 @@ export interface SessionSettings extends TurnSettings {
    * prompt while one runs. @default {8}
    */
   readonly promptQueue: number;
+  /**
+   * Whether a new session in a git repository gets a worktree of its own (`--worktrees`), unless
+   * it says otherwise. @default {false}
+   */
+  readonly worktrees: boolean;
+  /** What a new worktree holds (`--worktree-from`). @default {"head"} */
+  readonly worktreeFrom: WorktreeFrom;
 }
 
 /** The shared parts every session of a server runs on (see the module doc). */

@@ -6,6 +6,7 @@
  */
 import type { RecordedStopReason } from "../util/stop_reason.ts";
 import type { LlmUsage } from "../llm/provider.ts";
+import type { WorktreeInfo } from "../git/worktree.ts";
 
 /** The first record of a session log. */
 export interface SessionHeader {
@@ -23,6 +24,11 @@ export interface SessionHeader {
   readonly forkedFrom?: SessionForkSource;
   /** The session that started this one (a `delegate` call's agent session), when one did. */
   readonly parent?: SessionParent;
+  /**
+   * The git worktree the session works in (`--worktrees`), on the disk of the server that made
+   * it; `cwd` stays the directory the client named.
+   */
+  readonly worktree?: WorktreeInfo;
 }
 
 /** Where a forked session came from: see {@link SessionHeader.forkedFrom}. */

@@ -107,6 +107,8 @@ export function createTestAgentServer(
     retry: options.retry ?? { attempts: 3, baseDelayMs: 5, maxDelayMs: 50 },
     ...(options.tools ? { toolsFor: () => options.tools! } : {}),
     ...(options.allowedRoots ? { allowedRoots: options.allowedRoots } : {}),
+    // Worktrees and checkpoints live in the data directory, as the CLI's do.
+    ...(dataDir === undefined ? {} : { dataDir }),
     ...(options.blockingPathChecks ? { blockingPathChecks: true } : {}),
     ...(options.telemetry ? { telemetry: options.telemetry } : {}),
   });

@@ -68,7 +68,7 @@ export async function forkSession(
     sessionId: session.id,
     configOptions: session.configOptions(),
     modes: session.modes(),
-    ...answerMeta(session.mcpFailures),
+    ...answerMeta(session),
   };
 }
 

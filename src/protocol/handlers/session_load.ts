@@ -87,6 +87,6 @@ async function reopen(
   return {
     configOptions: session.configOptions(),
     modes: session.modes(),
-    ...answerMeta(session.mcpFailures),
+    ...answerMeta(session),
   };
 }

@@ -60,6 +60,6 @@ export async function newSession(
     sessionId: session.id,
     configOptions: session.configOptions(),
     modes: session.modes(),
-    ...answerMeta(session.mcpFailures),
+    ...answerMeta(session),
   };
 }

@@ -1,0 +1,220 @@
+/**
+ * Sessions in worktrees (`--worktrees`), over the protocol on real git: sessions on one
+ * repository prompting at once each see only their own edits, the checkout stays clean, each
+ * has its branch; `session/delete` removes worktree and branch, `session/close` keeps them for a
+ * load after a restart; a session in a subdirectory; the fallbacks and the explicit requests.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { RpcError } from "../_helpers/acp_client.ts";
+import { type MemoryServer, startServer } from "../_helpers/server.ts";
+import { TempDirs } from "../_helpers/temp_dir.ts";
+import { branchesOf, makeRepo, statusOf } from "../_helpers/git_repo.ts";
+
+/** Each session's turn: write a file, append its own working directory to it, read it back. */
+const SCRIPT = [
+  {
+    toolCalls: [{
+      id: "w",
+      name: "write_file",
+      arguments: { path: "notes.txt", content: "written\n" },
+    }],
+  },
+  {
+    toolCalls: [{
+      id: "r",
+      name: "run_command",
+      arguments: { command: `printf '%s\\n' "$PWD" >> notes.txt` },
+    }],
+  },
+  {
+    toolCalls: [{
+      id: "e",
+      name: "edit_file",
+      arguments: { path: "a.txt", old_text: "a", new_text: "b" },
+    }],
+  },
+  { text: "done" },
+];
+
+interface Worktree {
+  readonly path: string;
+  readonly branch: string;
+  readonly base: string;
+  readonly repository: string;
+  readonly cwd: string;
+  readonly fromWorkingTree?: boolean;
+}
+
+/** Opens a session in `cwd`; returns its id and the answer's `_meta["acp-harness"]`. */
+async function open(
+  server: MemoryServer,
+  cwd: string,
+  meta?: unknown,
+): Promise<{ sessionId: string; own: { worktree?: Worktree; worktreeUnavailable?: string } }> {
+  const result = await server.client.request<
+    { sessionId: string; _meta?: Record<string, unknown> }
+  >(
+    "session/new",
+    { cwd, mcpServers: [], ...(meta === undefined ? {} : { _meta: { "acp-harness": meta } }) },
+  );
+  const own = (result._meta?.["acp-harness"] ?? {}) as {
+    worktree?: Worktree;
+    worktreeUnavailable?: string;
+  };
+  return { sessionId: result.sessionId, own };
+}
+
+function start(dataDir: string, worktrees = true): MemoryServer {
+  return startServer({
+    dataDir,
+    script: SCRIPT,
+    config: { model: "scripted", mode: "auto", worktrees },
+  });
+}
+
+for (const count of [2, 4]) {
+  Deno.test(`${count} sessions on one repository prompting at once each see only their own edits`, async () => {
+    await using dirs = new TempDirs("acp-harness-worktrees-");
+    const [repo, data] = [await dirs.make(), await dirs.make()];
+    const head = makeRepo(repo, { "a.txt": "a\n" });
+    const server = start(data);
+    try {
+      await server.client.initialize();
+      const sessions = await Promise.all(
+        Array.from({ length: count }, () => open(server, repo)),
+      );
+      const stops = await Promise.all(
+        sessions.map(({ sessionId }) => server.client.prompt(sessionId, "go")),
+      );
+      assert.deepEqual(stops, sessions.map(() => "end_turn"));
+      const branches = [];
+      for (const { sessionId, own } of sessions) {
+        const worktree = own.worktree!;
+        assert.equal(worktree.path, `${data}/worktrees/${sessionId}`);
+        assert.equal(worktree.cwd, worktree.path);
+        assert.equal(worktree.repository, repo);
+        assert.equal(worktree.base, head);
+        assert.equal(worktree.branch, `acp-harness/${sessionId.slice(0, 8)}`);
+        branches.push(worktree.branch);
+        assert.equal(
+          readFileSync(`${worktree.path}/notes.txt`, "utf8"),
+          `written\n${worktree.path}\n`,
+          "the session's own write and command, nobody else's",
+        );
+        assert.equal(readFileSync(`${worktree.path}/a.txt`, "utf8"), "b\n");
+        // Tool-call locations name the worktree's files.
+        const locations = server.client.updates(sessionId)
+          .flatMap(({ update }) => (update.locations as { path: string }[] | undefined) ?? [])
+          .map((location) => location.path);
+        assert.ok(locations.includes(`${worktree.path}/notes.txt`), JSON.stringify(locations));
+      }
+      assert.equal(statusOf(repo), "", "the checkout the client named stays clean");
+      assert.equal(readFileSync(`${repo}/a.txt`, "utf8"), "a\n");
+      assert.deepEqual(branchesOf(repo), [...branches, "main"].sort());
+      assert.deepEqual(server.client.problems, []);
+      for (const { sessionId, own } of sessions) {
+        await server.client.request("session/delete", { sessionId });
+        assert.equal(existsSync(own.worktree!.path), false);
+      }
+      assert.deepEqual(branchesOf(repo), ["main"]);
+      assert.equal(statusOf(repo), "");
+    } finally {
+      await server.disconnect();
+    }
+  });
+}
+
+Deno.test("a closed session keeps its worktree; after a restart, load works in it again", async () => {
+  await using dirs = new TempDirs("acp-harness-worktrees-");
+  const [repo, data] = [await dirs.make(), await dirs.make()];
+  makeRepo(repo, { "a.txt": "a\n", "pkg/b.txt": "b\n" });
+  const first = start(data);
+  let sessionId: string;
+  let worktree: Worktree;
+  try {
+    await first.client.initialize();
+    const opened = await open(first, `${repo}/pkg`);
+    sessionId = opened.sessionId;
+    worktree = opened.own.worktree!;
+    assert.equal(worktree.cwd, `${worktree.path}/pkg`, "a subdirectory maps into the worktree");
+    assert.equal(await first.client.prompt(sessionId, "go"), "end_turn");
+    await first.client.request("session/close", { sessionId });
+    assert.equal(
+      readFileSync(`${worktree.path}/pkg/notes.txt`, "utf8"),
+      `written\n${worktree.cwd}\n`,
+    );
+  } finally {
+    await first.disconnect();
+  }
+  const second = start(data);
+  try {
+    await second.client.initialize();
+    const loaded = await second.client.request<{ _meta?: Record<string, unknown> }>(
+      "session/load",
+      { sessionId, cwd: `${repo}/pkg`, mcpServers: [] },
+    );
+    assert.deepEqual(loaded._meta?.["acp-harness"], { worktree });
+    const resumed = await (async () => {
+      await second.client.request("session/close", { sessionId });
+      return await second.client.request<{ _meta?: Record<string, unknown> }>(
+        "session/resume",
+        { sessionId, cwd: `${repo}/pkg`, mcpServers: [] },
+      );
+    })();
+    assert.deepEqual(resumed._meta?.["acp-harness"], { worktree });
+    const listed = await second.client.request<{ sessions: { cwd: string }[] }>("session/list", {});
+    assert.deepEqual(listed.sessions.map((session) => session.cwd), [`${repo}/pkg`]);
+    await second.client.request("session/delete", { sessionId });
+    assert.equal(existsSync(worktree.path), false);
+    assert.deepEqual(branchesOf(repo), ["main"]);
+  } finally {
+    await second.disconnect();
+  }
+});
+
+Deno.test("without a repository the session works in its cwd and says why; asked for, it fails closed", async () => {
+  await using dirs = new TempDirs("acp-harness-worktrees-");
+  const [plain, data, repo] = [await dirs.make(), await dirs.make(), await dirs.make()];
+  makeRepo(repo);
+  const server = start(data);
+  try {
+    await server.client.initialize();
+    const fallback = await open(server, plain);
+    assert.deepEqual(fallback.own, {
+      worktreeUnavailable: "the directory is not in a git repository",
+    });
+    assert.ok(server.logs.some((line) => line.includes("without a worktree")));
+    await assert.rejects(
+      open(server, plain, { worktree: true }),
+      (error: unknown) =>
+        error instanceof RpcError && error.code === -32602 &&
+        error.message.includes(
+          '_meta["acp-harness"].worktree: the session cannot have a worktree: the directory is not in a git repository',
+        ),
+    );
+    await assert.rejects(
+      open(server, repo, { worktree: "yes" }),
+      (error: unknown) =>
+        error instanceof RpcError && error.code === -32602 &&
+        /_meta\.acp-harness\.worktree: must be true, false or \{"from"/.test(error.message),
+    );
+    const refused = await open(server, repo, { worktree: false });
+    assert.deepEqual(refused.own, {});
+    assert.deepEqual(branchesOf(repo), ["main"]);
+  } finally {
+    await server.disconnect();
+  }
+  const off = start(data, false);
+  try {
+    await off.client.initialize();
+    assert.deepEqual((await open(off, repo)).own, {}, "no worktree unless asked");
+    const asked = await open(off, repo, { worktree: { from: "working-tree" } });
+    assert.equal(asked.own.worktree?.branch, `acp-harness/${asked.sessionId.slice(0, 8)}`);
+    assert.equal(asked.own.worktree?.fromWorkingTree, true);
+  } finally {
+    await off.disconnect();
+  }
+});
