@@ -218,3 +218,40 @@ Deno.test("without a repository the session works in its cwd and says why; asked
     await off.disconnect();
   }
 });
+
+Deno.test("a worktree gone from this disk is made again from its branch, or the load says it is not here", async () => {
+  await using dirs = new TempDirs("acp-harness-worktrees-");
+  const [repo, data] = [await dirs.make(), await dirs.make()];
+  makeRepo(repo);
+  const server = start(data);
+  try {
+    await server.client.initialize();
+    const { sessionId, own } = await open(server, repo);
+    const worktree = own.worktree!;
+    await server.client.request("session/close", { sessionId });
+    await Deno.remove(worktree.path, { recursive: true });
+    const again = await server.client.request<{ _meta?: Record<string, unknown> }>(
+      "session/load",
+      { sessionId, cwd: repo, mcpServers: [] },
+    );
+    assert.deepEqual(again._meta?.["acp-harness"], { worktree });
+    assert.equal(readFileSync(`${worktree.path}/a.txt`, "utf8"), "a\n");
+    assert.ok(server.logs.some((line) => line.includes("made again from its branch")));
+    await server.client.request("session/close", { sessionId });
+    // Another machine: neither the worktree nor the repository is there.
+    await Deno.remove(worktree.path, { recursive: true });
+    await Deno.remove(`${repo}/.git`, { recursive: true });
+    await assert.rejects(
+      server.client.request("session/load", { sessionId, cwd: repo, mcpServers: [] }),
+      (error: unknown) =>
+        error instanceof RpcError && error.code === -32602 &&
+        error.message.includes(`works in the git worktree ${worktree.path}`) &&
+        error.message.includes("not on this machine"),
+    );
+    // Deleting it still works, and removes its record.
+    await server.client.request("session/delete", { sessionId });
+    assert.equal(existsSync(`${worktree.path}.json`), false);
+  } finally {
+    await server.disconnect();
+  }
+});
