@@ -11,6 +11,7 @@ import {
   createLogger,
   createMemoryPair,
   DEFAULT_SERVER_SETTINGS,
+  type Logger,
   mergeConfig,
   NodeHost,
 } from "../../mod.ts";
@@ -22,6 +23,7 @@ import type { SessionServices } from "../../src/session/session_services.ts";
 import { JsonlSessionStore } from "../../src/store/jsonl_session_store.ts";
 import { MemoryAttachmentStore } from "../../src/store/memory_attachment_store.ts";
 import { MemorySessionStore } from "../../src/store/memory_session_store.ts";
+import type { AttachmentStore, SessionStore } from "../../src/store/session_store.ts";
 import type { Tool } from "../../src/tools/tool.ts";
 import type { Telemetry } from "../../src/telemetry/telemetry.ts";
 import { type AcpTestClient, memoryClient } from "./acp_client.ts";
@@ -54,6 +56,11 @@ export interface StartOptions {
    * a server). Without it, sessions live in an in-memory store and nothing touches the disk.
    */
   readonly dataDir?: string;
+  /**
+   * The stores to record sessions in instead (a PostgreSQL one); `dataDir` then holds only the
+   * worktrees and checkpoints.
+   */
+  readonly stores?: { readonly store: SessionStore; readonly attachments: AttachmentStore };
   /** The server's clock (the host's `now`), in ms since the epoch; the real one by default. */
   readonly now?: () => number;
   /** Checks the paths clients name synchronously, as the CLI on stdio does. */
@@ -93,9 +100,7 @@ export function createTestAgentServer(
     logs.push(line);
     built.onLog?.(line);
   });
-  const store = dataDir === undefined
-    ? new MemorySessionStore({ now: () => host.now() })
-    : new JsonlSessionStore({ host, dataDir, logger });
+  const { store, attachments } = options.stores ?? ownStores(host, dataDir, logger);
   built.server = createAgentServer({
     // The CLI's mapping, so that a test's `config` means what the flag does.
     settings: settingsOf(config).server,
@@ -103,7 +108,7 @@ export function createTestAgentServer(
     host,
     logger,
     store,
-    attachments: store.attachments,
+    attachments,
     retry: options.retry ?? { attempts: 3, baseDelayMs: 5, maxDelayMs: 50 },
     ...(options.tools ? { toolsFor: () => options.tools! } : {}),
     ...(options.allowedRoots ? { allowedRoots: options.allowedRoots } : {}),
@@ -113,6 +118,18 @@ export function createTestAgentServer(
     ...(options.telemetry ? { telemetry: options.telemetry } : {}),
   });
   return built;
+}
+
+/** The stores of a test server: in memory, or JSONL in `dataDir`. */
+function ownStores(
+  host: NodeHost,
+  dataDir: string | undefined,
+  logger: Logger,
+): { store: SessionStore; attachments: AttachmentStore } {
+  const store = dataDir === undefined
+    ? new MemorySessionStore({ now: () => host.now() })
+    : new JsonlSessionStore({ host, dataDir, logger });
+  return { store, attachments: store.attachments };
 }
 
 /** Starts a server over an in-memory pair. */
