@@ -55,6 +55,8 @@ export function settingsOf(config: Config): CliSettings {
       stream: config.stream,
       maxSteps: config.maxSteps,
       promptQueue: config.promptQueue,
+      checkpoints: config.checkpoints,
+      checkpointMaxFileSize: config.checkpointMaxFileSize,
       ...budgetSettings(config),
       compactThreshold: config.compactThreshold,
       storeCommitTimeoutMs: config.storeCommitTimeout * MS_PER_S,

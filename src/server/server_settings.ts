@@ -62,4 +62,6 @@ export const DEFAULT_SERVER_SETTINGS: ServerSettings = Object.freeze({
   maxRequestsInFlight: DEFAULT_MAX_REQUESTS_IN_FLIGHT,
   permissionRules: NO_RULES,
   promptQueue: 8,
+  checkpoints: true,
+  checkpointMaxFileSize: 1_048_576,
 });

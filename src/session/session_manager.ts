@@ -37,6 +37,7 @@ import type { UpdateSink } from "./update_queue.ts";
 import type { ClientQuestions } from "./elicitation_relay.ts";
 import { askUserTool } from "../tools/ask_user.ts";
 import { NOOP_TELEMETRY, type OpenHandle } from "../telemetry/telemetry.ts";
+import { removeCheckpoints } from "./checkpoints.ts";
 
 /** What a {@link SessionManager} needs: the server's shared services and its connection's parts. */
 export interface SessionManagerOptions {
@@ -515,6 +516,7 @@ export class SessionManager {
       const still = ids.find((session) => openSessions?.has(session));
       if (still !== undefined) throw openElsewhere(id, still);
       await store.delete(id);
+      await removeCheckpoints(this.#options.services, ids);
     } finally {
       await Promise.all(leases.map((lease) => lease.release()));
     }

@@ -56,6 +56,10 @@ export interface SessionSettings extends TurnSettings {
    * prompt while one runs. @default {8}
    */
   readonly promptQueue: number;
+  /** Whether turns take checkpoints of the roots (`--checkpoints`; needs `dataDir`). @default {true} */
+  readonly checkpoints?: boolean;
+  /** Largest file a checkpoint records, in bytes (`--checkpoint-max-file-size`). @default {1048576} */
+  readonly checkpointMaxFileSize?: number;
 }
 
 /** The shared parts every session of a server runs on (see the module doc). */
