@@ -122,9 +122,12 @@ export class SessionCheckpoints {
     if (this.#list.length === 0) return this.#none("Nothing to undo: no checkpoint yet");
     const now = await this.#snapshot(signal);
     if (typeof now === "string") return now;
-    for (let index = this.#list.length - 1; index >= 0; index--) {
-      const checkpoint = this.#list[index] as CheckpointRecord;
-      if (checkpoint.kind !== "turn" || !differs(checkpoint, now)) continue;
+    // The files may be a turn checkpoint's already (an earlier /undo went there): older ones next.
+    const turns = [...this.#list.keys()].filter((index) => this.#list[index]?.kind === "turn");
+    const at = turns.findLast((index) => !differs(this.#list[index] as CheckpointRecord, now));
+    for (const index of turns.reverse()) {
+      if (at !== undefined && index >= at) continue;
+      if (!differs(this.#list[index] as CheckpointRecord, now)) continue;
       return await this.#restore(index, now, "/undo", signal);
     }
     return "Nothing to undo: the files are as the oldest checkpoint has them.";

@@ -60,6 +60,8 @@ export interface StartOptions {
   readonly blockingPathChecks?: boolean;
   /** Where the server counts its work. */
   readonly telemetry?: Telemetry;
+  /** Give the sessions `dataDir` as the server's data directory (checkpoints), as the CLI does. */
+  readonly serverDataDir?: boolean;
 }
 
 /** An agent server built the way the tests build one, with the lines it logs. */
@@ -109,6 +111,7 @@ export function createTestAgentServer(
     ...(options.allowedRoots ? { allowedRoots: options.allowedRoots } : {}),
     ...(options.blockingPathChecks ? { blockingPathChecks: true } : {}),
     ...(options.telemetry ? { telemetry: options.telemetry } : {}),
+    ...(options.serverDataDir && dataDir !== undefined ? { dataDir } : {}),
   });
   return built;
 }
