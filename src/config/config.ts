@@ -346,7 +346,7 @@ export const SETTINGS: SettingsTable = {
   },
   checkpointMaxFileSize: {
     flag: "--checkpoint-max-file-size",
-    placeholder: "<bytes>",
+    placeholder: "<n>",
     env: "ACP_HARNESS_CHECKPOINT_MAX_FILE_SIZE",
     fileKey: "checkpointMaxFileSize",
     default: 1_048_576,
