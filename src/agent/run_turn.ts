@@ -183,6 +183,12 @@ export interface TurnOptions {
    * @default {none recorded}
    */
   readonly telemetry?: TurnTelemetry;
+  /**
+   * Runs before a tool call that may change files (one whose kind is not `read`, `search`,
+   * `think` or `fetch`) once its permission is granted, before it runs: the session takes a
+   * checkpoint of its roots (the first time in a turn). It never rejects. @default {none}
+   */
+  readonly beforeChange?: (signal: AbortSignal) => Promise<void>;
   /** Messages sent into the turn while it runs. @default {none} */
   readonly steering?: TurnSteering;
   readonly signal: AbortSignal;
@@ -581,6 +587,14 @@ function mutates(entry: PreparedCall): boolean {
   return entry.tool !== undefined && entry.parsed && entry.tool.effect !== "read";
 }
 
+/** Tool kinds that never change files: no checkpoint is taken before them. */
+const UNCHANGING_KINDS: ReadonlySet<string> = new Set(["read", "search", "think", "fetch"]);
+
+/** Whether a tool may change files (edits, commands, MCP tools, delegated agents). */
+function changesFiles(tool: Tool): boolean {
+  return !UNCHANGING_KINDS.has(tool.kind);
+}
+
 function prepare(options: Turn, call: LlmToolCall): PreparedCall {
   const tool = options.tools.get(call.name);
   let input: unknown = call.arguments;
@@ -647,6 +661,9 @@ async function runToolCall(
     } catch (error) {
       // Fail closed: a permission check that breaks is a refusal, never a run.
       authorization = { allowed: false, reason: `Permission check failed: ${String(error)}` };
+    }
+    if (authorization.allowed && options.beforeChange && changesFiles(tool)) {
+      await options.beforeChange(signal);
     }
     if (!authorization.allowed) {
       result = { content: authorization.reason, isError: true };

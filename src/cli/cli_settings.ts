@@ -57,6 +57,8 @@ export function settingsOf(config: Config): CliSettings {
       promptQueue: config.promptQueue,
       worktrees: config.worktrees,
       worktreeFrom: config.worktreeFrom,
+      checkpoints: config.checkpoints,
+      checkpointMaxFileSize: config.checkpointMaxFileSize,
       ...budgetSettings(config),
       compactThreshold: config.compactThreshold,
       storeCommitTimeoutMs: config.storeCommitTimeout * MS_PER_S,

@@ -90,6 +90,10 @@ export interface Config {
   readonly turnTimeout: number;
   /** Most prompts of a session waiting while one runs; 0 refuses them. @default {8} */
   readonly promptQueue: number;
+  /** Whether turns take checkpoints of the files (`/undo`). @default {true} */
+  readonly checkpoints: boolean;
+  /** Largest file a checkpoint records, in bytes. @default {1048576} */
+  readonly checkpointMaxFileSize: number;
   /** Most tokens (input plus output) a session may spend; 0 is no limit. @default {0} */
   readonly maxSessionTokens: number;
   /** Most a session may cost in USD (needs a priced model); 0 is no limit. @default {0} */
@@ -337,6 +341,25 @@ export const SETTINGS: SettingsTable = {
     default: 8,
     help: "Most prompts of a session queued while one runs (0: a prompt while one runs is refused)",
     type: NON_NEGATIVE_INTEGER,
+  },
+  checkpoints: {
+    flag: "--checkpoints",
+    placeholder: "<bool>",
+    bare: true,
+    env: "ACP_HARNESS_CHECKPOINTS",
+    fileKey: "checkpoints",
+    default: true,
+    help: "Take a checkpoint of the files before each turn's first change (/undo, /restore N)",
+    type: BOOLEAN,
+  },
+  checkpointMaxFileSize: {
+    flag: "--checkpoint-max-file-size",
+    placeholder: "<n>",
+    env: "ACP_HARNESS_CHECKPOINT_MAX_FILE_SIZE",
+    fileKey: "checkpointMaxFileSize",
+    default: 1_048_576,
+    help: "Largest file a checkpoint records (larger ones are neither recorded nor restored)",
+    type: POSITIVE_INTEGER,
   },
   maxSessionTokens: {
     flag: "--max-session-tokens",

@@ -64,4 +64,6 @@ export const DEFAULT_SERVER_SETTINGS: ServerSettings = Object.freeze({
   promptQueue: 8,
   worktrees: false,
   worktreeFrom: "head",
+  checkpoints: true,
+  checkpointMaxFileSize: 1_048_576,
 });

@@ -1,5 +1,6 @@
 /**
- * The slash commands every session has: `/compact`, `/model`, `/mode` and `/clear`.
+ * The slash commands every session has: `/compact`, `/model`, `/mode` and `/clear`; and, with
+ * checkpoints on, `/checkpoints`, `/undo` and `/restore N` (see `./checkpoints.ts`).
  *
  * @module
  */
@@ -11,6 +12,7 @@ import type { Selection } from "./config_options.ts";
 import type { SessionOutput } from "./outbox.ts";
 import type { SessionCommand } from "../tools/session_commands.ts";
 import type { PromptTurn } from "./prompt_turn.ts";
+import type { SessionCheckpoints } from "./checkpoints.ts";
 
 /** The built-in commands, as the client is offered them. */
 export const BUILTIN_COMMANDS: readonly SessionCommand[] = [
@@ -41,6 +43,8 @@ export interface BuiltinCommandContext {
   readonly turns: Pick<PromptTurn, "compactNow" | "clear">;
   readonly output: SessionOutput;
   readonly logger: Logger;
+  /** The session's checkpoints (`/checkpoints`, `/undo`, `/restore`). */
+  readonly checkpoints?: Pick<SessionCheckpoints, "list" | "undo" | "restoreTo">;
   /** The selection the command runs with. */
   readonly pinned: Selection;
   /** Changes a config option and tells the client (throws `ConfigValueError` for a bad value). */
@@ -92,11 +96,41 @@ export async function runBuiltinCommand(
       // Compacted or failed: the compaction told the user already.
       return finish(context, reply, "end_turn");
     }
+    case "checkpoints":
+    case "undo":
+    case "restore": {
+      record(context, text);
+      const reply = await checkpointCommand(name, input, context, signal);
+      if (signal.aborted) return finish(context, undefined, "cancelled");
+      return finish(context, reply, "end_turn");
+    }
     default:
       throw new RangeError(`not a built-in command: ${name}`);
   }
   if (name !== "clear") record(context, text);
   return finish(context, reply, "end_turn");
+}
+
+/** Runs `/checkpoints`, `/undo` or `/restore N`; a cancel ends it with no reply. */
+async function checkpointCommand(
+  name: "checkpoints" | "undo" | "restore",
+  input: string,
+  context: BuiltinCommandContext,
+  signal: AbortSignal,
+): Promise<string | undefined> {
+  const { checkpoints } = context;
+  if (!checkpoints) {
+    return "Checkpoints are off for this server (--checkpoints off, or no data directory).";
+  }
+  try {
+    if (name === "checkpoints") return await checkpoints.list(signal);
+    if (name === "undo") return await checkpoints.undo(signal);
+    return await checkpoints.restoreTo(input, signal);
+  } catch (error) {
+    if (signal.aborted) return undefined;
+    context.logger.warn("checkpoint command failed", { sessionId: context.sessionId, error });
+    return `/${name} failed: ${error instanceof Error ? error.message : String(error)}`;
+  }
 }
 
 /**

@@ -36,6 +36,7 @@ import type { SessionTitle } from "./session_title.ts";
 import type { SystemPromptCache } from "./system_prompt_cache.ts";
 import type { TurnEventMapper } from "./turn_event_mapper.ts";
 import type { UsageMeter } from "./usage_meter.ts";
+import type { SessionCheckpoints } from "./checkpoints.ts";
 import { type SteeredMessage, SteeringInbox } from "./steering_inbox.ts";
 import {
   type BudgetLimits,
@@ -86,6 +87,8 @@ export interface PromptTurnOptions {
    * the lower of the two holds.
    */
   readonly budgets?: BudgetLimits;
+  /** The session's checkpoints: one is taken before each turn's first change to the files. */
+  readonly checkpoints?: SessionCheckpoints;
 }
 
 /** What one turn has come to, for its end. */
@@ -150,6 +153,11 @@ export class PromptTurn {
     const left = this.#leftover;
     this.#leftover = [];
     return left;
+  }
+
+  /** The session's checkpoints, when it has them. */
+  get checkpoints(): SessionCheckpoints | undefined {
+    return this.#options.checkpoints;
   }
 
   /** The session's usage meter (the turn's tokens: {@link UsageMeter.turnUsage}). */
@@ -219,9 +227,11 @@ export class PromptTurn {
       }, remaining);
       let reason: StopReason;
       try {
+        const beforeChange = this.#options.checkpoints?.turnHook(content);
         reason = await runTurn({
           ...this.#turnOptions(info, provider, turn, state),
           steering: inbox,
+          ...(beforeChange ? { beforeChange } : {}),
         });
       } catch (error) {
         if (controller.signal.aborted || !turn.signal.aborted) throw error;

@@ -21,6 +21,7 @@ import { applyCompaction } from "../compaction/history_compaction.ts";
 import { bytesToBase64 } from "../util/base64.ts";
 import { replayRecord, usageUpdate } from "./replay.ts";
 import { missingMarker, storedToolParts } from "./stored_content.ts";
+import type { CheckpointRecord } from "./checkpoints.ts";
 
 /** `T` with its fields writable: an object built field by field before it is handed on. */
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -47,6 +48,8 @@ export interface RestoredSession {
   readonly tokens?: number;
   /** The session's own budgets, as last recorded (a client's lower limits). */
   readonly budgets?: Extract<StoredEvent, { type: "budgets" }>["limits"];
+  /** The log's `checkpoint` events, in order (see `./checkpoints.ts`). */
+  readonly checkpoints?: readonly CheckpointRecord[];
   /** Events that close a turn the process never finished (already applied to `history`). */
   readonly repair: StoredEvent[];
   /**
@@ -196,6 +199,7 @@ export class SessionRestorer {
       cost: state.cost,
       tokens: state.tokens,
       ...(state.budgets ? { budgets: state.budgets } : {}),
+      ...(state.checkpoints ? { checkpoints: state.checkpoints } : {}),
       repair,
     };
     const usage = !this.#options.replay && this.#usage ? usageUpdate(this.#usage) : undefined;
@@ -250,6 +254,7 @@ interface RestoreState {
   cost: number;
   tokens: number;
   budgets?: RestoredSession["budgets"];
+  checkpoints?: CheckpointRecord[];
   /** Whether a turn started and has not ended. */
   open: boolean;
 }
@@ -317,6 +322,13 @@ function restoreRecord(state: RestoreState, record: StoredRecord | StoredEvent):
       break;
     case "clear":
       state.history.length = 0;
+      break;
+    case "checkpoint":
+      (state.checkpoints ??= []).push({ ...record, time: "time" in record ? record.time : "" });
+      break;
+    case "files_restored":
+      // The model was told: it is again.
+      state.history.push({ role: "user", content: [{ type: "text", text: record.text }] });
       break;
     case "usage":
       if (record.cost !== undefined) state.cost = record.cost;

@@ -20,7 +20,11 @@ import { Recorder } from "./recorder.ts";
 import { BUILTIN_COMMANDS, runBuiltinCommand } from "./builtin_commands.ts";
 import { type CompactionNotices, Compactor } from "../compaction/compactor.ts";
 import { ContextMeter } from "../compaction/context_meter.ts";
-import { invokedCommand, type SessionCommands } from "../tools/session_commands.ts";
+import {
+  invokedCommand,
+  type SessionCommand,
+  type SessionCommands,
+} from "../tools/session_commands.ts";
 import { SessionSelection } from "./selection.ts";
 import type { RestoredSession } from "./restore.ts";
 import type { SessionServices } from "./session_services.ts";
@@ -33,6 +37,7 @@ import { type TurnUsage, UsageMeter } from "./usage_meter.ts";
 import type { TraceCarrier } from "../telemetry/telemetry.ts";
 import type { StoredContentPart } from "../store/session_store.ts";
 import { toStoredContent } from "./stored_content.ts";
+import { CHECKPOINT_COMMANDS, SessionCheckpoints } from "./checkpoints.ts";
 
 export { ConfigValueError } from "./selection.ts";
 export type { TurnUsage } from "./usage_meter.ts";
@@ -245,7 +250,7 @@ export class Session {
       }
     }
     this.#tellUnpriced();
-    const commands = [...BUILTIN_COMMANDS, ...this.#options.commands?.list() ?? []];
+    const commands = [...this.#builtins(), ...this.#options.commands?.list() ?? []];
     this.#outbox.send({
       sessionUpdate: "available_commands_update",
       availableCommands: commands.map(({ name, description, hint }) => ({
@@ -254,6 +259,13 @@ export class Session {
         ...(hint === undefined ? {} : { input: { hint } }),
       })),
     });
+  }
+
+  /** The built-in commands: the checkpoints' too when the session takes them. */
+  #builtins(): readonly SessionCommand[] {
+    return this.#turns.checkpoints?.enabled
+      ? [...BUILTIN_COMMANDS, ...CHECKPOINT_COMMANDS]
+      : BUILTIN_COMMANDS;
   }
 
   /**
@@ -440,7 +452,7 @@ export class Session {
     // changes its pin too (see `#queuedPins`).
     const pin: QueuedPin = { pinned: this.#selection.current };
     // Steered messages a turn left over run as plain text, as they would have joined it.
-    const builtin = leftover ? undefined : invokedCommand(content, BUILTIN_COMMANDS);
+    const builtin = leftover ? undefined : invokedCommand(content, this.#builtins());
     let run: (controller: AbortController) => Promise<StopReason>;
     if (builtin) {
       const first = content[0];
@@ -453,6 +465,7 @@ export class Session {
           output: this.#outbox,
           logger: this.#options.logger,
           pinned: pin.pinned,
+          ...(this.#turns.checkpoints ? { checkpoints: this.#turns.checkpoints } : {}),
           setOption: (configId, value) => this.#setOptionFromCommand(configId, value),
         }, controller.signal);
         // Answered once the store has what the command recorded, as a turn is.
@@ -646,6 +659,15 @@ function buildPromptTurn(options: SessionOptions, outbox: Outbox): PromptTurn {
     meter,
     usage,
     ...(options.budgets ? { budgets: options.budgets } : {}),
+    checkpoints: new SessionCheckpoints({
+      services,
+      sessionId,
+      roots,
+      outbox,
+      conversation,
+      logger,
+      ...(restored?.checkpoints ? { restored: restored.checkpoints } : {}),
+    }),
     compactor: new Compactor({
       sessionId,
       threshold: services.settings.compactThreshold,

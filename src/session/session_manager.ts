@@ -49,6 +49,7 @@ import {
   type WorktreeHost,
   type WorktreeInfo,
 } from "../git/worktree.ts";
+import { removeCheckpoints } from "./checkpoints.ts";
 
 /** What a {@link SessionManager} needs: the server's shared services and its connection's parts. */
 export interface SessionManagerOptions {
@@ -647,6 +648,7 @@ export class SessionManager {
       const still = ids.find((session) => openSessions?.has(session));
       if (still !== undefined) throw openElsewhere(id, still);
       await store.delete(id);
+      await removeCheckpoints(this.#options.services, ids);
     } finally {
       await Promise.all(leases.map((lease) => lease.release()));
     }

@@ -64,6 +64,10 @@ export interface SessionSettings extends TurnSettings {
   readonly worktrees: boolean;
   /** What a new worktree holds (`--worktree-from`). @default {"head"} */
   readonly worktreeFrom: WorktreeFrom;
+  /** Whether turns take checkpoints of the roots (`--checkpoints`; needs `dataDir`). @default {true} */
+  readonly checkpoints?: boolean;
+  /** Largest file a checkpoint records, in bytes (`--checkpoint-max-file-size`). @default {1048576} */
+  readonly checkpointMaxFileSize?: number;
 }
 
 /** The shared parts every session of a server runs on (see the module doc). */

@@ -184,6 +184,29 @@ export type StoredEvent =
   | { readonly type: "command"; readonly messageId: string; readonly text: string }
   /** Agent text for the user only, such as a command's answer (replayed; never sent to the model). */
   | { readonly type: "note"; readonly messageId: string; readonly text: string }
+  /**
+   * The files of the session's roots at a point in time (kept in its checkpoint store, see
+   * src/git/checkpoint_store.ts): `turn` before a turn's first change, `restore` before `/undo`
+   * or `/restore` changed them.
+   */
+  | {
+    readonly type: "checkpoint";
+    readonly checkpointId: string;
+    readonly kind: "turn" | "restore";
+    /** The turn's prompt, abridged; for `restore`, the command. */
+    readonly prompt: string;
+    readonly roots: readonly StoredCheckpointRoot[];
+  }
+  /**
+   * `/undo` or `/restore` brought the files back to checkpoint `number`: the model is told
+   * `text` (a user message in its conversation), so it does not count on its later edits.
+   */
+  | {
+    readonly type: "files_restored";
+    readonly checkpointId: string;
+    readonly number: number;
+    readonly text: string;
+  }
   /** The model's whole plan after an `update_plan` call. */
   | {
     readonly type: "plan";
@@ -196,6 +219,17 @@ export type StoredEvent =
     readonly stopReason: RecordedStopReason;
     readonly error?: string;
   };
+
+/** One root in a `checkpoint` event: its git tree, and what was left out. */
+export interface StoredCheckpointRoot {
+  readonly root: string;
+  /** Absent when the root had too many files to record. */
+  readonly tree?: string;
+  /** Files over the size limit, relative to the root. */
+  readonly large?: readonly string[];
+  /** The root's file count, when it was over the limit. */
+  readonly tooMany?: number;
+}
 
 /** An event as recorded: with its sequence number (1, 2, … after the header) and time. */
 export type StoredRecord = StoredEvent & {

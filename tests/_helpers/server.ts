@@ -67,6 +67,11 @@ export interface StartOptions {
   readonly blockingPathChecks?: boolean;
   /** Where the server counts its work. */
   readonly telemetry?: Telemetry;
+  /**
+   * Give the sessions `dataDir` as the server's data directory (worktrees, checkpoints), as the
+   * CLI does.
+   */
+  readonly serverDataDir?: boolean;
 }
 
 /** An agent server built the way the tests build one, with the lines it logs. */
@@ -112,10 +117,9 @@ export function createTestAgentServer(
     retry: options.retry ?? { attempts: 3, baseDelayMs: 5, maxDelayMs: 50 },
     ...(options.tools ? { toolsFor: () => options.tools! } : {}),
     ...(options.allowedRoots ? { allowedRoots: options.allowedRoots } : {}),
-    // Worktrees and checkpoints live in the data directory, as the CLI's do.
-    ...(dataDir === undefined ? {} : { dataDir }),
     ...(options.blockingPathChecks ? { blockingPathChecks: true } : {}),
     ...(options.telemetry ? { telemetry: options.telemetry } : {}),
+    ...(options.serverDataDir && dataDir !== undefined ? { dataDir } : {}),
   });
   return built;
 }

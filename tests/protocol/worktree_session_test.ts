@@ -70,6 +70,7 @@ async function open(
 function start(dataDir: string, worktrees = true): MemoryServer {
   return startServer({
     dataDir,
+    serverDataDir: true,
     script: SCRIPT,
     config: { model: "scripted", mode: "auto", worktrees },
   });
