@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
+import { pollUntil } from "../_helpers/wait.ts";
 import { branchesOf, gitIn, makeRepo, statusOf } from "../_helpers/git_repo.ts";
 
 const SCRIPT = [
@@ -26,6 +27,13 @@ const SCRIPT = [
   },
   { text: "done" },
 ];
+
+/** The agent's messages in a session, joined. */
+function agentSaid(agent: StdioAgent, sessionId: string): string {
+  return agent.client.updates(sessionId)
+    .filter(({ update }) => update.sessionUpdate === "agent_message_chunk")
+    .map(({ update }) => (update.content as { text?: string }).text ?? "").join("");
+}
 
 async function stop(agent: StdioAgent): Promise<void> {
   if (agent.child.exitCode === null && agent.child.signalCode === null) agent.end();
@@ -46,6 +54,14 @@ function leftByACrash(repo: string, data: string): string {
   return path;
 }
 
+function spawn(runtime: Runtime, dir: string, data: string, script: string): StdioAgent {
+  return spawnAgent(runtime.command, [
+    ...runtime.args,
+    ...["--data-dir", data, "--model", "scripted", "--script", script, "--mode", "auto"],
+    ...["--worktrees", "--log-level", "info"],
+  ], { cwd: dir });
+}
+
 async function twoSessions(runtime: Runtime): Promise<void> {
   await using dir = await tempDir("acp-harness-worktrees-e2e-");
   const [repo, data] = [join(dir.path, "repo"), join(dir.path, "data")];
@@ -55,11 +71,7 @@ async function twoSessions(runtime: Runtime): Promise<void> {
   const stale = leftByACrash(repo, data);
   const script = join(dir.path, "script.json");
   await writeFile(script, JSON.stringify(SCRIPT));
-  const agent = spawnAgent(runtime.command, [
-    ...runtime.args,
-    ...["--data-dir", data, "--model", "scripted", "--script", script, "--mode", "auto"],
-    ...["--worktrees", "--log-level", "info"],
-  ], { cwd: dir.path });
+  const agent = spawn(runtime, dir.path, data, script);
   try {
     await agent.client.initialize();
     const open = () =>
@@ -90,6 +102,12 @@ async function twoSessions(runtime: Runtime): Promise<void> {
       branchesOf(repo),
       [...sessions.map(({ sessionId }) => `acp-harness/${sessionId.slice(0, 8)}`), "main"].sort(),
     );
+    // `/undo` in the second session brings back its a.txt only; the first's stays as it was.
+    const second = sessions[1]!.sessionId;
+    assert.equal(await agent.client.prompt(second, "/undo"), "end_turn");
+    assert.equal(readFileSync(join(paths[1]!, "a.txt"), "utf8"), "a\n");
+    assert.equal(readFileSync(join(paths[0]!, "a.txt"), "utf8"), `mine\n${paths[0]}\n`);
+    assert.ok(agentSaid(agent, second).includes("Restored the files to checkpoint 1"));
     await agent.client.request("session/delete", { sessionId: sessions[0]!.sessionId });
     assert.equal(existsSync(paths[0]!), false);
     assert.equal(existsSync(paths[1]!), true);
@@ -103,4 +121,69 @@ async function twoSessions(runtime: Runtime): Promise<void> {
 for (const runtime of RUNTIMES) {
   Deno.test(`two sessions edit one file of one repository at once in their worktrees (${runtime.name})`, () =>
     twoSessions(runtime));
+}
+
+/**
+ * A server killed with SIGKILL while a turn's command runs, after the turn's checkpoint: the next
+ * server loads the session, in its worktree, and `/undo` takes back what the command did.
+ */
+async function crashThenUndo(runtime: Runtime): Promise<void> {
+  await using dir = await tempDir("acp-harness-worktrees-e2e-");
+  const [repo, data] = [join(dir.path, "repo"), join(dir.path, "data")];
+  await mkdir(repo);
+  makeRepo(repo, { "a.txt": "a\n" });
+  const script = join(dir.path, "script.json");
+  const command = "printf 'half done\\n' > a.txt && touch started && exec sleep 600";
+  await writeFile(
+    script,
+    JSON.stringify([{ toolCalls: [{ id: "c", name: "run_command", arguments: { command } }] }]),
+  );
+  const first = spawn(runtime, dir.path, data, script);
+  let sessionId: string;
+  let path: string;
+  try {
+    await first.client.initialize();
+    const opened = await first.client.request<
+      { sessionId: string; _meta: Record<string, Record<string, unknown>> }
+    >("session/new", { cwd: repo, mcpServers: [] });
+    sessionId = opened.sessionId;
+    path = (opened._meta["acp-harness"]?.worktree as { path: string }).path;
+    const prompt = first.client.nextRequest("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: "start it" }],
+    });
+    await first.writeRaw(JSON.stringify(prompt.frame) + "\n");
+    await first.client.waitFor(() =>
+      first.client.updates(sessionId).some(({ update }) =>
+        update.sessionUpdate === "tool_call_update" && update.status === "in_progress"
+      )
+    );
+    // The command's file is written by a program of the server's: no event announces it.
+    await pollUntil(() => existsSync(join(path, "started")), { what: "the command's file" });
+  } finally {
+    first.child.kill("SIGKILL");
+    await first.exited;
+  }
+  assert.equal(readFileSync(join(path, "a.txt"), "utf8"), "half done\n");
+  const second = spawn(runtime, dir.path, data, script);
+  try {
+    await second.client.initialize();
+    const loaded = await second.client.request<{ _meta?: Record<string, Record<string, unknown>> }>(
+      "session/load",
+      { sessionId, cwd: repo, mcpServers: [] },
+    );
+    assert.equal((loaded._meta?.["acp-harness"]?.worktree as { path: string }).path, path);
+    assert.equal(await second.client.prompt(sessionId, "/undo"), "end_turn");
+    assert.equal(readFileSync(join(path, "a.txt"), "utf8"), "a\n");
+    assert.equal(existsSync(join(path, "started")), false);
+    assert.equal(statusOf(repo), "");
+    assert.equal(second.client.problems.length, 0, second.client.problems.join("\n"));
+  } finally {
+    await stop(second);
+  }
+}
+
+for (const runtime of RUNTIMES) {
+  Deno.test(`a server killed mid-turn: load, then /undo takes back what the turn's command did (${runtime.name})`, () =>
+    crashThenUndo(runtime));
 }
