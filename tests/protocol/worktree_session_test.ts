@@ -12,6 +12,9 @@ import { RpcError } from "../_helpers/acp_client.ts";
 import { type MemoryServer, startServer } from "../_helpers/server.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
 import { branchesOf, makeRepo, statusOf } from "../_helpers/git_repo.ts";
+import { postgresTest, withTestDatabase } from "../_helpers/postgres.ts";
+import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
+import { nullLogger } from "../../src/log/logger.ts";
 
 /** Each session's turn: write a file, append its own working directory to it, read it back. */
 const SCRIPT = [
@@ -256,3 +259,61 @@ Deno.test("a worktree gone from this disk is made again from its branch, or the 
     await server.disconnect();
   }
 });
+
+postgresTest(
+  "on PostgreSQL a session's worktree survives a restart and goes with its delete",
+  async (url) => {
+    await using database = await withTestDatabase(url);
+    await using dirs = new TempDirs("acp-harness-worktrees-pg-");
+    const [repo, data] = [await dirs.make(), await dirs.make()];
+    makeRepo(repo);
+    const serve = async () => {
+      const pg = await openPostgresStore({
+        url: database.url,
+        logger: nullLogger,
+        leaseTtlMs: 3_000,
+      });
+      const server = startServer({
+        dataDir: data,
+        serverDataDir: true,
+        stores: pg,
+        script: SCRIPT,
+        config: { model: "scripted", mode: "auto", worktrees: true },
+      });
+      return {
+        server,
+        async [Symbol.asyncDispose]() {
+          await server.disconnect();
+          await pg.close();
+        },
+      };
+    };
+    let sessionId: string;
+    let worktree: Worktree;
+    {
+      await using first = await serve();
+      await first.server.client.initialize();
+      const opened = await open(first.server, repo);
+      sessionId = opened.sessionId;
+      worktree = opened.own.worktree!;
+      assert.equal(await first.server.client.prompt(sessionId, "go"), "end_turn");
+    }
+    assert.equal(existsSync(`${data}/${sessionId}.jsonl`), false, "the log is in PostgreSQL");
+    {
+      await using second = await serve();
+      await second.server.client.initialize();
+      const loaded = await second.server.client.request<{ _meta?: Record<string, unknown> }>(
+        "session/load",
+        { sessionId, cwd: repo, mcpServers: [] },
+      );
+      assert.deepEqual(loaded._meta?.["acp-harness"], { worktree });
+      assert.equal(
+        readFileSync(`${worktree.path}/notes.txt`, "utf8"),
+        `written\n${worktree.path}\n`,
+      );
+      await second.server.client.request("session/delete", { sessionId });
+      assert.equal(existsSync(worktree.path), false);
+      assert.deepEqual(branchesOf(repo), ["main"]);
+    }
+  },
+);
