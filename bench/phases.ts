@@ -46,6 +46,7 @@ import {
 } from "./store_bench.ts";
 import { measureThroughput } from "./throughput.ts";
 import { measureSessionFork } from "./fork_bench.ts";
+import { measureWorktrees } from "./worktree_bench.ts";
 
 /** One per-runtime phase: fills in its part of `result` (and its processes' exit times). */
 export type Phase = (runtime: Runtime, result: RuntimeResult, run: BenchRun) => Promise<void>;
@@ -151,6 +152,15 @@ const measureHttpPhase: Phase = async (runtime, result, { settings, httpGraph })
   result.exitMs.ours.push(result.http.stdioExitMs);
 };
 
+const measureWorktreesPhase: Phase = async (runtime, result, { settings }) => {
+  result.worktrees = await measureWorktrees(
+    (args, dataDir) =>
+      new AgentProcess(`ours/${runtime}`, oursCommand(runtime, ["--data-dir", dataDir, ...args])),
+    TMP,
+    settings.quick ? { warmups: 1, runs: 3 } : { warmups: 2, runs: 7 },
+  );
+};
+
 /** Every per-runtime phase by its name. */
 const PHASES: Readonly<Record<PhaseName, Phase>> = {
   "start-up": measureStartup,
@@ -166,6 +176,7 @@ const PHASES: Readonly<Record<PhaseName, Phase>> = {
   "delegation": measureDelegationPhase,
   "HTTP": measureHttpPhase,
   "compaction": measureCompactionPhase,
+  "worktrees": measureWorktreesPhase,
 };
 
 /** Seconds since `started`, as the progress lines print them. */

@@ -9,6 +9,7 @@
 import { SYNC_DELAY_MS } from "../src/store/jsonl_session_store.ts";
 import { renderDelegationSection } from "./delegation.ts";
 import { renderSessionForkSection } from "./fork_bench.ts";
+import { renderWorktreeSection } from "./worktree_bench.ts";
 import { fixed, ratioOf, ratioText, table, Tally, thousands } from "./format.ts";
 import { httpBenchCounts } from "./http.ts";
 import { renderHttpSection } from "./http_report.ts";
@@ -898,6 +899,7 @@ export function renderReport(run: Results): string {
     phases.delegation,
     phases.http,
     renderCompactionSection(run),
+    renderWorktreeSection(run),
     renderRssSection(run),
     renderNoiseSection(run),
   ];

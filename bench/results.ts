@@ -15,6 +15,7 @@ import type { Kind, Runtime, Settings } from "./settings.ts";
 import type { StartupProfile } from "./startup_profile.ts";
 import type { AppendResult, ListResult, LoadResult, StoreFixture } from "./store_bench.ts";
 import type { ForkResult } from "./fork_bench.ts";
+import type { WorktreeResult } from "./worktree_bench.ts";
 
 /** One figure for ours and one for the bare agent. */
 export interface Pair<T> {
@@ -89,6 +90,7 @@ export interface RuntimeResult {
   delegation?: DelegationResult;
   http?: HttpResult;
   compaction?: CompactionResult;
+  worktrees?: WorktreeResult;
   /** Exit-after-EOF times of every process of the runtime, for the max column. */
   exitMs: Pair<number[]>;
   /** `<phase>: <message>` for each phase that failed. */

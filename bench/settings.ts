@@ -28,6 +28,7 @@ export const PHASE_NAMES = [
   "delegation",
   "HTTP",
   "compaction",
+  "worktrees",
 ] as const;
 /** One of {@link PHASE_NAMES}. */
 export type PhaseName = typeof PHASE_NAMES[number];

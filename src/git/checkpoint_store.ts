@@ -344,14 +344,20 @@ export class CheckpointStore {
     }
     if (all.size > this.#maxFiles) return { root, skipped: { large: [], tooMany: all.size } };
     const large = await this.#large(root, [...changed], signal);
-    // Files that grew past the limit, or that a `.gitignore` now ignores, leave the index.
-    const tracked = await git(host, [
-      "ls-files",
-      "-z",
-      "--cached",
-      "--ignored",
-      "--exclude-standard",
-    ], { cwd: root, env, signal });
+    // Files that grew past the limit, or that a `.gitignore` now ignores, leave the index. Only
+    // a changed `.gitignore` can make a recorded file ignored: without one, git is not asked.
+    const ignoresChanged = [...changed].some((path) =>
+      path === ".gitignore" || path.endsWith("/.gitignore")
+    );
+    const tracked = ignoresChanged
+      ? await git(host, [
+        "ls-files",
+        "-z",
+        "--cached",
+        "--ignored",
+        "--exclude-standard",
+      ], { cwd: root, env, signal })
+      : "";
     const leaving = [
       ...tracked.split("\0").filter((path) => path !== ""),
       ...large,

@@ -120,7 +120,7 @@ async function checkpointCommand(
 ): Promise<string | undefined> {
   const { checkpoints } = context;
   if (!checkpoints) {
-    return "Checkpoints are off for this server (--checkpoints off, or no data directory).";
+    return "Checkpoints are off for this server (--checkpoints=off, or no data directory).";
   }
   try {
     if (name === "checkpoints") return await checkpoints.list(signal);

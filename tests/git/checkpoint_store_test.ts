@@ -144,6 +144,28 @@ describe("CheckpointStore", () => {
     assert.equal(await host.readTextFile(`${root}/big.bin`), "y".repeat(3000));
   });
 
+  it("drops a recorded file that a .gitignore written since ignores (nested ones too)", async () => {
+    await using temp = await tempDir("acp-harness-ckpt-");
+    const root = `${temp.path}/root`;
+    await write(root, "notes.log", "n1");
+    await write(root, "sub/trace.log", "t1");
+    await write(root, "keep.txt", "k1");
+    const store = new CheckpointStore({ host, dir: `${temp.path}/shadow` });
+    const [first] = await store.snapshot([root]);
+    await write(root, ".gitignore", "notes.log\n");
+    await write(root, "sub/.gitignore", "*.log\n");
+    const [second] = await store.snapshot([root]);
+    assert.deepEqual(
+      await store.changedFiles(first!.tree!, second!.tree!),
+      [".gitignore", "notes.log", "sub/.gitignore", "sub/trace.log"],
+    );
+    // The ignored files are not the checkpoint's: a restore to it leaves them as they are.
+    await write(root, "notes.log", "n2");
+    const outcome = await store.restore(root, second!.tree!);
+    assert.deepEqual(outcome.restored, []);
+    assert.equal(await host.readTextFile(`${root}/notes.log`), "n2");
+  });
+
   it("keeps a small file that grew past the limit, as it is now", async () => {
     await using temp = await tempDir("acp-harness-ckpt-");
     const root = `${temp.path}/root`;
