@@ -88,7 +88,7 @@ Deno.test("a worktree from the working tree carries uncommitted and untracked fi
   await using data = await tempDir("acp-harness-wt-data-");
   makeRepo(repo.path, { "a.txt": "a\n", ".gitignore": "*.log\n", "gone.txt": "x\n" });
   writeFiles(repo.path, { "a.txt": "edited\n", "dir/new.txt": "new\n", "debug.log": "noise\n" });
-  Deno.removeSync(`${repo.path}/gone.txt`);
+  await Deno.remove(`${repo.path}/gone.txt`);
   const found = await findRepository(host, repo.path);
   if ("reason" in found) throw new Error(found.reason);
   const info = await addWorktree(host, {
