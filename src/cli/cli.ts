@@ -579,6 +579,9 @@ async function composeServer(
       ? undefined
       : usableDirectory(platform.host, location, "the store directory"),
   ]);
+  // Canonical, as the sessions' roots are: worktrees and checkpoints are found (and left out of
+  // the checkpoints) by their canonical paths.
+  const canonicalData = await platform.host.realpath(dataDir);
   const settings = settingsOf(config);
   const opened = await openSessionStore({
     location,
@@ -611,7 +614,7 @@ async function composeServer(
       (error) =>
         logger.warn("cannot reap processes left by earlier servers", { error: String(error) }),
     );
-  void reapWorktrees(platform.host, dataDir, opened.store, logger, reapAfter);
+  void reapWorktrees(platform.host, canonicalData, opened, logger, reapAfter);
   if (sandbox.warning !== undefined) logger.warn(sandbox.warning);
   logger.info("command sandbox", {
     level: sandbox.level,
@@ -631,7 +634,8 @@ async function composeServer(
     ...(toolsFor ? { toolsFor } : {}),
     ...(allowedRoots ? { allowedRoots } : {}),
     sandbox,
-    dataDir,
+    dataDir: canonicalData,
+    storeName: opened.description,
     ...(platform.defer ? { defer: platform.defer } : {}),
     ...(idle ? { idleTask: idle } : {}),
     // On stdio the one client names every path: checking them synchronously holds up no one else.
@@ -1012,7 +1016,7 @@ async function shutDown(
 async function reapWorktrees(
   host: Host,
   dataDir: string,
-  store: SessionStore,
+  opened: { readonly store: SessionStore; readonly description: string },
   logger: Logger,
   after: Promise<void> | undefined,
 ): Promise<void> {
@@ -1022,7 +1026,13 @@ async function reapWorktrees(
     const worktrees = await import("../git/worktree.ts");
     const { removed, unknown } = await worktrees.reapWorktrees(
       { processes: host, files: host },
-      { dataDir, before, exists: (id) => store.exists(id) },
+      {
+        dataDir,
+        before,
+        exists: (id) => opened.store.exists(id),
+        self: { host: host.hostname(), store: opened.description },
+        isAlive: (pid) => host.isProcessAlive(pid),
+      },
     );
     if (removed.length > 0) {
       logger.info("removed worktrees of sessions a server that died never recorded", {

@@ -106,7 +106,7 @@ export async function runGit(
       ...(options.signal ? { signal: options.signal } : {}),
     });
   } catch (error) {
-    throw new GitError(`cannot run git ${args[0] ?? ""}: ${messageOf(error)}`, { cause: error });
+    throw new GitError(`cannot run git ${commandOf(args)}: ${messageOf(error)}`, { cause: error });
   }
   const max = options.maxOutput ?? DEFAULT_MAX_OUTPUT;
   const stdin = options.stdin === undefined ? Promise.resolve() : feed(child.stdin, options.stdin);
@@ -118,7 +118,7 @@ export async function runGit(
   ]);
   options.signal?.throwIfAborted();
   if (stdout === undefined) {
-    throw new GitError(`git ${args[0] ?? ""} printed more than ${max} bytes`, {
+    throw new GitError(`git ${commandOf(args)} printed more than ${max} bytes`, {
       code: exit.code,
       stderr: stderr ?? "",
     });
@@ -152,7 +152,7 @@ export async function git(
   if (result.code !== 0) {
     const said = result.stderr.trim().split("\n").slice(-3).join(" ");
     throw new GitError(
-      `git ${args.slice(0, 2).join(" ")} failed (exit ${result.code})${said ? `: ${said}` : ""}`,
+      `git ${commandOf(args)} failed (exit ${result.code})${said ? `: ${said}` : ""}`,
       { code: result.code, stderr: result.stderr },
     );
   }
@@ -205,6 +205,15 @@ async function collect(
   }
   if (overflowed) return undefined;
   return new TextDecoder().decode(concatBytes(chunks));
+}
+
+/** The subcommand and its first argument, past git's own options (`-c key=value`, `-C dir`). */
+function commandOf(args: readonly string[]): string {
+  let at = 0;
+  while (at < args.length && args[at]!.startsWith("-")) {
+    at += args[at] === "-c" || args[at] === "-C" ? 2 : 1;
+  }
+  return args.slice(at, at + 2).join(" ");
 }
 
 function messageOf(error: unknown): string {

@@ -33,7 +33,34 @@ export interface WorktreeInfo {
   readonly cwd: string;
   /** Whether the checkout's uncommitted changes were carried over (`--worktree-from`). */
   readonly fromWorkingTree?: boolean;
+  /**
+   * Where git keeps the worktree's own state (`<repository>/.git/worktrees/<id>`) and the
+   * repository's objects and refs: a sandboxed command must write there to commit.
+   */
+  readonly git?: { readonly dir: string; readonly commonDir: string };
+  /** The server that made it: its reaper leaves alone what a live server or another store has. */
+  readonly owner?: WorktreeOwner;
 }
+
+/** Who made a worktree: see {@link WorktreeInfo.owner}. */
+export interface WorktreeOwner {
+  /** The server's pid. */
+  readonly pid: number;
+  /** The machine's name. */
+  readonly host: string;
+  /** Where the server records its sessions (the store's description). */
+  readonly store: string;
+}
+
+/** The fields of a {@link WorktreeInfo} a client is told (the answers' `_meta`). */
+export const WORKTREE_ANSWER_FIELDS = [
+  "path",
+  "branch",
+  "base",
+  "repository",
+  "cwd",
+  "fromWorkingTree",
+] as const;
 
 /** What git and the file system are reached through. */
 export interface WorktreeHost {
@@ -55,8 +82,42 @@ export interface Repository {
 /** Why a directory cannot get a worktree, in words for the client and the log. */
 export type NoRepository = { readonly reason: string };
 
-/** The options that turn off what would run code from the repository. */
+/** The options that turn off what would run code from the repository: hooks, its monitor. */
 const SAFE = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"];
+
+/**
+ * {@link SAFE}, and every filter driver the repository's own config defines turned off (a smudge,
+ * clean or process command planted in `.git/config`, or a file it includes, would run on checkout,
+ * diff or add), and no external diff: for the commands that read or write file contents. The
+ * user's own drivers (global and system config, such as Git LFS) are kept.
+ */
+async function guards(
+  host: WorktreeHost,
+  cwd: string,
+  signal: AbortSignal | undefined,
+): Promise<string[]> {
+  const listed = await runGit(
+    host.processes,
+    [...SAFE, "config", "--show-scope", "--get-regexp", "^filter\\."],
+    { cwd, ...(signal ? { signal } : {}) },
+  );
+  const names = new Set<string>();
+  for (const line of listed.stdout.split("\n")) {
+    const tab = line.indexOf("\t");
+    if (tab < 0) continue;
+    const scope = line.slice(0, tab);
+    if (scope === "global" || scope === "system") continue;
+    const key = line.slice(tab + 1).split(" ", 1)[0] ?? "";
+    const match = /^filter\.(.+)\.[a-z]+$/.exec(key);
+    if (match?.[1]) names.add(match[1]);
+  }
+  const args = [...SAFE, "-c", "diff.external="];
+  for (const name of names) {
+    for (const key of ["smudge", "clean", "process"]) args.push("-c", `filter.${name}.${key}=`);
+    args.push("-c", `filter.${name}.required=false`);
+  }
+  return args;
+}
 
 /**
  * Finds the repository checkout `cwd` is in.
@@ -114,6 +175,8 @@ export interface AddWorktreeOptions {
   readonly cwd: string;
   /** Whether the checkout's uncommitted changes go into the worktree. @default {"head"} */
   readonly from?: WorktreeFrom;
+  /** The server making it, kept in its record for the reaper. */
+  readonly owner?: WorktreeOwner;
   readonly signal?: AbortSignal;
 }
 
@@ -155,73 +218,115 @@ async function add(host: WorktreeHost, options: AddWorktreeOptions): Promise<Wor
   const dir = `${dataDir}/worktrees`;
   const path = `${dir}/${sessionId}`;
   const run = { cwd: repository.toplevel, ...(signal ? { signal } : {}) };
-  const short = `acp-harness/${sessionId.slice(0, 8)}`;
-  const taken = await runGit(
-    host.processes,
-    [...SAFE, "show-ref", "--verify", "--quiet", `refs/heads/${short}`],
-    run,
-  );
-  const branch = taken.code === 0 ? `acp-harness/${sessionId}` : short;
+  const guard = await guards(host, repository.toplevel, signal);
   const inside = relativeInside(repository.toplevel, options.cwd) ?? "";
-  const info: WorktreeInfo = {
+  const record = (branch: string): WorktreeInfo => ({
     path,
     branch,
     base: repository.head,
     repository: repository.toplevel,
     cwd: inside === "" ? path : `${path}/${inside}`,
     ...(options.from === "working-tree" ? { fromWorkingTree: true } : {}),
-  };
+    ...(options.owner ? { owner: options.owner } : {}),
+  });
   await host.files.mkdir(dir);
-  await host.files.writeFileAtomic(`${path}.json`, JSON.stringify(info) + "\n");
+  // Set once git made the worktree and its branch: only then are they this session's to remove.
+  let info: WorktreeInfo | undefined;
   try {
-    await git(
-      host.processes,
-      [...SAFE, "worktree", "add", "--quiet", "-b", branch, path, repository.head],
-      run,
-    );
-    if (options.from === "working-tree") {
-      await carryChanges(host, repository.toplevel, path, signal);
+    for (const branch of branchNames(sessionId)) {
+      const ref = ["show-ref", "--verify", "--quiet", `refs/heads/${branch}`];
+      if ((await runGit(host.processes, [...SAFE, ...ref], run)).code === 0) continue;
+      // Written before git makes anything: what a crash leaves is found by its record.
+      await host.files.writeFileAtomic(`${path}.json`, JSON.stringify(record(branch)) + "\n");
+      const made = await runGit(
+        host.processes,
+        [...guard, "worktree", "add", "--quiet", "-b", branch, path, repository.head],
+        run,
+      );
+      if (made.code === 0) {
+        info = record(branch);
+        break;
+      }
+      // Git may have made the branch before failing: it was not there, so it goes.
+      if ((await runGit(host.processes, [...SAFE, ...ref], run)).code === 0) {
+        await runGit(host.processes, [...SAFE, "branch", "-D", "--quiet", branch], run);
+      }
+      // A branch it would sit under or over (`acp-harness`) exists: the next name. Else, fail.
+      if (!/cannot lock ref|unable to create|already exists/i.test(made.stderr)) {
+        throw new GitError(
+          `git worktree add failed (exit ${made.code}): ${lastLine(made.stderr)}`,
+          { code: made.code, stderr: made.stderr },
+        );
+      }
     }
+    if (!info) throw new GitError("git worktree add failed: no free branch name", {});
+    const gitDirs = await git(
+      host.processes,
+      [...SAFE, "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"],
+      { cwd: path, ...(signal ? { signal } : {}) },
+    );
+    const [gitDir = "", commonDir = ""] = gitDirs.trim().split("\n");
+    info = { ...info, git: { dir: gitDir, commonDir } };
+    await host.files.writeFileAtomic(`${path}.json`, JSON.stringify(info) + "\n");
+    if (options.from === "working-tree") {
+      await carryChanges(host, { checkout: repository.toplevel, path, guard, signal });
+    }
+    // A cwd git does not check out (ignored, or holding only untracked files) is made empty.
+    await host.files.mkdir(info.cwd);
     return info;
   } catch (error) {
-    await drop(host, info).catch(() => {});
+    if (info) await drop(host, info).catch(() => {});
+    else await host.files.remove(`${path}.json`).catch(() => {});
     throw error;
   }
 }
 
-/** Copies the checkout's uncommitted changes (a binary diff) and untracked files into `path`. */
+/** The branch names a session's worktree may take, in order of preference. */
+function branchNames(sessionId: string): string[] {
+  const short = sessionId.slice(0, 8);
+  return [
+    `acp-harness/${short}`,
+    `acp-harness/${sessionId}`,
+    `acp-harness-${short}`,
+    `acp-harness-${sessionId}`,
+  ];
+}
+
+/**
+ * Brings the checkout's uncommitted changes and untracked (not ignored) files into the new
+ * worktree, as git has them (modes and symlinks kept, no file read through a symlink): the
+ * checkout's files written as a tree through a copy of its index (its own index and files are
+ * never changed), that tree checked out over `HEAD` in the worktree, and the worktree's index
+ * set back to `HEAD`, so they show as changes there too.
+ */
 async function carryChanges(
   host: WorktreeHost,
-  checkout: string,
-  path: string,
-  signal: AbortSignal | undefined,
+  where: {
+    readonly checkout: string;
+    readonly path: string;
+    readonly guard: readonly string[];
+    readonly signal: AbortSignal | undefined;
+  },
 ): Promise<void> {
+  const { checkout, path, guard, signal } = where;
   const from = { cwd: checkout, ...(signal ? { signal } : {}) };
-  const diff = await git(
+  const index = (await git(
     host.processes,
-    [...SAFE, "diff", "--binary", "--no-ext-diff", "--no-textconv", "HEAD", "--"],
+    [...SAFE, "rev-parse", "--path-format=absolute", "--git-path", "index"],
     from,
-  );
-  if (diff !== "") {
-    await git(host.processes, [...SAFE, "apply", "--binary", "--whitespace=nowarn"], {
-      cwd: path,
-      stdin: diff,
-      ...(signal ? { signal } : {}),
-    });
-  }
-  const untracked = await git(
-    host.processes,
-    [...SAFE, "ls-files", "--others", "--exclude-standard", "-z"],
-    from,
-  );
-  for (const file of untracked.split("\0")) {
-    if (file === "") continue;
-    signal?.throwIfAborted();
-    const info = await host.files.stat(`${checkout}/${file}`);
-    if (!info?.isFile) continue;
-    const target = `${path}/${file}`;
-    await host.files.mkdir(target.slice(0, target.lastIndexOf("/")));
-    await host.files.writeFileAtomic(target, await host.files.readFile(`${checkout}/${file}`));
+  )).trim();
+  const copy = `${path}.index`;
+  try {
+    const existing = await host.files.stat(index);
+    if (existing?.isFile) await host.files.writeFileAtomic(copy, await host.files.readFile(index));
+    const env = { GIT_INDEX_FILE: copy };
+    await git(host.processes, [...guard, "add", "--all", "--", "."], { ...from, env });
+    const tree = (await git(host.processes, [...guard, "write-tree"], { ...from, env })).trim();
+    const into = { cwd: path, ...(signal ? { signal } : {}) };
+    await git(host.processes, [...guard, "read-tree", "-u", "-m", "HEAD", tree], into);
+    await git(host.processes, [...guard, "reset", "--quiet"], into);
+  } finally {
+    await host.files.remove(copy);
   }
 }
 
@@ -318,27 +423,39 @@ async function dropBranch(
  *
  * @param host Runs git
  * @param info The worktree as recorded
- * @param signal Aborts git
+ * @param where This server's data directory (the worktree must be in it), owner and signal
  * @returns Whether it is there now
  */
 export function restoreWorktree(
   host: WorktreeHost,
   info: WorktreeInfo,
-  signal?: AbortSignal,
+  where: {
+    readonly dataDir: string;
+    readonly owner?: WorktreeOwner;
+    readonly signal?: AbortSignal;
+  },
 ): Promise<boolean> {
+  const { signal } = where;
   return serialized(info.repository, async () => {
-    const run = { cwd: info.repository, ...(signal ? { signal } : {}) };
+    // Only in this server's own worktrees directory, and only from a repository that is here.
+    if (info.path !== `${where.dataDir}/worktrees/${info.path.split("/").at(-1)}`) return false;
     if (!(await host.files.stat(info.repository))?.isDirectory) return false;
-    await runGit(host.processes, [...SAFE, "worktree", "prune"], run).catch(() => undefined);
-    const added = await runGit(
-      host.processes,
-      [...SAFE, "worktree", "add", "--quiet", info.path, info.branch],
-      run,
-    ).catch((error: unknown) => {
-      if (error instanceof GitError && !signal?.aborted) return undefined;
+    const run = { cwd: info.repository, ...(signal ? { signal } : {}) };
+    try {
+      await runGit(host.processes, [...SAFE, "worktree", "prune"], run);
+      const guard = await guards(host, info.repository, signal);
+      const record: WorktreeInfo = { ...info, ...(where.owner ? { owner: where.owner } : {}) };
+      await host.files.writeFileAtomic(`${info.path}.json`, JSON.stringify(record) + "\n");
+      const added = await runGit(
+        host.processes,
+        [...guard, "worktree", "add", "--quiet", info.path, info.branch],
+        run,
+      );
+      return added.code === 0;
+    } catch (error) {
+      if (error instanceof GitError && !signal?.aborted) return false;
       throw error;
-    });
-    return added?.code === 0;
+    }
   });
 }
 
@@ -350,6 +467,10 @@ export interface ReapOptions {
   readonly exists: (sessionId: string) => Promise<boolean>;
   /** Only records written before this time (ms since the epoch) are reaped: newer may be in use. */
   readonly before: number;
+  /** This server: only records of its machine and its store (or a memory store) are reaped. */
+  readonly self: Pick<WorktreeOwner, "host" | "store">;
+  /** Whether a pid of this machine is alive: a live server's records are never reaped. */
+  readonly isAlive: (pid: number) => boolean;
   readonly signal?: AbortSignal;
 }
 
@@ -381,7 +502,8 @@ export async function reapWorktrees(host: WorktreeHost, options: ReapOptions): P
       const id = entry.name.slice(0, -".json".length);
       const info = await readRecord(host, `${dir}/${entry.name}`);
       const written = (await host.files.stat(`${dir}/${entry.name}`))?.mtimeMs ?? Infinity;
-      if (!info || written >= options.before || await options.exists(id)) continue;
+      if (!info || written >= options.before || !reapable(info, options)) continue;
+      if (await options.exists(id)) continue;
       await removeWorktree(host, info, options.signal);
       removed.push(info);
     } else if (entry.isDirectory && !names.has(`${entry.name}.json`)) {
@@ -389,6 +511,17 @@ export async function reapWorktrees(host: WorktreeHost, options: ReapOptions): P
     }
   }
   return { removed, unknown };
+}
+
+/**
+ * Whether a record may be reaped by this server: one of this machine's, made by a server that is
+ * gone, for this server's store (its sessions are known here) or for a memory store (its sessions
+ * went with it). One without an owner, of another machine or of another store is left alone.
+ */
+function reapable(info: WorktreeInfo, options: ReapOptions): boolean {
+  const { owner } = info;
+  if (!owner || owner.host !== options.self.host || options.isAlive(owner.pid)) return false;
+  return owner.store === options.self.store || owner.store.startsWith("memory");
 }
 
 async function readRecord(host: WorktreeHost, path: string): Promise<WorktreeInfo | undefined> {
@@ -420,6 +553,34 @@ export async function removeSessionWorktree(
   const info = await readRecord(host, `${dataDir}/worktrees/${sessionId}.json`);
   if (!info) return undefined;
   return { info, removal: await removeWorktree(host, info, signal) };
+}
+
+/**
+ * Where a command in the worktree must write to commit on its branch: the worktree's own git
+ * state, the repository's objects, and the directory of the branch's ref and of its log. Not the
+ * repository's config or hooks: a sandboxed command cannot plant what the server's git would run.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { worktreeGitPaths } from "./worktree.ts";
+ * const git = { dir: "/r/.git/worktrees/s", commonDir: "/r/.git" };
+ * const info = { path: "/d/s", branch: "acp-harness/ab12cd34", base: "c", repository: "/r", cwd: "/d/s", git };
+ * assert.deepEqual(worktreeGitPaths(info), [
+ *   "/r/.git/worktrees/s", "/r/.git/objects", "/r/.git/refs/heads/acp-harness",
+ *   "/r/.git/logs/refs/heads/acp-harness",
+ * ]);
+ * ```
+ *
+ * @param info The worktree
+ * @returns The paths (some may not exist yet)
+ */
+export function worktreeGitPaths(info: WorktreeInfo): string[] {
+  if (!info.git) return [];
+  const { dir, commonDir } = info.git;
+  const slash = info.branch.lastIndexOf("/");
+  const refs = slash < 0 ? "refs/heads" : `refs/heads/${info.branch.slice(0, slash)}`;
+  return [dir, `${commonDir}/objects`, `${commonDir}/${refs}`, `${commonDir}/logs/${refs}`];
 }
 
 /**

@@ -9,7 +9,7 @@ import { RequestError } from "@agentclientprotocol/sdk";
 import type { BudgetLimits } from "../agent/turn_budget.ts";
 import { META_KEY } from "../util/meta_key.ts";
 import { WORKTREE_FROM, type WorktreeFrom } from "../git/worktree_from.ts";
-import type { WorktreeInfo } from "../git/worktree.ts";
+import { WORKTREE_ANSWER_FIELDS, type WorktreeInfo } from "../git/worktree.ts";
 import { PARENT_FIELD_MAX_LENGTH, type SessionParent } from "../store/session_store.ts";
 
 export { META_KEY };
@@ -244,7 +244,13 @@ export interface AnswerFacts {
 export function answerMeta(facts: AnswerFacts): { _meta?: Record<string, unknown> } {
   const own: Record<string, unknown> = {};
   if (facts.mcpFailures.length > 0) own.mcpServersNotStarted = [...facts.mcpFailures];
-  if (facts.worktree) own.worktree = { ...facts.worktree };
+  if (facts.worktree) {
+    const { worktree } = facts;
+    own.worktree = Object.fromEntries(
+      WORKTREE_ANSWER_FIELDS.filter((key) => worktree[key] !== undefined)
+        .map((key) => [key, worktree[key]]),
+    );
+  }
   if (facts.worktreeUnavailable) own.worktreeUnavailable = facts.worktreeUnavailable;
   return Object.keys(own).length === 0 ? {} : { _meta: { [META_KEY]: own } };
 }

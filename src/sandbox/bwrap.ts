@@ -35,8 +35,9 @@ function within(path: string, dir: string): boolean {
  * The bubblewrap arguments that run `request.program` confined as `request` says. In order:
  * namespaces; the root file system read-only; fresh `/dev`, `/proc` and a private `/tmp`; each
  * root bound again, writable at `workspace-write` and read-only at `read-only` (after the `/tmp`
- * tmpfs, so a root under `/tmp` stays visible); then the hidden paths (a tmpfs over a directory, `/dev/null` over a file),
- * except one that contains a root or that the private `/tmp` hides anyway; the working
+ * tmpfs, so a root under `/tmp` stays visible); then the hidden paths (a tmpfs over a directory,
+ * `/dev/null` over a file), except a root itself or one that the private `/tmp` hides anyway; a
+ * hidden directory that holds a root first, with the root bound again over it; the working
  * directory; the program.
  *
  * @example A workspace-write command
@@ -62,22 +63,33 @@ export function bwrapArgs(request: SandboxRequest): string[] {
   // Bound after the private /tmp: a root under /tmp stays visible (read-only at `read-only`).
   const bind = request.level === "workspace-write" ? "--bind" : "--ro-bind";
   for (const root of request.roots) args.push(bind, root, root);
-  for (const hidden of visibleHidden(request.hide, request.roots)) {
-    if (hidden.directory) args.push("--tmpfs", hidden.path);
-    else args.push("--ro-bind", "/dev/null", hidden.path);
+  const hidden = visibleHidden(request.hide, request.roots);
+  const hide = (path: HiddenPath): void => {
+    if (path.directory) args.push("--tmpfs", path.path);
+    else args.push("--ro-bind", "/dev/null", path.path);
+  };
+  // A hidden directory that holds a root (a session's worktree in the data directory) is hidden
+  // first and the root bound again over it: the root is seen, nothing else of the directory is.
+  const holding = hidden.filter(({ path, directory }) =>
+    directory && request.roots.some((root) => root !== path && within(root, path))
+  );
+  for (const path of holding) hide(path);
+  for (const root of request.roots) {
+    if (holding.some(({ path }) => within(root, path))) args.push(bind, root, root);
   }
+  for (const path of hidden) if (!holding.includes(path)) hide(path);
   args.push("--chdir", request.cwd, "--", request.program, ...request.args);
   return args;
 }
 
 /**
- * The hidden paths to mount over: not one that contains a root (the root would vanish), and not
- * one under `/tmp` outside the roots (the private `/tmp` hides it, and its mount point would not
- * exist there).
+ * The hidden paths to mount over: not one that is a root, and not one under `/tmp` outside the
+ * roots (the private `/tmp` hides it, and its mount point would not exist there). One that
+ * contains a root is mounted over before the root is bound again (see {@link bwrapArgs}).
  */
 function visibleHidden(hide: readonly HiddenPath[], roots: readonly string[]): HiddenPath[] {
   return hide.filter(({ path, directory }) => {
-    if (directory && roots.some((root) => within(root, path))) return false;
+    if (directory && roots.some((root) => root === path)) return false;
     if (within(path, "/tmp") && !roots.some((root) => within(path, root))) return false;
     return true;
   });

@@ -102,6 +102,14 @@ export interface AgentServerOptions {
    */
   readonly dataDir?: string;
   /**
+   * Where the sessions are recorded, in words (the CLI passes the store's description): kept in
+   * the records of sessions' worktrees, so that a server on the same data directory with another
+   * store never reaps them.
+   *
+   * @default {none: "unnamed"}
+   */
+  readonly storeName?: string;
+  /**
    * Runs a task once the work of the current event-loop task is done (the runtime's
    * `setImmediate`). Given, each session hands its records and updates over together once per
    * task: one append for a turn that never waits (an offline model), one per network read of a
@@ -247,6 +255,7 @@ function serverParts(options: AgentServerOptions): ServerParts {
     openSessions: new Set(),
     allowedRoots: options.allowedRoots,
     dataDir: options.dataDir,
+    storeName: options.storeName,
     defer: options.defer,
     idleTask: once(options.idleTask),
     pathChecks: options.blockingPathChecks ? blockingPathChecks(options.host) : options.host,

@@ -136,6 +136,7 @@ function sessionServices(server: ServerParts): SessionServices {
       defer: server.defer,
       telemetry: server.telemetry,
       dataDir: server.dataDir,
+      storeName: server.storeName,
     };
     services.set(server, built);
   }

@@ -60,6 +60,11 @@ export interface PromptTurnOptions {
   readonly cwd: string;
   /** Canonical workspace roots, the cwd first. */
   readonly roots: readonly string[];
+  /**
+   * Beyond the roots, where the sandbox lets the session's commands write (a worktree's git
+   * state, so that a command can commit). @default {none}
+   */
+  readonly sandboxPaths?: readonly string[];
   /** The session's tools, looked up by exact name. */
   readonly tools: ToolSet;
   readonly workspace: Workspace;
@@ -394,10 +399,11 @@ export class PromptTurn {
 
   /** The session's workspace, its commands confined at the turn's sandbox level. */
   #workspace(pinned: Selection): Workspace {
-    const { services, workspace, roots } = this.#options;
+    const { services, workspace, roots, sandboxPaths } = this.#options;
     const { sandbox } = services;
+    const writable = sandboxPaths ? [...roots, ...sandboxPaths] : roots;
     return sandbox
-      ? sandboxedWorkspace(workspace, sandbox, sandboxLevel(pinned, sandbox), roots)
+      ? sandboxedWorkspace(workspace, sandbox, sandboxLevel(pinned, sandbox), writable)
       : workspace;
   }
 

@@ -81,6 +81,8 @@ export interface SessionOptions {
   readonly worktree?: WorktreeInfo;
   /** Why the session has no worktree though the server gives sessions one (`--worktrees`). */
   readonly worktreeUnavailable?: string;
+  /** Beyond the roots, where its sandboxed commands may write (its worktree's git state). */
+  readonly sandboxPaths?: readonly string[];
   readonly workspace: Workspace;
   readonly ask: PermissionAsker;
   /**
@@ -614,6 +616,7 @@ function buildPromptTurn(options: SessionOptions, outbox: Outbox): PromptTurn {
     sessionId,
     cwd: options.cwd,
     roots,
+    ...(options.sandboxPaths ? { sandboxPaths: options.sandboxPaths } : {}),
     tools: options.tools instanceof ToolSet
       ? options.tools
       : ToolSet.of(options.tools, { logger, logFields: { sessionId } }),

@@ -46,9 +46,12 @@ import {
   removeSessionWorktree,
   removeWorktree,
   restoreWorktree,
+  worktreeGitPaths,
   type WorktreeHost,
   type WorktreeInfo,
+  type WorktreeOwner,
 } from "../git/worktree.ts";
+import { GitError } from "../git/git_command.ts";
 import { removeCheckpoints } from "./checkpoints.ts";
 
 /** What a {@link SessionManager} needs: the server's shared services and its connection's parts. */
@@ -113,6 +116,8 @@ interface Placed {
   readonly params: CreateSessionOptions;
   readonly worktree?: WorktreeInfo;
   readonly worktreeUnavailable?: string;
+  /** Beyond the roots, where the session's sandboxed commands may write (its worktree's git). */
+  readonly sandboxPaths?: readonly string[];
 }
 
 /** The refusal to delete `id` while `open` (itself or a descendant) is open on another connection. */
@@ -274,20 +279,50 @@ export class SessionManager {
     const signal = this.#shutdown.signal;
     const repository = await findRepository(this.#git, params.cwd, signal);
     if ("reason" in repository) return refuse(repository.reason);
-    const worktree = await addWorktree(this.#git, {
-      dataDir,
-      sessionId: id,
-      repository,
-      cwd: params.cwd,
-      from: typeof asked === "object" ? asked.from : settings.worktreeFrom,
-      signal,
-    });
+    let worktree: WorktreeInfo;
+    try {
+      worktree = await addWorktree(this.#git, {
+        dataDir,
+        sessionId: id,
+        repository,
+        cwd: params.cwd,
+        from: typeof asked === "object" ? asked.from : settings.worktreeFrom,
+        owner: this.#owner,
+        signal,
+      });
+    } catch (error) {
+      if (!(error instanceof GitError) || signal.aborted) throw error;
+      this.#options.logger.warn("git could not make the session's worktree", {
+        sessionId: id,
+        error: error.message,
+      });
+      return refuse(`git could not make one: ${error.message}`);
+    }
     this.#options.logger.info("the session works in a worktree", {
       sessionId: id,
       worktree: worktree.path,
       branch: worktree.branch,
     });
-    return { params: inWorktreeRoots(worktree, params), worktree };
+    const placed = inWorktreeRoots(worktree, params);
+    // An additional directory git does not check out is made empty, as the cwd is.
+    for (const dir of placed.additionalDirectories) {
+      if (dir.startsWith(`${worktree.path}/`)) await this.#options.services.host.mkdir(dir);
+    }
+    return { params: placed, worktree, sandboxPaths: await this.#gitPaths(worktree) };
+  }
+
+  /** The worktree's git paths that exist (a sandbox binds only what is there). */
+  async #gitPaths(worktree: WorktreeInfo): Promise<readonly string[]> {
+    const { host } = this.#options.services;
+    const paths = worktreeGitPaths(worktree);
+    const found = await Promise.all(paths.map((path) => host.stat(path)));
+    return paths.filter((_, index) => found[index]?.isDirectory);
+  }
+
+  /** This server, as worktree records name it for the reaper. */
+  get #owner(): WorktreeOwner {
+    const { host, storeName } = this.#options.services;
+    return { pid: host.pid(), host: host.hostname(), store: storeName ?? "unnamed" };
   }
 
   /** Removes a worktree made for a session that then failed to open. */
@@ -311,7 +346,11 @@ export class SessionManager {
   async #storedWorktree(id: string, worktree: WorktreeInfo): Promise<WorktreeInfo> {
     const signal = this.#shutdown.signal;
     if ((await this.#options.services.host.stat(worktree.path))?.isDirectory) return worktree;
-    if (await restoreWorktree(this.#git, worktree, signal)) {
+    const { dataDir } = this.#options.services;
+    const where = { owner: this.#owner, signal };
+    if (
+      dataDir !== undefined && await restoreWorktree(this.#git, worktree, { dataDir, ...where })
+    ) {
       this.#options.logger.warn(
         "the session's worktree was gone: made again from its branch (uncommitted changes lost)",
         { sessionId: id, worktree: worktree.path, branch: worktree.branch },
@@ -491,7 +530,11 @@ export class SessionManager {
     };
     const worktree = header.worktree && await this.#storedWorktree(id, header.worktree);
     const placed: Placed = worktree
-      ? { params: inWorktreeRoots(worktree, given), worktree }
+      ? {
+        params: inWorktreeRoots(worktree, given),
+        worktree,
+        sandboxPaths: await this.#gitPaths(worktree),
+      }
       : { params: given };
     const { equipment, disposer } = await this.#equipment(id, placed.params);
     try {
@@ -818,7 +861,7 @@ export class SessionManager {
 
   #session(
     id: string,
-    { params, worktree, worktreeUnavailable }: Placed,
+    { params, worktree, worktreeUnavailable, sandboxPaths }: Placed,
     selection: Selection,
     equipment: Equipment,
     lifecycle: SessionLifecycle,
@@ -837,6 +880,7 @@ export class SessionManager {
       ...(equipment.mcpFailures ? { mcpFailures: equipment.mcpFailures } : {}),
       ...(worktree ? { worktree } : {}),
       ...(worktreeUnavailable ? { worktreeUnavailable } : {}),
+      ...(sandboxPaths?.length ? { sandboxPaths } : {}),
       workspace: workspaceFor(id),
       ask,
       ...(elicit ? { elicit } : {}),

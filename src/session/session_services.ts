@@ -110,4 +110,9 @@ export interface SessionServices extends TurnServices {
    * (`checkpoints/<id>`) are kept. Absent: sessions get neither.
    */
   readonly dataDir?: string | undefined;
+  /**
+   * Where the sessions are recorded, in words (the store's description): worktree records carry
+   * it, so that a server's reaper leaves alone the worktrees of another store's sessions.
+   */
+  readonly storeName?: string | undefined;
 }

@@ -317,3 +317,32 @@ postgresTest(
     }
   },
 );
+
+Deno.test("git failing to make a worktree: the cwd with the reason, or -32602 when the client asked", async () => {
+  await using dirs = new TempDirs("acp-harness-worktrees-");
+  const [repo, data] = [await dirs.make(), await dirs.make()];
+  makeRepo(repo);
+  // Git keeps its worktrees' state here: a file in its place makes every `worktree add` fail.
+  await Deno.writeTextFile(`${repo}/.git/worktrees`, "");
+  const server = start(data);
+  try {
+    await server.client.initialize();
+    const fallback = await open(server, repo);
+    assert.match(fallback.own.worktreeUnavailable ?? "", /^git could not make one: git worktree/);
+    assert.ok(
+      server.logs.some((line) => line.includes("git could not make the session's worktree")),
+    );
+    await assert.rejects(
+      open(server, repo, { worktree: true }),
+      (error: unknown) =>
+        error instanceof RpcError && error.code === -32602 &&
+        error.message.includes(
+          '_meta["acp-harness"].worktree: the session cannot have a worktree: git could not make one',
+        ),
+    );
+    assert.deepEqual(branchesOf(repo), ["main"], "nothing left behind");
+    assert.deepEqual(await Array.fromAsync(Deno.readDir(`${data}/worktrees`)), []);
+  } finally {
+    await server.disconnect();
+  }
+});

@@ -12,6 +12,9 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { spawnAgent, type StdioAgent } from "../_helpers/acp_client.ts";
 import { type Runtime, RUNTIMES } from "../_helpers/runtimes.ts";
+import { bwrapAvailable } from "../_helpers/bwrap.ts";
+
+const DENO_RUNTIME: Runtime = RUNTIMES.find((runtime) => runtime.name === "deno")!;
 import { tempDir } from "../_helpers/temp_dir.ts";
 import { pollUntil } from "../_helpers/wait.ts";
 import { branchesOf, gitIn, makeRepo, statusOf } from "../_helpers/git_repo.ts";
@@ -47,7 +50,16 @@ function leftByACrash(repo: string, data: string): string {
   gitIn(repo, "worktree", "add", "--quiet", "-b", "acp-harness/deadbeef", path, "HEAD");
   const record = join(data, "worktrees", `${id}.json`);
   const head = gitIn(repo, "rev-parse", "HEAD").trim();
-  const info = { path, branch: "acp-harness/deadbeef", base: head, repository: repo, cwd: path };
+  // Made by a server of this machine and this store that is gone (no such pid).
+  const owner = { pid: 999_999_999, host: Deno.hostname(), store: data };
+  const info = {
+    path,
+    branch: "acp-harness/deadbeef",
+    base: head,
+    repository: repo,
+    cwd: path,
+    owner,
+  };
   Deno.writeTextFileSync(record, JSON.stringify(info));
   const old = new Date(Date.now() - 3_600_000);
   utimesSync(record, old, old);
@@ -187,3 +199,65 @@ for (const runtime of RUNTIMES) {
   Deno.test(`a server killed mid-turn: load, then /undo takes back what the turn's command did (${runtime.name})`, () =>
     crashThenUndo(runtime));
 }
+
+/** A directory outside the tests' temporary root (`/tmp`, which the sandbox's private `/tmp` hides). */
+async function outsideTmp(prefix: string): Promise<AsyncDisposable & { path: string }> {
+  await mkdir("/var/tmp", { recursive: true });
+  const path = await Deno.realPath(await Deno.makeTempDir({ dir: "/var/tmp", prefix }));
+  return { path, [Symbol.asyncDispose]: () => Deno.remove(path, { recursive: true }) };
+}
+
+function toolOutput(agent: StdioAgent, sessionId: string): string {
+  return agent.client.updates(sessionId)
+    .filter(({ update }) => update.sessionUpdate === "tool_call_update")
+    .map(({ update }) => JSON.stringify(update.content ?? update.rawOutput ?? ""))
+    .join("\n");
+}
+
+Deno.test({
+  name: "under the sandbox a worktree session sees no other session's data and can git commit",
+  ignore: !bwrapAvailable(),
+  fn: async () => {
+    await using dir = await outsideTmp("acp-harness-worktrees-sandbox-");
+    const [repo, data, plain] = ["repo", "data", "plain"].map((name) => join(dir.path, name));
+    await mkdir(repo!);
+    await mkdir(plain!);
+    makeRepo(repo!, { "a.txt": "a\n" });
+    // Counts the logs holding the other session's secret (spelled so that the probe does not).
+    const probe =
+      `grep -l 'HUNT''ER2' ${data}/sessions/*.jsonl 2>/dev/null | wc -l | sed 's/^/seen=/'`;
+    const commit = "echo fixed > a.txt && git -c user.name=t -c user.email=t@t.invalid " +
+      "commit -qam fix 2>&1; echo exit=$?";
+    const script = join(dir.path, "script.json");
+    await writeFile(
+      script,
+      JSON.stringify([
+        { toolCalls: [{ id: "p", name: "run_command", arguments: { command: probe } }] },
+        { toolCalls: [{ id: "c", name: "run_command", arguments: { command: commit } }] },
+        { text: "done" },
+      ]),
+    );
+    const agent = spawnAgent(DENO_RUNTIME.command, [
+      ...DENO_RUNTIME.args,
+      ...["--data-dir", data!, "--model", "scripted", "--script", script, "--mode", "auto"],
+      ...["--worktrees", "--sandbox", "workspace-write"],
+    ], { cwd: dir.path });
+    try {
+      await agent.client.initialize();
+      const other = await agent.client.newSession(plain!);
+      assert.equal(await agent.client.prompt(other, "my password is HUNTER2"), "end_turn");
+      const worker = await agent.client.request<
+        { sessionId: string; _meta: Record<string, Record<string, unknown>> }
+      >("session/new", { cwd: repo, mcpServers: [] });
+      assert.equal(await agent.client.prompt(worker.sessionId, "fix a.txt and commit"), "end_turn");
+      const seen = toolOutput(agent, worker.sessionId);
+      assert.match(seen, /seen=0/, seen);
+      assert.match(seen, /exit=0/, seen);
+      const branch = (worker._meta["acp-harness"]?.worktree as { branch: string }).branch;
+      assert.equal(gitIn(repo!, "log", "-1", "--format=%s", branch).trim(), "fix");
+      assert.equal(statusOf(repo!), "");
+    } finally {
+      await stop(agent);
+    }
+  },
+});

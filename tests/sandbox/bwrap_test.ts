@@ -67,14 +67,35 @@ Deno.test("bwrapArgs() hides directories with a tmpfs and files with /dev/null, 
   assert.ok(at(args, "--tmpfs", "/home/u/w/.aws") > lastBind);
 });
 
-Deno.test("bwrapArgs() never hides a directory that contains a session root", () => {
+Deno.test("bwrapArgs() hides a directory that holds a session root, then binds the root over it", () => {
+  // A session's worktree inside the (hidden) data directory sees itself, not the other sessions.
   const args = bwrapArgs({
     ...BASE,
-    roots: ["/home/u/.config/gh/work"],
-    cwd: "/home/u/.config/gh/work",
+    roots: ["/home/u/.acp-harness/worktrees/s1"],
+    cwd: "/home/u/.acp-harness/worktrees/s1",
+    hide: [
+      { path: "/home/u/.acp-harness", directory: true },
+      { path: "/home/u/.acp-harness/worktrees/s1/.aws", directory: true },
+    ],
+  });
+  const root = "/home/u/.acp-harness/worktrees/s1";
+  const tmpfs = at(args, "--tmpfs", "/home/u/.acp-harness");
+  const binds = args.flatMap((arg, i) =>
+    arg === "--bind" && args[i + 1] === root && args[i + 2] === root ? [i] : []
+  );
+  assert.ok(tmpfs > 0);
+  assert.equal(binds.length, 2);
+  const rebound = binds[1]!;
+  assert.ok(rebound > tmpfs, "the root is bound again after the tmpfs");
+  assert.ok(at(args, "--tmpfs", "/home/u/.acp-harness/worktrees/s1/.aws") > rebound);
+  // A hidden directory that is itself a root stays visible.
+  const own = bwrapArgs({
+    ...BASE,
+    roots: ["/home/u/.config/gh"],
+    cwd: "/home/u/.config/gh",
     hide: [{ path: "/home/u/.config/gh", directory: true }],
   });
-  assert.equal(at(args, "--tmpfs", "/home/u/.config/gh"), -1);
+  assert.equal(at(own, "--tmpfs", "/home/u/.config/gh"), -1);
 });
 
 Deno.test("bwrapArgs() skips what the private /tmp hides anyway, unless a root shows it", () => {
