@@ -298,12 +298,16 @@ async function handshake(run: Run, startTimeoutMs?: number): Promise<string> {
 }
 
 /**
- * `_meta["acp-harness"].parent` of the agent's `session/new`: this session and the `delegate`
- * call, which an acp-harness agent records as its session's parent (other agents ignore it).
+ * `_meta["acp-harness"]` of the agent's `session/new`: `parent`, this session and the `delegate`
+ * call, which an acp-harness agent records as its session's parent, and `worktree: false` (other
+ * agents ignore both).
  */
 function parentMeta(context: ToolContext): Record<string, unknown> {
   const { sessionId, toolCallId } = context;
-  return toolCallId === undefined ? {} : { [META_KEY]: { parent: { sessionId, toolCallId } } };
+  // The agent works in this session's directory (its worktree, when it has one): an acp-harness
+  // with `--worktrees` would otherwise branch off again, where this session never sees its edits.
+  const own = toolCallId === undefined ? {} : { parent: { sessionId, toolCallId } };
+  return { [META_KEY]: { ...own, worktree: false } };
 }
 
 /** Sets the agent's permission mode to `mode` when it offers that value. */

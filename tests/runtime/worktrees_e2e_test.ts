@@ -261,3 +261,60 @@ Deno.test({
     }
   },
 });
+
+Deno.test("a delegated acp-harness with --worktrees works in its parent's worktree, not one of its own", async () => {
+  await using dir = await tempDir("acp-harness-worktrees-e2e-");
+  const [repo, data] = [join(dir.path, "repo"), join(dir.path, "data")];
+  await mkdir(repo);
+  makeRepo(repo, { "a.txt": "a\n" });
+  const file = async (name: string, content: unknown): Promise<string> => {
+    const path = join(dir.path, name);
+    await writeFile(path, JSON.stringify(content));
+    return path;
+  };
+  const child = await file("child.json", [
+    { toolCalls: [{ id: "w", name: "write_file", arguments: { path: "b.txt", content: "b\n" } }] },
+    { text: "written" },
+  ]);
+  const config = await file("config.json", {
+    agents: {
+      worker: {
+        command: DENO_RUNTIME.command,
+        args: [
+          ...DENO_RUNTIME.args,
+          ...["--model", "scripted", "--script", child, "--data-dir", data],
+          ...["--mode", "auto", "--worktrees"],
+        ],
+        description: "Writes b.txt",
+      },
+    },
+  });
+  const parent = await file("parent.json", [
+    {
+      toolCalls: [{
+        id: "d",
+        name: "delegate",
+        arguments: { agent: "worker", prompt: "Write b.txt" },
+      }],
+    },
+    { text: "done" },
+  ]);
+  const agent = spawnAgent(DENO_RUNTIME.command, [
+    ...DENO_RUNTIME.args,
+    ...["--data-dir", data, "--model", "scripted", "--script", parent, "--mode", "auto"],
+    ...["--worktrees", "--config", config],
+  ], { cwd: dir.path, env: { ...Deno.env.toObject(), ACP_HARNESS_DELEGATION_DEPTH: "" } });
+  try {
+    await agent.client.initialize();
+    const opened = await agent.client.request<
+      { sessionId: string; _meta: Record<string, Record<string, unknown>> }
+    >("session/new", { cwd: repo, mcpServers: [] });
+    assert.equal(await agent.client.prompt(opened.sessionId, "delegate"), "end_turn");
+    const path = (opened._meta["acp-harness"]?.worktree as { path: string }).path;
+    assert.equal(readFileSync(join(path, "b.txt"), "utf8"), "b\n");
+    assert.deepEqual(branchesOf(repo), [`acp-harness/${opened.sessionId.slice(0, 8)}`, "main"]);
+    assert.equal(statusOf(repo), "");
+  } finally {
+    await stop(agent);
+  }
+});
