@@ -25,6 +25,7 @@ import { rules } from "./scenarios/rules.ts";
 import { run } from "./scenarios/run.ts";
 import { sandbox } from "./scenarios/sandbox.ts";
 import { sharedData } from "./scenarios/shared_data.ts";
+import { worktrees } from "./scenarios/worktrees.ts";
 
 /** Every scenario, in the order the suite runs them. */
 export const SCENARIOS: readonly Scenario[] = [
@@ -39,6 +40,7 @@ export const SCENARIOS: readonly Scenario[] = [
   run,
   cassettes,
   confinement,
+  worktrees,
   env,
   sandbox,
   pathological,
