@@ -21,15 +21,24 @@ export interface CheckpointStoreOptions {
   /** Runs git and reads file sizes, removes the store. */
   readonly host:
     & Pick<HostProcesses, "spawn">
-    & Pick<HostFiles, "stat" | "remove" | "mkdir" | "writeFileAtomic">;
+    & Pick<HostFiles, "stat" | "realpath" | "remove" | "mkdir" | "writeFileAtomic">;
   /** The store's directory (`<dataDir>/checkpoints/<session id>`): made on the first snapshot. */
   readonly dir: string;
   /** Files larger than this are not recorded (nor restored). @default {DEFAULT_CHECKPOINT_MAX_FILE_SIZE} */
   readonly maxFileSize?: number;
   /** A root with more files than this is not recorded. @default {DEFAULT_CHECKPOINT_MAX_FILES} */
   readonly maxFiles?: number;
-  /** Directories never recorded (the data directory, when it lies inside a root). @default {none} */
+  /**
+   * Directories never recorded (the data directory, when it lies inside a root): compared with
+   * the roots by their canonical paths, so one named through a symlink is left out too; the
+   * store's own directory always is. @default {none}
+   */
   readonly exclude?: readonly string[];
+  /**
+   * Other stores whose objects this one may read (a forked session's source's), by directory:
+   * the checkpoints copied from them restore from there. A missing one is left out. @default {none}
+   */
+  readonly borrow?: readonly string[];
 }
 
 /** What a checkpoint of one root left out. */
@@ -59,7 +68,10 @@ export interface RestoreOutcome {
   readonly skipped: { readonly large: readonly string[]; readonly ignored: readonly string[] };
 }
 
-/** A checkpoint store was asked what it cannot do (a root too large to record). */
+/**
+ * A checkpoint store was asked what it cannot do: a root too large to record, a tree whose
+ * files it does not have.
+ */
 export class CheckpointError extends Error {
   /** @param message What failed */
   constructor(message: string) {
@@ -104,6 +116,8 @@ const CONFIG: ReadonlyArray<readonly [string, string]> = [
 
 /** {@link CONFIG} as git reads it from its environment. */
 const CONFIG_ENV: Readonly<Record<string, string>> = Object.fromEntries([
+  // Every path given to git is a path, never pathspec magic (a file named `:(glob)*`).
+  ["GIT_LITERAL_PATHSPECS", "1"],
   ["GIT_CONFIG_COUNT", String(CONFIG.length)],
   ...CONFIG.flatMap(([key, value], index) => [
     [`GIT_CONFIG_KEY_${index}`, key],
@@ -148,6 +162,8 @@ const STAT_BATCH = 64;
 export class CheckpointStore {
   readonly #options: CheckpointStoreOptions;
   #ready: Promise<void> | undefined;
+  /** The canonical excluded directories (set by {@link #init}). */
+  #excluded: readonly string[] = [];
   /** The last call: the next one runs after it (git locks the index). */
   #tail: Promise<unknown> = Promise.resolve();
 
@@ -194,6 +210,7 @@ export class CheckpointStore {
   restore(root: string, tree: string, signal: AbortSignal = NO_SIGNAL): Promise<RestoreOutcome> {
     return this.#serial(async () => {
       await this.#init(signal);
+      await this.#assertTree(tree, signal);
       const now = await this.#record(root, signal);
       if (now.tree === undefined) {
         throw new CheckpointError(
@@ -204,28 +221,35 @@ export class CheckpointStore {
       const changes = await this.#diff(now.tree, tree, root, env, signal);
       const large = new Set(now.skipped.large);
       const wanted = changes.filter((change) => !large.has(change.path));
+      const removed = wanted.filter((change) => change.status === "A").map((change) => change.path);
+      // Deletions first: a directory (or a symlink) where the checkpoint has a file goes before
+      // the file is written, and git never writes through a symlink it just removed.
+      if (removed.length > 0) {
+        await git(this.#options.host, [
+          "rm",
+          "--force",
+          "--quiet",
+          "--ignore-unmatch",
+          "--pathspec-from-file=-",
+          "--pathspec-file-nul",
+        ], { cwd: root, env, stdin: nulList(removed), signal });
+      }
+      // Then the `.gitignore` files: what they ignore once restored is what is left alone.
+      const writing = wanted.filter((change) => change.status !== "A").map((change) => change.path);
+      const ignoreFiles = writing.filter((path) => isIgnoreFile(path));
+      await this.#checkout(tree, ignoreFiles, root, env, signal);
       const ignored = await this.#ignored(
-        wanted.filter((change) => change.status !== "A").map((change) => change.path),
+        writing.filter((path) => !isIgnoreFile(path)),
         root,
         env,
         signal,
       );
-      const apply = wanted.filter((change) => !ignored.has(change.path));
-      if (apply.length > 0) {
-        await git(this.#options.host, [
-          "--literal-pathspecs",
-          "restore",
-          `--source=${tree}`,
-          "--staged",
-          "--worktree",
-          "--no-overlay",
-          "--pathspec-from-file=-",
-          "--pathspec-file-nul",
-        ], { cwd: root, env, stdin: nulList(apply.map((change) => change.path)), signal });
-      }
+      const rest = writing.filter((path) => !isIgnoreFile(path) && !ignored.has(path));
+      await this.#checkout(tree, rest, root, env, signal);
+      const restored = [...ignoreFiles, ...rest];
       return {
-        restored: apply.filter((change) => change.status !== "A").map((change) => change.path),
-        removed: apply.filter((change) => change.status === "A").map((change) => change.path),
+        restored,
+        removed,
         skipped: {
           large: [...large].filter((path) => changes.some((change) => change.path === path)),
           ignored: [...ignored],
@@ -276,23 +300,69 @@ export class CheckpointStore {
     return run;
   }
 
-  /** Makes the bare store once: no automatic gc, every attribute unset. */
+  /**
+   * Makes the bare store once (no automatic gc, every attribute unset), points it at the stores
+   * it borrows from, and resolves the excluded directories.
+   */
   #init(signal: AbortSignal): Promise<void> {
     this.#ready ??= (async () => {
       const { host, dir } = this.#options;
       const marker = await host.stat(`${dir}/info/attributes`);
-      if (marker?.isFile) return;
-      await host.mkdir(dir);
-      await git(host, ["init", "--bare", "--quiet", dir], { cwd: dir, signal });
-      await git(host, ["config", "gc.auto", "0"], { cwd: dir, env: { GIT_DIR: dir }, signal });
-      await host.mkdir(`${dir}/info`);
-      await host.writeFileAtomic(`${dir}/info/attributes`, RAW_ATTRIBUTES);
+      if (!marker?.isFile) {
+        await host.mkdir(dir);
+        await git(host, ["init", "--bare", "--quiet", dir], { cwd: dir, signal });
+        await git(host, ["config", "gc.auto", "0"], { cwd: dir, env: { GIT_DIR: dir }, signal });
+        await host.mkdir(`${dir}/info`);
+        await host.writeFileAtomic(`${dir}/info/attributes`, RAW_ATTRIBUTES);
+      }
+      await this.#borrow();
+      this.#excluded = await this.#canonicalExcludes();
     })();
     const ready = this.#ready;
     ready.catch(() => {
       if (this.#ready === ready) this.#ready = undefined;
     });
     return ready;
+  }
+
+  /** Lists the object directories of the stores borrowed from (those that exist) as alternates. */
+  async #borrow(): Promise<void> {
+    const { host, dir, borrow = [] } = this.#options;
+    if (borrow.length === 0) return;
+    const found: string[] = [];
+    for (const other of borrow) {
+      const objects = `${other.replace(/\/+$/, "")}/objects`;
+      if ((await host.stat(objects))?.isDirectory) found.push(objects);
+    }
+    await host.writeFileAtomic(
+      `${dir}/objects/info/alternates`,
+      found.map((objects) => `${objects}\n`).join(""),
+    );
+  }
+
+  /** The excluded directories and the store's own, each by its canonical path and as given. */
+  async #canonicalExcludes(): Promise<string[]> {
+    const { host, dir, exclude = [] } = this.#options;
+    const given = [...exclude, dir].map((path) => path.replace(/\/+$/, ""));
+    const canonical = await Promise.all(
+      given.map((path) => host.realpath(path).catch(() => path)),
+    );
+    return [...new Set([...canonical, ...given])];
+  }
+
+  /** Fails clearly when the store does not have a tree (a fork's checkpoint, a store removed). */
+  async #assertTree(tree: string, signal: AbortSignal): Promise<void> {
+    const result = await runGit(this.#options.host, ["cat-file", "-e", `${tree}^{tree}`], {
+      cwd: "/",
+      env: { GIT_DIR: this.#options.dir },
+      signal,
+    });
+    if (result.code !== 0) {
+      throw new CheckpointError(
+        `the checkpoint's files (tree ${tree.slice(0, 12)}) are not in this session's ` +
+          "checkpoint store (a forked session's source deleted, or its store removed)",
+      );
+    }
   }
 
   /** The environment of git calls on `root`: the store, the root, the root's index. */
@@ -309,10 +379,14 @@ export class CheckpointStore {
     };
   }
 
-  /** Brings the root's index up to its files and writes its tree. */
+  /**
+   * Brings the root's index up to its files and writes its tree. Deletions are recorded apart
+   * from changes (a path under a directory now a symlink, or now ignored, only leaves the index).
+   */
   async #record(root: string, signal: AbortSignal): Promise<RootSnapshot> {
     const { host } = this.#options;
     const env = await this.#env(root);
+    await this.#dropStaleLock(env);
     const excluded = this.#excludedIn(root);
     const listed = await git(host, [
       "ls-files",
@@ -323,12 +397,13 @@ export class CheckpointStore {
       "--modified",
       "--deleted",
       "--exclude-standard",
+      ...excluded.map((path) => `--exclude=/${ignorePattern(path)}`),
       "--",
       ".",
-      ...excluded.map((path) => `:(exclude,top,literal)${path}`),
     ], { cwd: root, env, signal });
     const all = new Set<string>();
     const changed = new Set<string>();
+    const trackedChanged = new Set<string>();
     for (const entry of listed.split("\0")) {
       if (entry.length < 3) continue;
       const tag = entry[0];
@@ -341,14 +416,14 @@ export class CheckpointStore {
       }
       all.add(path);
       if (tag !== "H") changed.add(path);
+      if (tag === "C" || tag === "R") trackedChanged.add(path);
     }
     if (all.size > this.#maxFiles) return { root, skipped: { large: [], tooMany: all.size } };
     const large = await this.#large(root, [...changed], signal);
-    // Files that grew past the limit, or that a `.gitignore` now ignores, leave the index. Only
-    // a changed `.gitignore` can make a recorded file ignored: without one, git is not asked.
-    const ignoresChanged = [...changed].some((path) =>
-      path === ".gitignore" || path.endsWith("/.gitignore")
-    );
+    // Files that grew past the limit, that a `.gitignore` now ignores, or that lie under a
+    // directory now a symlink leave the index. Only a changed `.gitignore` can make a recorded
+    // file ignored: without one, git is not asked.
+    const ignoresChanged = [...changed].some(isIgnoreFile);
     const tracked = ignoresChanged
       ? await git(host, [
         "ls-files",
@@ -358,41 +433,101 @@ export class CheckpointStore {
         "--exclude-standard",
       ], { cwd: root, env, signal })
       : "";
-    const leaving = [
+    const leaving = new Set([
       ...tracked.split("\0").filter((path) => path !== ""),
       ...large,
+      ...await this.#beyondLinks(root, [...trackedChanged]),
+    ]);
+    await this.#updateIndex(["--force-remove"], [...leaving], root, env, signal);
+    // Tracked paths before new ones: a file now a directory leaves before the files under it come.
+    const adding = [...changed].filter((path) => !leaving.has(path));
+    const [known, fresh] = [
+      adding.filter((path) => trackedChanged.has(path)),
+      adding.filter((path) => !trackedChanged.has(path)),
     ];
-    if (leaving.length > 0) {
-      await git(host, [
-        "--literal-pathspecs",
-        "rm",
-        "--cached",
-        "--force",
-        "--quiet",
-        "--ignore-unmatch",
-        "--pathspec-from-file=-",
-        "--pathspec-file-nul",
-      ], { cwd: root, env, stdin: nulList(leaving), signal });
-    }
-    const largeSet = new Set(large);
-    const adding = [...changed].filter((path) => !largeSet.has(path));
-    if (adding.length > 0) {
-      await git(host, [
-        "--literal-pathspecs",
-        "add",
-        "--all",
-        "--pathspec-from-file=-",
-        "--pathspec-file-nul",
-      ], { cwd: root, env, stdin: nulList(adding), signal });
-    }
+    await this.#updateIndex(["--add", "--remove"], known, root, env, signal);
+    await this.#updateIndex(["--add", "--remove"], fresh, root, env, signal);
     const tree = (await git(host, ["write-tree"], { cwd: root, env, signal })).trim();
     return { root, tree, skipped: { large: large.sort() } };
+  }
+
+  /** Writes paths back from a tree (the index too), when there are any. */
+  async #checkout(
+    tree: string,
+    paths: readonly string[],
+    root: string,
+    env: Record<string, string>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    if (paths.length === 0) return;
+    await git(this.#options.host, [
+      "restore",
+      `--source=${tree}`,
+      "--staged",
+      "--worktree",
+      "--pathspec-from-file=-",
+      "--pathspec-file-nul",
+    ], { cwd: root, env, stdin: nulList(paths), signal });
+  }
+
+  /** Runs `git update-index` on paths (literal, NUL-separated on its input), when there are any. */
+  async #updateIndex(
+    flags: readonly string[],
+    paths: readonly string[],
+    root: string,
+    env: Record<string, string>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    if (paths.length === 0) return;
+    await git(this.#options.host, ["update-index", ...flags, "-z", "--stdin"], {
+      cwd: root,
+      env,
+      stdin: nulList(paths),
+      signal,
+    });
+  }
+
+  /**
+   * Removes the root's index lock when one is there: calls run one at a time and the store
+   * serves one session, so a lock seen before a call of ours is a git killed with the server.
+   */
+  async #dropStaleLock(env: Record<string, string>): Promise<void> {
+    const lock = `${env.GIT_INDEX_FILE}.lock`;
+    if (await this.#options.host.stat(lock)) await this.#options.host.remove(lock);
+  }
+
+  /** Which of `paths` lie under a directory that is not there any more as a real directory. */
+  async #beyondLinks(root: string, paths: readonly string[]): Promise<string[]> {
+    const { host } = this.#options;
+    const canonicalRoot = await host.realpath(root).catch(() => root);
+    const verdicts = new Map<string, Promise<boolean>>();
+    const beyond = (dir: string): Promise<boolean> => {
+      let verdict = verdicts.get(dir);
+      if (!verdict) {
+        verdict = host.realpath(`${root}/${dir}`).then(
+          (real) => real !== `${canonicalRoot}/${dir}`,
+          () => true,
+        );
+        verdicts.set(dir, verdict);
+      }
+      return verdict;
+    };
+    const found: string[] = [];
+    for (let start = 0; start < paths.length; start += STAT_BATCH) {
+      const batch = paths.slice(start, start + STAT_BATCH);
+      const flags = await Promise.all(batch.map((path) => {
+        const slash = path.lastIndexOf("/");
+        return slash < 0 ? false : beyond(path.slice(0, slash));
+      }));
+      batch.forEach((path, index) => flags[index] && found.push(path));
+    }
+    return found;
   }
 
   /** The excluded directories inside `root`, relative to it. */
   #excludedIn(root: string): string[] {
     const prefix = root.endsWith("/") ? root : `${root}/`;
-    return (this.#options.exclude ?? [])
+    return this.#excluded
       .filter((dir) => dir.startsWith(prefix))
       .map((dir) => dir.slice(prefix.length).replace(/\/+$/, ""))
       .filter((dir) => dir !== "");
@@ -456,18 +591,34 @@ export class CheckpointStore {
     signal: AbortSignal,
   ): Promise<Set<string>> {
     if (paths.length === 0) return new Set();
+    // check-ignore refuses literal pathspecs: `./` keeps a name such as `:(glob)*` a path.
+    const { GIT_LITERAL_PATHSPECS: _literal, ...plain } = env;
     // Exit 1: none is ignored.
     const result = await runGit(this.#options.host, [
       "check-ignore",
       "--no-index",
       "-z",
       "--stdin",
-    ], { cwd: root, env, stdin: nulList(paths), signal });
+    ], { cwd: root, env: plain, stdin: nulList(paths.map((path) => `./${path}`)), signal });
     if (result.code !== 0 && result.code !== 1) {
       throw new CheckpointError(`git check-ignore failed: ${result.stderr.trim()}`);
     }
-    return new Set(result.stdout.split("\0").filter((path) => path !== ""));
+    return new Set(
+      result.stdout.split("\0").filter((path) => path !== "").map((path) =>
+        path.startsWith("./") ? path.slice(2) : path
+      ),
+    );
   }
+}
+
+/** Whether a path is a `.gitignore` file. */
+function isIgnoreFile(path: string): boolean {
+  return path === ".gitignore" || path.endsWith("/.gitignore");
+}
+
+/** A path as a `.gitignore` pattern that matches it alone (its special characters escaped). */
+function ignorePattern(path: string): string {
+  return path.replace(/[\\*?[\] !#]/g, (char) => `\\${char}`);
 }
 
 /** Paths as git reads them with `--pathspec-file-nul` / `-z`. */
