@@ -8,7 +8,7 @@
  * @module
  */
 import type { HostFiles, HostProcesses } from "../host/host.ts";
-import { git, runGit } from "./git_command.ts";
+import { git, GitError, runGit } from "./git_command.ts";
 
 /** The largest file a checkpoint records by default, in bytes (1 MiB). */
 export const DEFAULT_CHECKPOINT_MAX_FILE_SIZE = 1_048_576;
@@ -56,6 +56,17 @@ export interface RootSnapshot {
   /** The git tree of its files; absent when the root was skipped (see `skipped.tooMany`). */
   readonly tree?: string;
   readonly skipped: SkippedFiles;
+}
+
+/** How {@link CheckpointStore.restore} runs. */
+export interface RestoreOptions {
+  /** Stops it (git is killed). @default {never} */
+  readonly signal?: AbortSignal;
+  /**
+   * Runs once the files are known to change, before the first change (a rejection stops the
+   * restore with nothing changed); not run when nothing is to change. @default {none}
+   */
+  readonly beforeChange?: () => Promise<void>;
 }
 
 /** What {@link CheckpointStore.restore} did. */
@@ -196,18 +207,22 @@ export class CheckpointStore {
   }
 
   /**
-   * Makes a root's files match a recorded tree: files changed or deleted since are written back,
-   * files created since are removed (and directories they leave empty). Files the store does not
-   * record now (ignored, over the size limit, in `.git` or a nested repository) are left alone.
+   * Makes a root's files match a recorded tree: files created since are removed first (and
+   * directories they leave empty), then the `.gitignore` files and the other files changed or
+   * deleted since are written back. Files the store does not record now (ignored once the
+   * `.gitignore` files are back, over the size limit, in `.git` or a nested repository) are left
+   * alone.
    *
    * @param root The root (absolute, canonical)
    * @param tree The tree a snapshot of it recorded
-   * @param signal Stops it (git is killed)
+   * @param options The signal, and what runs before the first change
    * @returns What was written back, removed and left alone
-   * @throws {CheckpointError} When the root has too many files to record
+   * @throws {CheckpointError} When the root has too many files to record, or the store does not
+   *   have the tree
    * @throws {GitError} When git is missing or fails
    */
-  restore(root: string, tree: string, signal: AbortSignal = NO_SIGNAL): Promise<RestoreOutcome> {
+  restore(root: string, tree: string, options: RestoreOptions = {}): Promise<RestoreOutcome> {
+    const signal = options.signal ?? NO_SIGNAL;
     return this.#serial(async () => {
       await this.#init(signal);
       await this.#assertTree(tree, signal);
@@ -222,6 +237,23 @@ export class CheckpointStore {
       const large = new Set(now.skipped.large);
       const wanted = changes.filter((change) => !large.has(change.path));
       const removed = wanted.filter((change) => change.status === "A").map((change) => change.path);
+      const writing = wanted.filter((change) => change.status !== "A").map((change) => change.path);
+      const ignoreFiles = writing.filter(isIgnoreFile);
+      const others = writing.filter((path) => !isIgnoreFile(path));
+      // Without removals or `.gitignore` files to write, what is ignored is known before anything
+      // changes: when that is every file, nothing changes.
+      let ignored = removed.length + ignoreFiles.length === 0
+        ? await this.#ignored(others, root, env, signal)
+        : undefined;
+      const skippedLarge = [...large].filter((path) => changes.some((c) => c.path === path));
+      if (ignored && others.every((path) => ignored?.has(path))) {
+        return {
+          restored: [],
+          removed: [],
+          skipped: { large: skippedLarge, ignored: [...ignored] },
+        };
+      }
+      await options.beforeChange?.();
       // Deletions first: a directory (or a symlink) where the checkpoint has a file goes before
       // the file is written, and git never writes through a symlink it just removed.
       if (removed.length > 0) {
@@ -235,25 +267,15 @@ export class CheckpointStore {
         ], { cwd: root, env, stdin: nulList(removed), signal });
       }
       // Then the `.gitignore` files: what they ignore once restored is what is left alone.
-      const writing = wanted.filter((change) => change.status !== "A").map((change) => change.path);
-      const ignoreFiles = writing.filter((path) => isIgnoreFile(path));
       await this.#checkout(tree, ignoreFiles, root, env, signal);
-      const ignored = await this.#ignored(
-        writing.filter((path) => !isIgnoreFile(path)),
-        root,
-        env,
-        signal,
-      );
-      const rest = writing.filter((path) => !isIgnoreFile(path) && !ignored.has(path));
+      ignored ??= await this.#ignored(others, root, env, signal);
+      const rest = others.filter((path) => !ignored?.has(path));
       await this.#checkout(tree, rest, root, env, signal);
       const restored = [...ignoreFiles, ...rest];
       return {
         restored,
         removed,
-        skipped: {
-          large: [...large].filter((path) => changes.some((change) => change.path === path)),
-          ignored: [...ignored],
-        },
+        skipped: { large: skippedLarge, ignored: [...ignored] },
       };
     });
   }
@@ -366,7 +388,7 @@ export class CheckpointStore {
   }
 
   /** The environment of git calls on `root`: the store, the root, the root's index. */
-  async #env(root: string): Promise<Record<string, string>> {
+  async #env(root: string): Promise<Record<string, string> & { GIT_INDEX_FILE: string }> {
     const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(root));
     const id = [...new Uint8Array(digest).slice(0, 8)]
       .map((byte) => byte.toString(16).padStart(2, "0")).join("");
@@ -382,8 +404,23 @@ export class CheckpointStore {
   /**
    * Brings the root's index up to its files and writes its tree. Deletions are recorded apart
    * from changes (a path under a directory now a symlink, or now ignored, only leaves the index).
+   * When git fails (git missing aside), once more from a new index.
    */
   async #record(root: string, signal: AbortSignal): Promise<RootSnapshot> {
+    try {
+      return await this.#recordOnce(root, signal);
+    } catch (error) {
+      signal.throwIfAborted();
+      if (error instanceof GitError && error.code === undefined) throw error;
+      // The index is only a stat cache (a torn or stale one fails git): rebuilt from the files.
+      const env = await this.#env(root);
+      await this.#options.host.remove(env.GIT_INDEX_FILE).catch(() => {});
+      return await this.#recordOnce(root, signal);
+    }
+  }
+
+  /** {@link #record}, once. */
+  async #recordOnce(root: string, signal: AbortSignal): Promise<RootSnapshot> {
     const { host } = this.#options;
     const env = await this.#env(root);
     await this.#dropStaleLock(env);

@@ -331,6 +331,25 @@ describe("CheckpointStore", () => {
     assert.equal(await exists(`${shadow}/${index.name}.lock`), false);
   });
 
+  it("rebuilds a torn index from the files", async () => {
+    await using temp = await tempDir("acp-harness-ckpt-");
+    const root = `${temp.path}/root`;
+    const shadow = `${temp.path}/shadow`;
+    await write(root, "a", "a");
+    const store = new CheckpointStore({ host, dir: shadow });
+    const [first] = await store.snapshot([root]);
+    const index = (await host.readDir(shadow)).find((entry) =>
+      /^index-[0-9a-f]+$/.test(entry.name)
+    );
+    assert.ok(index);
+    await host.writeFileAtomic(`${shadow}/${index.name}`, "not an index");
+    const [again] = await store.snapshot([root]);
+    assert.equal(again?.tree, first?.tree);
+    await write(root, "a", "b");
+    await store.restore(root, first!.tree!);
+    assert.equal(await host.readTextFile(`${root}/a`), "a");
+  });
+
   it("leaves out an excluded directory named through a symlink", async () => {
     await using temp = await tempDir("acp-harness-ckpt-");
     const root = `${temp.path}/root`;
