@@ -5,6 +5,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { NodeHost } from "../../src/host/node_host.ts";
+import { createLogger } from "../../src/log/logger.ts";
+import { DEFAULT_SERVER_SETTINGS } from "../../src/server/server_settings.ts";
+import { SessionCheckpoints } from "../../src/session/checkpoints.ts";
+import { Conversation } from "../../src/session/conversation.ts";
+import type { Outbox } from "../../src/session/outbox.ts";
+import type { StoredEvent } from "../../src/store/session_store.ts";
 import { type StartOptions, startServer } from "../_helpers/server.ts";
 import { tempDir } from "../_helpers/temp_dir.ts";
 import { pollUntil } from "../_helpers/wait.ts";
@@ -415,5 +421,63 @@ describe("checkpoints", () => {
     assert.equal(await read(`${cwd}/a.txt`), undefined);
     assert.deepEqual(client.problems, []);
     await server.disconnect();
+  });
+});
+
+describe("SessionCheckpoints and a store that does not acknowledge", () => {
+  it("lists no checkpoint the store did not take, and restores nothing before the store has one", async () => {
+    await using data = await tempDir("acp-harness-data-");
+    await using work = await tempDir("acp-harness-ckpt-work-");
+    const cwd = work.path;
+    await host.writeFileAtomic(`${cwd}/f.txt`, "v0");
+    const recorded: StoredEvent[] = [];
+    let failing = true;
+    const outbox = {
+      record(events: readonly StoredEvent[]): void {
+        recorded.push(...events);
+      },
+      acknowledged(): Promise<void> {
+        return failing ? Promise.reject(new Error("disk full")) : Promise.resolve();
+      },
+    } as unknown as Outbox;
+    const warnings: string[] = [];
+    const conversation = new Conversation();
+    const checkpoints = new SessionCheckpoints({
+      services: {
+        host,
+        dataDir: data.path,
+        settings: DEFAULT_SERVER_SETTINGS,
+        now: () => host.now(),
+      },
+      sessionId: "s1",
+      roots: [cwd],
+      outbox,
+      conversation,
+      logger: createLogger("warn", (line) => warnings.push(line)),
+    });
+    const signal = new AbortController().signal;
+    const turn = (text: string): Promise<void> =>
+      checkpoints.turnHook([{ type: "text", text }])?.(signal) ?? Promise.resolve();
+
+    await turn("not kept");
+    assert.match(await checkpoints.list(signal), /No checkpoints yet/);
+    assert.match(warnings.join(""), /did not record a checkpoint/);
+
+    failing = false;
+    await turn("kept");
+    assert.match(await checkpoints.list(signal), /^Checkpoints[^]*1\. .*"kept" \(first\)$/);
+    await host.writeFileAtomic(`${cwd}/f.txt`, "v1");
+
+    failing = true;
+    const reply = await checkpoints.undo(signal);
+    assert.match(reply, /^Not restored: .*could not be kept first/);
+    assert.equal(await host.readTextFile(`${cwd}/f.txt`), "v1");
+    assert.equal(conversation.messages.length, 0, "the model is not told");
+    assert.equal(recorded.some((event) => event.type === "files_restored"), false);
+
+    failing = false;
+    assert.match(await checkpoints.undo(signal), /^Restored the files to checkpoint 1/);
+    assert.equal(await host.readTextFile(`${cwd}/f.txt`), "v0");
+    assert.equal(conversation.messages.length, 1);
   });
 });
