@@ -172,12 +172,13 @@ export class SessionCheckpoints {
   }
 
   #storeOf(): CheckpointStore {
+    if (this.#store) return this.#store;
     const { services, sessionId } = this.#options;
     const dataDir = services.dataDir as string;
     // A fork's copied checkpoints are in its source's store (and that one's sources').
     const borrowed = new Set(this.#list.map((checkpoint) => checkpoint.store ?? sessionId));
     borrowed.delete(sessionId);
-    this.#store ??= new CheckpointStore({
+    this.#store = new CheckpointStore({
       host: services.host,
       dir: checkpointDir(dataDir, sessionId),
       maxFileSize: services.settings.checkpointMaxFileSize ?? DEFAULT_CHECKPOINT_MAX_FILE_SIZE,
