@@ -10,8 +10,10 @@ import type { LlmContentPart } from "../llm/provider.ts";
 import type { Logger } from "../log/logger.ts";
 import type { StoredCheckpointRoot, StoredEvent } from "../store/session_store.ts";
 import type { SessionCommand } from "../tools/session_commands.ts";
+import { GitError } from "../git/git_command.ts";
 import {
   checkpointDir,
+  CheckpointError,
   CheckpointStore,
   DEFAULT_CHECKPOINT_MAX_FILE_SIZE,
   type RestoreOutcome,
@@ -49,6 +51,8 @@ export interface SessionCheckpointsOptions {
   readonly logger: Logger;
   /** The checkpoints of the log so far (a restored session's). */
   readonly restored?: readonly CheckpointRecord[];
+  /** The id of the checkpoint the log's last `/undo` or `/restore` went to (see `cursor`). */
+  readonly cursor?: string;
 }
 
 /** The most characters of a prompt a checkpoint keeps. */
@@ -58,20 +62,27 @@ const LISTED = 20;
 
 /**
  * Takes and restores a session's checkpoints. Off without a data directory or with
- * `checkpoints: false`; a snapshot that fails (git missing) turns them off for the session, with
- * one warning, and never fails the turn.
+ * `checkpoints: false`. A snapshot that fails never fails the turn: git missing turns them off
+ * for the session (one warning); any other failure skips that checkpoint (logged) and the next
+ * turn tries again.
  */
 export class SessionCheckpoints {
   readonly #options: SessionCheckpointsOptions;
   readonly #list: CheckpointRecord[];
   #store: CheckpointStore | undefined;
-  /** Why checkpoints are not taken (set on the first failure). */
+  /** Why checkpoints are not taken (git missing). */
   #broken: string | undefined;
+  /**
+   * The id of the checkpoint the last `/undo` or `/restore` took the files to, until a turn's
+   * checkpoint is taken: when the files are still as it has them, `/undo` goes on from there.
+   */
+  #cursor: string | undefined;
 
   /** @param options The session's parts */
   constructor(options: SessionCheckpointsOptions) {
     this.#options = options;
     this.#list = [...options.restored ?? []];
+    this.#cursor = options.cursor;
   }
 
   /** Whether the session has checkpoints (its commands are offered). */
@@ -117,17 +128,21 @@ export class SessionCheckpoints {
     return `Checkpoints (/restore N goes back to one):\n${lines.join("\n")}`;
   }
 
-  /** `/undo`: back to the newest turn checkpoint whose files differ from the files now. */
+  /**
+   * `/undo`: back to the checkpoint taken before the last turn that changed the files (the newest
+   * turn checkpoint whose files differ from now); when the files are still where the last
+   * `/undo` or `/restore` took them, on from there (one more turn back).
+   */
   async undo(signal: AbortSignal): Promise<string> {
     if (this.#list.length === 0) return this.#none("Nothing to undo: no checkpoint yet");
     const now = await this.#snapshot(signal);
     if (typeof now === "string") return now;
-    // The files may be a turn checkpoint's already (an earlier /undo went there): older ones next.
-    const turns = [...this.#list.keys()].filter((index) => this.#list[index]?.kind === "turn");
-    const at = turns.findLast((index) => !differs(this.#list[index] as CheckpointRecord, now));
-    for (const index of turns.reverse()) {
-      if (at !== undefined && index >= at) continue;
-      if (!differs(this.#list[index] as CheckpointRecord, now)) continue;
+    const cursor = this.#list.findIndex((checkpoint) => checkpoint.checkpointId === this.#cursor);
+    const at = this.#list[cursor];
+    const from = at && !differs(at, now) ? cursor : this.#list.length;
+    for (let index = from - 1; index >= 0; index--) {
+      const checkpoint = this.#list[index] as CheckpointRecord;
+      if (checkpoint.kind !== "turn" || !differs(checkpoint, now)) continue;
       return await this.#restore(index, now, "/undo", signal);
     }
     return "Nothing to undo: the files are as the oldest checkpoint has them.";
@@ -150,17 +165,25 @@ export class SessionCheckpoints {
 
   /** Why there is nothing: checkpoints are off, broken, or none was taken yet. */
   #none(text: string): string {
-    if (this.#broken !== undefined) return `Checkpoints are off for this session: ${this.#broken}`;
+    if (this.#broken !== undefined) {
+      return `Checkpoints are off for this session (git cannot be run): ${this.#broken}`;
+    }
     return `${text}. A checkpoint is taken before each turn's first change to the files.`;
   }
 
   #storeOf(): CheckpointStore {
+    if (this.#store) return this.#store;
     const { services, sessionId } = this.#options;
-    this.#store ??= new CheckpointStore({
+    const dataDir = services.dataDir as string;
+    // A fork's copied checkpoints are in its source's store (and that one's sources').
+    const borrowed = new Set(this.#list.map((checkpoint) => checkpoint.store ?? sessionId));
+    borrowed.delete(sessionId);
+    this.#store = new CheckpointStore({
       host: services.host,
-      dir: checkpointDir(services.dataDir as string, sessionId),
+      dir: checkpointDir(dataDir, sessionId),
       maxFileSize: services.settings.checkpointMaxFileSize ?? DEFAULT_CHECKPOINT_MAX_FILE_SIZE,
-      exclude: [services.dataDir as string],
+      exclude: [dataDir],
+      borrow: [...borrowed].map((id) => checkpointDir(dataDir, id)),
     });
     return this.#store;
   }
@@ -176,26 +199,40 @@ export class SessionCheckpoints {
     }
   }
 
-  /** Takes and records a checkpoint; a failure turns checkpoints off (logged once). */
+  /**
+   * Takes and records a checkpoint. A failed snapshot skips it (logged; git missing turns
+   * checkpoints off); an event the store did not acknowledge is not listed (the tool runs all the
+   * same: a checkpoint is best effort).
+   *
+   * @returns The checkpoint's number, or why there is none
+   */
   async #take(
     kind: "turn" | "restore",
     prompt: string,
     signal: AbortSignal,
     roots?: readonly RootSnapshot[],
-  ): Promise<number | undefined> {
-    if (this.#broken !== undefined) return undefined;
+  ): Promise<number | string> {
+    if (this.#broken !== undefined) return this.#broken;
     const { outbox, logger, sessionId, services } = this.#options;
     let snapshots: readonly RootSnapshot[];
     try {
       snapshots = roots ?? await this.#storeOf().snapshot(this.#options.roots, signal);
     } catch (error) {
-      if (signal.aborted) return undefined;
-      this.#broken = messageOf(error);
-      logger.warn("cannot take a checkpoint: the session goes on without checkpoints", {
-        sessionId,
-        error: this.#broken,
-      });
-      return undefined;
+      const why = messageOf(error);
+      if (signal.aborted) return why;
+      if (error instanceof GitError && error.code === undefined) {
+        this.#broken = why;
+        logger.warn("cannot run git: the session goes on without checkpoints", {
+          sessionId,
+          error: why,
+        });
+      } else {
+        logger.warn("cannot take a checkpoint: skipped, the next turn tries again", {
+          sessionId,
+          error: why,
+        });
+      }
+      return why;
     }
     const event: Extract<StoredEvent, { type: "checkpoint" }> = {
       type: "checkpoint",
@@ -203,19 +240,34 @@ export class SessionCheckpoints {
       kind,
       prompt,
       roots: snapshots.map(storedRoot),
+      store: sessionId,
     };
     outbox.record([event], true);
-    this.#list.push({ ...event, time: new Date(services.now()).toISOString() });
+    const record: CheckpointRecord = { ...event, time: new Date(services.now()).toISOString() };
+    this.#list.push(record);
+    if (kind === "turn") this.#cursor = undefined;
     // In the log before anything changes the files (a crash then a load still has it).
     try {
       await outbox.acknowledged(signal);
-    } catch {
-      // The turn's own records fail it (or it was cancelled).
+    } catch (error) {
+      // Cancelled: it was handed to the store, which writes it.
+      if (!signal.aborted) {
+        this.#list.splice(this.#list.indexOf(record), 1);
+        logger.warn("the store did not record a checkpoint: it is not listed", {
+          sessionId,
+          error: messageOf(error),
+        });
+        return `the store did not record it: ${messageOf(error)}`;
+      }
     }
-    return this.#list.length;
+    return this.#list.indexOf(record) + 1;
   }
 
-  /** Records the files now as a checkpoint, restores checkpoint `index`, tells the model. */
+  /**
+   * Records the files now as a checkpoint (once the restore is known to change them), restores
+   * checkpoint `index`, tells the model; a restore that changed nothing says why, and neither
+   * records nor tells anything.
+   */
   async #restore(
     index: number,
     now: readonly RootSnapshot[],
@@ -224,7 +276,13 @@ export class SessionCheckpoints {
   ): Promise<string> {
     const target = this.#list[index] as CheckpointRecord;
     const number = index + 1;
-    const saved = await this.#take("restore", command, signal, now);
+    let saved: Promise<number | string> | undefined;
+    const beforeChange = async (): Promise<void> => {
+      const taken = await (saved ??= this.#take("restore", command, signal, now));
+      if (typeof taken === "string") {
+        throw new CheckpointError(`the files as they are could not be kept first (${taken})`);
+      }
+    };
     const outcomes: Array<{ root: string; outcome: RestoreOutcome }> = [];
     const problems: string[] = [];
     for (const stored of target.roots) {
@@ -235,7 +293,10 @@ export class SessionCheckpoints {
       try {
         outcomes.push({
           root: stored.root,
-          outcome: await this.#storeOf().restore(stored.root, stored.tree, signal),
+          outcome: await this.#storeOf().restore(stored.root, stored.tree, {
+            signal,
+            beforeChange,
+          }),
         });
       } catch (error) {
         signal.throwIfAborted();
@@ -244,39 +305,42 @@ export class SessionCheckpoints {
     }
     const cwd = this.#options.roots[0] ?? "";
     const name = (root: string, path: string): string => root === cwd ? path : `${root}/${path}`;
-    const restored = outcomes.flatMap(({ root, outcome }) =>
-      outcome.restored.map((p) => name(root, p))
-    );
-    const removed = outcomes.flatMap(({ root, outcome }) =>
-      outcome.removed.map((p) => name(root, p))
-    );
-    const large = outcomes.flatMap(({ root, outcome }) =>
-      outcome.skipped.large.map((p) => name(root, p))
-    );
-    const ignored = outcomes.flatMap(({ root, outcome }) =>
-      outcome.skipped.ignored.map((p) => name(root, p))
-    );
+    const all = (pick: (outcome: RestoreOutcome) => readonly string[]): string[] =>
+      outcomes.flatMap(({ root, outcome }) => pick(outcome).map((path) => name(root, path)));
+    const restored = all((outcome) => outcome.restored);
+    const removed = all((outcome) => outcome.removed);
+    const large = all((outcome) => outcome.skipped.large);
+    const ignored = all((outcome) => outcome.skipped.ignored);
     const when = `${timeOf(target)}, ${
       target.kind === "turn" ? `before "${target.prompt}"` : `before ${target.prompt}`
     }`;
-    const lines = [`Restored the files to checkpoint ${number} (${when}).`];
+    const changed = restored.length + removed.length > 0;
+    const lines = changed ? [`Restored the files to checkpoint ${number} (${when}).`] : [
+      `Not restored: ${
+        problems.length > 0
+          ? problems.join("; ")
+          : `every file that differs from checkpoint ${number} is left alone`
+      }.`,
+    ];
     if (restored.length > 0) lines.push(`Written back: ${listed(restored)}.`);
     if (removed.length > 0) lines.push(`Removed: ${listed(removed)}.`);
-    if (restored.length + removed.length === 0) lines.push("No file had to change.");
     if (large.length > 0) {
       const max = this.#options.services.settings.checkpointMaxFileSize ??
         DEFAULT_CHECKPOINT_MAX_FILE_SIZE;
       lines.push(`Left alone (over ${max} bytes): ${listed(large)}.`);
     }
     if (ignored.length > 0) lines.push(`Left alone (ignored by .gitignore): ${listed(ignored)}.`);
+    if (!changed) return lines.join("\n");
     lines.push(
       "Ignored files, files over the size limit and files outside the session's directories are " +
         "never restored; what commands did beyond the files is not undone.",
     );
     if (problems.length > 0) lines.push(`Not restored: ${problems.join("; ")}.`);
-    if (saved !== undefined) {
-      lines.push(`Checkpoint ${saved} holds the files as they were: /restore ${saved} goes back.`);
+    const taken = await saved;
+    if (typeof taken === "number") {
+      lines.push(`Checkpoint ${taken} holds the files as they were: /restore ${taken} goes back.`);
     }
+    this.#cursor = target.checkpointId;
     this.#tellModel(target, number, [...restored, ...removed]);
     return lines.join("\n");
   }

@@ -50,6 +50,11 @@ export interface RestoredSession {
   readonly budgets?: Extract<StoredEvent, { type: "budgets" }>["limits"];
   /** The log's `checkpoint` events, in order (see `./checkpoints.ts`). */
   readonly checkpoints?: readonly CheckpointRecord[];
+  /**
+   * The checkpoint the last `/undo` or `/restore` took the files to (its id), unless a turn's
+   * checkpoint came after it: where the next `/undo` starts from.
+   */
+  readonly checkpointCursor?: string;
   /** Events that close a turn the process never finished (already applied to `history`). */
   readonly repair: StoredEvent[];
   /**
@@ -200,6 +205,7 @@ export class SessionRestorer {
       tokens: state.tokens,
       ...(state.budgets ? { budgets: state.budgets } : {}),
       ...(state.checkpoints ? { checkpoints: state.checkpoints } : {}),
+      ...(state.checkpointCursor ? { checkpointCursor: state.checkpointCursor } : {}),
       repair,
     };
     const usage = !this.#options.replay && this.#usage ? usageUpdate(this.#usage) : undefined;
@@ -255,6 +261,7 @@ interface RestoreState {
   tokens: number;
   budgets?: RestoredSession["budgets"];
   checkpoints?: CheckpointRecord[];
+  checkpointCursor?: string;
   /** Whether a turn started and has not ended. */
   open: boolean;
 }
@@ -325,8 +332,10 @@ function restoreRecord(state: RestoreState, record: StoredRecord | StoredEvent):
       break;
     case "checkpoint":
       (state.checkpoints ??= []).push({ ...record, time: "time" in record ? record.time : "" });
+      if (record.kind === "turn") delete state.checkpointCursor;
       break;
     case "files_restored":
+      state.checkpointCursor = record.checkpointId;
       // The model was told: it is again.
       state.history.push({ role: "user", content: [{ type: "text", text: record.text }] });
       break;

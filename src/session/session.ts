@@ -670,6 +670,7 @@ function buildPromptTurn(options: SessionOptions, outbox: Outbox): PromptTurn {
       conversation,
       logger,
       ...(restored?.checkpoints ? { restored: restored.checkpoints } : {}),
+      ...(restored?.checkpointCursor ? { cursor: restored.checkpointCursor } : {}),
     }),
     compactor: new Compactor({
       sessionId,

@@ -196,6 +196,11 @@ export type StoredEvent =
     /** The turn's prompt, abridged; for `restore`, the command. */
     readonly prompt: string;
     readonly roots: readonly StoredCheckpointRoot[];
+    /**
+     * The session whose checkpoint store holds the files (a fork's copied checkpoints name their
+     * source); absent in older logs: the session's own.
+     */
+    readonly store?: string;
   }
   /**
    * `/undo` or `/restore` brought the files back to checkpoint `number`: the model is told

@@ -236,4 +236,160 @@ describe("CheckpointStore", () => {
       /stop/,
     );
   });
+
+  it("restores a directory the agent swapped for a symlink without writing through the link", async () => {
+    await using temp = await tempDir("acp-harness-ckpt-");
+    const root = `${temp.path}/root`;
+    const outside = `${temp.path}/outside`;
+    await write(root, "d/x", "inside");
+    await write(outside, "x", "outside");
+    const store = new CheckpointStore({ host, dir: `${temp.path}/shadow` });
+    const [before] = await store.snapshot([root]);
+    await host.remove(`${root}/d`);
+    await Deno.symlink(outside, `${root}/d`);
+    // The snapshot of the files now (the link, not what it points to) does not fail.
+    const [linked] = await store.snapshot([root]);
+    assert.deepEqual(await store.changedFiles(before!.tree!, linked!.tree!), ["d", "d/x"]);
+    await store.restore(root, before!.tree!);
+    assert.equal(await host.readTextFile(`${outside}/x`), "outside");
+    assert.equal((await Deno.lstat(`${root}/d`)).isSymlink, false);
+    assert.equal(await host.readTextFile(`${root}/d/x`), "inside");
+  });
+
+  it("records a file deleted in a directory a .gitignore now ignores, and one restore brings both back", async () => {
+    await using temp = await tempDir("acp-harness-ckpt-");
+    const root = `${temp.path}/root`;
+    await write(root, "src/main.ts", "main");
+    await write(root, ".gitignore", "");
+    const store = new CheckpointStore({ host, dir: `${temp.path}/shadow` });
+    const [before] = await store.snapshot([root]);
+    await write(root, ".gitignore", "src/\n");
+    await host.remove(`${root}/src/main.ts`);
+    const [after] = await store.snapshot([root]);
+    assert.deepEqual(await store.changedFiles(before!.tree!, after!.tree!), [
+      ".gitignore",
+      "src/main.ts",
+    ]);
+    const outcome = await store.restore(root, before!.tree!);
+    assert.deepEqual(outcome.skipped.ignored, []);
+    assert.equal(await host.readTextFile(`${root}/.gitignore`), "");
+    assert.equal(await host.readTextFile(`${root}/src/main.ts`), "main");
+  });
+
+  it("restores a file replaced by a directory, and a directory replaced by a file", async () => {
+    await using temp = await tempDir("acp-harness-ckpt-");
+    const root = `${temp.path}/root`;
+    await write(root, "a", "file a");
+    await write(root, "b/c", "c");
+    const store = new CheckpointStore({ host, dir: `${temp.path}/shadow` });
+    const [before] = await store.snapshot([root]);
+    await host.remove(`${root}/a`);
+    await write(root, "a/b", "b");
+    await host.remove(`${root}/b`);
+    await write(root, "b", "file b");
+    const [after] = await store.snapshot([root]);
+    const outcome = await store.restore(root, before!.tree!);
+    assert.deepEqual([...outcome.removed].sort(), ["a/b", "b"]);
+    assert.deepEqual(await files(root), { a: "file a", "b/c": "c" });
+    await store.restore(root, after!.tree!);
+    assert.deepEqual(await files(root), { "a/b": "b", b: "file b" });
+  });
+
+  it("reads names that look like pathspec magic as names", async () => {
+    await using temp = await tempDir("acp-harness-ckpt-");
+    const root = `${temp.path}/root`;
+    const names = [":(glob)*", "*", ":!keep", "-rf"];
+    for (const name of names) await write(root, name, `old ${name}`);
+    await write(root, "keep", "keep");
+    const store = new CheckpointStore({ host, dir: `${temp.path}/shadow` });
+    const [before] = await store.snapshot([root]);
+    for (const name of names) await write(root, name, `new ${name}`);
+    await write(root, ":(top)new", "created");
+    const outcome = await store.restore(root, before!.tree!);
+    assert.deepEqual([...outcome.restored].sort(), [...names].sort());
+    assert.deepEqual(outcome.removed, [":(top)new"]);
+    for (const name of names) {
+      assert.equal(await host.readTextFile(`${root}/${name}`), `old ${name}`);
+    }
+    assert.equal(await host.readTextFile(`${root}/keep`), "keep");
+  });
+
+  it("removes an index lock a git killed with the server left", async () => {
+    await using temp = await tempDir("acp-harness-ckpt-");
+    const root = `${temp.path}/root`;
+    const shadow = `${temp.path}/shadow`;
+    await write(root, "a", "a");
+    await new CheckpointStore({ host, dir: shadow }).snapshot([root]);
+    const index = (await host.readDir(shadow)).find((entry) =>
+      /^index-[0-9a-f]+$/.test(entry.name)
+    );
+    assert.ok(index);
+    await host.writeFileAtomic(`${shadow}/${index.name}.lock`, "");
+    await write(root, "a", "b");
+    const [snapshot] = await new CheckpointStore({ host, dir: shadow }).snapshot([root]);
+    assert.ok(snapshot?.tree);
+    assert.equal(await exists(`${shadow}/${index.name}.lock`), false);
+  });
+
+  it("rebuilds a torn index from the files", async () => {
+    await using temp = await tempDir("acp-harness-ckpt-");
+    const root = `${temp.path}/root`;
+    const shadow = `${temp.path}/shadow`;
+    await write(root, "a", "a");
+    const store = new CheckpointStore({ host, dir: shadow });
+    const [first] = await store.snapshot([root]);
+    const index = (await host.readDir(shadow)).find((entry) =>
+      /^index-[0-9a-f]+$/.test(entry.name)
+    );
+    assert.ok(index);
+    await host.writeFileAtomic(`${shadow}/${index.name}`, "not an index");
+    const [again] = await store.snapshot([root]);
+    assert.equal(again?.tree, first?.tree);
+    await write(root, "a", "b");
+    await store.restore(root, first!.tree!);
+    assert.equal(await host.readTextFile(`${root}/a`), "a");
+  });
+
+  it("leaves out an excluded directory named through a symlink", async () => {
+    await using temp = await tempDir("acp-harness-ckpt-");
+    const root = `${temp.path}/root`;
+    await write(root, "a.txt", "a");
+    await write(root, ".data [x]/sessions/s1.jsonl", "{}");
+    await Deno.symlink(root, `${temp.path}/alias`);
+    const dataDir = `${temp.path}/alias/.data [x]`;
+    const store = new CheckpointStore({
+      host,
+      dir: `${dataDir}/checkpoints/s1`,
+      exclude: [dataDir],
+    });
+    const [snap] = await store.snapshot([root]);
+    const listed = await git(host, ["ls-tree", "-r", "--name-only", snap!.tree!], {
+      cwd: "/",
+      env: { GIT_DIR: store.dir },
+    });
+    assert.equal(listed.trim(), "a.txt");
+  });
+
+  it("reads the trees of a store it borrows from, and says clearly when it has a tree nowhere", async () => {
+    await using temp = await tempDir("acp-harness-ckpt-");
+    const root = `${temp.path}/root`;
+    await write(root, "f.txt", "v0");
+    const source = new CheckpointStore({ host, dir: `${temp.path}/source` });
+    const [before] = await source.snapshot([root]);
+    await write(root, "f.txt", "v1");
+    const alone = new CheckpointStore({ host, dir: `${temp.path}/alone` });
+    await assert.rejects(
+      alone.restore(root, before!.tree!),
+      (error: unknown) =>
+        error instanceof CheckpointError && /not in this session/.test(error.message),
+    );
+    const fork = new CheckpointStore({
+      host,
+      dir: `${temp.path}/fork`,
+      borrow: [`${temp.path}/source`, `${temp.path}/gone`],
+    });
+    const outcome = await fork.restore(root, before!.tree!);
+    assert.deepEqual(outcome.restored, ["f.txt"]);
+    assert.equal(await host.readTextFile(`${root}/f.txt`), "v0");
+  });
 });
