@@ -84,6 +84,7 @@ export {
   splitRuleList,
 } from "./src/permission/rule_syntax.ts";
 export { NO_RULES, type PermissionRules } from "./src/permission/rules.ts";
+export { WORKTREE_FROM, type WorktreeFrom } from "./src/git/worktree_from.ts";
 export { type ApiKeyVariable, ModelCatalog, type ModelCatalogOptions } from "./src/llm/catalog.ts";
 export type { Host, SuperviseOptions } from "./src/host/host.ts";
 export {

@@ -33,12 +33,14 @@ export type {
   SessionStore,
   SessionSummary,
   StoreCallOptions,
+  StoredCheckpointRoot,
   StoredContentPart,
   StoredEvent,
   StoredRecord,
   UnreadableSession,
 } from "./src/store/session_store.ts";
 export { InvalidCursorError, SessionLockedError } from "./src/store/session_store.ts";
+export type { WorktreeInfo, WorktreeOwner } from "./src/git/worktree.ts";
 export {
   InvalidSessionIdError,
   SessionExistsError,

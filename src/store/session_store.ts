@@ -227,6 +227,7 @@ export type StoredEvent =
 
 /** One root in a `checkpoint` event: its git tree, and what was left out. */
 export interface StoredCheckpointRoot {
+  /** The root (canonical). */
   readonly root: string;
   /** Absent when the root had too many files to record. */
   readonly tree?: string;
