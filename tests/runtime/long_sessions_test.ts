@@ -219,11 +219,15 @@ for (const runtime of RUNTIMES) {
       const offered = agent.client.updates(sessionId).find(({ update }) =>
         update.sessionUpdate === "available_commands_update"
       )?.update.availableCommands as { name: string }[];
+      // The CLI has a data directory: the checkpoint commands are offered too.
       assert.deepEqual(offered.map((command) => command.name), [
         "compact",
         "model",
         "mode",
         "clear",
+        "checkpoints",
+        "undo",
+        "restore",
       ]);
       assert.equal(await agent.client.prompt(sessionId, "/mode read-only"), "end_turn");
       assert.ok(
