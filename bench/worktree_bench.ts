@@ -268,7 +268,7 @@ export function renderWorktreeSection(run: Results): string {
   ]);
   const runs = run.runtimes.find((r) => r.worktrees)?.worktrees?.runs ?? 0;
   return [
-    `### Worktrees and checkpoints in a repository of ${WORKTREE_FILES.toLocaleString("en-US")} ` +
+    `## Worktrees and checkpoints in a repository of ${WORKTREE_FILES.toLocaleString("en-US")} ` +
     `files (ms, median (min – max) of ${runs} interleaved rounds)`,
     "",
     table(
