@@ -225,15 +225,16 @@ export async function goneWithin(env: Env, pattern: RegExp, ms: number): Promise
 }
 
 /**
- * Waits for `work` while `clients` keep talking (a request a second): a slow stretch of the
- * scenario must not leave them idle long enough for the idle limit.
+ * Waits for `work` while `clients` keep talking (a request a second, `method`): a slow stretch
+ * of the scenario must not leave them idle long enough for the idle limit.
  */
-export async function keepingAlive(
-  work: Promise<unknown>,
+export async function keepingAlive<T>(
+  work: Promise<T>,
   clients: readonly AcpClient[],
+  method = "session/list",
 ): Promise<void> {
   const beat = async (live: AcpClient): Promise<void> => {
-    while (!(await within(work, 1_000))) await live.call("session/list", {}, 10_000);
+    while (!(await within(work, 1_000))) await live.call(method, {}, 10_000);
   };
   await Promise.all([work, ...clients.map(beat)]);
 }

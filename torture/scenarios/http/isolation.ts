@@ -24,6 +24,7 @@ import {
   closeClient,
   connected,
   type Env,
+  keepingAlive,
   stopReason,
   turnGaps,
   workspace,
@@ -108,7 +109,9 @@ async function isolationRound(env: Env, a: Profile, b: Profile, n: number): Prom
     const round: Round = { env, label, n, owner, other, sessionId, cwdA, promptId, from, secret };
     await guessConnections(round);
     await attackSession(round);
-    await checkTurns(round, await turn);
+    // B waits through A's turns (a checkpoint each, slow on a loaded machine) without going idle
+    // past the limit; its beat is a method nobody has, so it learns nothing of A's sessions.
+    await keepingAlive((async () => checkTurns(round, await turn))(), [other], "torture/ping");
     checkLeaks(round);
     await loadOnceFree(round);
   } finally {
