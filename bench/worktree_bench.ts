@@ -266,10 +266,12 @@ export function renderWorktreeSection(run: Results): string {
     cell(w?.nextTurnOff),
     ratioText(ratioOf(w?.nextTurn.median, w?.nextTurnOff.median)),
   ]);
-  const runs = run.runtimes.find((r) => r.worktrees)?.worktrees?.runs ?? 0;
+  const runs = run.runtimes.find((r) => r.worktrees)?.worktrees?.runs;
   return [
     `## Worktrees and checkpoints in a repository of ${WORKTREE_FILES.toLocaleString("en-US")} ` +
-    `files (ms, median (min – max) of ${runs} interleaved rounds)`,
+    `files (ms, ${
+      runs === undefined ? "not measured" : `median (min – max) of ${runs} interleaved rounds`
+    }; no target)`,
     "",
     table(
       ["runtime", "session/new", "with a worktree", "git worktree add", "ratio to new + git"],

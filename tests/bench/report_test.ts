@@ -62,6 +62,7 @@ Deno.test("renderReport() writes every section in order, then the warnings and e
     "## Delegation",
     "## HTTP transport",
     "## Compaction",
+    "## Worktrees and checkpoints",
     "## Peak RSS",
     "## Noise",
     "## Warnings",
