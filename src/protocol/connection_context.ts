@@ -56,6 +56,11 @@ export interface ServerContext {
 export interface ConnectionContext {
   /** The connection id, on every line it logs. */
   readonly id: string;
+  /**
+   * The tenant the connection was opened for (`serve --http --tenants`), or `undefined` on a
+   * server without tenants: the connection sees and touches only that tenant's sessions.
+   */
+  readonly tenant: string | undefined;
   readonly server: ServerContext;
   /** The server's logger with the connection id added. */
   readonly logger: Logger;

@@ -59,6 +59,8 @@ export interface ConnectionOptions {
   readonly maxRequestsInFlight?: number | undefined;
   /** What the connection came by, for the connection count. @default {"memory"} */
   readonly transport?: ConnectionTransport | undefined;
+  /** The tenant the connection is opened for; `undefined` on a server without tenants. */
+  readonly tenant?: string | undefined;
 }
 
 /** JSON-RPC error code of a request refused because a connection limit is reached. */
@@ -70,6 +72,7 @@ export const LIMIT_REACHED: number = -32029;
  */
 export class Connection implements ConnectionContext {
   readonly id: string;
+  readonly tenant: string | undefined;
   readonly server: ServerParts;
   readonly logger: Logger;
   readonly promptCapabilities: PromptCapabilities;
@@ -109,6 +112,7 @@ export class Connection implements ConnectionContext {
    */
   constructor(stream: Stream, server: ServerParts, id: string, options: ConnectionOptions = {}) {
     this.id = id;
+    this.tenant = options.tenant;
     this.#maxSessions = options.maxSessions;
     this.server = server;
     this.logger = withFields(server.logger, { connectionId: id });
