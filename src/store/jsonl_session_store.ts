@@ -11,7 +11,7 @@
  *                            (new on rewrite; without `parents`: rebuilt from the logs);
  *                            then one line per change, appended:
  *                              {id, cwd, additionalDirectories, title?, createdAt, updatedAt,
- *                               attachments?, parent?}
+ *                               attachments?, parent?, tenant?}
  *                                (sets the summary; `attachments` adds references), or
  *                              {id, deleted: true} (a tombstone), or
  *                              {id, deleted: true, unreadable, size, mtimeMs}
@@ -409,10 +409,10 @@ export class JsonlSessionStore implements SessionStore {
    * @throws {RangeError} A limit that is not a positive integer
    */
   async list(options: ListOptions): Promise<SessionPage> {
-    const { limit, cwd, parent, signal } = options;
+    const { limit, cwd, parent, tenant, signal } = options;
     const after = listStart(options);
     const { sessions, next } = await this.#index.page(
-      { cwd, parent },
+      { cwd, parent, tenant },
       after,
       limit,
       () => signal?.throwIfAborted(),

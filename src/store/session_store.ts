@@ -29,6 +29,12 @@ export interface SessionHeader {
    * it; `cwd` stays the directory the client named.
    */
   readonly worktree?: WorktreeInfo;
+  /**
+   * The tenant that owns the session (`serve --http --tenants`): set at creation, never changed;
+   * `list` filters by it ({@link ListOptions.tenant}). Absent: a session of no tenant, which a
+   * tenant never sees.
+   */
+  readonly tenant?: string;
 }
 
 /** Where a forked session came from: see {@link SessionHeader.forkedFrom}. */
@@ -282,6 +288,8 @@ export interface SessionSummary {
   readonly updatedAt: string;
   /** The session that started this one, as its header says. */
   readonly parent?: SessionParent;
+  /** The tenant that owns the session, as its header says. */
+  readonly tenant?: string;
 }
 
 /** A session a store holds but cannot read back: see {@link SessionStore.unreadable}. */
@@ -327,6 +335,12 @@ export interface ListOptions extends StoreCallOptions {
    * absent lists every session. Filtered before paging, so pages stay full and cursors exact.
    */
   readonly parent?: string | null;
+  /**
+   * Tenant filter: only the sessions whose header names this tenant; absent lists the sessions of
+   * every tenant and of none. Filtered before paging (the PostgreSQL store in SQL), so pages stay
+   * full and a cursor never leads to another tenant's sessions.
+   */
+  readonly tenant?: string;
 }
 
 /** Options for {@link SessionStore.append}. */
