@@ -44,11 +44,18 @@ interface Side {
 
 /** A server on `stores` (memory when absent) and a way to connect to it as a tenant or none. */
 function serverOn(options: StartOptions) {
-  const { server } = createTestAgentServer(options);
+  const built = createTestAgentServer(options);
+  const { server, logs } = built;
+  const waiters = new Set<() => void>();
+  built.onLog = () => {
+    for (const waiter of [...waiters]) waiter();
+  };
   const sides: Side[] = [];
   const connect = async (scope?: TenantScope): Promise<AcpTestClient> => {
     const [serverSide, clientSide] = createMemoryPair();
-    const connectionOptions: ConnectionOptions = scope ? { tenant: scope.name, tenancy: scope } : {};
+    const connectionOptions: ConnectionOptions = scope
+      ? { tenant: scope.name, tenancy: scope }
+      : {};
     const connection = server.connect(serverSide, connectionOptions);
     const client = memoryClient(clientSide);
     sides.push({
@@ -59,8 +66,20 @@ function serverOn(options: StartOptions) {
     await client.initialize();
     return client;
   };
+  /** Resolves once the server has logged a line matching `pattern`. */
+  const logged = (pattern: RegExp): Promise<void> =>
+    new Promise((resolve) => {
+      const check = (): void => {
+        if (!logs.some((line) => pattern.test(line))) return;
+        waiters.delete(check);
+        resolve();
+      };
+      waiters.add(check);
+      check();
+    });
   return {
     connect,
+    logged,
     async [Symbol.asyncDispose](): Promise<void> {
       for (const side of sides) {
         await side.close().catch(() => {});
@@ -185,7 +204,11 @@ postgresTest(
   "tenants (PostgreSQL): neither sees nor touches the other's sessions; ids leak nothing",
   async (url) => {
     await using database = await withTestDatabase(url);
-    const pg = await openPostgresStore({ url: database.url, logger: nullLogger, leaseTtlMs: 3_000 });
+    const pg = await openPostgresStore({
+      url: database.url,
+      logger: nullLogger,
+      leaseTtlMs: 3_000,
+    });
     try {
       await isolation({ stores: { store: pg.store, attachments: pg.attachments } });
       // The listing is filtered in SQL: the column holds the tenant.
@@ -198,7 +221,10 @@ postgresTest(
 );
 
 /** The tenants of the sessions a store lists for `ci` (through the store's own filter). */
-async function listedTenants(store: SessionStore, _attachments: AttachmentStore): Promise<string[]> {
+async function listedTenants(
+  store: SessionStore,
+  _attachments: AttachmentStore,
+): Promise<string[]> {
   const page = await store.list({ limit: 50, tenant: "ci" });
   return page.sessions.map((summary) => summary.tenant ?? "none");
 }
@@ -244,4 +270,39 @@ Deno.test("tenants: a tenant's sessions get the lower of the server's and its ow
     maxSteps: 3,
     maxSessionTokens: 500,
   });
+});
+
+Deno.test("tenants: a tenant's prompts running at once are counted across its connections (-32029)", async () => {
+  await using dirs = new TempDirs("acp-harness-tenants-");
+  const cwd = await dirs.make();
+  const tenants = await twoTenants({ prompts: 1 });
+  await using server = serverOn({
+    config: { model: "scripted" },
+    script: [{ text: "slow", delayMs: 60_000 }],
+  });
+  const scope = await scopeOf(tenants, "ci-token");
+  const first = await server.connect(scope);
+  const second = await server.connect(scope);
+  const slow = await first.newSession(cwd);
+  const other = await second.newSession(cwd);
+  const running = first.prompt(slow, "take your time");
+  // The slow turn holds the tenant's one prompt (it is counted before its turn starts).
+  await server.logged(/prompt started/);
+  const refused: Frame = await second.requestRaw("session/prompt", {
+    sessionId: other,
+    prompt: [{ type: "text", text: "me too" }],
+  });
+  assert.deepEqual(refused.error, {
+    code: -32029,
+    message: 'Too many prompts: tenant "ci" may have at most 1 running at once',
+    data: { limit: "tenantPrompts", max: 1, tenant: "ci" },
+  });
+  await first.notify("session/cancel", { sessionId: slow });
+  assert.equal(await running, "cancelled");
+  // The slot is free again: the other connection's prompt runs (each session's script starts
+  // with the slow step; it is cancelled once it runs).
+  const now = second.prompt(other, "now");
+  await server.logged(new RegExp(`prompt started.*${other}`));
+  await second.notify("session/cancel", { sessionId: other });
+  assert.equal(await now, "cancelled");
 });
