@@ -815,8 +815,13 @@ async function runHttpServer(
   logger: Logger,
 ): Promise<number> {
   if (!platform.serveHttp) throw new ConfigError("This runtime cannot serve HTTP");
-  const { token, allowedHosts, tenants } = await httpSecurity(platform.host, config);
+  // The tenants' refusals are counted once the telemetry (started after the checks) is on.
+  let telemetry: Telemetry | undefined;
+  const refused = (tenant: string, limit: string): void =>
+    telemetry?.tenantRefusal?.(tenant, limit);
+  const { token, allowedHosts, tenants } = await httpSecurity(platform.host, config, refused);
   const observed = await startTelemetry(platform, config, logger);
+  telemetry = observed.telemetry;
   try {
     return await serveOverHttp(platform, config, catalog, logger, {
       serveHttp: platform.serveHttp,
@@ -943,6 +948,7 @@ async function reloadOnSignal(
 async function httpSecurity(
   host: Host,
   config: Config,
+  refused?: (tenant: string, limit: string) => void,
 ): Promise<{
   token: string | undefined;
   allowedHosts: readonly string[] | undefined;
@@ -957,7 +963,11 @@ async function httpSecurity(
   }
   const tenants = config.tenants === undefined
     ? undefined
-    : await (await loadTenantsFile()).openTenants(host, absolutePath(config.tenants, host));
+    : await (await loadTenantsFile()).openTenants(
+      host,
+      absolutePath(config.tenants, host),
+      refused,
+    );
   const token = config.token ??
     (config.tokenFile ? await readToken(host, config.tokenFile) : undefined);
   if (!isLoopback(config.host) && tenants !== undefined) {

@@ -140,11 +140,16 @@ export class TenantsReloader {
  *
  * @param host Reads the file
  * @param file The file's absolute path
+ * @param refused Told of each request a tenant's limit refuses (for the metrics)
  * @returns The directory the HTTP edge resolves tokens against
  * @throws {ConfigError} For a file that cannot be read or is not valid
  */
-export async function openTenants(host: Host, file: string): Promise<TenantDirectory> {
-  const tenants = new TenantDirectory();
+export async function openTenants(
+  host: Host,
+  file: string,
+  refused?: (tenant: string, limit: string) => void,
+): Promise<TenantDirectory> {
+  const tenants = new TenantDirectory(refused ? { refused } : {});
   tenants.replace(await readTenantsFile(host, file));
   return tenants;
 }

@@ -12,9 +12,10 @@ const built = new WeakMap<ServerParts, WeakMap<TenantScope, ServerParts>>();
 
 /**
  * The server's parts as a tenant's connections see them: its store through the tenant's view
- * (`TenantSessionStore`), the allowed roots both the server and the tenant allow, and for each
- * session budget the lower of the server's and the tenant's. The rest is the server's, shared by
- * reference (the open sessions, the telemetry, the catalog). Built once per scope, so that the
+ * (`TenantSessionStore`), the allowed roots both the server and the tenant allow, for each
+ * session budget the lower of the server's and the tenant's, and the telemetry that counts the
+ * tenant's series too (`Telemetry.forTenant`). The rest is the server's, shared by reference
+ * (the open sessions, the catalog). Built once per scope, so that the
  * tenant's connections share the services their sessions run on.
  *
  * @example
@@ -37,6 +38,7 @@ export function tenantParts(parts: ServerParts, scope: TenantScope): ServerParts
     ...parts,
     settings: { ...parts.settings, ...lowerBudgets(parts.settings, scope.budgets) },
     store: new TenantSessionStore(parts.store, scope.name),
+    telemetry: parts.telemetry.forTenant?.(scope.name) ?? parts.telemetry,
     ...(allowedRoots === undefined ? {} : { allowedRoots }),
   };
   scopes.set(scope, derived);

@@ -217,13 +217,17 @@ export class TenantUsage {
   /** The request bucket: tokens left, and when it was last filled (ms). */
   #bucket: { tokens: number; at: number } | undefined;
 
+  readonly #refused: ((limit: string) => void) | undefined;
+
   /**
    * @param name The tenant's name
    * @param limits Its limits
+   * @param refused Told of each refusal, with the limit's name (for the metrics)
    */
-  constructor(name: string, limits: TenantLimits) {
+  constructor(name: string, limits: TenantLimits, refused?: (limit: string) => void) {
     this.name = name;
     this.limits = limits;
+    this.#refused = refused;
   }
 
   /**
@@ -252,6 +256,7 @@ export class TenantUsage {
   checkSessions(): void {
     const max = this.limits.sessions;
     if (max !== undefined && this.sessions >= max) {
+      this.#refused?.("sessions");
       throw new RequestError(
         LIMIT_REACHED,
         `Too many sessions: tenant "${this.name}" may have at most ${max} open; close one first`,
@@ -269,6 +274,7 @@ export class TenantUsage {
   admitPrompt(): () => void {
     const max = this.limits.prompts;
     if (max !== undefined && this.#prompts >= max) {
+      this.#refused?.("prompts");
       throw new RequestError(
         LIMIT_REACHED,
         `Too many prompts: tenant "${this.name}" may have at most ${max} running at once`,
@@ -303,6 +309,7 @@ export class TenantUsage {
       bucket.tokens -= 1;
       return undefined;
     }
+    this.#refused?.("requestsPerMinute");
     return Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000));
   }
 }
@@ -356,6 +363,14 @@ export class TenantDirectory {
     { readonly hash: Uint8Array; readonly hex: string; readonly scope: TenantScope }
   > = [];
   readonly #usage = new Map<string, TenantUsage>();
+  readonly #refused: ((tenant: string, limit: string) => void) | undefined;
+
+  /**
+   * @param options `refused`: told of each request a tenant's limit refuses (for the metrics)
+   */
+  constructor(options: { readonly refused?: (tenant: string, limit: string) => void } = {}) {
+    this.#refused = options.refused;
+  }
 
   /** How many tenants there are. */
   get size(): number {
@@ -380,7 +395,12 @@ export class TenantDirectory {
     for (const tenant of tenants) {
       let usage = this.#usage.get(tenant.name);
       if (usage) usage.limits = tenant.limits;
-      else this.#usage.set(tenant.name, usage = new TenantUsage(tenant.name, tenant.limits));
+      else {
+        const refused = this.#refused;
+        const name = tenant.name;
+        usage = new TenantUsage(name, tenant.limits, refused && ((limit) => refused(name, limit)));
+        this.#usage.set(name, usage);
+      }
       const { sessions: _s, prompts: _p, requestsPerMinute: _r, ...budgets } = tenant.limits;
       const scope: TenantScope = {
         name: tenant.name,

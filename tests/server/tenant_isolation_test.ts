@@ -12,6 +12,7 @@ import { nullLogger } from "../../src/log/logger.ts";
 import type { ConnectionOptions } from "../../src/server/connection.ts";
 import { hashToken, TenantDirectory, type TenantScope } from "../../src/server/tenants.ts";
 import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
+import { PrometheusTelemetry } from "../../src/telemetry/prometheus_telemetry.ts";
 import type { AttachmentStore, SessionStore } from "../../src/store/session_store.ts";
 import { type AcpTestClient, type Frame, memoryClient } from "../_helpers/acp_client.ts";
 import { postgresTest, withTestDatabase } from "../_helpers/postgres.ts";
@@ -305,4 +306,33 @@ Deno.test("tenants: a tenant's prompts running at once are counted across its co
   await server.logged(new RegExp(`prompt started.*${other}`));
   await second.notify("session/cancel", { sessionId: other });
   assert.equal(await now, "cancelled");
+});
+
+Deno.test("tenants: the metrics count each tenant's sessions, prompts, tokens and refusals", async () => {
+  await using dirs = new TempDirs("acp-harness-tenants-");
+  const cwd = await dirs.make();
+  const metrics = new PrometheusTelemetry({ defaultMetrics: false });
+  const tenants = new TenantDirectory({
+    refused: (tenant, limit) => metrics.tenantRefusal(tenant, limit),
+  });
+  tenants.replace([
+    { name: "ci", tokens: [(await hashToken("ci-token")).slice(7)], limits: { sessions: 1 } },
+    { name: "web", tokens: [(await hashToken("web-token")).slice(7)], limits: {} },
+  ]);
+  await using server = serverOn({ telemetry: metrics });
+  const ci = await server.connect(await scopeOf(tenants, "ci-token"));
+  const web = await server.connect(await scopeOf(tenants, "web-token"));
+  const sessionId = await ci.newSession(cwd);
+  assert.equal(await ci.prompt(sessionId, "hello"), "end_turn");
+  await assert.rejects(ci.newSession(cwd));
+  await web.newSession(cwd);
+  const text = await metrics.metrics();
+  assert.match(text, /^acp_harness_tenant_prompts_total\{tenant="ci",stop_reason="end_turn"\} 1$/m);
+  assert.match(text, /^acp_harness_tenant_tokens_total\{tenant="ci",direction="output"\} [1-9]/m);
+  assert.match(text, /^acp_harness_tenant_sessions_open\{tenant="ci"\} 1$/m);
+  assert.match(text, /^acp_harness_tenant_sessions_open\{tenant="web"\} 1$/m);
+  assert.match(text, /^acp_harness_tenant_refusals_total\{tenant="ci",limit="sessions"\} 1$/m);
+  // The server-wide series count everyone's, as without tenants.
+  assert.match(text, /^acp_harness_sessions_open 2$/m);
+  assert.doesNotMatch(text, /tenant="web",stop_reason/);
 });
