@@ -816,12 +816,12 @@ async function runHttpServer(
 ): Promise<number> {
   if (!platform.serveHttp) throw new ConfigError("This runtime cannot serve HTTP");
   // The tenants' refusals are counted once the telemetry (started after the checks) is on.
-  let telemetry: Telemetry | undefined;
+  const counted: { telemetry?: Telemetry | undefined } = {};
   const refused = (tenant: string, limit: string): void =>
-    telemetry?.tenantRefusal?.(tenant, limit);
+    counted.telemetry?.tenantRefusal?.(tenant, limit);
   const { token, allowedHosts, tenants } = await httpSecurity(platform.host, config, refused);
   const observed = await startTelemetry(platform, config, logger);
-  telemetry = observed.telemetry;
+  counted.telemetry = observed.telemetry;
   try {
     return await serveOverHttp(platform, config, catalog, logger, {
       serveHttp: platform.serveHttp,

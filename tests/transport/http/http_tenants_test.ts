@@ -28,7 +28,7 @@ async function tenant(
   };
 }
 
-async function directory(...tenants: TenantDefinition[]): Promise<TenantDirectory> {
+function directory(...tenants: TenantDefinition[]): TenantDirectory {
   const built = new TenantDirectory();
   built.replace(tenants);
   return built;
@@ -78,7 +78,7 @@ async function described(response: Response): Promise<string> {
 
 Deno.test("HTTP tenants: another tenant's Acp-Connection-Id is answered as an unknown one", async () => {
   await using cwd = await tempDir("acp-harness-tenants-");
-  const tenants = await directory(await tenant("ci", ["ci-1"]), await tenant("web", ["web-1"]));
+  const tenants = directory(await tenant("ci", ["ci-1"]), await tenant("web", ["web-1"]));
   await using http = startHandler({ tenants });
   const ci = rfdClient(http, "ci-1");
   await ci.initialize();
@@ -132,7 +132,7 @@ Deno.test("HTTP tenants: another tenant's Acp-Connection-Id is answered as an un
 
 Deno.test("HTTP tenants: a URL key is a connection per tenant", async () => {
   await using cwd = await tempDir("acp-harness-tenants-");
-  const tenants = await directory(await tenant("ci", ["ci-1"]), await tenant("web", ["web-1"]));
+  const tenants = directory(await tenant("ci", ["ci-1"]), await tenant("web", ["web-1"]));
   await using http = startHandler({ tenants });
   const post = async (token: string, id: number, method: string, params: unknown) => {
     const response = await http.fetch(`${http.url}/v1/acp/shared`, {
@@ -162,7 +162,7 @@ Deno.test("HTTP tenants: a URL key is a connection per tenant", async () => {
 
 Deno.test("HTTP tenants: past its requests a minute a tenant gets 429 with Retry-After", async () => {
   let now = 1_000_000;
-  const tenants = await directory(
+  const tenants = directory(
     await tenant("ci", ["ci-1"], { requestsPerMinute: 3 }),
     await tenant("web", ["web-1"]),
   );
@@ -204,7 +204,7 @@ Deno.test("HTTP tenants: past its requests a minute a tenant gets 429 with Retry
 
 Deno.test("HTTP tenants: a token removed stops working, and the connections opened with it end", async () => {
   await using cwd = await tempDir("acp-harness-tenants-");
-  const tenants = await directory(await tenant("ci", ["ci-old", "ci-kept"]));
+  const tenants = directory(await tenant("ci", ["ci-old", "ci-kept"]));
   await using http = startHandler({ tenants });
   const viaOld = rfdClient(http, "ci-old");
   await viaOld.initialize();
