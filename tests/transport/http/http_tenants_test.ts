@@ -3,14 +3,17 @@
  * connection answers only requests of its own tenant (another tenant's `Acp-Connection-Id` is an
  * unknown one, byte for byte), URL keys are per tenant, each tenant's requests a minute end in
  * `429` with `Retry-After`, and a token removed from the tenants stops working and ends its
- * connections.
+ * connections. The WebSocket test runs on a real 127.0.0.1 listener.
  *
  * @module
  */
 import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
+import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
+import { WebSocket as NodeWebSocket } from "ws";
 import assert from "node:assert/strict";
 import { hashToken, type TenantDefinition, TenantDirectory } from "../../../src/server/tenants.ts";
-import { type AcpTestClient, memoryClient } from "../../_helpers/acp_client.ts";
+import { type AcpTestClient, memoryClient, RpcError } from "../../_helpers/acp_client.ts";
+import { startHttpServer } from "../../_helpers/http_server.ts";
 import { tempDir } from "../../_helpers/temp_dir.ts";
 import { type HandlerTestServer, startHandler } from "./_request.ts";
 
@@ -231,4 +234,39 @@ Deno.test("HTTP tenants: a token removed stops working, and the connections open
     1,
   );
   for (const client of [viaOld, viaKept, viaNew]) await closeClient(client);
+});
+
+Deno.test("HTTP tenants: a WebSocket is its token's tenant's, and ends when the token is removed", async () => {
+  await using cwd = await tempDir("acp-harness-tenants-");
+  const tenants = directory(await tenant("ci", ["ci-1"]), await tenant("web", ["web-1"]));
+  await using http = await startHttpServer({ tenants });
+  const socket = (token: string) =>
+    memoryClient(createWebSocketStream(`${http.url.replace("http", "ws")}/acp`, {
+      WebSocket: NodeWebSocket as never,
+      headers: bearer(token),
+    }));
+  const ci = socket("ci-1");
+  const web = socket("web-1");
+  await ci.initialize();
+  await web.initialize();
+  const sessionId = await ci.newSession(cwd.path);
+  assert.deepEqual((await web.request<{ sessions: unknown[] }>("session/list", {})).sessions, []);
+  await assert.rejects(
+    web.request("session/load", { sessionId, cwd: cwd.path, mcpServers: [] }),
+    (error: unknown) => error instanceof RpcError && error.code === -32002,
+  );
+  const refused = await fetch(`${http.url}/acp`, {
+    headers: { ...bearer("nobody"), upgrade: "websocket", connection: "Upgrade" },
+  });
+  assert.equal(refused.status, 401);
+  await refused.body?.cancel();
+  tenants.replace([await tenant("web", ["web-1"])]);
+  assert.equal(http.transport.closeRevoked((identity) => tenants.holds(identity)), 1);
+  await http.waitForLog(
+    /closing a connection whose token was removed \{"connectionId":"[^"]+","tenant":"ci"\}/,
+  );
+  assert.equal(await web.prompt(await web.newSession(cwd.path), "still here"), "end_turn");
+  assert.deepEqual([...ci.problems, ...web.problems], []);
+  await closeClient(web);
+  await closeClient(ci);
 });
