@@ -84,6 +84,7 @@ import { deleteTree } from "./session_tree.ts";
 import type {
   AppendOptions,
   CreateOptions,
+  DeleteOptions,
   ListOptions,
   LoadedSession,
   SessionHeader,
@@ -445,7 +446,7 @@ export class JsonlSessionStore implements SessionStore {
    * @param options An abort signal, honoured until the removal starts
    * @throws {SessionLockedError} Another live process has the session or a descendant open
    */
-  async delete(id: string, options?: StoreCallOptions): Promise<void> {
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
     const signal = options?.signal;
     signal?.throwIfAborted();
     if (!isValidSessionId(id)) return;

@@ -21,6 +21,7 @@ import {
   type AppendOptions,
   type AttachmentStore,
   type CreateOptions,
+  type DeleteOptions,
   type ListOptions,
   type LoadedSession,
   type SessionHeader,
@@ -272,7 +273,7 @@ export class MemorySessionStore implements SessionStore {
    * @param id The session
    * @param options An abort signal, honoured until the removal starts
    */
-  async delete(id: string, options?: StoreCallOptions): Promise<void> {
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
     options?.signal?.throwIfAborted();
     if (!isValidSessionId(id)) return;
     await deleteTree(id, options, {

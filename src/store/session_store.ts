@@ -343,6 +343,16 @@ export interface ListOptions extends StoreCallOptions {
   readonly tenant?: string;
 }
 
+/** Options for {@link SessionStore.delete}. */
+export interface DeleteOptions extends StoreCallOptions {
+  /**
+   * Only the descendants of this tenant go with the session (a session of another tenant that
+   * names it as its parent stays, its parent gone, as one whose parent is stored elsewhere);
+   * absent: every descendant.
+   */
+  readonly tenant?: string;
+}
+
 /** Options for {@link SessionStore.append}. */
 export interface AppendOptions {
   /** A commit point: the promise resolves only once the events are durable (see the contract). */
@@ -522,12 +532,12 @@ export interface SessionStore {
    * honoured until the removal starts.
    *
    * @param id The session
-   * @param options An abort signal
+   * @param options An abort signal; a tenant whose descendants only go with it
    * @returns Resolves once the session and its descendants are gone
    * @throws {SessionLockedError} Another holder has the lease of the session or of a
    *   descendant (rejects; nothing removed)
    */
-  delete(id: string, options?: StoreCallOptions): Promise<void>;
+  delete(id: string, options?: DeleteOptions): Promise<void>;
   /**
    * Takes exclusive ownership of a session, whether or not it is stored yet.
    *

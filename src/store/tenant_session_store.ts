@@ -7,6 +7,7 @@ import { loadRecordStream } from "./record_stream.ts";
 import type {
   AppendOptions,
   CreateOptions,
+  DeleteOptions,
   ListOptions,
   LoadedSession,
   SessionHeader,
@@ -146,16 +147,17 @@ export class TenantSessionStore implements SessionStore {
   }
 
   /**
-   * Removes a session of this tenant and its descendants; another tenant's id is a no-op, as an
-   * unknown id is.
+   * Removes a session of this tenant and its descendants of this tenant (a session of another
+   * tenant that names it as its parent stays); another tenant's id is a no-op, as an unknown id
+   * is.
    *
    * @param id The session
    * @param options An abort signal
    * @returns Resolves once done
    */
-  async delete(id: string, options?: StoreCallOptions): Promise<void> {
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
     if (!(await this.#owns(id))) return;
-    await this.#inner.delete(id, options);
+    await this.#inner.delete(id, { ...options, tenant: this.tenant });
   }
 
   /**

@@ -336,3 +336,30 @@ Deno.test("tenants: the metrics count each tenant's sessions, prompts, tokens an
   assert.match(text, /^acp_harness_sessions_open 2$/m);
   assert.doesNotMatch(text, /tenant="web",stop_reason/);
 });
+
+Deno.test("tenants: a session naming another tenant's as its parent stays when that one is deleted", async () => {
+  await using dirs = new TempDirs("acp-harness-tenants-");
+  const cwd = await dirs.make();
+  const tenants = await twoTenants();
+  await using server = serverOn({});
+  const ci = await server.connect(await scopeOf(tenants, "ci-token"));
+  const web = await server.connect(await scopeOf(tenants, "web-token"));
+  const parent = await ci.newSession(cwd);
+  const ciChild = await ci.newSession(cwd, {
+    _meta: { "acp-harness": { parent: { sessionId: parent, toolCallId: "call_1" } } },
+  });
+  await ci.request("session/close", { sessionId: ciChild });
+  // web names ci's session as its parent, and keeps its session open: ci's delete neither fails
+  // on it (which would name it) nor removes it.
+  const webChild = await web.newSession(cwd, {
+    _meta: { "acp-harness": { parent: { sessionId: parent, toolCallId: "call_1" } } },
+  });
+  assert.deepEqual(await ci.request("session/delete", { sessionId: parent }), {});
+  const children = { _meta: { "acp-harness": { children: true } } };
+  assert.deepEqual((await ci.request<Page>("session/list", children)).sessions, []);
+  assert.deepEqual(
+    (await web.request<Page>("session/list", children)).sessions.map((s) => s.sessionId),
+    [webChild],
+  );
+  assert.equal(await web.prompt(webChild, "still here"), "end_turn");
+});

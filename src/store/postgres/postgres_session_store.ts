@@ -70,6 +70,7 @@ import {
   type AppendOptions,
   type AttachmentStore,
   type CreateOptions,
+  type DeleteOptions,
   type ListOptions,
   type LoadedSession,
   type SessionHeader,
@@ -456,7 +457,7 @@ export class PostgresSessionStore implements SessionStore {
    * @param options An abort signal, honoured until the removal starts
    * @throws {SessionLockedError} Another instance holds the lease of the session or a descendant
    */
-  async delete(id: string, options?: StoreCallOptions): Promise<void> {
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
     const signal = options?.signal;
     signal?.throwIfAborted();
     if (!isValidSessionId(id)) return;
