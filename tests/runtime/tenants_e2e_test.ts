@@ -1,10 +1,11 @@
 /**
  * Tenants on a real `serve --http --tenants FILE` process, on Deno and Bun (the source) and
- * Node.js (the bundle), over real HTTP on 127.0.0.1: token hashes printed by `acp-harness hash-token`, two
- * tenants that cannot see or touch each other's sessions, the session limit, `429` with
- * `Retry-After`, and a SIGHUP reload that adds a token and removes one (a bad file on reload
- * keeps the tenants). On Node.js, the start-up refusals too (exit 2). Signals go by
- * `process.kill`: a child's `kill()` sends one signal only (it then counts as killed).
+ * Node.js (the bundle), over real HTTP on 127.0.0.1: token hashes printed by
+ * `acp-harness hash-token`, two tenants that cannot see or touch each other's sessions, the
+ * session limit, `429` with `Retry-After`, and a SIGHUP reload that adds a token and removes one
+ * (a bad file on reload keeps the tenants); on Node.js on a PostgreSQL store too, and the start-up
+ * refusals (exit 2). Signals go by `process.kill`: a child's `kill()` sends one signal only (it
+ * then counts as killed).
  *
  * @module
  */
@@ -21,6 +22,7 @@ import {
   RpcError,
   spawnAgent,
 } from "../_helpers/acp_client.ts";
+import { postgresTest, withTestDatabase } from "../_helpers/postgres.ts";
 import { RUNTIMES } from "../_helpers/runtimes.ts";
 import { TempDirs } from "../_helpers/temp_dir.ts";
 
@@ -91,117 +93,134 @@ async function initializeStatus(url: string, token: string): Promise<number> {
   return response.status;
 }
 
+/** The scenario of the file's first tests, on `runtime`, with `storeArgs` (none: JSONL). */
+async function scenario(
+  runtime: (typeof RUNTIMES)[number],
+  storeArgs: readonly string[] = [],
+): Promise<void> {
+  await using dirs = new TempDirs("acp-harness-tenants-e2e-");
+  const [data, root, elsewhere] = [await dirs.make(), await dirs.make(), await dirs.make()];
+  const hashes: Record<string, string> = {};
+  for (const token of ["ci-1", "ci-old", "ci-new", "web-1", "slow-1"]) {
+    hashes[token] = await hashWith(runtime, token);
+  }
+  const file = join(data, "tenants.json");
+  await writeFile(file, JSON.stringify(tenantsFile(hashes, root, ["ci-1", "ci-old"])));
+  const agent = spawnAgent(runtime.command, [
+    ...runtime.args,
+    "serve",
+    "--http",
+    "--port",
+    "0",
+    "--data-dir",
+    data,
+    "--tenants",
+    file,
+    "--log-level",
+    "info",
+    ...storeArgs,
+  ]);
+  const clients: AcpTestClient[] = [];
+  try {
+    const url = await listeningUrl(agent);
+    const ci = client(url, "ci-1");
+    const web = client(url, "web-1");
+    clients.push(ci, web);
+    await ci.initialize();
+    await web.initialize();
+    const mine = await ci.newSession(root);
+    assert.equal(await ci.prompt(mine, "hello"), "end_turn");
+    // ci's roots: not elsewhere; and at most one open session.
+    await assert.rejects(ci.newSession(elsewhere), RpcError);
+    await assert.rejects(ci.newSession(root), (error: unknown) => {
+      assert.ok(error instanceof RpcError);
+      assert.equal(error.code, -32029);
+      assert.match(error.message, /tenant "ci" may have at most 1 open/);
+      return true;
+    });
+    // web sees none of it: a list without it, and its id answered as a random one is.
+    assert.deepEqual(
+      (await web.request<{ sessions: unknown[] }>("session/list", {})).sessions,
+      [],
+    );
+    const random = crypto.randomUUID();
+    for (const method of ["session/load", "session/resume"]) {
+      assert.equal(
+        await errorText(web, method, { sessionId: mine, cwd: root, mcpServers: [] }, mine),
+        await errorText(web, method, { sessionId: random, cwd: root, mcpServers: [] }, random),
+      );
+    }
+    assert.equal(
+      await errorText(web, "session/prompt", {
+        sessionId: mine,
+        prompt: [{ type: "text", text: "x" }],
+      }, mine),
+      await errorText(web, "session/prompt", {
+        sessionId: random,
+        prompt: [{ type: "text", text: "x" }],
+      }, random),
+    );
+    assert.deepEqual(await web.request("session/delete", { sessionId: mine }), {});
+    assert.equal(await ci.prompt(mine, "still mine"), "end_turn");
+
+    // slow: two requests a minute, then 429 with Retry-After in whole seconds.
+    const statuses: number[] = [];
+    let limited: Response | undefined;
+    for (let at = 0; at < 3; at++) {
+      const response = await fetch(`${url}/acp`, {
+        headers: {
+          authorization: "Bearer slow-1",
+          accept: "text/event-stream",
+          "acp-connection-id": "none",
+        },
+      });
+      statuses.push(response.status);
+      if (response.status === 429) limited = response;
+      else await response.body?.cancel();
+    }
+    assert.deepEqual(statuses, [404, 404, 429]);
+    assert.match(limited?.headers.get("retry-after") ?? "", /^[1-9]\d*$/);
+    assert.equal((await limited?.json()).title, "Too many requests");
+    assert.equal((await fetch(`${url}/health`)).status, 200);
+
+    // SIGHUP: ci-new added, ci-old removed.
+    assert.equal(await initializeStatus(url, "ci-old"), 200);
+    assert.equal(await initializeStatus(url, "ci-new"), 401);
+    await writeFile(file, JSON.stringify(tenantsFile(hashes, root, ["ci-1", "ci-new"])));
+    process.kill(agent.child.pid!, "SIGHUP");
+    await agent.client.waitFor(() => /tenants file reloaded/.test(agent.stderr()), 20_000);
+    assert.equal(await initializeStatus(url, "ci-old"), 401);
+    assert.equal(await initializeStatus(url, "ci-new"), 200);
+    // A bad file on reload keeps the tenants, and says why.
+    await writeFile(file, JSON.stringify({ tenants: [{ name: "ci", tokens: ["plain"] }] }));
+    process.kill(agent.child.pid!, "SIGHUP");
+    await agent.client.waitFor(() => /tenants file not reloaded/.test(agent.stderr()), 20_000);
+    assert.match(agent.stderr(), /tenants\[0\]\.tokens\[0\]: must be \\"sha256:\\"/);
+    assert.equal(await initializeStatus(url, "ci-new"), 200);
+    assert.equal(await ci.prompt(mine, "after the reloads"), "end_turn");
+    // The server's lines for ci's connection carry its name.
+    assert.match(agent.stderr(), /session created .*"tenant":"ci"/);
+    assert.deepEqual(clients.flatMap((acp) => acp.problems), []);
+  } finally {
+    for (const acp of clients) await closeClient(acp);
+    agent.child.kill("SIGTERM");
+    if ((await exitWithin(agent, 10_000)) === null) agent.child.kill("SIGKILL");
+  }
+}
+
 for (const runtime of RUNTIMES) {
   Deno.test(`serve --http --tenants (${runtime.name}): isolation, limits, 429, SIGHUP reload`, async () => {
-    await using dirs = new TempDirs("acp-harness-tenants-e2e-");
-    const [data, root, elsewhere] = [await dirs.make(), await dirs.make(), await dirs.make()];
-    const hashes: Record<string, string> = {};
-    for (const token of ["ci-1", "ci-old", "ci-new", "web-1", "slow-1"]) {
-      hashes[token] = await hashWith(runtime, token);
-    }
-    const file = join(data, "tenants.json");
-    await writeFile(file, JSON.stringify(tenantsFile(hashes, root, ["ci-1", "ci-old"])));
-    const agent = spawnAgent(runtime.command, [
-      ...runtime.args,
-      "serve",
-      "--http",
-      "--port",
-      "0",
-      "--data-dir",
-      data,
-      "--tenants",
-      file,
-      "--log-level",
-      "info",
-    ]);
-    const clients: AcpTestClient[] = [];
-    try {
-      const url = await listeningUrl(agent);
-      const ci = client(url, "ci-1");
-      const web = client(url, "web-1");
-      clients.push(ci, web);
-      await ci.initialize();
-      await web.initialize();
-      const mine = await ci.newSession(root);
-      assert.equal(await ci.prompt(mine, "hello"), "end_turn");
-      // ci's roots: not elsewhere; and at most one open session.
-      await assert.rejects(ci.newSession(elsewhere), RpcError);
-      await assert.rejects(ci.newSession(root), (error: unknown) => {
-        assert.ok(error instanceof RpcError);
-        assert.equal(error.code, -32029);
-        assert.match(error.message, /tenant "ci" may have at most 1 open/);
-        return true;
-      });
-      // web sees none of it: a list without it, and its id answered as a random one is.
-      assert.deepEqual(
-        (await web.request<{ sessions: unknown[] }>("session/list", {})).sessions,
-        [],
-      );
-      const random = crypto.randomUUID();
-      for (const method of ["session/load", "session/resume"]) {
-        assert.equal(
-          await errorText(web, method, { sessionId: mine, cwd: root, mcpServers: [] }, mine),
-          await errorText(web, method, { sessionId: random, cwd: root, mcpServers: [] }, random),
-        );
-      }
-      assert.equal(
-        await errorText(web, "session/prompt", {
-          sessionId: mine,
-          prompt: [{ type: "text", text: "x" }],
-        }, mine),
-        await errorText(web, "session/prompt", {
-          sessionId: random,
-          prompt: [{ type: "text", text: "x" }],
-        }, random),
-      );
-      assert.deepEqual(await web.request("session/delete", { sessionId: mine }), {});
-      assert.equal(await ci.prompt(mine, "still mine"), "end_turn");
-
-      // slow: two requests a minute, then 429 with Retry-After in whole seconds.
-      const statuses: number[] = [];
-      let limited: Response | undefined;
-      for (let at = 0; at < 3; at++) {
-        const response = await fetch(`${url}/acp`, {
-          headers: {
-            authorization: "Bearer slow-1",
-            accept: "text/event-stream",
-            "acp-connection-id": "none",
-          },
-        });
-        statuses.push(response.status);
-        if (response.status === 429) limited = response;
-        else await response.body?.cancel();
-      }
-      assert.deepEqual(statuses, [404, 404, 429]);
-      assert.match(limited?.headers.get("retry-after") ?? "", /^[1-9]\d*$/);
-      assert.equal((await limited?.json()).title, "Too many requests");
-      assert.equal((await fetch(`${url}/health`)).status, 200);
-
-      // SIGHUP: ci-new added, ci-old removed.
-      assert.equal(await initializeStatus(url, "ci-old"), 200);
-      assert.equal(await initializeStatus(url, "ci-new"), 401);
-      await writeFile(file, JSON.stringify(tenantsFile(hashes, root, ["ci-1", "ci-new"])));
-      process.kill(agent.child.pid!, "SIGHUP");
-      await agent.client.waitFor(() => /tenants file reloaded/.test(agent.stderr()), 20_000);
-      assert.equal(await initializeStatus(url, "ci-old"), 401);
-      assert.equal(await initializeStatus(url, "ci-new"), 200);
-      // A bad file on reload keeps the tenants, and says why.
-      await writeFile(file, JSON.stringify({ tenants: [{ name: "ci", tokens: ["plain"] }] }));
-      process.kill(agent.child.pid!, "SIGHUP");
-      await agent.client.waitFor(() => /tenants file not reloaded/.test(agent.stderr()), 20_000);
-      assert.match(agent.stderr(), /tenants\[0\]\.tokens\[0\]: must be \\"sha256:\\"/);
-      assert.equal(await initializeStatus(url, "ci-new"), 200);
-      assert.equal(await ci.prompt(mine, "after the reloads"), "end_turn");
-      // The server's lines for ci's connection carry its name.
-      assert.match(agent.stderr(), /session created .*"tenant":"ci"/);
-      assert.deepEqual(clients.flatMap((acp) => acp.problems), []);
-    } finally {
-      for (const acp of clients) await closeClient(acp);
-      agent.child.kill("SIGTERM");
-      if ((await exitWithin(agent, 10_000)) === null) agent.child.kill("SIGKILL");
-    }
+    await scenario(runtime);
   });
 }
+
+postgresTest(
+  "serve --http --tenants (node, PostgreSQL): isolation, limits, 429, SIGHUP reload",
+  async (url) => {
+    await using database = await withTestDatabase(url);
+    await scenario(RUNTIMES.find((runtime) => runtime.name === "node")!, ["--store", database.url]);
+  },
+);
 
 Deno.test("serve --tenants (node): a bad file, --token with it, or no --http stop the start (exit 2)", async () => {
   const node = RUNTIMES.find((runtime) => runtime.name === "node")!;
