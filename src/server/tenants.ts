@@ -34,7 +34,11 @@ export interface TenantDefinition {
 
 /** A tenants file that is not what {@link parseTenants} accepts: the message names the field. */
 export class TenantsFileError extends TypeError {
-  /** @param message The field and what it must be */
+  /**
+   * Creates it.
+   *
+   * @param message The field and what it must be
+   */
   constructor(message: string) {
     super(message);
     this.name = "TenantsFileError";
@@ -220,6 +224,8 @@ export class TenantUsage {
   readonly #refused: ((limit: string) => void) | undefined;
 
   /**
+   * Starts counting a tenant's use.
+   *
    * @param name The tenant's name
    * @param limits Its limits
    * @param refused Told of each refusal, with the limit's name (for the metrics)
@@ -319,6 +325,7 @@ const LIMIT_REACHED = -32029;
 
 /** A tenant as one load of the file gives it: what its connections opened after the load get. */
 export interface TenantScope {
+  /** The tenant's name. */
   readonly name: string;
   /** Canonical directories its sessions may open in; `undefined`: the server's. */
   readonly allowedRoots: readonly string[] | undefined;
@@ -338,8 +345,9 @@ export interface TenantIdentity {
 
 /** What a {@link TenantDirectory.replace} changed. */
 export interface TenantChange {
-  /** The names of the tenants added, and of those removed. */
+  /** The names of the tenants added. */
   readonly added: readonly string[];
+  /** The names of the tenants removed. */
   readonly removed: readonly string[];
 }
 
@@ -366,6 +374,8 @@ export class TenantDirectory {
   readonly #refused: ((tenant: string, limit: string) => void) | undefined;
 
   /**
+   * Makes an empty directory (see {@link replace}).
+   *
    * @param options `refused`: told of each request a tenant's limit refuses (for the metrics)
    */
   constructor(options: { readonly refused?: (tenant: string, limit: string) => void } = {}) {

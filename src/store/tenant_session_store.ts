@@ -52,6 +52,8 @@ export class TenantSessionStore implements SessionStore {
   readonly tenant: string;
 
   /**
+   * Makes the view.
+   *
    * @param inner The store every tenant shares
    * @param tenant The tenant's name (see `TENANT_NAME`)
    */
