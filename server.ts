@@ -35,6 +35,18 @@ export {
   type TurnSettings,
 } from "./src/server/agent_server.ts";
 export {
+  hashToken,
+  parseTenants,
+  type TenantChange,
+  type TenantDefinition,
+  TenantDirectory,
+  type TenantIdentity,
+  type TenantLimits,
+  type TenantScope,
+  TenantsFileError,
+  TenantUsage,
+} from "./src/server/tenants.ts";
+export {
   type ChildSpanTelemetry,
   combineTelemetry,
   type ConnectionTransport,

@@ -22,6 +22,7 @@ export type {
   AppendOptions,
   AttachmentStore,
   CreateOptions,
+  DeleteOptions,
   ListOptions,
   LoadedSession,
   SessionForkSource,
@@ -40,6 +41,7 @@ export type {
   UnreadableSession,
 } from "./src/store/session_store.ts";
 export { InvalidCursorError, SessionLockedError } from "./src/store/session_store.ts";
+export { TenantSessionStore } from "./src/store/tenant_session_store.ts";
 export type { WorktreeInfo, WorktreeOwner } from "./src/git/worktree.ts";
 export {
   InvalidSessionIdError,

@@ -40,6 +40,7 @@ import {
   loadCopySessionsCommand,
   loadDelegateTool,
   loadExportScriptCommand,
+  loadHashTokenCommand,
   loadHttpSecurity,
   loadHttpTransport,
   loadJsonText,
@@ -47,6 +48,7 @@ import {
   loadModelsCommand,
   loadRunCommand,
   loadSandbox,
+  loadTenantsFile,
   loadTracing,
 } from "./lazy.ts";
 import type { RunOptions } from "../config/run_args.ts";
@@ -62,6 +64,7 @@ import {
 } from "../telemetry/telemetry.ts";
 import type { Tracing } from "../telemetry/otel_tracing.ts";
 import type { MetricsEndpoint } from "./metrics_endpoint.ts";
+import type { TenantDirectory } from "../server/tenants.ts";
 
 /** What a runtime entry point hands the CLI. */
 export interface CliPlatform {
@@ -81,6 +84,11 @@ export interface CliPlatform {
   readonly stdinIsTerminal?: boolean;
   /** Calls `handler` on SIGINT or SIGTERM; returns a function that stops listening. */
   onShutdownSignal(handler: () => void): () => void;
+  /**
+   * Calls `handler` on SIGHUP (the tenants file is read again); returns a function that stops
+   * listening. Absent on a platform without the signal.
+   */
+  onReloadSignal?(handler: () => void): () => void;
   /** Runs `task` soon after pending I/O (`setImmediate`), to coalesce bursts of output. */
   readonly defer?: (task: () => void) => void;
   /**
@@ -126,6 +134,11 @@ export async function runCli(platform: CliPlatform): Promise<number> {
       await out.write(new TextEncoder().encode(command.kind === "help" ? USAGE : `${VERSION}\n`));
       await out.close();
       return 0;
+    }
+    if (command.kind === "hash-token") {
+      out.releaseLock();
+      const { hashTokenCommand } = await loadHashTokenCommand();
+      return await hashTokenCommand(platform, command.help);
     }
     const env = configFromEnv((name) => platform.host.env(name));
     const given = command.overrides.configFile ?? env.configFile;
@@ -198,6 +211,12 @@ export async function runCli(platform: CliPlatform): Promise<number> {
   }
   out.releaseLock();
   try {
+    if (config.tenants !== undefined && (run || !config.http)) {
+      throw new ConfigError(
+        `Option "--tenants" applies only to "acp-harness serve --http" (tenants are told apart ` +
+          "by their bearer tokens, which only HTTP carries)",
+      );
+    }
     if (run) return await runCommand(platform, config, catalog, logger, run);
     return config.http
       ? await runHttpServer(platform, config, catalog, logger)
@@ -505,6 +524,7 @@ function resolveFilePaths(settings: Partial<Config>, file: string): Partial<Conf
   if (settings.dataDir !== undefined) resolved.dataDir = resolve(settings.dataDir);
   if (settings.script !== undefined) resolved.script = resolve(settings.script);
   if (settings.tokenFile !== undefined) resolved.tokenFile = resolve(settings.tokenFile);
+  if (settings.tenants !== undefined) resolved.tenants = resolve(settings.tenants);
   if (settings.record !== undefined) resolved.record = resolve(settings.record);
   if (settings.replay !== undefined) resolved.replay = resolve(settings.replay);
   if (settings.allowedRoots !== undefined) {
@@ -795,13 +815,19 @@ async function runHttpServer(
   logger: Logger,
 ): Promise<number> {
   if (!platform.serveHttp) throw new ConfigError("This runtime cannot serve HTTP");
-  const { token, allowedHosts } = await httpSecurity(platform.host, config);
+  // The tenants' refusals are counted once the telemetry (started after the checks) is on.
+  const counted: { telemetry?: Telemetry | undefined } = {};
+  const refused = (tenant: string, limit: string): void =>
+    counted.telemetry?.tenantRefusal?.(tenant, limit);
+  const { token, allowedHosts, tenants } = await httpSecurity(platform.host, config, refused);
   const observed = await startTelemetry(platform, config, logger);
+  counted.telemetry = observed.telemetry;
   try {
     return await serveOverHttp(platform, config, catalog, logger, {
       serveHttp: platform.serveHttp,
       token,
       allowedHosts,
+      tenants,
       observed,
     });
   } finally {
@@ -814,6 +840,8 @@ interface HttpServing {
   readonly serveHttp: ServeHttp;
   readonly token: string | undefined;
   readonly allowedHosts: readonly string[] | undefined;
+  /** The tenants of `--tenants`, when given. */
+  readonly tenants: TenantDirectory | undefined;
   readonly observed: Observability;
 }
 
@@ -844,6 +872,7 @@ async function serveOverHttp(
       token,
       allowedOrigins: config.allowedOrigins,
       allowedHosts,
+      ...(serving.tenants ? { tenants: serving.tenants } : {}),
     },
     limits: httpLimits,
     ...(metrics ? { metrics: metrics.telemetry } : {}),
@@ -860,9 +889,11 @@ async function serveOverHttp(
   const signalled = new Promise<void>((resolve) => {
     stopListening = platform.onShutdownSignal(() => resolve());
   });
+  const stopReloading = await reloadOnSignal(platform, config, serving.tenants, transport, logger);
   try {
     await signalled;
     logger.info("shutdown signal received");
+    stopReloading();
     await closeHttpServer(platform.host, served, logger);
   } finally {
     // Listening to the end: a second signal during the drain must not end the server early.
@@ -880,18 +911,73 @@ interface ServedHttp {
 }
 
 /**
- * The bearer token and the Host headers `serve --http` accepts. An address other than loopback
- * needs a token and `--allowed-roots`: without them any client that reaches the port could work
- * anywhere on the machine.
+ * With `--tenants`, reads the tenants file again on SIGHUP (see `TenantsReloader`).
+ *
+ * @returns Stops listening
+ */
+async function reloadOnSignal(
+  platform: CliPlatform,
+  config: Config,
+  tenants: TenantDirectory | undefined,
+  transport: HttpTransport,
+  logger: Logger,
+): Promise<() => void> {
+  const file = config.tenants;
+  if (tenants === undefined || file === undefined) return () => {};
+  if (!platform.onReloadSignal) {
+    logger.warn("this runtime has no SIGHUP: the tenants file is read at start-up only");
+    return () => {};
+  }
+  const { TenantsReloader } = await loadTenantsFile();
+  const reloader = new TenantsReloader({
+    host: platform.host,
+    file: absolutePath(file, platform.host),
+    tenants,
+    closeRevoked: (holds) => transport.closeRevoked(holds),
+    logger,
+  });
+  return platform.onReloadSignal(() => void reloader.reload());
+}
+
+/**
+ * The bearer token (or the tenants) and the Host headers `serve --http` accepts. An address other
+ * than loopback needs a token (or tenants) and `--allowed-roots` (or every tenant's
+ * `allowedRoots`): without them any client that reaches the port could work anywhere on the
+ * machine. `--tenants` replaces the single token: both together are refused.
  */
 async function httpSecurity(
   host: Host,
   config: Config,
-): Promise<{ token: string | undefined; allowedHosts: readonly string[] | undefined }> {
+  refused?: (tenant: string, limit: string) => void,
+): Promise<{
+  token: string | undefined;
+  allowedHosts: readonly string[] | undefined;
+  tenants: TenantDirectory | undefined;
+}> {
   const { isLoopback, loopbackHosts } = await loadHttpSecurity();
+  if (config.tenants !== undefined && (config.token ?? config.tokenFile) !== undefined) {
+    throw new ConfigError(
+      `Option "--tenants" replaces "--token" and "--token-file": give the tenants file alone ` +
+        "(a tenant of its own can hold that token)",
+    );
+  }
+  const tenants = config.tenants === undefined
+    ? undefined
+    : await (await loadTenantsFile()).openTenants(
+      host,
+      absolutePath(config.tenants, host),
+      refused,
+    );
   const token = config.token ??
     (config.tokenFile ? await readToken(host, config.tokenFile) : undefined);
-  if (!isLoopback(config.host)) {
+  if (!isLoopback(config.host) && tenants !== undefined) {
+    if (config.allowedRoots === undefined && !tenants.allHaveRoots) {
+      throw new ConfigError(
+        `Refusing to bind ${config.host} with a tenant without allowedRoots and no ` +
+          `--allowed-roots: say which directories each tenant may open sessions in`,
+      );
+    }
+  } else if (!isLoopback(config.host)) {
     if (token === undefined) {
       throw new ConfigError(
         `Refusing to bind ${config.host} without a bearer token: pass --token-file <file> ` +
@@ -905,7 +991,7 @@ async function httpSecurity(
       );
     }
   }
-  return { token, allowedHosts: loopbackHosts(config.host) };
+  return { token, allowedHosts: loopbackHosts(config.host), tenants };
 }
 
 /**

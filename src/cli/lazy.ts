@@ -20,6 +20,8 @@ import type * as RunCommand from "./run_command.ts";
 import type * as MetricsEndpoint from "./metrics_endpoint.ts";
 import type * as OtelTracing from "../telemetry/otel_tracing.ts";
 import type * as CommandSandbox from "../sandbox/command_sandbox.ts";
+import type * as HashTokenCommand from "./hash_token_command.ts";
+import type * as TenantsFile from "./tenants_file.ts";
 
 /**
  * The JSON reader with line and column in its errors (config and script files).
@@ -137,4 +139,22 @@ export function loadMetricsEndpoint(): Promise<typeof MetricsEndpoint> {
  */
 export function loadTracing(): Promise<typeof OtelTracing> {
   return lazyImport<typeof OtelTracing>(import("../telemetry/otel_tracing" + ".ts"));
+}
+
+/**
+ * `acp-harness hash-token` (`hash_token_command.ts`).
+ *
+ * @returns The module
+ */
+export function loadHashTokenCommand(): Promise<typeof HashTokenCommand> {
+  return lazyImport<typeof HashTokenCommand>(import("./hash_token_command" + ".ts"));
+}
+
+/**
+ * The tenants file of `serve --http --tenants` (`tenants_file.ts`).
+ *
+ * @returns The module
+ */
+export function loadTenantsFile(): Promise<typeof TenantsFile> {
+  return lazyImport<typeof TenantsFile>(import("./tenants_file" + ".ts"));
 }

@@ -44,6 +44,12 @@ export type Command =
     readonly overrides: Partial<Config>;
   }
   | {
+    /** `acp-harness hash-token`: print the hash of the token on stdin. */
+    readonly kind: "hash-token";
+    /** `--help` was given: print the command's usage instead. */
+    readonly help: boolean;
+  }
+  | {
     /** `acp-harness run [options] [PROMPT…]`: one prompt, printed, then exit. */
     readonly kind: "run";
     readonly run: RunOptions;
@@ -70,6 +76,7 @@ const BY_FLAG = settingKeysBy((setting) => setting.flag);
  * @throws {ConfigError} For an unknown flag, a missing value or a bad value
  */
 export function parseArgs(args: readonly string[]): Command {
+  if (args[0] === "hash-token") return hashTokenCommand(args.slice(1));
   const overrides: ConfigDraft = {};
   const models = args[0] === "models";
   const copy = args[0] === "copy-sessions";
@@ -160,6 +167,17 @@ export function parseArgs(args: readonly string[]): Command {
     return { kind: "copy-sessions", from: ends.from, to: ends.to, overrides };
   }
   return { kind: "serve", overrides };
+}
+
+/** `acp-harness hash-token [--help]`: nothing else (the token comes on stdin, never in argv). */
+function hashTokenCommand(rest: readonly string[]): Command {
+  if (rest.length === 0) return { kind: "hash-token", help: false };
+  if (rest.length === 1 && (rest[0] === "--help" || rest[0] === "-h")) {
+    return { kind: "hash-token", help: true };
+  }
+  throw new ConfigError(
+    `"acp-harness hash-token" takes no arguments: it reads the token from the first line of stdin`,
+  );
 }
 
 function repeat<K extends keyof Config>(into: ConfigDraft, before: ConfigDraft, key: K): void {

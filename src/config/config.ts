@@ -145,6 +145,8 @@ export interface Config {
   readonly token: string | undefined;
   /** A file holding the bearer token (its first line). */
   readonly tokenFile: string | undefined;
+  /** HTTP: the tenants file (JSON; reloaded on SIGHUP); replaces the single token. */
+  readonly tenants: string | undefined;
   /** Origins whose browsers may call the HTTP server (`*` for any). @default {[]} */
   readonly allowedOrigins: readonly string[];
   /** Most HTTP and WebSocket connections open at once. @default {1000} */
@@ -619,6 +621,15 @@ export const SETTINGS: SettingsTable = {
     fileKey: "tokenFile",
     default: undefined,
     help: "HTTP: file whose first line is the bearer token",
+    type: NON_EMPTY_STRING,
+  },
+  tenants: {
+    flag: "--tenants",
+    placeholder: "<file>",
+    env: "ACP_HARNESS_TENANTS",
+    fileKey: "tenants",
+    default: undefined,
+    help: "HTTP: tenants file (JSON: names, token hashes, roots, limits; reloaded on SIGHUP)",
     type: NON_EMPTY_STRING,
   },
   allowedOrigins: {

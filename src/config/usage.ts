@@ -95,6 +95,11 @@ const COMMANDS: ReadonlyArray<readonly [string, string]> = [
     "to replay it offline (docs/models.md)",
   ],
   [
+    "hash-token",
+    "Print the hash of a bearer token (read from the first line of stdin) as a tenants file " +
+    "keeps it: sha256:<hex> (docs/http.md#tenants)",
+  ],
+  [
     "run [PROMPT...]",
     "Run one prompt (the words, or stdin for - or none) and exit: the final message on stdout, " +
     "progress on stderr. Exit 0 end_turn, 1 the turn failed, 2 bad usage or config, 3 refusal, " +
@@ -122,6 +127,7 @@ export const USAGE: string = `Usage: acp-harness [serve] [options]
        acp-harness models [--json] [options]
        acp-harness copy-sessions --from <url-or-dir> --to <url-or-dir> [options]
        acp-harness export-script SESSION_ID [options] > script.json
+       acp-harness hash-token < token.txt
        acp-harness run [--json|--jsonl] [--resume <id>|--continue|--ephemeral] [options] [PROMPT...]
 
 Serves the Agent Client Protocol (ACP) on stdin/stdout until stdin closes, or with --http over
@@ -135,4 +141,14 @@ ${twoColumns(OPTIONS, COLUMN)}
 
 Options of run (besides the options above):
 ${twoColumns(RUN_OPTIONS, COLUMN)}
+`;
+
+/** The text `acp-harness hash-token --help` prints. */
+export const HASH_TOKEN_USAGE: string = `Usage: acp-harness hash-token < token.txt
+
+Reads a bearer token from the first line of stdin (surrounding white space dropped) and prints
+its hash, sha256:<64 hex digits>, the form a tenants file (--tenants) keeps tokens in. The token
+is never taken from the command line, where other users of the machine could read it.
+
+  printf '%s\\n' "$TOKEN" | acp-harness hash-token
 `;

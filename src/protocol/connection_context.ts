@@ -100,6 +100,14 @@ export interface ConnectionContext {
    */
   openingSession<T>(open: () => Promise<T>): Promise<T>;
   /**
+   * Counts a prompt against the concurrent prompts of the connection's tenant (nothing to count
+   * on a server without tenants).
+   *
+   * @returns Stops counting it (call it once the prompt is answered)
+   * @throws {RequestError} -32029 when the tenant has its most prompts running
+   */
+  admitPrompt(): () => void;
+  /**
    * The open session with this id.
    *
    * @throws {RequestError} -32002 when this connection has no such session open

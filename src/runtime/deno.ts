@@ -49,6 +49,10 @@ export async function main(): Promise<void> {
         for (const signal of signals) Deno.removeSignalListener(signal, handler);
       };
     },
+    onReloadSignal(handler) {
+      Deno.addSignalListener("SIGHUP", handler);
+      return () => Deno.removeSignalListener("SIGHUP", handler);
+    },
   });
   Deno.exit(code);
 }

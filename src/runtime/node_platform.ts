@@ -34,5 +34,9 @@ export function nodePlatformBase(): Omit<CliPlatform, "stdin" | "stdout"> {
         process.off("SIGTERM", handler);
       };
     },
+    onReloadSignal(handler) {
+      process.on("SIGHUP", handler);
+      return () => void process.off("SIGHUP", handler);
+    },
   };
 }

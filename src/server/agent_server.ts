@@ -15,6 +15,7 @@ import { NOOP_TELEMETRY, type Telemetry } from "../telemetry/telemetry.ts";
 import { blockingPathChecks } from "../protocol/path_checks.ts";
 import { Connection, type ConnectionOptions, type ServerParts } from "./connection.ts";
 import { serverSecretEnv } from "./server_secrets.ts";
+import { tenantParts } from "./tenant_parts.ts";
 import { DEFAULT_SERVER_SETTINGS, type ServerSettings } from "./server_settings.ts";
 
 export { type ConnectionOptions, LIMIT_REACHED } from "./connection.ts";
@@ -215,7 +216,9 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   return {
     connect(stream: Stream, connectionOptions?: ConnectionOptions): AgentServerConnection {
       if (closing) throw new Error("Cannot connect: the server is closing");
-      const connection = new Connection(stream, parts, `c${++count}`, connectionOptions);
+      const tenancy = connectionOptions?.tenancy;
+      const served = tenancy ? tenantParts(parts, tenancy) : parts;
+      const connection = new Connection(stream, served, `c${++count}`, connectionOptions);
       open.add(connection);
       const counted = parts.telemetry.connectionOpened(connectionOptions?.transport ?? "memory");
       void connection.closed.then(() => {

@@ -18,6 +18,7 @@ import { orderSessionMessages, type SessionOrder, streamSource } from "./session
 import type * as SessionSideModule from "./connection_sessions.ts";
 import { lazyImport } from "../util/lazy_import.ts";
 import type { ConnectionTransport, Telemetry } from "../telemetry/telemetry.ts";
+import type { TenantScope } from "./tenants.ts";
 
 /**
  * The session side of a connection (`./connection_sessions.ts`): the handlers of the session
@@ -61,6 +62,12 @@ export interface ConnectionOptions {
   readonly transport?: ConnectionTransport | undefined;
   /** The tenant the connection is opened for; `undefined` on a server without tenants. */
   readonly tenant?: string | undefined;
+  /**
+   * The tenant's scope (`serve --http --tenants`): its limits are counted across its connections,
+   * its roots, budgets and store view are the connection's (see `tenantParts`). Its name is
+   * {@link tenant}'s.
+   */
+  readonly tenancy?: TenantScope | undefined;
 }
 
 /** JSON-RPC error code of a request refused because a connection limit is reached. */
@@ -89,6 +96,7 @@ export class Connection implements ConnectionContext {
   /** What runs once the answer to a request is written, by request id. */
   readonly #afterAnswer = new Map<unknown, () => void>();
   readonly #maxSessions: number | undefined;
+  readonly #tenancy: TenantScope | undefined;
   readonly #writeDirect: (messages: readonly AnyMessage[]) => Promise<void>;
   /** Writes serialized frames past the SDK (stdio), when the transport can. */
   readonly #writeFrames: ((frames: Uint8Array) => Promise<void>) | undefined;
@@ -112,10 +120,14 @@ export class Connection implements ConnectionContext {
    */
   constructor(stream: Stream, server: ServerParts, id: string, options: ConnectionOptions = {}) {
     this.id = id;
-    this.tenant = options.tenant;
+    this.tenant = options.tenant ?? options.tenancy?.name;
+    this.#tenancy = options.tenancy;
     this.#maxSessions = options.maxSessions;
     this.server = server;
-    this.logger = withFields(server.logger, { connectionId: id });
+    this.logger = withFields(
+      server.logger,
+      this.tenant === undefined ? { connectionId: id } : { connectionId: id, tenant: this.tenant },
+    );
     this.promptCapabilities = {
       image: server.catalog.info(server.settings.model)?.image ?? false,
       audio: false,
@@ -162,6 +174,10 @@ export class Connection implements ConnectionContext {
     );
     void this.#acp.closed.then(this.#markDisconnected);
     this.closed = this.#acp.closed.then(() => this.#closeSessions());
+    const counted = this.#tenancy?.usage.addConnection(() =>
+      (this.#sessions?.size ?? 0) + this.#opening
+    );
+    if (counted) void this.closed.then(counted, counted);
   }
 
   get sessions(): SessionManager {
@@ -233,12 +249,17 @@ export class Connection implements ConnectionContext {
         { limit: "maxSessionsPerConnection", max },
       );
     }
+    this.#tenancy?.usage.checkSessions();
     this.#opening++;
     try {
       return await open();
     } finally {
       this.#opening--;
     }
+  }
+
+  admitPrompt(): () => void {
+    return this.#tenancy?.usage.admitPrompt() ?? noop;
   }
 
   /** How many requests are being handled (a running prompt is one). */
@@ -279,6 +300,8 @@ export class Connection implements ConnectionContext {
     return this.#loadingSide?.then(() => this.#sessions?.closeAll(), () => {}) ?? Promise.resolve();
   }
 }
+
+function noop(): void {}
 
 function nextMacrotask(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 0));

@@ -31,6 +31,15 @@ export function isSessionParent(value: unknown): value is SessionParent {
   );
 }
 
+/** What tenant names look like: lowercase letters, digits, `_` and `-`, at most 64. */
+export const TENANT_NAME: RegExp = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+/** A header's tenant, when it has a valid one. */
+export function tenantOf(header: SessionHeader): string | undefined {
+  const { tenant } = header;
+  return typeof tenant === "string" && TENANT_NAME.test(tenant) ? tenant : undefined;
+}
+
 /** A header's parent as its own object (the two fields only), when it has a valid one. */
 export function parentOf(header: SessionHeader): SessionParent | undefined {
   const { parent } = header;
@@ -140,6 +149,12 @@ export function checkHeader(header: SessionHeader): void {
     throw new TypeError(
       `Cannot create session "${header.id}": the header needs version 1, cwd, ` +
         "additionalDirectories and an ISO 8601 createdAt",
+    );
+  }
+  if (header.tenant !== undefined && tenantOf(header) === undefined) {
+    throw new TypeError(
+      `Cannot create session "${header.id}": tenant must be 1 to 64 lowercase letters, digits, ` +
+        `"_" or "-"`,
     );
   }
   if (header.parent !== undefined && !isSessionParent(header.parent)) {

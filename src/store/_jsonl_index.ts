@@ -15,6 +15,7 @@ import {
   isNotFound,
   isValidSessionId,
   parentOf,
+  tenantOf,
 } from "./_common.ts";
 import { abortableDelay } from "../util/abortable_delay.ts";
 import { type JsonlLogs, type LogState, SYNC_DELAY_MS } from "./_jsonl_log.ts";
@@ -712,6 +713,7 @@ function headerCreationTime(header: SessionHeader): string {
 /** The index line of a log just read. */
 function lineFromLog(header: SessionHeader, summary: LogSummary): IndexUpdate {
   const parent = parentOf(header);
+  const tenant = tenantOf(header);
   return {
     id: header.id,
     cwd: header.cwd,
@@ -721,6 +723,7 @@ function lineFromLog(header: SessionHeader, summary: LogSummary): IndexUpdate {
     updatedAt: canonicalTime(summary.updatedAt, header.createdAt),
     ...(summary.attachments.size === 0 ? {} : { attachments: [...summary.attachments] }),
     ...(parent === undefined ? {} : { parent }),
+    ...(tenant === undefined ? {} : { tenant }),
   };
 }
 
@@ -731,6 +734,7 @@ export function updateLine(
   attachments: readonly string[],
 ): IndexUpdate {
   const parent = parentOf(state.header);
+  const tenant = tenantOf(state.header);
   return {
     id,
     cwd: state.header.cwd,
@@ -740,6 +744,7 @@ export function updateLine(
     updatedAt: state.updatedAt,
     ...(attachments.length === 0 ? {} : { attachments }),
     ...(parent === undefined ? {} : { parent }),
+    ...(tenant === undefined ? {} : { tenant }),
   };
 }
 

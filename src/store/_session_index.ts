@@ -13,6 +13,7 @@ import {
   isStringArray,
   isValidSessionId,
   SHA256_HEX,
+  TENANT_NAME,
 } from "./_common.ts";
 import { isRecord } from "../util/json.ts";
 import { InvalidCursorError, type SessionParent, type SessionSummary } from "./session_store.ts";
@@ -38,6 +39,8 @@ export interface IndexUpdate {
    * it existed) keeps the one an earlier line gave.
    */
   readonly parent?: SessionParent;
+  /** The header's tenant. Fixed at creation, so a line without it keeps the one an earlier gave. */
+  readonly tenant?: string;
 }
 
 /** An index line that removes a session. */
@@ -107,6 +110,8 @@ export function toIndexLine(value: unknown): IndexLine | undefined {
     (value.createdAt !== undefined && !isCanonicalTime(value.createdAt)) ||
     (value.title !== undefined && typeof value.title !== "string") ||
     (value.parent !== undefined && !isSessionParent(value.parent)) ||
+    (value.tenant !== undefined &&
+      !(typeof value.tenant === "string" && TENANT_NAME.test(value.tenant))) ||
     (value.attachments !== undefined &&
       !(isStringArray(value.attachments) && value.attachments.every((s) => SHA256_HEX.test(s))))
   ) {
@@ -191,21 +196,29 @@ class SortedEntries {
   }
 }
 
-/** What a page lists: a cwd, a lineage (see `ListOptions.parent`), both, or every session. */
+/**
+ * What a page lists: a cwd, a lineage (see `ListOptions.parent`), both, or every session; of one
+ * tenant (see `ListOptions.tenant`) or of all.
+ */
 export interface PageFilter {
   readonly cwd?: string | undefined;
   readonly parent?: string | null | undefined;
+  readonly tenant?: string | undefined;
 }
 
 /**
  * The lists an entry is in, each in list order: every session, by cwd, the sessions without a
- * parent (overall and by cwd), and by parent.
+ * parent (overall and by cwd), and by parent; a tenant's session is in each of them once more
+ * under its tenant's prefix, so that a tenant's page costs what any page costs.
  */
 function groupsOf(summary: SessionSummary): string[] {
-  const { cwd, parent } = summary;
-  return parent === undefined
+  const { cwd, parent, tenant } = summary;
+  const groups = parent === undefined
     ? ["all", `cwd\0${cwd}`, "top", `top\0${cwd}`]
     : ["all", `cwd\0${cwd}`, `parent\0${parent.sessionId}`];
+  return tenant === undefined
+    ? groups
+    : [...groups, ...groups.map((group) => `tenant\0${tenant}\0${group}`)];
 }
 
 /** The in-memory index. */
@@ -280,13 +293,13 @@ export class SessionIndex {
     after: ListKey | undefined,
     limit: number,
   ): { readonly sessions: SessionSummary[]; readonly next?: ListKey } {
-    const { cwd, parent } = filter;
+    const { cwd, parent, tenant } = filter;
     const group = parent === undefined
       ? (cwd === undefined ? "all" : `cwd\0${cwd}`)
       : parent === null
       ? (cwd === undefined ? "top" : `top\0${cwd}`)
       : `parent\0${parent}`;
-    const list = this.#groups.get(group);
+    const list = this.#groups.get(tenant === undefined ? group : `tenant\0${tenant}\0${group}`);
     if (list === undefined) return { sessions: [] };
     const start = after === undefined ? 0 : list.after(after);
     if (typeof parent === "string" && cwd !== undefined) {
@@ -345,6 +358,7 @@ export class SessionIndex {
       : line.updatedAt;
     const title = line.title ?? entry?.summary.title;
     const parent = line.parent ?? entry?.summary.parent;
+    const tenant = line.tenant ?? entry?.summary.tenant;
     const summary: SessionSummary = Object.freeze({
       id: line.id,
       cwd: line.cwd,
@@ -354,6 +368,7 @@ export class SessionIndex {
       ...(parent === undefined ? {} : {
         parent: Object.freeze({ sessionId: parent.sessionId, toolCallId: parent.toolCallId }),
       }),
+      ...(tenant === undefined ? {} : { tenant }),
     });
     const attachments = entry?.attachments ?? new Set<string>();
     for (const sha of line.attachments ?? []) {
@@ -367,7 +382,8 @@ export class SessionIndex {
     if (
       entry !== undefined && entry.key.createdAt === createdAt &&
       entry.summary.cwd === summary.cwd && entry.guessed === guessed &&
-      entry.summary.parent?.sessionId === summary.parent?.sessionId
+      entry.summary.parent?.sessionId === summary.parent?.sessionId &&
+      entry.summary.tenant === summary.tenant
     ) {
       // Same position: update in place (the sorted lists hold the entry itself).
       entry.summary = summary;

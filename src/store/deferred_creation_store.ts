@@ -8,6 +8,7 @@
 import type {
   AppendOptions,
   CreateOptions,
+  DeleteOptions,
   ListOptions,
   LoadedSession,
   SessionHeader,
@@ -190,7 +191,7 @@ export class DeferredCreationStore implements SessionStore {
    * @param id The session
    * @param options An abort signal
    */
-  async delete(id: string, options?: StoreCallOptions): Promise<void> {
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
     await this.#settled(id);
     await this.#inner.delete(id, options);
   }

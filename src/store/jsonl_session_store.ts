@@ -11,7 +11,7 @@
  *                            (new on rewrite; without `parents`: rebuilt from the logs);
  *                            then one line per change, appended:
  *                              {id, cwd, additionalDirectories, title?, createdAt, updatedAt,
- *                               attachments?, parent?}
+ *                               attachments?, parent?, tenant?}
  *                                (sets the summary; `attachments` adds references), or
  *                              {id, deleted: true} (a tombstone), or
  *                              {id, deleted: true, unreadable, size, mtimeMs}
@@ -84,6 +84,7 @@ import { deleteTree } from "./session_tree.ts";
 import type {
   AppendOptions,
   CreateOptions,
+  DeleteOptions,
   ListOptions,
   LoadedSession,
   SessionHeader,
@@ -409,10 +410,10 @@ export class JsonlSessionStore implements SessionStore {
    * @throws {RangeError} A limit that is not a positive integer
    */
   async list(options: ListOptions): Promise<SessionPage> {
-    const { limit, cwd, parent, signal } = options;
+    const { limit, cwd, parent, tenant, signal } = options;
     const after = listStart(options);
     const { sessions, next } = await this.#index.page(
-      { cwd, parent },
+      { cwd, parent, tenant },
       after,
       limit,
       () => signal?.throwIfAborted(),
@@ -445,7 +446,7 @@ export class JsonlSessionStore implements SessionStore {
    * @param options An abort signal, honoured until the removal starts
    * @throws {SessionLockedError} Another live process has the session or a descendant open
    */
-  async delete(id: string, options?: StoreCallOptions): Promise<void> {
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
     const signal = options?.signal;
     signal?.throwIfAborted();
     if (!isValidSessionId(id)) return;

@@ -5,7 +5,14 @@
  *
  * @module
  */
-import { canonicalTime, checkHeader, creationTime, isValidSessionId, parentOf } from "./_common.ts";
+import {
+  canonicalTime,
+  checkHeader,
+  creationTime,
+  isValidSessionId,
+  parentOf,
+  tenantOf,
+} from "./_common.ts";
 import { encodeCursor, type IndexUpdate, listStart, SessionIndex } from "./_session_index.ts";
 import { collectFacts, recordText } from "./_session_log.ts";
 import { MemoryAttachmentStore } from "./memory_attachment_store.ts";
@@ -14,6 +21,7 @@ import {
   type AppendOptions,
   type AttachmentStore,
   type CreateOptions,
+  type DeleteOptions,
   type ListOptions,
   type LoadedSession,
   type SessionHeader,
@@ -57,6 +65,7 @@ interface MemorySession {
   readonly additionalDirectories: readonly string[];
   readonly createdAt: string;
   readonly parent: SessionParent | undefined;
+  readonly tenant: string | undefined;
   readonly records: string[];
   updatedAt: string;
   title: string | undefined;
@@ -130,6 +139,7 @@ export class MemorySessionStore implements SessionStore {
       additionalDirectories: Object.freeze([...header.additionalDirectories]),
       createdAt: creationTime(header),
       parent: parentOf(header),
+      tenant: tenantOf(header),
       records: [],
       updatedAt: new Date(header.createdAt).toISOString(),
       title: undefined,
@@ -247,10 +257,10 @@ export class MemorySessionStore implements SessionStore {
    * @throws {RangeError} A limit that is not a positive integer
    */
   async list(options: ListOptions): Promise<SessionPage> {
-    const { limit, cwd, parent } = options;
+    const { limit, cwd, parent, tenant } = options;
     const after = listStart(options);
     await Promise.resolve();
-    const { sessions, next } = this.#index.page({ cwd, parent }, after, limit);
+    const { sessions, next } = this.#index.page({ cwd, parent, tenant }, after, limit);
     return next === undefined ? { sessions } : { sessions, nextCursor: encodeCursor(next) };
   }
 
@@ -263,7 +273,7 @@ export class MemorySessionStore implements SessionStore {
    * @param id The session
    * @param options An abort signal, honoured until the removal starts
    */
-  async delete(id: string, options?: StoreCallOptions): Promise<void> {
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
     options?.signal?.throwIfAborted();
     if (!isValidSessionId(id)) return;
     await deleteTree(id, options, {
@@ -337,5 +347,6 @@ function indexLine(
     updatedAt: canonicalTime(session.updatedAt, session.createdAt),
     ...(attachments.length === 0 ? {} : { attachments }),
     ...(session.parent === undefined ? {} : { parent: session.parent }),
+    ...(session.tenant === undefined ? {} : { tenant: session.tenant }),
   };
 }

@@ -29,6 +29,12 @@ export interface SessionHeader {
    * it; `cwd` stays the directory the client named.
    */
   readonly worktree?: WorktreeInfo;
+  /**
+   * The tenant that owns the session (`serve --http --tenants`): set at creation, never changed;
+   * `list` filters by it ({@link ListOptions.tenant}). Absent: a session of no tenant, which a
+   * tenant never sees.
+   */
+  readonly tenant?: string;
 }
 
 /** Where a forked session came from: see {@link SessionHeader.forkedFrom}. */
@@ -282,6 +288,8 @@ export interface SessionSummary {
   readonly updatedAt: string;
   /** The session that started this one, as its header says. */
   readonly parent?: SessionParent;
+  /** The tenant that owns the session, as its header says. */
+  readonly tenant?: string;
 }
 
 /** A session a store holds but cannot read back: see {@link SessionStore.unreadable}. */
@@ -327,6 +335,22 @@ export interface ListOptions extends StoreCallOptions {
    * absent lists every session. Filtered before paging, so pages stay full and cursors exact.
    */
   readonly parent?: string | null;
+  /**
+   * Tenant filter: only the sessions whose header names this tenant; absent lists the sessions of
+   * every tenant and of none. Filtered before paging (the PostgreSQL store in SQL), so pages stay
+   * full and a cursor never leads to another tenant's sessions.
+   */
+  readonly tenant?: string;
+}
+
+/** Options for {@link SessionStore.delete}. */
+export interface DeleteOptions extends StoreCallOptions {
+  /**
+   * Only the descendants of this tenant go with the session (a session of another tenant that
+   * names it as its parent stays, its parent gone, as one whose parent is stored elsewhere);
+   * absent: every descendant.
+   */
+  readonly tenant?: string;
 }
 
 /** Options for {@link SessionStore.append}. */
@@ -508,12 +532,12 @@ export interface SessionStore {
    * honoured until the removal starts.
    *
    * @param id The session
-   * @param options An abort signal
+   * @param options An abort signal; a tenant whose descendants only go with it
    * @returns Resolves once the session and its descendants are gone
    * @throws {SessionLockedError} Another holder has the lease of the session or of a
    *   descendant (rejects; nothing removed)
    */
-  delete(id: string, options?: StoreCallOptions): Promise<void>;
+  delete(id: string, options?: DeleteOptions): Promise<void>;
   /**
    * Takes exclusive ownership of a session, whether or not it is stored yet.
    *

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { SessionLease, SessionStore, StoreCallOptions } from "./session_store.ts";
+import type { DeleteOptions, SessionLease, SessionStore } from "./session_store.ts";
 
 /** Sessions read per `list` call while looking for descendants. */
 const PAGE_SIZE = 500;
@@ -40,7 +40,7 @@ const PAGE_SIZE = 500;
 export async function descendantIds(
   store: Pick<SessionStore, "list">,
   id: string,
-  options?: StoreCallOptions,
+  options?: DeleteOptions,
 ): Promise<string[]> {
   const seen = new Set([id]);
   const found: string[] = [];
@@ -53,6 +53,7 @@ export async function descendantIds(
         limit: PAGE_SIZE,
         ...(cursor === undefined ? {} : { cursor }),
         ...(options?.signal ? { signal: options.signal } : {}),
+        ...(options?.tenant === undefined ? {} : { tenant: options.tenant }),
       });
       for (const { id: child } of page.sessions) {
         if (seen.has(child)) continue;
@@ -89,7 +90,7 @@ export interface TreeDeletion {
  */
 export async function deleteTree(
   id: string,
-  options: StoreCallOptions | undefined,
+  options: DeleteOptions | undefined,
   steps: TreeDeletion,
 ): Promise<void> {
   const signal = options?.signal;

@@ -138,6 +138,12 @@ export class PrometheusTelemetry implements Telemetry, MetricsText {
   readonly #mcpStarts: Counter<"result">;
   readonly #commitSeconds: Histogram;
   readonly #budgetStops: Counter<"limit">;
+  readonly #tenantPrompts: Counter<"tenant" | "stop_reason">;
+  readonly #tenantTokens: Counter<"tenant" | "direction">;
+  readonly #tenantSessions: Gauge<"tenant">;
+  readonly #tenantRefusals: Counter<"tenant" | "limit">;
+  /** Each tenant's telemetry (see {@link forTenant}), built once. */
+  readonly #tenants = new Map<string, Telemetry>();
 
   /** @param options Default metrics, clock and label cap */
   constructor(options: PrometheusTelemetryOptions = {}) {
@@ -223,6 +229,32 @@ export class PrometheusTelemetry implements Telemetry, MetricsText {
       labelNames: ["limit"],
       registers,
     });
+    // Per tenant (`--tenants`): the label's values come from the tenants file only.
+    this.#tenantPrompts = new Counter({
+      name: "acp_harness_tenant_prompts_total",
+      help: "Prompt turns ended, by tenant and ACP stop reason",
+      labelNames: ["tenant", "stop_reason"],
+      registers,
+    });
+    this.#tenantTokens = new Counter({
+      name: "acp_harness_tenant_tokens_total",
+      help: "Tokens reported by providers, by tenant and direction",
+      labelNames: ["tenant", "direction"],
+      registers,
+    });
+    this.#tenantSessions = new Gauge({
+      name: "acp_harness_tenant_sessions_open",
+      help: "Sessions open in this process, by tenant",
+      labelNames: ["tenant"],
+      registers,
+    });
+    this.#tenantRefusals = new Counter({
+      name: "acp_harness_tenant_refusals_total",
+      help: "Requests of a tenant refused at one of its limits (sessions, prompts, " +
+        "requestsPerMinute)",
+      labelNames: ["tenant", "limit"],
+      registers,
+    });
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
   }
 
@@ -299,6 +331,24 @@ export class PrometheusTelemetry implements Telemetry, MetricsText {
     };
   }
 
+  forTenant(tenant: string): Telemetry {
+    let built = this.#tenants.get(tenant);
+    if (built === undefined) {
+      built = tenantTelemetry(this, tenant, {
+        prompts: this.#tenantPrompts,
+        tokens: this.#tenantTokens,
+        sessions: this.#tenantSessions,
+        bound: (label, value) => this.#cap.bound(label, value),
+      });
+      this.#tenants.set(tenant, built);
+    }
+    return built;
+  }
+
+  tenantRefusal(tenant: string, limit: string): void {
+    this.#tenantRefusals.inc({ tenant, limit: this.#cap.bound("limit", limit) });
+  }
+
   #modelLabels(labels: ModelLabels): LabelValues<"provider" | "model"> {
     return {
       provider: this.#cap.bound("provider", labels.provider),
@@ -342,4 +392,62 @@ export class PrometheusTelemetry implements Telemetry, MetricsText {
       },
     };
   }
+}
+
+/** The per-tenant series {@link tenantTelemetry} adds to. */
+interface TenantSeries {
+  readonly prompts: Counter<"tenant" | "stop_reason">;
+  readonly tokens: Counter<"tenant" | "direction">;
+  readonly sessions: Gauge<"tenant">;
+  bound(label: string, value: string): string;
+}
+
+/** `base` as a tenant's connections use it: its series, and the tenant's beside them. */
+function tenantTelemetry(base: Telemetry, tenant: string, series: TenantSeries): Telemetry {
+  return {
+    enabled: true,
+    promptTurn: (start) => {
+      const turn = base.promptTurn(start);
+      return {
+        ...turn,
+        modelRequest: (labels, attempt) => {
+          const request = turn.modelRequest(labels, attempt);
+          return {
+            ...request,
+            usage: (tokens) => {
+              request.usage(tokens);
+              for (const [key, direction] of DIRECTIONS) {
+                const count = tokens[key];
+                if (count !== undefined && count > 0) {
+                  series.tokens.inc({ tenant, direction }, count);
+                }
+              }
+            },
+          };
+        },
+        end: (result) => {
+          turn.end(result);
+          series.prompts.inc({
+            tenant,
+            stop_reason: series.bound("stop_reason", result.stopReason),
+          });
+        },
+      };
+    },
+    permissionDecision: (outcome) => base.permissionDecision(outcome),
+    sessionOpened: () => {
+      const open = base.sessionOpened();
+      series.sessions.inc({ tenant });
+      return {
+        end: once(() => {
+          open.end();
+          series.sessions.dec({ tenant });
+        }),
+      };
+    },
+    connectionOpened: (transport) => base.connectionOpened(transport),
+    mcpServerStart: () => base.mcpServerStart(),
+    storeCommit: (parent, events) => base.storeCommit(parent, events),
+    tenantRefusal: (name, limit) => base.tenantRefusal?.(name, limit),
+  };
 }

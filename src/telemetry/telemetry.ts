@@ -298,6 +298,23 @@ export interface Telemetry {
    * @param events How many events it carries
    */
   storeCommit(parent?: TraceCarrier, events?: number): StoreCommitTelemetry;
+  /**
+   * Optional: this telemetry as a tenant's connections use it (`serve --http --tenants`): what
+   * it records, and besides the per-tenant series (sessions, prompts, tokens) under a `tenant`
+   * label whose values come from the tenants file only.
+   *
+   * @param tenant The tenant's name
+   * @returns The tenant's telemetry
+   */
+  forTenant?(tenant: string): Telemetry;
+  /**
+   * Optional: a tenant's request refused at one of its limits (`sessions`, `prompts`,
+   * `requestsPerMinute`).
+   *
+   * @param tenant The tenant's name
+   * @param limit The limit
+   */
+  tenantRefusal?(tenant: string, limit: string): void;
 }
 
 /** Metrics rendered in a text exposition format (what `/metrics` answers). */
@@ -448,7 +465,7 @@ export function combineTelemetry(parts: readonly Telemetry[]): Telemetry {
   const [only] = live;
   if (only === undefined) return NOOP_TELEMETRY;
   if (live.length === 1) return only;
-  return {
+  const combined: Telemetry = {
     enabled: true,
     promptTurn: (start) => combinedTurn(live.map((part) => part.promptTurn(start))),
     permissionDecision: (outcome) => live.forEach((part) => part.permissionDecision(outcome)),
@@ -460,7 +477,10 @@ export function combineTelemetry(parts: readonly Telemetry[]): Telemetry {
     storeCommit: (parent, events) => ({
       end: endAll(live.map((part) => part.storeCommit(parent, events))),
     }),
+    forTenant: (tenant) => combineTelemetry(live.map((part) => part.forTenant?.(tenant) ?? part)),
+    tenantRefusal: (tenant, limit) => live.forEach((part) => part.tenantRefusal?.(tenant, limit)),
   };
+  return combined;
 }
 
 /** Reads an environment variable (`undefined` when it is not set). */

@@ -10,6 +10,7 @@ import { serveHttp } from "../../src/runtime/deno_http.ts";
 import type { HttpListener } from "../../src/transport/http/http_handler.ts";
 import { loopbackHosts } from "../../src/transport/http/http_security.ts";
 import { createTestAgentServer } from "./server.ts";
+import type { TenantDirectory } from "../../src/server/tenants.ts";
 import {
   createHttpTransport,
   type HttpLimits,
@@ -39,6 +40,10 @@ export interface HttpTestOptions {
   readonly allowedOrigins?: readonly string[];
   readonly allowedRoots?: readonly string[];
   readonly limits?: Partial<HttpLimits>;
+  /** The tenants (`--tenants`): every request needs one's token. */
+  readonly tenants?: TenantDirectory;
+  /** The transport's clock (tenants' request rates), in ms. */
+  readonly transportNow?: () => number;
 }
 
 /** A test agent server behind the HTTP transport, before anything listens. */
@@ -77,7 +82,9 @@ export function createTestHttpTransport(options: HttpTestOptions = {}): TestHttp
       token: options.token,
       allowedOrigins: options.allowedOrigins ?? [],
       allowedHosts: loopbackHosts("127.0.0.1"),
+      ...(options.tenants ? { tenants: options.tenants } : {}),
     },
+    ...(options.transportNow ? { now: options.transportNow } : {}),
     limits: {
       maxBodyBytes: 1024 * 1024,
       maxConnections: 1000,

@@ -98,7 +98,7 @@ async function listAll(
   limit: number,
   between: (page: number) => Promise<void> = () => Promise.resolve(),
   cwd?: string,
-  filter: Pick<ListOptions, "parent"> = {},
+  filter: Pick<ListOptions, "parent" | "tenant"> = {},
 ): Promise<string[]> {
   const seen: string[] = [];
   let cursor: string | undefined;
@@ -417,6 +417,60 @@ export function storeContract(
     await store.delete(id(7));
     await store.delete("../x");
     await (await store.acquire(id(2))).release();
+  });
+
+  test("tenants: the header's tenant is kept, listed and filtered before paging", async (t) => {
+    const { store } = t;
+    // 0-5 alternate ci and web; 6 has none; 7 a child of 0 of ci, 8 a child of 0 of web.
+    for (let n = 0; n < 6; n++) {
+      await store.create({ ...header(n), tenant: n % 2 === 0 ? "ci" : "web" });
+    }
+    await store.create(header(6));
+    await store.create({ ...child(7, 0), tenant: "ci" });
+    await store.create({ ...child(8, 0), tenant: "web" });
+    for (const limit of [1, 2, 100]) {
+      assert.deepEqual(
+        await listAll(store, limit, undefined, undefined, { tenant: "ci", parent: null }),
+        [4, 2, 0].map(id),
+      );
+      assert.deepEqual(
+        await listAll(store, limit, undefined, undefined, { tenant: "ci" }),
+        [
+          7,
+          4,
+          2,
+          0,
+        ].map(id),
+      );
+      assert.deepEqual(
+        await listAll(store, limit, undefined, "/work/project", { tenant: "web", parent: id(0) }),
+        [id(8)],
+      );
+    }
+    assert.deepEqual(await listAll(store, 2, undefined, undefined, { tenant: "ops" }), []);
+    assert.equal((await listAll(store, 3)).length, 9, "no filter: every tenant's and none's");
+    const [listed] = (await store.list({ limit: 1, tenant: "web" })).sessions;
+    assert.equal(listed?.tenant, "web");
+    assert.equal((await store.load(id(5)))?.header.tenant, "web");
+    assert.equal((await store.load(id(6)))?.header.tenant, undefined);
+    // Another process sees the tenants too, updates keep them.
+    await store.append(id(4), [title("four")], { sync: true });
+    const other = t.reopen?.();
+    for (const reader of other ? [store, other] : [store]) {
+      assert.deepEqual(
+        (await reader.list({ limit: 10, tenant: "ci", parent: null })).sessions.map((s) => [
+          s.id,
+          s.title,
+        ]),
+        [[id(4), "four"], [id(2), undefined], [id(0), undefined]],
+      );
+    }
+    // A delete for a tenant takes its descendants of that tenant only.
+    await store.delete(id(0), { tenant: "ci" });
+    assert.equal(await store.exists(id(7)), false);
+    assert.equal(await store.exists(id(8)), true);
+    await assert.rejects(store.create({ ...header(30), tenant: "Not Safe" }), TypeError);
+    assert.equal(await store.exists(id(30)), false);
   });
 
   test("delete: a parent goes with its descendants, their attachments released", async (t) => {

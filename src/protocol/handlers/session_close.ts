@@ -37,6 +37,10 @@ export async function deleteSession(
   connection: ConnectionContext,
   params: DeleteSessionRequest,
 ): Promise<DeleteSessionResponse> {
+  // A tenant's connection: another tenant's session is an id that is not stored (no-op).
+  if (connection.tenant !== undefined && !(await connection.sessions.exists(params.sessionId))) {
+    return {};
+  }
   const { allowedRoots, store } = connection.server;
   if (allowedRoots !== undefined) {
     const cwd = (await store.load(params.sessionId))?.header.cwd;

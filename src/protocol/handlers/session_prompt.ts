@@ -23,6 +23,7 @@ export async function prompt(
   request: { readonly requestId: JsonRpcId; readonly signal: AbortSignal },
 ): Promise<PromptResponse & { usage?: TurnUsage }> {
   const session = connection.requireSession(params.sessionId);
+  const release = connection.admitPrompt();
   const { stopReason, usage, budget } = await mappingErrors(() => {
     // The slot is checked before the content; nothing awaits between here and the turn taking
     // the slot.
@@ -36,7 +37,7 @@ export async function prompt(
     // The turn holds the slot and its selection: later messages of the session may go.
     connection.applied(request.requestId);
     return turn;
-  });
+  }).finally(release);
   // `usage` is ACP's unstable field; only when the turn's requests reported some.
   return {
     stopReason,

@@ -60,6 +60,7 @@ import {
   isValidSessionId,
   parentOf,
   SHA256_HEX,
+  tenantOf,
 } from "../_common.ts";
 import { deleteTree } from "../session_tree.ts";
 import { isRecord } from "../../util/json.ts";
@@ -69,6 +70,7 @@ import {
   type AppendOptions,
   type AttachmentStore,
   type CreateOptions,
+  type DeleteOptions,
   type ListOptions,
   type LoadedSession,
   type SessionHeader,
@@ -166,6 +168,8 @@ interface SessionRow {
   readonly updatedAt: string;
   /** The header's `parent` as JSON text, or `null`. */
   readonly parent: string | null;
+  /** The tenant that owns the session, or `null`. */
+  readonly tenant: string | null;
 }
 
 /**
@@ -241,14 +245,16 @@ export class PostgresSessionStore implements SessionStore {
     const attachments = [...events.attachments];
     const parent = parentOf(header);
     const parentId = parent === undefined ? null : pgText(parent.sessionId);
+    const tenant = tenantOf(header) ?? null;
     try {
       await this.#sql.begin(async (tx) => {
         const rows = await tx`
           INSERT INTO acp_harness.sessions (id, header, cwd, additional_directories, created_at,
-            updated_at, title, last_seq, parent_id)
+            updated_at, title, last_seq, parent_id, tenant)
           VALUES (${header.id}, ${JSON.stringify(header)}::text::json, ${pgText(header.cwd)},
             ${header.additionalDirectories.map(pgText)}::text[], ${createdAt}::timestamptz,
-            ${updatedAt}::timestamptz, ${title}::text, ${events.texts.length}, ${parentId}::text)
+            ${updatedAt}::timestamptz, ${title}::text, ${events.texts.length}, ${parentId}::text,
+            ${tenant}::text)
           ON CONFLICT (id) DO NOTHING
           RETURNING id`;
         if (rows.length === 0) throw new SessionExistsError(header.id);
@@ -396,7 +402,7 @@ export class PostgresSessionStore implements SessionStore {
    */
   async list(options: ListOptions): Promise<SessionPage> {
     const after = listStart(options);
-    const { limit, cwd, parent, signal } = options;
+    const { limit, cwd, parent, tenant, signal } = options;
     const sql = this.#sql;
     let rows: SessionRow[];
     try {
@@ -404,9 +410,11 @@ export class PostgresSessionStore implements SessionStore {
         SELECT id, cwd, additional_directories AS "additionalDirectories", title,
           to_char(created_at AT TIME ZONE 'UTC', ${ISO}) AS "createdAt",
           to_char(updated_at AT TIME ZONE 'UTC', ${ISO}) AS "updatedAt",
-          CASE WHEN parent_id IS NULL THEN NULL ELSE (header->'parent')::text END AS parent
+          CASE WHEN parent_id IS NULL THEN NULL ELSE (header->'parent')::text END AS parent,
+          tenant
         FROM acp_harness.sessions
         WHERE true
+          ${tenant === undefined ? sql`` : sql`AND tenant = ${tenant}`}
           ${cwd === undefined ? sql`` : sql`AND cwd = ${pgText(cwd)}`}
           ${
         parent === undefined
@@ -432,6 +440,7 @@ export class PostgresSessionStore implements SessionStore {
       ...(row.title === null ? {} : { title: row.title }),
       updatedAt: canonicalTime(row.updatedAt, row.createdAt),
       ...parentField(row.parent),
+      ...(row.tenant === null ? {} : { tenant: row.tenant }),
     }));
     const last = page.at(-1);
     return rows.length > limit && last !== undefined
@@ -448,7 +457,7 @@ export class PostgresSessionStore implements SessionStore {
    * @param options An abort signal, honoured until the removal starts
    * @throws {SessionLockedError} Another instance holds the lease of the session or a descendant
    */
-  async delete(id: string, options?: StoreCallOptions): Promise<void> {
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
     const signal = options?.signal;
     signal?.throwIfAborted();
     if (!isValidSessionId(id)) return;

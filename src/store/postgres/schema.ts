@@ -9,11 +9,12 @@
  * - `schema_migrations (version, applied_at)`: one row per applied migration; the schema version
  *   is the highest.
  * - `sessions (id, header, cwd, additional_directories, title, created_at, updated_at, last_seq,
- *   parent_id)`: one row per session. `header` is the header exactly as created (JSON text);
+ *   parent_id, tenant)`: one row per session. `header` is the header exactly as created (JSON text);
  *   `created_at` (the header's creation time) and `id` are the list order, indexed overall and
  *   per `cwd`, and for the sessions without a parent overall, per `cwd` and (the others) per
  *   parent; `last_seq` is the sequence number of the session's last event; `parent_id` the
- *   header's `parent.sessionId` (migration 2).
+ *   header's `parent.sessionId` (migration 2); `tenant` the header's `tenant`, the tenant that
+ *   owns the session, indexed with the list order (migration 3).
  * - `events (session_id, seq, time, event)`: `PRIMARY KEY (session_id, seq)`, so a lost or a
  *   doubled event cannot be stored. `event` is `json`, not `jsonb`: the exact text is kept, and a
  *   tool result may hold `\u0000`, which `jsonb` refuses.
@@ -101,6 +102,17 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE parent_id IS NULL`,
       `CREATE INDEX sessions_parent_list ON acp_harness.sessions (parent_id, created_at DESC, id)
         WHERE parent_id IS NOT NULL`,
+    ],
+  },
+  {
+    version: 3,
+    description: "sessions.tenant: the tenant that owns a session, listed by it",
+    statements: [
+      `ALTER TABLE acp_harness.sessions ADD COLUMN tenant text COLLATE "C"`,
+      `UPDATE acp_harness.sessions SET tenant = header->>'tenant'
+        WHERE json_typeof(header->'tenant') = 'string'`,
+      `CREATE INDEX sessions_tenant_list ON acp_harness.sessions (tenant, created_at DESC, id)
+        WHERE tenant IS NOT NULL`,
     ],
   },
 ];

@@ -49,3 +49,21 @@ export function busy(draining: boolean): Response {
   response.headers.set("Retry-After", "1");
   return response;
 }
+
+/**
+ * `429` for a request of a tenant past its requests a minute.
+ *
+ * @param tenant The tenant's name
+ * @param max Its requests a minute
+ * @param retryAfter Whole seconds until a request may go
+ * @returns The response, with `Retry-After`
+ */
+export function tooManyRequests(tenant: string, max: number, retryAfter: number): Response {
+  const response = problem(
+    429,
+    "Too many requests",
+    `Tenant "${tenant}" may send at most ${max} requests a minute; retry in ${retryAfter} s`,
+  );
+  response.headers.set("Retry-After", String(retryAfter));
+  return response;
+}

@@ -10,6 +10,7 @@ import type { AnyMessage, Stream } from "../acp.ts";
 import { busy, tooManyFromAddress } from "./_problem.ts";
 import type { RequestInfo } from "./http_handler.ts";
 import { ConnectionLimitError } from "./url_keyed_profile.ts";
+import type { TenantIdentity } from "../../server/tenants.ts";
 
 /** Period of the idle-connection sweep, at most. */
 const MAX_SWEEP_MS = 30_000;
@@ -36,6 +37,8 @@ export interface ConnectionRegistryOptions {
 
 interface Tracked {
   readonly handle: AgentServerConnection;
+  /** Whose the connection is, on a server with tenants. */
+  readonly identity?: TenantIdentity | undefined;
   /** When the client last sent a message, in ms; `busy` while a request of it was being handled. */
   readonly activity: { last: number; busy?: boolean };
 }
@@ -122,15 +125,40 @@ export class ConnectionRegistry {
       {
         maxSessions: this.#options.maxSessionsPerConnection,
         transport: transport === "websocket" ? "websocket" : "http",
+        ...(info.identity
+          ? { tenant: info.identity.scope.name, tenancy: info.identity.scope }
+          : {}),
       },
     );
-    this.#track({ handle, activity }, info.remoteAddress);
+    this.#track({ handle, activity, identity: info.identity }, info.remoteAddress);
     logger.info("connection opened", {
       connectionId: handle.id,
       transport,
       ...(info.remoteAddress ? { remoteAddress: info.remoteAddress } : {}),
+      ...(info.identity ? { tenant: info.identity.scope.name } : {}),
     });
     return handle;
+  }
+
+  /**
+   * Closes the connections whose bearer token no longer holds (the tenants file was reloaded
+   * without it, or without its tenant): their turns are cancelled, their sessions stay stored.
+   *
+   * @param holds Whether an identity still holds
+   * @returns How many connections are being closed
+   */
+  closeRevoked(holds: (identity: TenantIdentity) => boolean): number {
+    let closed = 0;
+    for (const entry of this.#open) {
+      if (entry.identity === undefined || holds(entry.identity)) continue;
+      this.#options.logger.info("closing a connection whose token was removed", {
+        connectionId: entry.handle.id,
+        tenant: entry.identity.scope.name,
+      });
+      closed++;
+      void entry.handle.close();
+    }
+    return closed;
   }
 
   /** Takes no more connections and stops the sweep; the open ones are the server's to close. */

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { TenantIdentity } from "../../server/tenants.ts";
 
 /** A WebSocket as the transport drives it: the WHATWG shape, or an adapter with `on`/`off`. */
 export interface ServerWebSocket {
@@ -40,6 +41,11 @@ export interface WebSocketUpgrade {
 export interface RequestInfo {
   /** The peer's address, when the listener knows it. */
   readonly remoteAddress?: string | undefined;
+  /**
+   * Whose the request is, on a server with tenants: set by the security checks from its bearer
+   * token (never by a listener).
+   */
+  readonly identity?: TenantIdentity | undefined;
 }
 
 /** What a listener serves: plain requests, and WebSocket upgrades. */

@@ -7,14 +7,15 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 import type { Logger } from "../../log/logger.ts";
-import { problem } from "./_problem.ts";
+import { problem, tooManyRequests } from "./_problem.ts";
 import { readBody } from "./_read_body.ts";
 import { exactIdText } from "./exact_ids.ts";
 import type { HttpHandler, RequestInfo, WebSocketUpgrade } from "./http_handler.ts";
-import { checkRequest, type SecurityPolicy } from "./http_security.ts";
+import { admitRequest, type SecurityPolicy } from "./http_security.ts";
 import type { RfdProfile } from "./rfd_profile.ts";
 import type { UrlKeyedProfile } from "./url_keyed_profile.ts";
 import type { MetricsText } from "../../telemetry/telemetry.ts";
+import type { TenantIdentity } from "../../server/tenants.ts";
 
 /** URL keys of the URL-keyed profile: letters, digits, `.`, `_`, `~`, `-`, at most 128. */
 const URL_KEY = /^[A-Za-z0-9._~-]{1,128}$/;
@@ -40,6 +41,8 @@ export interface HttpRoutesOptions {
   readonly logger: Logger;
   /** What `GET /metrics` answers, behind the same checks as ACP; absent: no such route. */
   readonly metrics?: MetricsText | undefined;
+  /** The clock of the tenants' request rates, in ms. @default {Date.now} */
+  readonly now?: (() => number) | undefined;
 }
 
 type App = Hono<{ Bindings: { info: RequestInfo } }>;
@@ -71,7 +74,8 @@ export function createHttpRoutes(options: HttpRoutesOptions): HttpHandler {
   const draining = (): boolean => connections.draining;
   app.get("/health", (c) => c.text(draining() ? "draining" : "ok", draining() ? 503 : 200));
   app.use("*", corsFor(options.security));
-  app.use("*", securityChecks(options.security, logger));
+  const now = options.now ?? Date.now;
+  app.use("*", securityChecks(options.security, logger, now));
   const metrics = options.metrics;
   if (metrics) {
     app.get("/metrics", async () =>
@@ -89,6 +93,9 @@ export function createHttpRoutes(options: HttpRoutesOptions): HttpHandler {
     if (!URL_KEY.test(key)) {
       return problem(400, "Bad connection key", "Use letters, digits, '.', '_', '~' or '-'");
     }
+    // Each tenant has its own keys: the same URL of another tenant is another connection.
+    const tenant = info.identity?.scope.name;
+    if (tenant !== undefined) key = `${tenant}:${key}`;
     const refused = urlKeyed.has(key) ? undefined : connections.refusal(info);
     if (refused) return refused;
     return await urlKeyed.handle(request, key, info);
@@ -108,15 +115,18 @@ export function createHttpRoutes(options: HttpRoutesOptions): HttpHandler {
       return await app.fetch(request, { info });
     },
     async upgrade(request: Request, info: RequestInfo): Promise<Response | WebSocketUpgrade> {
-      const refusal = await checkRequest(request.headers, options.security, request.url);
-      if (refusal) {
-        logger.info("upgrade refused", { status: refusal.status, reason: refusal.title });
-        return problem(refusal.status, refusal.title, refusal.detail);
+      const checked = await admitRequest(request.headers, options.security, request.url);
+      if ("status" in checked) {
+        logger.info("upgrade refused", { status: checked.status, reason: checked.title });
+        return problem(checked.status, checked.title, checked.detail);
       }
+      const limited = checked.identity && rateRefusal(checked.identity, logger, now);
+      if (limited) return limited;
       if (new URL(request.url).pathname !== "/acp") {
         return problem(404, "Not Found", "WebSocket connections are served on /acp");
       }
-      return connections.refusal(info) ?? rfd.upgrade(info);
+      const admitted = checked.identity ? { ...info, identity: checked.identity } : info;
+      return connections.refusal(admitted) ?? rfd.upgrade(admitted);
     },
   };
 }
@@ -141,17 +151,48 @@ function corsFor(security: SecurityPolicy): MiddlewareHandler {
   });
 }
 
-/** `Host`, `Origin` and the bearer token, refused as a problem. */
-function securityChecks(security: SecurityPolicy, logger: Logger): MiddlewareHandler {
+/**
+ * `Host`, `Origin` and the bearer token, refused as a problem; on a server with tenants, the
+ * request's tenant (put in the request's info) and its request rate (`429` past it).
+ */
+function securityChecks(
+  security: SecurityPolicy,
+  logger: Logger,
+  now: () => number,
+): MiddlewareHandler<{ Bindings: { info: RequestInfo } }> {
   return async (c, next) => {
-    const refusal = await checkRequest(c.req.raw.headers, security, c.req.raw.url);
-    if (refusal) {
-      logger.info("request refused", { status: refusal.status, reason: refusal.title });
-      return problem(refusal.status, refusal.title, refusal.detail);
+    const checked = await admitRequest(c.req.raw.headers, security, c.req.raw.url);
+    if ("status" in checked) {
+      logger.info("request refused", { status: checked.status, reason: checked.title });
+      return problem(checked.status, checked.title, checked.detail);
+    }
+    const { identity } = checked;
+    if (identity) {
+      const limited = rateRefusal(identity, logger, now);
+      if (limited) return limited;
+      // Every request reaches the app through `fetch` below, with its info to add to.
+      if (!c.env) throw new Error("Cannot serve a tenant's request without the request's info");
+      c.env.info = { ...c.env.info, identity };
     }
     await next();
     return undefined;
   };
+}
+
+/** `429` for a request of a tenant past its requests a minute, else `undefined`. */
+function rateRefusal(
+  identity: TenantIdentity,
+  logger: Logger,
+  now: () => number,
+): Response | undefined {
+  const { usage } = identity.scope;
+  const retryAfter = usage.takeRequest(now());
+  if (retryAfter === undefined) return undefined;
+  logger.info("request refused: the tenant's request rate", {
+    tenant: usage.name,
+    retryAfter,
+  });
+  return tooManyRequests(usage.name, usage.limits.requestsPerMinute ?? 0, retryAfter);
 }
 
 /**

@@ -6,10 +6,17 @@
  * @module
  */
 
+import type { TenantDirectory, TenantIdentity } from "../../server/tenants.ts";
+
 /** What a server accepts. */
 export interface SecurityPolicy {
   /** The bearer token every request must carry; `undefined` when none is required. */
   readonly token: string | undefined;
+  /**
+   * The tenants (`--tenants`): every request must carry the bearer token of one, which says whose
+   * the request is; `token` is then not used.
+   */
+  readonly tenants?: Pick<TenantDirectory, "resolve"> | undefined;
   /** Browser origins allowed to call (`*` for any); a request without `Origin` is not a browser's. */
   readonly allowedOrigins: readonly string[];
   /**
@@ -86,6 +93,30 @@ export async function checkRequest(
   policy: SecurityPolicy,
   url?: string,
 ): Promise<Refusal | undefined> {
+  const checked = await admitRequest(headers, policy, url);
+  return "status" in checked ? checked : undefined;
+}
+
+/** A request let through: whose it is, on a server with tenants. */
+export interface Admission {
+  /** The tenant its token names; absent on a server without tenants. */
+  readonly identity?: TenantIdentity;
+}
+
+/**
+ * Checks a request as {@link checkRequest} does and, on a server with tenants, resolves its
+ * bearer token to its tenant (a token of no tenant is refused as a wrong token is).
+ *
+ * @param headers The request's headers
+ * @param policy What the server accepts
+ * @param url The request's URL as the runtime built it (see {@link checkRequest})
+ * @returns Why the request is refused, or whose it is
+ */
+export async function admitRequest(
+  headers: Headers,
+  policy: SecurityPolicy,
+  url?: string,
+): Promise<Refusal | Admission> {
   if (policy.allowedHosts !== undefined) {
     const host = hostName(headers.get("host"));
     const target = url === undefined ? host : urlHostName(url);
@@ -108,18 +139,22 @@ export async function checkRequest(
       detail: "Browser requests from this origin are refused (see --allowed-origins)",
     };
   }
-  if (policy.token !== undefined) {
-    const authorization = headers.get("authorization") ?? "";
-    const match = /^Bearer[ \t]+(.+)$/i.exec(authorization.trim());
-    if (!match || !(await sameSecret(match[1] ?? "", policy.token))) {
-      return {
-        status: 401,
-        title: "Unauthorized",
-        detail: "A valid bearer token is required (Authorization: Bearer <token>)",
-      };
-    }
+  if (policy.tenants === undefined && policy.token === undefined) return {};
+  const authorization = headers.get("authorization") ?? "";
+  const given = /^Bearer[ \t]+(.+)$/i.exec(authorization.trim())?.[1];
+  if (given !== undefined && policy.tenants !== undefined) {
+    const identity = await policy.tenants.resolve(given);
+    if (identity) return { identity };
+  } else if (
+    given !== undefined && policy.token !== undefined && await sameSecret(given, policy.token)
+  ) {
+    return {};
   }
-  return undefined;
+  return {
+    status: 401,
+    title: "Unauthorized",
+    detail: "A valid bearer token is required (Authorization: Bearer <token>)",
+  };
 }
 
 /**

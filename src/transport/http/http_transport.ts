@@ -28,6 +28,7 @@ import type { SecurityPolicy } from "./http_security.ts";
 import { RfdProfile } from "./rfd_profile.ts";
 import { UrlKeyedProfile } from "./url_keyed_profile.ts";
 import type { MetricsText } from "../../telemetry/telemetry.ts";
+import type { TenantIdentity } from "../../server/tenants.ts";
 
 /** Limits of the HTTP transport; each is answered with a clear status when reached. */
 export interface HttpLimits {
@@ -69,6 +70,14 @@ export interface HttpTransportOptions {
 export interface HttpTransport extends HttpHandler {
   /** How many HTTP and WebSocket connections are open. */
   readonly connections: number;
+  /**
+   * Closes the connections opened with a bearer token that no longer holds (after the tenants
+   * file is reloaded); see `ConnectionRegistry.closeRevoked`.
+   *
+   * @param holds Whether an identity still holds
+   * @returns How many connections are being closed
+   */
+  closeRevoked(holds: (identity: TenantIdentity) => boolean): number;
   /**
    * Stops taking new connections (503, and `/health` answers 503) and ends every stream and
    * socket. Call it after the agent server has drained its connections.
@@ -136,11 +145,13 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
     bodyTimeoutMs: limits.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS,
     logger,
     metrics: options.metrics,
+    now: options.now,
   });
   return {
     get connections(): number {
       return registry.size;
     },
+    closeRevoked: (holds) => registry.closeRevoked(holds),
     fetch: (request, info) => routes.fetch(request, info),
     upgrade: (request, info) => routes.upgrade(request, info),
     async close(): Promise<void> {

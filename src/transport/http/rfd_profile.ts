@@ -39,6 +39,8 @@ export interface RfdProfileOptions {
 export class RfdProfile {
   readonly #options: RfdProfileOptions;
   readonly #acp: AcpServer;
+  /** The tenant each connection (by `Acp-Connection-Id`) was opened for, on a server with tenants. */
+  readonly #tenants = new Map<string, string>();
 
   /** @param options How to connect and refuse, and the output limits */
   constructor(options: RfdProfileOptions) {
@@ -62,6 +64,7 @@ export class RfdProfile {
   async handle(request: Request, info: RequestInfo): Promise<Response> {
     // As the SDK reads it: an empty `Acp-Connection-Id` opens a connection too (and counts).
     const opening = request.method === "POST" && !request.headers.get("acp-connection-id");
+    if (!opening) request = await this.#ofTenant(request, info);
     const refused = opening ? this.#options.refusal(info) : undefined;
     if (refused) return refused;
     // The SDK waits for the answer to an `initialize` whose id is neither a string nor a number
@@ -76,7 +79,13 @@ export class RfdProfile {
         },
       }, { status: 400 });
     }
-    const response = await this.#acp.handleRequest(request, { agent: this.#agent("http", info) });
+    let opened: AgentServerConnection | undefined;
+    const agent = {
+      connect: (stream: Stream) => opened = this.#options.connect(stream, "http", info),
+    };
+    const response = await this.#acp.handleRequest(request, { agent });
+    const connectionId = response.headers.get("acp-connection-id");
+    if (opened && connectionId) this.#remember(connectionId, opened, info);
     // The SDK answers a connector that refused (our connection limit, raced) with 500.
     const raced = opening && response.status === 500 ? this.#options.refusal(info) : undefined;
     if (raced) {
@@ -96,6 +105,33 @@ export class RfdProfile {
     return exactIdUpgrade(
       this.#acp.prepareWebSocketUpgrade({ agent: this.#agent("websocket", info) }),
     );
+  }
+
+  /**
+   * The request as the SDK is to see it: on a server with tenants, a request naming a connection
+   * of another tenant names no connection (its `Acp-Connection-Id` replaced by one that is never
+   * issued), so it is answered exactly as an unknown connection is.
+   */
+  async #ofTenant(request: Request, info: RequestInfo): Promise<Request> {
+    const id = request.headers.get("acp-connection-id");
+    if (id === null || this.#tenants.get(id) === info.identity?.scope.name) return request;
+    const headers = new Headers(request.headers);
+    headers.set("acp-connection-id", `unknown-${crypto.randomUUID()}`);
+    const body = request.method === "POST" ? await request.arrayBuffer() : undefined;
+    return new Request(request.url, {
+      method: request.method,
+      headers,
+      ...(body === undefined ? {} : { body }),
+      signal: request.signal,
+    });
+  }
+
+  /** Notes whose a connection is, until it closes. */
+  #remember(connectionId: string, opened: AgentServerConnection, info: RequestInfo): void {
+    const tenant = info.identity?.scope.name;
+    if (tenant === undefined) return;
+    this.#tenants.set(connectionId, tenant);
+    void opened.closed.then(() => this.#tenants.delete(connectionId));
   }
 
   /** Ends every stream and socket of the profile. */

@@ -136,6 +136,42 @@ postgresTest("migrate(): version 2 gives the sessions stored before it their par
   }
 });
 
+postgresTest("migrate(): version 3 gives the sessions stored before it their tenant", async () => {
+  await using database = await withTestDatabase();
+  {
+    await using sql = client(database.url);
+    assert.deepEqual(await migrate(sql, MIGRATIONS.slice(0, 2)), { from: 0, to: 2 });
+    const row = (id: string, tenant?: unknown) =>
+      sql`INSERT INTO acp_harness.sessions
+        (id, header, cwd, additional_directories, created_at, updated_at)
+        VALUES (${id}, ${
+        JSON.stringify({
+          version: 1,
+          id,
+          cwd: "/w",
+          additionalDirectories: [],
+          createdAt: "2025-01-01T00:00:00.000Z",
+          ...(tenant === undefined ? {} : { tenant }),
+        })
+      }::text::json, '/w', '{}', '2025-01-01T00:00:00Z', '2025-01-01T00:00:00Z')`;
+    await row("ci-1", "ci");
+    await row("none");
+    await row("odd", 7);
+    assert.deepEqual(await migrate(sql), { from: 2, to: SCHEMA_VERSION });
+  }
+  const opened = await openPostgresStore({ url: database.url, logger: nullLogger });
+  try {
+    const ids = async (tenant?: string) =>
+      (await opened.store.list({ limit: 10, ...(tenant ? { tenant } : {}) })).sessions.map((
+        s,
+      ) => [s.id, s.tenant]);
+    assert.deepEqual(await ids("ci"), [["ci-1", "ci"]]);
+    assert.deepEqual(await ids(), [["ci-1", "ci"], ["none", undefined], ["odd", undefined]]);
+  } finally {
+    await opened.close();
+  }
+});
+
 postgresTest(
   "openPostgresStore(): an unreachable server rejects without the password",
   async () => {
