@@ -218,6 +218,8 @@ Deno.test("HTTP tenants: a token removed stops working, and the connections open
   tenants.replace([await tenant("ci", ["ci-kept", "ci-new"])]);
   assert.equal(http.transport.closeRevoked((identity) => tenants.holds(identity)), 1);
   await http.waitForLog(/closing a connection whose token was removed/);
+  // Its sessions are released once it has closed (not when its closing begins).
+  await http.waitForLog(/connection closed/);
   const refused = await http.fetch(`${http.url}/acp`, {
     method: "POST",
     headers: { ...JSON_HEADERS, ...bearer("ci-old") },
