@@ -749,7 +749,12 @@ export class SessionManager {
    */
   async close(id: string): Promise<void> {
     // An observer's close detaches it only.
-    this.#observing.get(id)?.leave();
+    const observation = this.#observing.get(id);
+    if (observation) {
+      this.#observing.delete(id);
+      observation.leave();
+      return;
+    }
     await this.#loading.get(id)?.settled;
     const open = this.#sessions.get(id);
     if (!open) return;
@@ -840,7 +845,8 @@ export class SessionManager {
   closeAll(): Promise<void> {
     this.#closing ??= (async () => {
       this.#shutdown.abort(new Error("the server is shutting down"));
-      for (const observation of [...this.#observing.values()]) observation.leave();
+      for (const observation of this.#observing.values()) observation.leave();
+      this.#observing.clear();
       // Opens in flight finish first; a session registered from now on is closed at once.
       await Promise.all([...this.#loading.values()].map((loading) => loading.settled));
       await Promise.all([...this.#sessions.keys()].map((id) => this.close(id)));
