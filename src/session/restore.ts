@@ -197,7 +197,7 @@ export class SessionRestorer {
     const repair = repairOf(state);
     const updates: SessionUpdate[] = [];
     if (this.#options.replay) {
-      if (!this.#options.running) for (const event of repair) replayRecord(event, updates);
+      if (!this.#options.running) { for (const event of repair) replayRecord(event, updates); }
       const usage = this.#usage && usageUpdate(this.#usage);
       if (usage) updates.push(usage);
     }
