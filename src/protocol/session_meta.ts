@@ -183,6 +183,35 @@ export function sessionParent(meta: unknown): SessionParent | undefined {
 }
 
 /**
+ * Reads `_meta["acp-harness"].observe` of a `session/load`: `true` attaches the connection to a
+ * session another connection owns, read-only, instead of opening it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { sessionObserve } from "./session_meta.ts";
+ * assert.equal(sessionObserve({ "acp-harness": { observe: true } }), true);
+ * assert.equal(sessionObserve(undefined), false);
+ * assert.throws(() => sessionObserve({ "acp-harness": { observe: 1 } }), /must be true or false/);
+ * ```
+ *
+ * @param meta The request's `_meta`
+ * @returns Whether it asks to observe
+ * @throws {RequestError} -32602 when it is not a boolean
+ */
+export function sessionObserve(meta: unknown): boolean {
+  if (meta === undefined || meta === null || typeof meta !== "object") return false;
+  const own = (meta as Record<string, unknown>)[META_KEY];
+  if (own === undefined || own === null || typeof own !== "object") return false;
+  const observe = (own as Record<string, unknown>).observe;
+  if (observe === undefined || typeof observe === "boolean") return observe === true;
+  throw RequestError.invalidParams(
+    undefined,
+    `_meta.${META_KEY}.observe: must be true or false, got ${JSON.stringify(observe)}`,
+  );
+}
+
+/**
  * Checks an id of the lineage keys (a parent's session id, its tool call id): a string of 1 to
  * `PARENT_FIELD_MAX_LENGTH` characters.
  *

@@ -269,8 +269,9 @@ export class Connection implements ConnectionContext {
 
   requireSession(sessionId: string): Session {
     const session = this.#sessions?.get(sessionId);
-    if (!session) throw RequestError.sessionNotFound(sessionId);
-    return session;
+    if (session) return session;
+    if (this.#sessions?.observing(sessionId)) throw readOnlyObserver(sessionId);
+    throw RequestError.sessionNotFound(sessionId);
   }
 
   /**
@@ -302,6 +303,19 @@ export class Connection implements ConnectionContext {
 }
 
 function noop(): void {}
+
+/**
+ * The refusal of a request that acts on a session this connection only observes: -32002, the
+ * code of a session this connection does not have, with the rule in words.
+ */
+function readOnlyObserver(sessionId: string): RequestError {
+  return new RequestError(
+    -32002,
+    `Cannot act on session ${sessionId}: this connection is a read-only observer of it; only the ` +
+      "connection that owns it may prompt, steer, cancel, configure it or answer its requests",
+    { sessionId, observer: true },
+  );
+}
 
 function nextMacrotask(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 0));

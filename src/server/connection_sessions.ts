@@ -8,6 +8,8 @@
  */
 import { type AgentContext, methods } from "@agentclientprotocol/sdk";
 import { SessionManager } from "../session/session_manager.ts";
+import { ObserverRegistry } from "../session/observers.ts";
+import type { Session } from "../session/session.ts";
 import type { SessionServices } from "../session/session_services.ts";
 import type { ReplaySink } from "../session/replay.ts";
 import type { AnyMessage } from "../transport/acp.ts";
@@ -80,6 +82,12 @@ export function createSessionManager(
       return { compaction: Boolean(session?.compaction), notices: Boolean(session?.notices) };
     },
     questions: () => clientQuestions(connection, client),
+    tenant: connection.tenant,
+    notify: (method, params) => {
+      client.notify(method, params).catch((error: unknown) =>
+        logger.debug("notification not delivered", { method, error: String(error) })
+      );
+    },
   });
 }
 
@@ -133,6 +141,8 @@ function sessionServices(server: ServerParts): SessionServices {
       sandbox: server.sandbox,
       retry: server.retry,
       openSessions: server.openSessions,
+      // One per server: its connections observe each other's sessions.
+      observers: new ObserverRegistry<Session>(),
       defer: server.defer,
       telemetry: server.telemetry,
       dataDir: server.dataDir,

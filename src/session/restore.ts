@@ -107,6 +107,11 @@ export interface SessionRestorerOptions {
   readonly replay: boolean;
   /** What the client takes to be shown compactions. @default {neither} */
   readonly notices?: CompactionNotices;
+  /**
+   * The session runs elsewhere (an observer's replay): a turn without an end is running, not
+   * interrupted, so the replay shows no repair. @default {false}
+   */
+  readonly running?: boolean;
 }
 
 /**
@@ -192,7 +197,7 @@ export class SessionRestorer {
     const repair = repairOf(state);
     const updates: SessionUpdate[] = [];
     if (this.#options.replay) {
-      for (const event of repair) replayRecord(event, updates);
+      if (!this.#options.running) { for (const event of repair) replayRecord(event, updates); }
       const usage = this.#usage && usageUpdate(this.#usage);
       if (usage) updates.push(usage);
     }

@@ -53,6 +53,9 @@ import {
 } from "../git/worktree.ts";
 import { GitError } from "../git/git_command.ts";
 import { removeCheckpoints } from "./checkpoints.ts";
+import { type Observation, replayKey } from "./observers.ts";
+import type { SessionUpdate } from "../transport/acp_types.ts";
+import { OBSERVER_DETACHED_METHOD } from "./observer_limits.ts";
 
 /** What a {@link SessionManager} needs: the server's shared services and its connection's parts. */
 export interface SessionManagerOptions {
@@ -78,6 +81,10 @@ export interface SessionManagerOptions {
    * @default {nobody can answer: no `ask_user`, MCP servers' questions declined}
    */
   readonly questions?: () => ClientQuestions;
+  /** The tenant of the connection (its sessions' observers must be of it too). */
+  readonly tenant?: string | undefined;
+  /** Sends a notification to the connection's client (an observer's being dropped). */
+  readonly notify?: (method: string, params: Record<string, unknown>) => void;
 }
 
 /** The questions of a client that takes none. */
@@ -194,6 +201,8 @@ export class SessionManager {
   #closing: Promise<void> | undefined;
   /** Aborted at shutdown: MCP servers still starting stop. */
   readonly #shutdown = new AbortController();
+  /** The sessions of other connections this one observes, by id. */
+  readonly #observing = new Map<string, Observation<Session>>();
 
   /** @param options Shared dependencies */
   constructor(options: SessionManagerOptions) {
@@ -469,6 +478,98 @@ export class SessionManager {
     return opening;
   }
 
+  /**
+   * Attaches this connection, read-only, to a session another connection of this server owns:
+   * replays its log (a running turn as it stands), then relays every update its owner is sent,
+   * from the moment it attached, with nothing lost or shown twice in between (see
+   * `Observation.live`). It never prompts, configures or is asked anything; its `close` detaches
+   * it only, and it is dropped (told with `_acp-harness/observer_detached`) when the session
+   * closes or when it falls too far behind.
+   *
+   * @param id The session id
+   * @returns The owner's session, for the answer
+   * @throws {SessionNotFoundError} For a session of another tenant
+   * @throws {SessionStateError} When it is open on this connection, observed already, not open
+   *   on this server, or has its most observers
+   */
+  async observe(id: string): Promise<Session> {
+    this.#assertOpen();
+    const { observers } = this.#options.services;
+    if (this.stateOf(id) !== undefined) {
+      throw new SessionStateError(`session ${id} is open on this connection: it owns it`);
+    }
+    if (this.#observing.has(id)) {
+      throw new SessionStateError(`session ${id} is observed by this connection already`);
+    }
+    if (!observers) throw new SessionStateError("this server does not offer observing");
+    const observation = observers.attach(id, this.#options.tenant, {
+      sink: this.#options.sinkFor(id),
+      detached: (reason, message) => {
+        if (this.#observing.get(id) === observation) this.#observing.delete(id);
+        this.#options.notify?.(OBSERVER_DETACHED_METHOD, { sessionId: id, reason, message });
+      },
+    });
+    this.#observing.set(id, observation);
+    try {
+      const replayed = await this.#observerReplay(id);
+      if (observation.gone) {
+        throw new SessionStateError(`session ${id} was closed while its replay was written`);
+      }
+      observation.live(replayed);
+    } catch (error) {
+      observation.leave();
+      if (this.#observing.get(id) === observation) this.#observing.delete(id);
+      throw error;
+    }
+    return observation.observed.session;
+  }
+
+  /**
+   * Whether this connection observes the session (read-only).
+   *
+   * @param id The session id
+   * @returns Whether it does
+   */
+  observing(id: string): boolean {
+    return this.#observing.has(id);
+  }
+
+  /**
+   * Replays a session's log to this connection as it stands, an open turn as running (no
+   * repair), and returns the keys of what it showed (see `replayKey`).
+   */
+  async #observerReplay(id: string): Promise<Set<string>> {
+    const { attachments, store } = this.#options.services;
+    const stream = await loadRecordStream(store, id);
+    if (!stream) throw new SessionNotFoundError(id);
+    const restorer = new SessionRestorer({
+      attachments,
+      logger: this.#options.logger,
+      sessionId: id,
+      replay: true,
+      running: true,
+      ...(this.#options.notices ? { notices: this.#options.notices() } : {}),
+    });
+    const writer = new ReplayWriter(this.#replaySink(id));
+    const keys = new Set<string>();
+    const write = async (updates: readonly SessionUpdate[]): Promise<void> => {
+      for (const update of updates) {
+        const key = replayKey(update);
+        if (key !== undefined) keys.add(key);
+      }
+      await writer.write(updates);
+    };
+    try {
+      for await (const records of stream.batches) await write(await restorer.add(records));
+      await write(restorer.finish().updates);
+      await writer.finish();
+      return keys;
+    } finally {
+      await writer.settled();
+      await stream.close();
+    }
+  }
+
   async #open(
     id: string,
     params: OpenSessionOptions,
@@ -647,6 +748,13 @@ export class SessionManager {
    * @param id The session id
    */
   async close(id: string): Promise<void> {
+    // An observer's close detaches it only.
+    const observation = this.#observing.get(id);
+    if (observation) {
+      this.#observing.delete(id);
+      observation.leave();
+      return;
+    }
     await this.#loading.get(id)?.settled;
     const open = this.#sessions.get(id);
     if (!open) return;
@@ -658,6 +766,7 @@ export class SessionManager {
         await releaseLease(open.lease);
         this.#sessions.delete(id);
         this.#options.services.openSessions?.delete(id);
+        this.#options.services.observers?.closed(id);
         open.counted.end();
       }
     })();
@@ -736,6 +845,8 @@ export class SessionManager {
   closeAll(): Promise<void> {
     this.#closing ??= (async () => {
       this.#shutdown.abort(new Error("the server is shutting down"));
+      for (const observation of this.#observing.values()) observation.leave();
+      this.#observing.clear();
       // Opens in flight finish first; a session registered from now on is closed at once.
       await Promise.all([...this.#loading.values()].map((loading) => loading.settled));
       await Promise.all([...this.#sessions.keys()].map((id) => this.close(id)));
@@ -764,6 +875,10 @@ export class SessionManager {
     const counted = (this.#options.services.telemetry ?? NOOP_TELEMETRY).sessionOpened();
     this.#sessions.set(session.id, { session, lease, disposer, counted });
     this.#options.services.openSessions?.add(session.id);
+    this.#options.services.observers?.opened(session.id, {
+      session,
+      tenant: this.#options.tenant,
+    });
     return session;
   }
 
@@ -887,7 +1002,7 @@ export class SessionManager {
       ...(params.instructions ? { instructions: params.instructions } : {}),
       ...budgetsOf(params, restored),
       ...(this.#options.notices ? { notices: this.#options.notices() } : {}),
-      sink: sinkFor(id),
+      sink: services.observers ? services.observers.tap(id, sinkFor(id)) : sinkFor(id),
       logger,
       ...(restored ? { restored } : {}),
     }, lifecycle);

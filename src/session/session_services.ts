@@ -16,6 +16,8 @@ import type { CommandSandbox } from "../sandbox/command_sandbox.ts";
 import type { McpServerSpec } from "../mcp/mcp_declarations.ts";
 import type { Telemetry } from "../telemetry/telemetry.ts";
 import type { WorktreeFrom } from "../git/worktree_from.ts";
+import type { ObserverRegistry } from "./observers.ts";
+import type { Session } from "./session.ts";
 
 /** The settings sessions read, fixed for a server's life; times in ms. */
 export interface SessionSettings extends TurnSettings {
@@ -95,6 +97,11 @@ export interface SessionServices extends TurnServices {
    * session open on another connection is not deleted from under it.
    */
   readonly openSessions?: Set<string> | undefined;
+  /**
+   * The sessions open on the server's connections with their read-only observers, shared by
+   * their managers. Absent: sessions cannot be observed.
+   */
+  readonly observers?: ObserverRegistry<Session> | undefined;
   /**
    * Runs a task once the work of the current event-loop task is done (`setImmediate`): given,
    * a session's records and updates are handed over together once per task (see `Outbox`).

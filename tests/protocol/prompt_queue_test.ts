@@ -76,7 +76,10 @@ Deno.test("initialize advertises prompt queueing and steering in the peers' shap
     const capabilities = result.agentCapabilities as { _meta?: unknown };
     assert.deepEqual(
       capabilities._meta,
-      promptQueue > 0 ? { claudeCode: { promptQueueing: true } } : undefined,
+      {
+        ...(promptQueue > 0 ? { claudeCode: { promptQueueing: true } } : {}),
+        "acp-harness": { observe: { maxObservers: 8 } },
+      },
     );
     const meta = result._meta as Record<string, Record<string, unknown>>;
     assert.deepEqual(meta.steering, { supported: true });

@@ -31,7 +31,10 @@ Deno.test("initialize answers version 1 with exact capabilities whatever is aske
         version: result.agentInfo && (result.agentInfo as { version: string }).version,
       },
       agentCapabilities: {
-        _meta: { claudeCode: { promptQueueing: true } },
+        _meta: {
+          claudeCode: { promptQueueing: true },
+          "acp-harness": { observe: { maxObservers: 8 } },
+        },
         loadSession: true,
         promptCapabilities: { image: false, audio: false, embeddedContext: true },
         mcpCapabilities: { http: true, sse: true },

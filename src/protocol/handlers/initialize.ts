@@ -8,12 +8,14 @@ import { authMethods } from "../auth_methods.ts";
 import type { ConnectionContext } from "../connection_context.ts";
 import type { CommandSandbox } from "../../sandbox/command_sandbox.ts";
 import { META_KEY } from "../session_meta.ts";
+import { MAX_OBSERVERS_PER_SESSION } from "../../session/observer_limits.ts";
 
 /**
  * `initialize`: remembers the client's capabilities and says what the server offers: the ACP
  * capabilities, prompt queueing (`agentCapabilities._meta.claudeCode.promptQueueing`, and the
- * queue's length in `_meta["acp-harness"].promptQueue`), steering (`_meta.steering.supported`)
- * and the command sandbox (`_meta["acp-harness"].sandbox`).
+ * queue's length in `_meta["acp-harness"].promptQueue`), steering (`_meta.steering.supported`),
+ * the command sandbox (`_meta["acp-harness"].sandbox`) and read-only observers
+ * (`agentCapabilities._meta["acp-harness"].observe`).
  *
  * @param connection The connection
  * @param params The request
@@ -36,9 +38,14 @@ export function initialize(
     protocolVersion: PROTOCOL_VERSION,
     agentInfo: { name: "acp-harness", title: "acp-harness", version: connection.server.version },
     // Prompt queueing, in the shape claude-agent-acp advertises it (its clients read this).
-    agentCapabilities: queue > 0
-      ? { ...capabilities, _meta: { claudeCode: { promptQueueing: true } } }
-      : capabilities,
+    agentCapabilities: {
+      ...capabilities,
+      _meta: {
+        ...(queue > 0 ? { claudeCode: { promptQueueing: true } } : {}),
+        // Read-only observers: `session/load` with `_meta["acp-harness"].observe`.
+        [META_KEY]: { observe: { maxObservers: MAX_OBSERVERS_PER_SESSION } },
+      },
+    },
     authMethods: authMethods(connection.server.catalog),
     // Steering (`_session/steering`), in the shape claude-agent-acp, codex-acp and goose share.
     _meta: {

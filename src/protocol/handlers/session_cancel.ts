@@ -10,5 +10,12 @@ import type { ConnectionContext } from "../connection_context.ts";
  * @param params The notification
  */
 export function cancel(connection: ConnectionContext, params: CancelNotification): void {
-  connection.sessions.get(params.sessionId)?.cancel();
+  const session = connection.sessions.get(params.sessionId);
+  if (session) session.cancel();
+  else if (connection.sessions.observing(params.sessionId)) {
+    // A notification has no answer: the refusal is the log's.
+    connection.logger.info("cancel ignored: this connection only observes the session", {
+      sessionId: params.sessionId,
+    });
+  }
 }

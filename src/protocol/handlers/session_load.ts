@@ -8,10 +8,10 @@ import type {
 } from "@agentclientprotocol/sdk";
 import { RequestError } from "@agentclientprotocol/sdk";
 import { mcpServersOf } from "../capabilities.ts";
-import { answerMeta, sessionMeta } from "../session_meta.ts";
+import { answerMeta, META_KEY, sessionMeta, sessionObserve } from "../session_meta.ts";
 import type { ConnectionContext } from "../connection_context.ts";
 import { readInstructions } from "../instructions.ts";
-import { mappingErrors } from "../request_errors.ts";
+import { invalid, mappingErrors } from "../request_errors.ts";
 import { checkPath, workspaceRoots } from "../workspace_roots.ts";
 
 /**
@@ -61,11 +61,16 @@ async function reopen(
 ): Promise<{ configOptions: SessionConfigOption[]; modes: SessionModeState }> {
   const mcpServers = mcpServersOf(params.mcpServers);
   const meta = sessionMeta(params._meta, connection.server.settings);
+  const observe = sessionObserve(params._meta);
+  if (observe && !replay) {
+    throw invalid(`_meta.${META_KEY}.observe: only session/load observes (it replays first)`);
+  }
   checkPath(params.cwd, "cwd");
   const { sessions, logger, server } = connection;
   if (!(await sessions.exists(params.sessionId))) {
     throw RequestError.sessionNotFound(params.sessionId);
   }
+  if (observe) return await observeSession(connection, params.sessionId);
   const roots = await workspaceRoots(server.pathChecks, params, server.allowedRoots);
   const session = await connection.openingSession(() =>
     mappingErrors(async () => {
@@ -88,5 +93,26 @@ async function reopen(
     configOptions: session.configOptions(),
     modes: session.modes(),
     ...answerMeta(session),
+  };
+}
+
+/**
+ * `session/load` with `_meta["acp-harness"].observe`: attaches the connection, read-only, to a
+ * session another connection of this server owns (see `SessionManager.observe`). The request's
+ * cwd is checked as a path only; its MCP servers and directories are not used (the session runs
+ * as its owner opened it). The answer is the session's current options and modes, marked
+ * `_meta["acp-harness"].observing`.
+ */
+async function observeSession(
+  connection: ConnectionContext,
+  sessionId: string,
+): Promise<{ configOptions: SessionConfigOption[]; modes: SessionModeState; _meta: object }> {
+  const session = await mappingErrors(() => connection.sessions.observe(sessionId));
+  connection.logger.info("session observed", { sessionId });
+  const facts = answerMeta(session)._meta?.[META_KEY] as Record<string, unknown> | undefined;
+  return {
+    configOptions: session.configOptions(),
+    modes: session.modes(),
+    _meta: { [META_KEY]: { ...facts, observing: true } },
   };
 }
