@@ -80,8 +80,15 @@ async function measureBuildStartup(
       runs[index]?.push(await startupRun(new AgentProcess(build.label, build.line)));
     }
   }
+  const ratiosOf = (build: BuildLine, samples: readonly StartupRun[]): number[] | undefined => {
+    const bareIndex = lines.findIndex((l) => l.kind === "bare" && l.key === build.key);
+    if (build.kind !== "ours" || bareIndex < 0) return undefined;
+    const bare = runs[bareIndex] ?? [];
+    return samples.map((run, i) => run.sessionNewMs / (bare[i]?.sessionNewMs ?? Number.NaN));
+  };
   return lines.map((build, index) => {
     const samples = runs[index] ?? [];
+    const ratios = ratiosOf(build, samples);
     const init = samples.map((run) => run.initializeMs);
     const rss = samples.flatMap((run) => run.rssMib === undefined ? [] : [run.rssMib]);
     return {
@@ -90,6 +97,7 @@ async function measureBuildStartup(
       minMs: Math.min(...init),
       maxMs: Math.max(...init),
       sessionNewMs: median(samples.map((run) => run.sessionNewMs)),
+      ...(ratios === undefined ? {} : { sessionNewRatios: ratios }),
       exitMs: median(samples.map((run) => run.exitMs)),
       rssMib: rss.length === 0 ? undefined : median(rss),
     };

@@ -59,6 +59,8 @@ export class Tally {
   passed = 0;
   /** Targets missed, or whose phase failed. */
   failed = 0;
+  /** Of the targets met, those whose spread straddles the target ("met within noise"). */
+  withinNoise = 0;
 
   /**
    * Counts one target and returns its result cell: `pass`, `**FAIL**`, `n/a` (not measured),
@@ -78,5 +80,29 @@ export class Tally {
       : value
       ? "pass"
       : "**FAIL**";
+  }
+
+  /**
+   * Counts one target judged on the spread of its per-round ratios and returns its result cell:
+   * `pass` when the whole spread is at or under the target, `**FAIL**` when it is all over it,
+   * `met within noise` (counted as met) when it straddles the target.
+   *
+   * @param spread The spread's low and high ends; undefined when it was not measured
+   * @param target The highest ratio that meets the target
+   * @param phaseFailed Whether its phase failed (its error is in the report's Errors)
+   */
+  spreadVerdict(
+    spread: { readonly low: number; readonly high: number } | undefined,
+    target: number,
+    phaseFailed = false,
+  ): string {
+    if (phaseFailed || spread === undefined || Number.isNaN(spread.low)) {
+      return this.verdict(undefined, phaseFailed);
+    }
+    if (spread.high <= target) return this.verdict(true);
+    if (spread.low > target) return this.verdict(false);
+    this.passed++;
+    this.withinNoise++;
+    return "met within noise";
   }
 }

@@ -279,7 +279,8 @@ function renderStartup({ rows, graph, tally }: HttpSectionOptions): string {
       startupRows,
     ),
     "",
-    "The first three columns repeat the start-up section (same processes); its target applies. " +
+    "The first three columns repeat the start-up section (same processes), spawn → `initialize`, which has no target (the " +
+    "start-up target is on spawn → `session/new`). " +
     "Before the HTTP transport (bench/RESULTS.md at commit fe61faa) the same ratios were 1.39× " +
     "(deno), 1.24× (node) and 1.33× (bun) on this machine. Sources (Deno, Bun run `mod.ts`): " +
     "`deno info --json mod.ts`, closure over static imports plus the entry's and the runtime " +

@@ -694,7 +694,7 @@ function renderStartup(rows: readonly McpReportRow[], graph: McpStartupGraph | s
     ),
     "",
     "The first three columns repeat the start-up section (same processes, no MCP servers " +
-    "declared); its target applies. Sources (Deno, Bun run `mod.ts`): `deno info --json " +
+    "declared), spawn → `initialize`, which has no target. Sources (Deno, Bun run `mod.ts`): `deno info --json " +
     "mod.ts`, closure over static imports plus the entry's and the runtime dispatch's " +
     "`import()`s; the other `import()`s are lazy. " +
     (typeof graph === "string"

@@ -70,7 +70,16 @@ const measureSessionListPhase: Phase = async (runtime, result, run) => {
 const measureSessionLoadPhase: Phase = async (runtime, result, run) => {
   const { loadWarmups: warmups, loadRuns: runs } = run.settings;
   const fixture = await run.storeData();
-  result.sessionLoad = await measureSessionLoad(storeServer(runtime), fixture, { warmups, runs });
+  const bare = (chunks: number): AgentProcess =>
+    new AgentProcess(
+      `bare/${runtime}`,
+      agentCommand({ runtime, kind: "bare", workload: "stream", chunks }),
+    );
+  result.sessionLoad = await measureSessionLoad(
+    { ours: storeServer(runtime), bare },
+    fixture,
+    { warmups, runs: Math.max(runs, 5) },
+  );
   result.exitMs.ours.push(result.sessionLoad.exitMs);
 };
 

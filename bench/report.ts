@@ -20,17 +20,21 @@ import type { Results, RuntimeResult } from "./results.ts";
 import type { AppendMode, PhaseName } from "./settings.ts";
 import { renderStartupProfiles } from "./startup_profile.ts";
 import { STORE_BENCH } from "./store_bench.ts";
+import { ratioSpread } from "./stats.ts";
 
 /** The targets of the sections rendered here. */
 const TARGETS = {
-  startupRatio: 1.1,
+  /** Spawn → first `session/new` answered, ours / bare built the same way. */
+  startupRatio: 1.15,
+  /** Prompt round trip on `--store memory:`, ours / bare. */
   roundTripRatio: 1.3,
+  /** Prompt round trip on the durable store, ours / bare. */
+  durableRoundTripRatio: 1.8,
   throughputRatio: 0.75,
   exitMs: 100,
   sessionListRatio: 2,
-  sessionLoadRatio: 2,
-  /** The first `session/new` after `initialize` on a fresh data directory, median (ms). */
-  firstSessionNewMs: 2,
+  /** `session/load` in a fresh server / the bare agent sending as many updates, fresh. */
+  sessionLoadRatio: 1,
   /** Many `session/new` in a row: ours p50 ≤ this × bare p50 … */
   sessionNewRatio: 2,
   /** … plus this many ms. */
@@ -55,25 +59,78 @@ function mib(bytes: number | undefined): string {
   return bytes === undefined ? "" : `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
 }
 
+/** A spread of per-round ratios as `p25 – p75 (min – max)`. */
+function spreadText(ratios: readonly number[] | undefined): string {
+  if (ratios === undefined || ratios.length === 0) return "n/a";
+  const r = ratioSpread(ratios);
+  return `${fixed(r.low, 2)} – ${fixed(r.high, 2)} (${fixed(r.min, 2)} – ${fixed(r.max, 2)})`;
+}
+
+/** The median of per-round ratios, or undefined when there are none. */
+function medianRatio(ratios: readonly number[] | undefined): number | undefined {
+  return ratios === undefined || ratios.length === 0 ? undefined : ratioSpread(ratios).median;
+}
+
+/** The start-up rows: each runtime, then the compiled binaries (from the builds phase). */
+function startupRows(run: Results, tally: Tally): string[][] {
+  const row = (
+    label: string,
+    figures: {
+      sessionNew?: { ours: number; bare: number };
+      initialize?: { ours: number; bare: number };
+      ratios?: readonly number[];
+    },
+    failed: boolean,
+  ): string[] => [
+    label,
+    fixed(figures.sessionNew?.ours, 1),
+    fixed(figures.sessionNew?.bare, 1),
+    ratioText(medianRatio(figures.ratios)),
+    spreadText(figures.ratios),
+    `≤ ${TARGETS.startupRatio}×`,
+    tally.spreadVerdict(
+      figures.ratios === undefined || figures.ratios.length === 0
+        ? undefined
+        : ratioSpread(figures.ratios),
+      TARGETS.startupRatio,
+      failed,
+    ),
+    fixed(figures.initialize?.ours, 1),
+    fixed(figures.initialize?.bare, 1),
+  ];
+  const labels: Readonly<Record<string, string>> = {
+    deno: "deno (source vs source)",
+    node: "node (bundle vs bundle)",
+    bun: "bun (source vs source)",
+  };
+  const rows = run.runtimes.map((r) => {
+    const s = r.startup;
+    return row(labels[r.runtime] ?? r.runtime, {
+      ...(s === undefined ? {} : {
+        sessionNew: s.sessionNewMs,
+        initialize: s.initializeMs,
+        ratios: s.sessionNewRatios,
+      }),
+    }, phaseFailed(r, "start-up"));
+  });
+  if (typeof run.builds !== "string") {
+    const ours = run.builds.find((b) => b.kind === "ours" && b.key === "binary");
+    const bare = run.builds.find((b) => b.kind === "bare" && b.key === "binary");
+    if (ours !== undefined && bare !== undefined) {
+      rows.push(row("compiled (`bun build --compile`, both)", {
+        sessionNew: { ours: ours.sessionNewMs, bare: bare.sessionNewMs },
+        initialize: { ours: ours.initializeMs, bare: bare.initializeMs },
+        ...(ours.sessionNewRatios === undefined ? {} : { ratios: ours.sessionNewRatios }),
+      }, false));
+    }
+  }
+  return rows;
+}
+
 /** Start-up and the exit after stdin EOF. */
 function renderStartupSection(run: Results, tally: Tally): string {
   const { settings } = run;
   const results = run.runtimes;
-  const startupRows = results.map((r) => {
-    const s = r.startup;
-    const ratio = ratioOf(s?.initializeMs.ours, s?.initializeMs.bare);
-    const pass = ratio === undefined ? undefined : ratio <= TARGETS.startupRatio;
-    return [
-      r.runtime,
-      fixed(s?.initializeMs.ours, 1),
-      fixed(s?.initializeMs.bare, 1),
-      ratioText(ratio),
-      `≤ ${TARGETS.startupRatio}×`,
-      tally.verdict(pass),
-      fixed(s?.sessionNewMs.ours, 1),
-      fixed(s?.sessionNewMs.bare, 1),
-    ];
-  });
   const exitRows = results.map((r) => {
     const s = r.startup;
     const pass = s === undefined ? undefined : s.exitMs.ours <= TARGETS.exitMs;
@@ -91,21 +148,37 @@ function renderStartupSection(run: Results, tally: Tally): string {
     ];
   });
   return [
-    `## Start-up: spawn → \`initialize\` response (ms, median of ${settings.startupRuns} after a warm-up)`,
+    "## Start-up: spawn → first `session/new` answered (ms, median of " +
+    `${settings.startupRuns} interleaved rounds after a warm-up)`,
     "",
     table(
       [
-        "runtime",
-        "ours",
+        "runtime (ours vs bare)",
+        "ours spawn → session/new",
         "bare",
-        "ratio",
+        "ratio (median of rounds)",
+        "ratio p25 – p75 (min – max)",
         "target",
         "result",
-        "ours session/new",
-        "bare session/new",
+        "ours spawn → initialize",
+        "bare spawn → initialize",
       ],
-      startupRows,
+      startupRows(run, tally),
     ),
+    "",
+    "What a client waits for its first session: spawn, `initialize`, then `session/new` as " +
+    "soon as `initialize` is answered, timed from the spawn to the `session/new` response. " +
+    "Ours (a fresh, empty data directory each run) against the bare SDK agent " +
+    "(`bench/bare_agent.ts`) built the same way: Deno and Bun run the TypeScript source of " +
+    "both, Node.js runs both as one minified esbuild bundle (it cannot run the source), and " +
+    "the compiled row is ours compiled as `deno task compile` makes it (`scripts/compile.ts`, " +
+    "`bun build --compile --minify --bytecode`) against the bare agent compiled the same way " +
+    "(its figures come from the start-up-by-build rotation below). Each round runs ours and " +
+    "bare back to back, the order alternating; the ratio is taken round by round, so the two " +
+    "share the machine's noise. The target is judged on the spread of those per-round ratios, " +
+    "their interquartile range (p25 – p75): pass when all of it is at or under the target, " +
+    "**FAIL** when all of it is over, met within noise when it straddles the target. Spawn → " +
+    "initialize is reported beside it, with no target.",
     "",
     "## Exit after stdin EOF (ms, median of the start-up runs)",
     "",
@@ -119,29 +192,24 @@ function renderStartupSection(run: Results, tally: Tally): string {
 }
 
 /** The first `session/new` after `initialize`. */
-function renderFirstSessionNew(run: Results, tally: Tally): string {
+function renderFirstSessionNew(run: Results): string {
   const { settings } = run;
   const results = run.runtimes;
   const firstSessionRows = results.map((r) => {
     const s = r.startup;
-    const pass = s === undefined
-      ? undefined
-      : s.firstSessionNewMs.ours <= TARGETS.firstSessionNewMs;
     return [
       r.runtime,
       fixed(s?.firstSessionNewMs.ours, 2),
       fixed(s?.firstSessionNewMs.bare, 2),
       ratioText(ratioOf(s?.firstSessionNewMs.ours, s?.firstSessionNewMs.bare)),
-      `≤ ${TARGETS.firstSessionNewMs} ms`,
-      tally.verdict(pass),
       `${fixed(s?.firstSessionNewMaxMs.ours, 2)} / ${fixed(s?.firstSessionNewMaxMs.bare, 2)}`,
     ];
   });
   return [
-    `### The first \`session/new\` after \`initialize\` (median of the ${settings.startupRuns} start-up runs)`,
+    `### The first \`session/new\` after \`initialize\` (median of the ${settings.startupRuns} start-up runs; no target)`,
     "",
     table(
-      ["runtime", "ours", "bare", "ratio", "target (ours)", "result", "max ours / bare"],
+      ["runtime", "ours", "bare", "ratio", "max ours / bare"],
       firstSessionRows,
     ),
     "",
@@ -153,8 +221,9 @@ function renderFirstSessionNew(run: Results, tally: Tally): string {
     "built-in tools are loaded; the session is written to the store after the answer (the " +
     "README's durable sessions), so what is left is loading that code: about a hundred source " +
     "modules on Deno and Bun, a chunk of the bundle on Node.js. Loading it before " +
-    "`initialize` is answered would move the same time into start-up; the start-up table's " +
-    "`ours session/new` column is the sum a client waits for its first session.",
+    "`initialize` is answered would move the same time into start-up. Its old absolute target " +
+    "(≤ 2 ms) is dropped (issue 35): the start-up table's spawn → `session/new` figure, the sum " +
+    "a client waits for its first session, carries the target instead.",
   ].join("\n");
 }
 
@@ -252,7 +321,7 @@ function renderSessionNewSections(run: Results, tally: Tally): string {
   return [
     `## \`session/new\` on a running server (ms)`,
     "",
-    renderFirstSessionNew(run, tally),
+    renderFirstSessionNew(run),
     "",
     renderSessionsInARow(run, tally),
     "",
@@ -266,17 +335,28 @@ function renderRoundTripSection(run: Results, tally: Tally): string {
   const results = run.runtimes;
   const roundTripRows = results.map((r) => {
     const t = r.roundTrip;
-    const ratio = ratioOf(t?.p50Ms.ours, t?.p50Ms.bare);
-    const pass = ratio === undefined ? undefined : ratio <= TARGETS.roundTripRatio;
+    const failed = phaseFailed(r, "round trip");
+    const memory = t?.blockRatios.memory;
+    const durable = t?.blockRatios.durable;
+    const judged = (ratios: readonly number[] | undefined, target: number): string =>
+      tally.spreadVerdict(
+        ratios === undefined || ratios.length === 0 ? undefined : ratioSpread(ratios),
+        target,
+        failed,
+      );
     return [
       r.runtime,
-      fixed(t?.p50Ms.ours, 3),
       fixed(t?.memory.p50Ms, 3),
+      fixed(t?.p50Ms.ours, 3),
       fixed(t?.p50Ms.bare, 3),
-      ratioText(ratio),
+      ratioText(medianRatio(memory)),
+      spreadText(memory),
       `≤ ${TARGETS.roundTripRatio}×`,
-      tally.verdict(pass),
-      ratioText(ratioOf(t?.memory.p50Ms, t?.p50Ms.bare)),
+      judged(memory, TARGETS.roundTripRatio),
+      ratioText(medianRatio(durable)),
+      spreadText(durable),
+      `≤ ${TARGETS.durableRoundTripRatio}×`,
+      judged(durable, TARGETS.durableRoundTripRatio),
       fixed(t === undefined ? undefined : t.p50Ms.ours - t.memory.p50Ms, 3),
       `${fixed(t?.p99Ms.ours, 2)} / ${fixed(t?.memory.p99Ms, 2)} / ${fixed(t?.p99Ms.bare, 2)}`,
       `${thousands(t?.promptsPerSecond.ours)} / ${thousands(t?.memory.promptsPerSecond)} / ` +
@@ -295,14 +375,18 @@ function renderRoundTripSection(run: Results, tally: Tally): string {
     table(
       [
         "runtime",
-        "ours p50 (durable)",
         "ours p50 (memory:)",
+        "ours p50 (durable)",
         "bare p50",
-        "ratio (durable)",
-        "target",
-        "result",
-        "ratio (memory:)",
-        "durability p50 (ms)",
+        "ratio memory: (median of rounds)",
+        "memory: p25 – p75 (min – max)",
+        "target (memory:)",
+        "result (memory:)",
+        "ratio durable (median of rounds)",
+        "durable p25 – p75 (min – max)",
+        "target (durable)",
+        "result (durable)",
+        "cost of durability p50 (ms)",
         "p99 durable / memory: / bare",
         "prompts/s durable / memory: / bare",
         "prompts/s ratio (durable)",
@@ -313,15 +397,19 @@ function renderRoundTripSection(run: Results, tally: Tally): string {
     ),
     "",
     `After ${settings.warmupPrompts} warm-up prompts each; the three sides take turns in blocks ` +
-    `of ${settings.promptBlock} (the order rotating block by block). Ours runs the echo model, ` +
+    `of ${settings.promptBlock} (the order rotating block by block); each block of the three is ` +
+    "a round, and the ratios are each round's p50 over bare's p50 in that round, summed up as " +
+    "their median and spread (interquartile range, with min – max): pass when the whole range " +
+    "is at or under the target, **FAIL** when it is all over, met within noise when it " +
+    "straddles it. Ours runs the echo model, " +
     "which answers with an `agent_thought_chunk` and an `agent_message_chunk` (two " +
     "notifications per prompt, plus a title on the first); the bare agent sends the same " +
     "frames, so the ratio is the server's own cost. Durable: ours as shipped, on a fresh data " +
-    "directory, recording every prompt in its session log (fdatasync by group commit); the " +
-    "target is on this one. Memory: the same server with `--store memory:` (sessions kept in " +
-    "the process, nothing written), so durability p50 (durable − memory:) is what the log " +
-    "costs a prompt and ratio (memory:) is the server without it; the bare agent persists " +
-    "nothing. The warm-up lets all reach steady state: V8 optimizes a function after a few " +
+    "directory, recording every prompt in its session log (fdatasync by group commit), with " +
+    `its own target (≤ ${TARGETS.durableRoundTripRatio}×). Memory: the same server with ` +
+    "`--store memory:` (sessions kept in the process, nothing written), which carries the " +
+    `≤ ${TARGETS.roundTripRatio}× target (the bare agent persists nothing either); the cost ` +
+    "of durability (durable p50 − memory: p50) is what the log costs a prompt. The warm-up lets all reach steady state: V8 optimizes a function after a few " +
     "interrupt-budget ticks (about 67 KB of its bytecode run each, in Node.js 20), so a " +
     "function that runs once per prompt is optimized only after a few thousand prompts (the " +
     "bare agent's hot functions run many times per prompt and get there sooner); with 1,000 " +
@@ -478,45 +566,50 @@ function renderSessionListSection(run: Results, tally: Tally): string {
 function renderSessionLoadSection(run: Results, tally: Tally): string {
   const { settings } = run;
   const results = run.runtimes;
+  const runs = Math.max(settings.loadRuns, 5);
   const loadRows = results.map((r) => {
     const l = r.sessionLoad;
-    const ratio = ratioOf(l?.load.median, l?.parse.median);
-    const pass = ratio === undefined ? undefined : ratio <= TARGETS.sessionLoadRatio;
-    const bareRate = r.throughput?.notificationsPerSecond.bare;
+    const ratios = l?.ratios;
     return [
       r.runtime,
       fixed(l?.load.median, 1),
-      fixed(l?.parse.median, 1),
-      ratioText(ratio),
+      fixed(l?.bare.median, 1),
+      ratioText(medianRatio(ratios)),
+      spreadText(ratios),
       `≤ ${TARGETS.sessionLoadRatio}×`,
-      tally.verdict(pass),
-      fixed(l?.firstFrame.median, 2),
+      tally.spreadVerdict(
+        ratios === undefined || ratios.length === 0 ? undefined : ratioSpread(ratios),
+        TARGETS.sessionLoadRatio,
+        phaseFailed(r, "session/load"),
+      ),
+      `${fixed(l?.firstFrame.median, 2)} / ${fixed(l?.bareFirstFrame.median, 2)}`,
       `${fixed(l?.load.min, 1)} – ${fixed(l?.load.max, 1)}`,
-      `${fixed(l?.parse.min, 1)} – ${fixed(l?.parse.max, 1)}`,
+      `${fixed(l?.bare.min, 1)} – ${fixed(l?.bare.max, 1)}`,
       thousands(l?.frames),
-      fixed(l === undefined || bareRate === undefined ? undefined : l.frames / bareRate * 1000, 1),
+      fixed(l?.parse.median, 1),
     ];
   });
   const load = run.fixture?.load;
   return [
     `### \`session/load\` of a ${
       STORE_BENCH.loadEvents.toLocaleString("en-US")
-    }-event session vs reading and parsing its log (ms, median of ${settings.loadRuns} after ` +
-    `${settings.loadWarmups} warm-up(s))`,
+    }-event session in a fresh process vs a fresh bare agent sending as many updates (ms, ` +
+    `median of ${runs} interleaved rounds after ${settings.loadWarmups} warm-up round(s))`,
     "",
     table(
       [
         "runtime",
-        "session/load",
-        "read + parse",
-        "ratio",
+        "ours session/load",
+        "bare sending them",
+        "ratio (median of rounds)",
+        "ratio p25 – p75 (min – max)",
         "target",
         "result",
-        "first replayed update",
-        "load min – max",
-        "parse min – max",
+        "first replayed frame ours / bare",
+        "ours min – max",
+        "bare min – max",
         "updates replayed",
-        "bare agent sending them",
+        "read + parse in this process (no target)",
       ],
       loadRows,
     ),
@@ -530,22 +623,24 @@ function renderSessionLoadSection(run: Results, tally: Tally): string {
         } turns, each a prompt, four model steps (reasoning and ` +
         "text; three of them with two tool calls, their results and, in two, a permission " +
         "answer) and their usage, then the turn's end. ") +
-    "Ours: `session/load` over stdio, timed from the request to its response; first replayed " +
-    "update: from the request to the first `session/update` of that session arriving here " +
-    "(median), how soon a client starts drawing the conversation. Before " +
-    "answering, the server reads and checks the log, rebuilds the conversation and replays it: " +
-    `${
+    "Each round starts ours fresh (spawn, `initialize`, then `session/load` over stdio, timed " +
+    "from the request to its response) and a fresh bare SDK agent (spawn, `initialize`, " +
+    "`session/new`, then one `session/prompt` that it answers with as many " +
+    "`agent_message_chunk` notifications as the load replays, `BARE_CHUNKS`, timed the same " +
+    "way), the order alternating round by round; both processes exit before the next side " +
+    "starts. Before answering, ours reads and checks the log, rebuilds the conversation and " +
+    `replays it: ${
       load === undefined ? "thousands of" : thousands(load.replayFrames)
     } \`session/update\` notifications (user messages, thoughts, messages, tool calls and ` +
     "their final updates, the title, the latest usage), each serialized and written to the " +
-    "pipe, then read and `JSON.parse`d by this client; the run fails unless every one of them " +
-    "arrives before the response. The session is closed (untimed) before the next load. " +
-    "Read + parse: the same file in this bench process (`Deno.readTextFile`, split lines, " +
-    "`JSON.parse` each), with no server, no checks and no replay in between; it is the same " +
-    "Deno baseline for every runtime row. Loads and parses alternate. The last column (ms) is " +
-    "how long the bare SDK agent of the throughput section takes to send that many " +
-    "notifications (updates replayed / its notifications/s): what the replay costs at the " +
-    "SDK's one-message-at-a-time rate, before the log is even read.",
+    "pipe, then read and `JSON.parse`d by this client; a round fails unless every one of " +
+    "them (and every one of the bare agent's) arrives before the response. First replayed " +
+    "frame: from the request to the first `session/update` of that session arriving here " +
+    "(median), how soon a client starts drawing the conversation. The ratio is ours over bare " +
+    "round by round; the target is judged on its interquartile range as in the start-up " +
+    "section. Read + parse: the same log in this bench process (`Deno.readTextFile`, split " +
+    "lines, `JSON.parse` each), once per round; its old target (≤ 2× of it) is dropped " +
+    "(issue 35), and it stays only as information.",
   ].join("\n");
 }
 
@@ -824,6 +919,11 @@ function renderHead({ settings, machine }: Results, tally: Tally): string {
     "Ratios are ours / bare.",
     "",
     `Result: ${verdicts.passed} targets met, ${verdicts.failed} missed.`,
+    ...(verdicts.withinNoise === 0 ? [] : [
+      "",
+      `Of the targets met, ${verdicts.withinNoise} are met within noise: judged on the spread ` +
+      "of per-round ratios, that spread straddles the target.",
+    ]),
   ].join("\n");
 }
 

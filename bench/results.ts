@@ -27,6 +27,8 @@ export interface Pair<T> {
 export interface StartupResult {
   initializeMs: Pair<number>;
   sessionNewMs: Pair<number>;
+  /** Ours / bare spawn → `session/new` of each round (ours and bare run back to back). */
+  sessionNewRatios: readonly number[];
   /** The first `session/new` alone: its request → its response (ours on a fresh data dir). */
   firstSessionNewMs: Pair<number>;
   firstSessionNewMaxMs: Pair<number>;
@@ -44,6 +46,8 @@ export interface RoundTripResult {
   lastBlockP50Ms: Pair<number>;
   p99Ms: Pair<number>;
   promptsPerSecond: Pair<number>;
+  /** Block by block (each block a round of all three sides): p50 over bare's p50. */
+  blockRatios: { durable: readonly number[]; memory: readonly number[] };
 }
 
 /** One prompt answered by many `agent_message_chunk` notifications. */
@@ -118,6 +122,8 @@ export interface BuildStartup extends BuildLine {
   readonly minMs: number;
   readonly maxMs: number;
   readonly sessionNewMs: number;
+  /** Ours only: ours / bare of the same key, spawn → `session/new`, round by round. */
+  readonly sessionNewRatios?: readonly number[];
   readonly exitMs: number;
   readonly rssMib: number | undefined;
 }

@@ -32,6 +32,8 @@ function roundTripOrder(block: number): readonly RoundTripSide[] {
 interface Timings {
   readonly latencies: Record<RoundTripSide, number[]>;
   readonly busyMs: Record<RoundTripSide, number>;
+  /** Each block's p50 over bare's p50 in the same block (a block is a round of the three). */
+  readonly blockRatios: { durable: number[]; memory: number[] };
 }
 
 /** The warm-up prompts, then the measured ones in rotating blocks. */
@@ -47,6 +49,7 @@ async function promptBlocks(
   }
   const latencies: Record<RoundTripSide, number[]> = { ours: [], memory: [], bare: [] };
   const busyMs: Record<RoundTripSide, number> = { ours: 0, memory: 0, bare: 0 };
+  const blockRatios: { durable: number[]; memory: number[] } = { durable: [], memory: [] };
   const blocks = Math.ceil(settings.prompts / settings.promptBlock);
   for (let block = 0; block < blocks; block++) {
     const size = Math.min(settings.promptBlock, settings.prompts - block * settings.promptBlock);
@@ -59,8 +62,11 @@ async function promptBlocks(
       }
       busyMs[side] += performance.now() - blockStart;
     }
+    const p50 = (side: RoundTripSide): number => percentile(latencies[side].slice(-size), 0.5);
+    blockRatios.durable.push(p50("ours") / p50("bare"));
+    blockRatios.memory.push(p50("memory") / p50("bare"));
   }
-  return { latencies, busyMs };
+  return { latencies, busyMs, blockRatios };
 }
 
 /** Measures the prompt round trip of the three sides on `runtime`. */
@@ -84,7 +90,7 @@ export async function measureRoundTrip(
       memory: (await openSession(agents.memory)).sessionId,
       bare: (await openSession(agents.bare)).sessionId,
     };
-    const { latencies, busyMs } = await promptBlocks(agents, sessions, run);
+    const { latencies, busyMs, blockRatios } = await promptBlocks(agents, sessions, run);
     for (const kind of ["ours", "bare"] as const) {
       result.exitMs[kind].push((await finish(agents[kind])).exitMs);
     }
@@ -108,6 +114,7 @@ export async function measureRoundTrip(
         bare: percentile(latencies.bare.slice(-block), 0.5),
       },
       promptsPerSecond: { ours: rate("ours"), bare: rate("bare") },
+      blockRatios,
     };
   } finally {
     await removeHome(durable.agent, durable.home);

@@ -1,6 +1,8 @@
 /**
- * The start-up phase: spawn → `initialize` response, the first `session/new` on a fresh data
- * directory, and stdin EOF → exit, ours and bare interleaved run by run.
+ * The start-up phase: spawn → `initialize` response, spawn → the first `session/new` answered
+ * (ours on a fresh data directory), and stdin EOF → exit, ours and bare interleaved run by run
+ * (each run a round: ours and bare, the order alternating), with the per-round ratio of the
+ * spawn → `session/new` times that the target is judged on.
  *
  * @module
  */
@@ -69,9 +71,12 @@ export async function measureStartup(
     ours: { init: [], session: [], first: [], exit: [], rss: [] },
     bare: { init: [], session: [], first: [], exit: [], rss: [] },
   };
+  const ratios: number[] = [];
   for (let i = 0; i < settings.startupRuns; i++) {
+    const round: Partial<Record<Kind, number>> = {};
     for (const kind of orderFor(i)) {
       const run = await measureStartupOnce(runtime, kind);
+      round[kind] = run.sessionNewMs;
       samples[kind].init.push(run.initializeMs);
       samples[kind].session.push(run.sessionNewMs);
       samples[kind].first.push(run.firstSessionNewMs);
@@ -79,12 +84,14 @@ export async function measureStartup(
       result.exitMs[kind].push(run.exitMs);
       if (run.rssMib !== undefined) samples[kind].rss.push(run.rssMib);
     }
+    if (round.ours !== undefined && round.bare) ratios.push(round.ours / round.bare);
   }
   const rss = (values: number[]): number | undefined =>
     values.length === 0 ? undefined : median(values);
   result.startup = {
     initializeMs: { ours: median(samples.ours.init), bare: median(samples.bare.init) },
     sessionNewMs: { ours: median(samples.ours.session), bare: median(samples.bare.session) },
+    sessionNewRatios: ratios,
     firstSessionNewMs: { ours: median(samples.ours.first), bare: median(samples.bare.first) },
     firstSessionNewMaxMs: {
       ours: Math.max(...samples.ours.first),

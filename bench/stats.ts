@@ -51,3 +51,33 @@ export function summarize(values: readonly number[]): Summary {
   const sorted = [...values].sort((a, b) => a - b);
   return { median: median(sorted), min: sorted[0] ?? Number.NaN, max: sorted.at(-1) ?? Number.NaN };
 }
+
+/** The spread of a sample: its interquartile range and its extremes. */
+export interface RatioSpread {
+  /** The median. */
+  readonly median: number;
+  /** 25th percentile (nearest rank). */
+  readonly low: number;
+  /** 75th percentile (nearest rank). */
+  readonly high: number;
+  readonly min: number;
+  readonly max: number;
+}
+
+/**
+ * The median, interquartile range (nearest-rank 25th – 75th percentile) and extremes of
+ * `values`: what the targets on per-round ratios are judged on.
+ *
+ * @param values The sample (per-round ratios), in any order
+ * @returns Its spread; all `NaN` for an empty sample
+ */
+export function ratioSpread(values: readonly number[]): RatioSpread {
+  const { median: middle, min, max } = summarize(values);
+  return {
+    median: middle,
+    low: percentile(values, 0.25),
+    high: percentile(values, 0.75),
+    min,
+    max,
+  };
+}

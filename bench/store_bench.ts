@@ -481,15 +481,21 @@ export async function measureSessionList(
 }
 
 export interface LoadResult {
-  /** `session/load` request → response, replay included. */
+  /** Ours: `session/load` request → response, replay included, in a fresh server. */
   readonly load: Spread;
-  /** `session/load` request → the first replayed `session/update` of the session. */
+  /** Ours: `session/load` request → the first replayed `session/update` of the session. */
   readonly firstFrame: Spread;
-  /** Reading and parsing the log in this process. */
+  /** The bare agent, fresh: its prompt request → its response, as many updates sent. */
+  readonly bare: Spread;
+  /** The bare agent: its prompt request → its first `session/update`. */
+  readonly bareFirstFrame: Spread;
+  /** Ours / bare, round by round. */
+  readonly ratios: readonly number[];
+  /** Reading and parsing the log in this process (no target). */
   readonly parse: Spread;
   /** `session/update` notifications per load. */
   readonly frames: number;
-  /** Exit-after-EOF time of the server (ms). */
+  /** Exit-after-EOF time of the last of ours (ms). */
   readonly exitMs: number;
 }
 
@@ -505,45 +511,84 @@ async function readAndParse(path: string): Promise<number> {
   return parsed;
 }
 
+/** One timed side of a round: request → response, request → first update (ms). */
+interface Timed {
+  readonly ms: number;
+  readonly firstFrame: number;
+}
+
 /**
- * `session/load` of the 10,000-event session (closed again after each load, untimed), and the
- * read-and-parse baseline, alternating after warm-ups. Each load must replay every expected
- * `session/update` before its response.
+ * Sends `method` to `server` and times it to its response and to its first `session/update`
+ * of `sessionId` (slash-command updates left out); fails unless `frames` updates came before
+ * the response.
+ */
+async function timeUpdates(
+  server: BenchServer,
+  request: { readonly method: string; readonly params: unknown; readonly sessionId: string },
+  frames: number,
+): Promise<Timed> {
+  let seen = 0;
+  let firstAt: number | undefined;
+  server.onUpdateAt = (params, at) => {
+    if (params.sessionId !== request.sessionId) return;
+    // The slash commands follow the answer (they may be read in the same chunk): not replay.
+    if (params.update?.sessionUpdate === "available_commands_update") return;
+    firstAt ??= at;
+    seen++;
+  };
+  const sentAt = performance.now();
+  let reply: { readonly at: number };
+  try {
+    reply = await server.request(request.method, request.params);
+  } finally {
+    server.onUpdateAt = undefined;
+  }
+  if (seen !== frames || firstAt === undefined) {
+    throw new Error(
+      `${server.label}: ${request.method} sent ${seen} updates before its response, ` +
+        `expected ${frames}`,
+    );
+  }
+  return { ms: reply.at - sentAt, firstFrame: firstAt - sentAt };
+}
+
+/**
+ * `session/load` of the 10,000-event session in a fresh server each round (spawn,
+ * `initialize`, then the timed load), against a fresh bare agent each round asked (one
+ * prompt, `BARE_CHUNKS` set to the replay's size by `startBare`) to send as many
+ * `session/update` notifications, timed the same way; the two alternate in order round by
+ * round, after warm-up rounds. The read-and-parse of the log in this process is timed in each
+ * round too, for information.
  */
 export async function measureSessionLoad(
-  start: StartServer,
+  servers: { readonly ours: StartServer; readonly bare: (frames: number) => BenchServer },
   fixture: StoreFixture,
   options: { readonly warmups: number; readonly runs: number },
 ): Promise<LoadResult> {
   const { load } = fixture;
-  const server = start(load.dataDir);
-  await server.request("initialize", INITIALIZE_PARAMS);
   const params = { sessionId: load.sessionId, cwd: fixture.workspace, mcpServers: [] };
-  const loadOnce = async (): Promise<{ load: number; firstFrame: number }> => {
-    let frames = 0;
-    let firstAt: number | undefined;
-    server.onUpdateAt = (params, at) => {
-      if (params.sessionId !== load.sessionId) return;
-      // The slash commands follow the answer (they may be read in the same chunk): not replay.
-      if (params.update?.sessionUpdate === "available_commands_update") return;
-      firstAt ??= at;
-      frames++;
-    };
-    const sentAt = performance.now();
-    let reply: { readonly at: number };
-    try {
-      reply = await server.request("session/load", params);
-    } finally {
-      server.onUpdateAt = undefined;
-    }
-    if (frames !== load.replayFrames || firstAt === undefined) {
-      throw new Error(
-        `${server.label}: session/load replayed ${frames} updates before its response, ` +
-          `expected ${load.replayFrames}`,
-      );
-    }
-    await server.request("session/close", { sessionId: load.sessionId });
-    return { load: reply.at - sentAt, firstFrame: firstAt - sentAt };
+  let exitMs = Number.NaN;
+  const ours = async (): Promise<Timed> => {
+    const server = servers.ours(load.dataDir);
+    await server.request("initialize", INITIALIZE_PARAMS);
+    const request = { method: "session/load", params, sessionId: load.sessionId };
+    const timed = await timeUpdates(server, request, load.replayFrames);
+    exitMs = await stop(server);
+    return timed;
+  };
+  const bare = async (): Promise<Timed> => {
+    const server = servers.bare(load.replayFrames);
+    await server.request("initialize", INITIALIZE_PARAMS);
+    const opened = await server.request("session/new", { cwd: fixture.workspace, mcpServers: [] });
+    const sessionId = (opened.result as { sessionId: string }).sessionId;
+    const prompt = { sessionId, prompt: [{ type: "text", text: "replay" }] };
+    const timed = await timeUpdates(
+      server,
+      { method: "session/prompt", params: prompt, sessionId },
+      load.replayFrames,
+    );
+    await stop(server);
+    return timed;
   };
   const parseOnce = async (): Promise<number> => {
     const startedAt = performance.now();
@@ -552,32 +597,22 @@ export async function measureSessionLoad(
     if (parsed !== load.events + 1) throw new Error(`parsed ${parsed} lines of ${load.logPath}`);
     return elapsed;
   };
-  for (let i = 0; i < options.warmups; i++) {
-    await loadOnce();
-    await parseOnce();
+  const rounds: { ours: Timed; bare: Timed; parse: number }[] = [];
+  for (let i = 0; i < options.warmups + options.runs; i++) {
+    const first = i % 2 === 0 ? await ours() : await bare();
+    const second = i % 2 === 0 ? await bare() : await ours();
+    const round = i % 2 === 0
+      ? { ours: first, bare: second, parse: await parseOnce() }
+      : { ours: second, bare: first, parse: await parseOnce() };
+    if (i >= options.warmups) rounds.push(round);
   }
-  const loads: number[] = [];
-  const firstFrames: number[] = [];
-  const parses: number[] = [];
-  const timeLoad = async (): Promise<void> => {
-    const timed = await loadOnce();
-    loads.push(timed.load);
-    firstFrames.push(timed.firstFrame);
-  };
-  for (let i = 0; i < options.runs; i++) {
-    if (i % 2 === 0) {
-      await timeLoad();
-      parses.push(await parseOnce());
-    } else {
-      parses.push(await parseOnce());
-      await timeLoad();
-    }
-  }
-  const exitMs = await stop(server);
   return {
-    load: spread(loads),
-    firstFrame: spread(firstFrames),
-    parse: spread(parses),
+    load: spread(rounds.map((r) => r.ours.ms)),
+    firstFrame: spread(rounds.map((r) => r.ours.firstFrame)),
+    bare: spread(rounds.map((r) => r.bare.ms)),
+    bareFirstFrame: spread(rounds.map((r) => r.bare.firstFrame)),
+    ratios: rounds.map((r) => r.ours.ms / r.bare.ms),
+    parse: spread(rounds.map((r) => r.parse)),
     frames: load.replayFrames,
     exitMs,
   };
