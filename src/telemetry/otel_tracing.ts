@@ -194,7 +194,7 @@ function toldExporter(exporter: SpanExporter, endpoint: string, logger: Logger):
  *
  * @example
  * ```ts ignore
- * const tracing = startTracing({ env: (name) => process.env[name], version: "0.1.0", logger });
+ * const tracing = startTracing({ env: (name) => host.env(name), version: "0.1.0", logger });
  * const server = createAgentServer({ host, telemetry: tracing?.telemetry });
  * // …
  * await tracing?.close(2_000);
