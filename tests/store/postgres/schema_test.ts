@@ -106,18 +106,7 @@ postgresTest("migrate(): version 2 gives the sessions stored before it their par
     await using sql = client(database.url);
     assert.deepEqual(await migrate(sql, MIGRATIONS.slice(0, 1)), { from: 0, to: 1 });
     const row = (id: string, parent?: unknown) =>
-      sql`INSERT INTO acp_harness.sessions
-        (id, header, cwd, additional_directories, created_at, updated_at)
-        VALUES (${id}, ${
-        JSON.stringify({
-          version: 1,
-          id,
-          cwd: "/w",
-          additionalDirectories: [],
-          createdAt: "2025-01-01T00:00:00.000Z",
-          ...(parent === undefined ? {} : { parent }),
-        })
-      }::text::json, '/w', '{}', '2025-01-01T00:00:00Z', '2025-01-01T00:00:00Z')`;
+      insertOldSession(sql, id, parent === undefined ? {} : { parent });
     await row("top");
     await row("kid", { sessionId: "top", toolCallId: "call-1" });
     await row("odd", { sessionId: 7 });
@@ -142,18 +131,7 @@ postgresTest("migrate(): version 3 gives the sessions stored before it their ten
     await using sql = client(database.url);
     assert.deepEqual(await migrate(sql, MIGRATIONS.slice(0, 2)), { from: 0, to: 2 });
     const row = (id: string, tenant?: unknown) =>
-      sql`INSERT INTO acp_harness.sessions
-        (id, header, cwd, additional_directories, created_at, updated_at)
-        VALUES (${id}, ${
-        JSON.stringify({
-          version: 1,
-          id,
-          cwd: "/w",
-          additionalDirectories: [],
-          createdAt: "2025-01-01T00:00:00.000Z",
-          ...(tenant === undefined ? {} : { tenant }),
-        })
-      }::text::json, '/w', '{}', '2025-01-01T00:00:00Z', '2025-01-01T00:00:00Z')`;
+      insertOldSession(sql, id, tenant === undefined ? {} : { tenant });
     await row("ci-1", "ci");
     await row("none");
     await row("odd", 7);
@@ -192,4 +170,24 @@ function client(url: string): postgres.Sql & AsyncDisposable {
   return Object.assign(sql, {
     [Symbol.asyncDispose]: () => sql.end({ timeout: 5 }),
   });
+}
+
+/** Writes a session row as an older schema held it: a header with `extra`, nothing else. */
+function insertOldSession(
+  sql: ReturnType<typeof client>,
+  id: string,
+  extra: Record<string, unknown>,
+): Promise<unknown> {
+  const header = JSON.stringify({
+    version: 1,
+    id,
+    cwd: "/w",
+    additionalDirectories: [],
+    createdAt: "2025-01-01T00:00:00.000Z",
+    ...extra,
+  });
+  return sql`INSERT INTO acp_harness.sessions
+    (id, header, cwd, additional_directories, created_at, updated_at)
+    VALUES (${id}, ${header}::text::json, '/w', '{}', '2025-01-01T00:00:00Z',
+      '2025-01-01T00:00:00Z')`;
 }
