@@ -106,7 +106,7 @@ export class TenantSessionStore implements SessionStore {
    * @returns `false` for another tenant's session too
    */
   async exists(id: string): Promise<boolean> {
-    return await this.#inner.exists(id) && await this.#owns(id);
+    return (await this.#storedTenant(id))?.tenant === this.tenant;
   }
 
   /**
@@ -158,7 +158,7 @@ export class TenantSessionStore implements SessionStore {
    * @returns Resolves once done
    */
   async delete(id: string, options?: DeleteOptions): Promise<void> {
-    if (!(await this.#owns(id))) return;
+    if ((await this.#storedTenant(id))?.tenant !== this.tenant) return;
     await this.#inner.delete(id, { ...options, tenant: this.tenant });
   }
 
@@ -172,17 +172,21 @@ export class TenantSessionStore implements SessionStore {
    * @throws {SessionNotFoundError} The id is another tenant's session (rejects)
    */
   async acquire(id: string, options?: StoreCallOptions): Promise<SessionLease> {
-    if (await this.#inner.exists(id) && !(await this.#owns(id))) {
-      throw new SessionNotFoundError(id);
-    }
+    const stored = await this.#storedTenant(id);
+    if (stored !== undefined && stored.tenant !== this.tenant) throw new SessionNotFoundError(id);
     return await this.#inner.acquire(id, options);
   }
 
-  /** Whether the stored session with this id is this tenant's (`false` when none is stored). */
-  async #owns(id: string): Promise<boolean> {
-    const stream = await loadRecordStream(this.#inner, id).catch(() => undefined);
-    if (stream === undefined) return false;
+  /**
+   * Whose the stored session with this id is (`tenant` undefined: no tenant's), or `undefined`
+   * when none is stored; read from its header alone, in one read.
+   */
+  async #storedTenant(id: string): Promise<{ readonly tenant: string | undefined } | undefined> {
+    // A log that cannot be read is nobody's here: its error would tell another tenant it exists.
+    const stream = await loadRecordStream(this.#inner, id).catch(() => null);
+    if (stream === null) return { tenant: undefined };
+    if (stream === undefined) return undefined;
     await stream.close();
-    return stream.header.tenant === this.tenant;
+    return { tenant: stream.header.tenant };
   }
 }
