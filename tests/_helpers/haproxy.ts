@@ -1,0 +1,148 @@
+/**
+ * Starts a real HAProxy (the Debian package `haproxy`) on `examples/deploy/haproxy.cfg`, unchanged,
+ * in front of running instances: it fills the config's `${ACP_LISTEN}` and `${ACP_SERVER_n}` from
+ * the environment, waits until the proxy answers `/health` through an instance, keeps its log lines
+ * (one per request, and the servers' state changes) and stops it on dispose, leaving nothing
+ * behind. Without haproxy the tests are skipped with one loud line on a developer machine, and fail
+ * in CI (`CI=true`): `.ci/run` installs the package.
+ *
+ * @module
+ */
+import { fileURLToPath } from "node:url";
+import { missingDependency } from "./missing_dependency.ts";
+import { pollUntil } from "./wait.ts";
+
+/** The HAProxy binary the tests use (`ACP_HARNESS_HAPROXY`, else `haproxy`). */
+export const HAPROXY: string = Deno.env.get("ACP_HARNESS_HAPROXY") || "haproxy";
+
+/** The example config the tests run. */
+export const HAPROXY_CONFIG: string = fileURLToPath(
+  new URL("../../examples/deploy/haproxy.cfg", import.meta.url),
+);
+
+const SKIPPED =
+  "HAProxy tests SKIPPED: no haproxy here (apt-get install haproxy, or set ACP_HARNESS_HAPROXY)";
+
+/**
+ * Whether HAProxy runs here; in CI without it this throws, so the test file fails to load instead
+ * of skipping.
+ *
+ * @returns `true`, or `false` after the loud line
+ */
+export function haproxyAvailable(): boolean {
+  let ok = false;
+  try {
+    ok = new Deno.Command(HAPROXY, { args: ["-v"], stdout: "null", stderr: "null" })
+      .outputSync().code === 0;
+  } catch {
+    ok = false;
+  }
+  return ok || missingDependency({
+    key: "HAPROXY",
+    skipped: SKIPPED,
+    inCi:
+      "haproxy does not run: in CI the load-balancer tests must run, never skip (.ci/run installs it)",
+  });
+}
+
+/** A running HAProxy. */
+export interface HaproxyProcess extends AsyncDisposable {
+  /** `http://127.0.0.1:<port>`, the proxy's address. */
+  readonly url: string;
+  /** Its log lines so far (requests and server state changes). */
+  readonly logs: readonly string[];
+  /** Resolves with the first log line from index `from` on (so far or later) that matches. */
+  waitForLog(pattern: RegExp, from?: number): Promise<string>;
+  /** Stops it and waits for its exit. */
+  stop(): Promise<void>;
+}
+
+/** A free loopback port (closed again; HAProxy binds it right after). */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return port;
+}
+
+/**
+ * Starts HAProxy on the example config in front of `servers` (`host:port` each, three of them).
+ *
+ * @param servers The instances' addresses (`127.0.0.1:7341`), or their `http://` URLs
+ * @returns The running proxy, once a `/health` through it answered 200
+ */
+export async function startHaproxy(servers: readonly string[]): Promise<HaproxyProcess> {
+  if (servers.length !== 3) throw new Error("The example config has three servers");
+  const port = freePort();
+  const env: Record<string, string> = { ACP_LISTEN: `127.0.0.1:${port}` };
+  servers.forEach((server, i) => env[`ACP_SERVER_${i + 1}`] = server.replace(/^https?:\/\//, ""));
+  const child = new Deno.Command(HAPROXY, {
+    args: ["-db", "-f", HAPROXY_CONFIG],
+    env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const logs: string[] = [];
+  const waiters = new Set<() => void>();
+  const read = async (stream: ReadableStream<Uint8Array>): Promise<void> => {
+    let rest = "";
+    for await (const text of stream.pipeThrough(new TextDecoderStream())) {
+      const lines = (rest + text).split("\n");
+      rest = lines.pop() ?? "";
+      logs.push(...lines.filter((line) => line !== ""));
+      for (const waiter of [...waiters]) waiter();
+    }
+    if (rest !== "") logs.push(rest);
+    for (const waiter of [...waiters]) waiter();
+  };
+  const reading = Promise.all([read(child.stdout), read(child.stderr)]);
+  let exited = false;
+  const status = child.status.then((s) => {
+    exited = true;
+    for (const waiter of [...waiters]) waiter();
+    return s;
+  });
+  const stop = async (): Promise<void> => {
+    if (!exited) {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* already gone */ }
+    }
+    await status;
+    await reading;
+  };
+  const url = `http://127.0.0.1:${port}`;
+  const waitForLog = (pattern: RegExp, from = 0): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const check = (): void => {
+        const line = logs.slice(from).find((l) => pattern.test(l));
+        if (line !== undefined) {
+          waiters.delete(check);
+          resolve(line);
+        } else if (exited) {
+          waiters.delete(check);
+          reject(new Error(`haproxy exited before logging ${pattern}:\n${logs.join("\n")}`));
+        }
+      };
+      waiters.add(check);
+      check();
+    });
+  try {
+    // Nothing signals "listening" on stderr, so poll the proxy's /health (a bound, not a wait).
+    await pollUntil(async () => {
+      if (exited) throw new Error(`haproxy exited:\n${logs.join("\n")}`);
+      try {
+        const response = await fetch(`${url}/health`);
+        await response.body?.cancel();
+        return response.status === 200;
+      } catch {
+        return false;
+      }
+    }, { what: "haproxy answering /health" });
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { url, logs, waitForLog, stop, [Symbol.asyncDispose]: stop };
+}
