@@ -120,7 +120,11 @@ async function writeJsonl(dir: string, cwd: string, count: number): Promise<stri
     await Deno.writeTextFile(`${dir}/sessions/${id}.jsonl`, text);
   });
   await Deno.writeTextFile(`${dir}/index.jsonl`, index.join("\n") + "\n");
-  const store = new JsonlSessionStore({ host: new NodeHost(), dataDir: dir, logger: strictLogger(dir) });
+  const store = new JsonlSessionStore({
+    host: new NodeHost(),
+    dataDir: dir,
+    logger: strictLogger(dir),
+  });
   const page = await store.list({ limit: 100 });
   const middle = ids[Math.floor(count / 2)] as string;
   const loaded = await store.load(middle);
@@ -136,7 +140,13 @@ async function writePostgres(url: string, cwd: string, count: number): Promise<s
   const opened = await openPostgresStore({ url, logger: strictLogger(url) });
   try {
     await opened.store.create(
-      { version: 1, id: template, cwd, additionalDirectories: [], createdAt: new Date().toISOString() },
+      {
+        version: 1,
+        id: template,
+        cwd,
+        additionalDirectories: [],
+        createdAt: new Date().toISOString(),
+      },
       { events: shortTurn(0) },
     );
   } finally {
@@ -213,7 +223,9 @@ async function sample(
     const sentAt = performance.now();
     const list = await agent.request("session/list", {});
     const page = list.result as { sessions?: unknown[]; nextCursor?: unknown } | null;
-    if ((page?.sessions?.length ?? 0) === 0 || (typeof page?.nextCursor === "string") !== size > 100) {
+    if (
+      (page?.sessions?.length ?? 0) === 0 || (typeof page?.nextCursor === "string") !== size > 100
+    ) {
       throw new Error(`session/list of ${size} sessions gave a wrong first page`);
     }
     const loadAt = performance.now();
