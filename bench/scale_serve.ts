@@ -104,6 +104,19 @@ export async function procMib(pid: number | undefined, field: string): Promise<n
   }
 }
 
+/** CPU seconds (user + system) a process has used so far (`/proc/<pid>/stat`), or 0. */
+export async function cpuSeconds(pid: number | undefined): Promise<number> {
+  if (pid === undefined) return 0;
+  try {
+    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime and stime are fields 14 and 15 of the line (11 and 12 after the name), in ticks.
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
 /** Bundles `bench/bare_http_agent.ts` for Node.js. */
 export async function bundleBareHttpAgent(): Promise<void> {
   try {
