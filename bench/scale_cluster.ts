@@ -233,7 +233,7 @@ function sideOf(instances: number, rounds: readonly Round[]): ClusterSide {
       const value = perTurn((r) =>
         (r.after.tables[table]?.[column] ?? 0) - (r.before.tables[table]?.[column] ?? 0)
       );
-      if (value > 0) out[table] = value;
+      if (value >= 0.005) out[table] = value;
     }
     return out;
   };
