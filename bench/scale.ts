@@ -341,8 +341,14 @@ function renderCluster(cluster: ScaleResult["cluster"]): string {
     `Ratio three / one: throughput ${ratio(three.turnsPerSecond, one.turnsPerSecond)}, p99 ` +
     `${ratio(three.p99Ms, one.p99Ms)}. ${counts.clients} clients (one RFD connection and one ` +
     `session each) prompt back to back for ${counts.seconds} s through HAProxy ` +
-    "(`examples/deploy/haproxy.cfg` unchanged: sticky `/acp` by `Acp-Connection-Id`, health " +
-    "checks); for one instance the config's three `server` lines all name it, so the proxy is in " +
+    (cluster.patched
+      ? "(`examples/deploy/haproxy.cfg` with one line added, `option http-no-delay` in its " +
+        "`defaults`: without it HAProxy corks the small SSE chunks and every turn took about " +
+        "210 ms, one client alone, measured by hand; otherwise unchanged: sticky `/acp` by " +
+        "`Acp-Connection-Id`, health checks)"
+      : "(`examples/deploy/haproxy.cfg` unchanged: sticky `/acp` by `Acp-Connection-Id`, " +
+        "health checks)") +
+    "; for one instance the config's three `server` lines all name it, so the proxy is in " +
     `both. Ours \`serve --http\` on ${cluster.runtime}, echo model, every instance on one ` +
     `PostgreSQL database (the shared test server). ${counts.rounds} rounds per side, alternating. ` +
     "CPU from `/proc/<pid>/stat` of the instances and the proxy and `process.cpuUsage()` of the " +

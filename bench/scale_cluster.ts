@@ -18,7 +18,7 @@ import postgres from "postgres";
 import { withTestDatabase } from "../tests/_helpers/postgres.ts";
 import { oursCommand } from "./agent_process.ts";
 import { SseClient } from "./http_clients.ts";
-import { ROOT } from "./paths.ts";
+import { ROOT, TMP } from "./paths.ts";
 import process from "node:process";
 import {
   cpuSeconds,
@@ -33,6 +33,25 @@ import { percentile } from "./stats.ts";
 
 /** The example config the phase runs. */
 export const HAPROXY_CONFIG = `${ROOT}/examples/deploy/haproxy.cfg`;
+
+/**
+ * The example config as the phase runs it: unchanged, but with `option http-no-delay` in its
+ * `defaults` when it lacks it. Without it HAProxy sends the small chunks of an SSE response with
+ * `MSG_MORE`, and the kernel holds each for up to 200 ms: every turn through the proxy took about
+ * 210 ms (one client alone, measured by hand), which would measure the cork, not the instances.
+ *
+ * @param dir Where the copy goes
+ * @returns Its path, and whether the option was added
+ */
+async function proxyConfig(dir: string): Promise<{ path: string; patched: boolean }> {
+  const text = await Deno.readTextFile(HAPROXY_CONFIG);
+  if (/^\s*option http-no-delay/m.test(text)) return { path: HAPROXY_CONFIG, patched: false };
+  const patched = text.replace(/^defaults\n/m, "defaults\n    option http-no-delay\n");
+  if (patched === text) throw new Error(`${HAPROXY_CONFIG} has no defaults section`);
+  const path = `${dir}/scale_haproxy.cfg`;
+  await Deno.writeTextFile(path, patched);
+  return { path, patched: true };
+}
 
 /** How much one side's round does. */
 export interface ClusterCounts {
@@ -68,6 +87,8 @@ export interface ClusterSide {
 export interface ClusterResult {
   readonly runtime: Runtime;
   readonly counts: ClusterCounts;
+  /** Whether the phase added `option http-no-delay` to the example config. */
+  readonly patched: boolean;
   readonly one: ClusterSide;
   readonly three: ClusterSide;
 }
@@ -93,7 +114,8 @@ async function counters(url: string): Promise<Counters> {
 }
 
 /** Starts HAProxy on the example config; resolves once `/health` answers through it. */
-async function startProxy(
+export async function startProxy(
+  config: string,
   servers: readonly string[],
 ): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -102,7 +124,7 @@ async function startProxy(
   const env: Record<string, string> = { ACP_LISTEN: `127.0.0.1:${port}` };
   servers.forEach((server, i) => env[`ACP_SERVER_${i + 1}`] = server.replace(/^http:\/\//, ""));
   const child = new Deno.Command("haproxy", {
-    args: ["-db", "-f", HAPROXY_CONFIG],
+    args: ["-db", "-f", config],
     env,
     stdin: "null",
     stdout: "null",
@@ -141,6 +163,7 @@ interface Round {
 }
 
 async function round(
+  config: string,
   runtime: Runtime,
   instances: number,
   url: string,
@@ -159,7 +182,7 @@ async function round(
       servers.push(await startListening(line, `ours/${runtime} instance ${i}`));
     }
     const addresses = [0, 1, 2].map((i) => (servers[i % servers.length] as ListeningServer).url);
-    proxy = await startProxy(addresses);
+    proxy = await startProxy(config, addresses);
     const proxyUrl = proxy.url;
     for (let i = 0; i < counts.clients; i++) clients.push(new SseClient(`client ${i}`, proxyUrl));
     await inBatches(clients.length, 16, (i) => clients[i]!.initialize());
@@ -272,17 +295,28 @@ export async function measureCluster(
   log: (line: string) => void,
 ): Promise<ClusterResult> {
   await using db = await withTestDatabase(postgresUrl);
+  const config = await proxyConfig(TMP);
   const rounds: Record<1 | 3, Round[]> = { 1: [], 3: [] };
-  for (let r = 0; r < counts.rounds; r++) {
-    for (const instances of r % 2 === 0 ? [1, 3] as const : [3, 1] as const) {
-      const result = await round(runtime, instances, db.url, counts);
-      rounds[instances].push(result);
-      log(
-        `[bench] scale cluster ${instances} instance(s): ` +
-          `${(result.turns / result.seconds).toFixed(0)} turns/s, p99 ` +
-          `${percentile(result.latencies, 0.99).toFixed(1)} ms, errors ${result.errors}`,
-      );
+  try {
+    for (let r = 0; r < counts.rounds; r++) {
+      for (const instances of r % 2 === 0 ? [1, 3] as const : [3, 1] as const) {
+        const result = await round(config.path, runtime, instances, db.url, counts);
+        rounds[instances].push(result);
+        log(
+          `[bench] scale cluster ${instances} instance(s): ` +
+            `${(result.turns / result.seconds).toFixed(0)} turns/s, p99 ` +
+            `${percentile(result.latencies, 0.99).toFixed(1)} ms, errors ${result.errors}`,
+        );
+      }
     }
+  } finally {
+    if (config.patched) await Deno.remove(config.path).catch(() => {});
   }
-  return { runtime, counts, one: sideOf(1, rounds[1]), three: sideOf(3, rounds[3]) };
+  return {
+    runtime,
+    counts,
+    patched: config.patched,
+    one: sideOf(1, rounds[1]),
+    three: sideOf(3, rounds[3]),
+  };
 }
