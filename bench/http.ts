@@ -369,7 +369,7 @@ function chatChunk(delta: Record<string, unknown>, finish: string | null = null)
  * it: the item's `raw` text is built by a getter, which the fake server reads right before its
  * `res.write` (after the item's pause). The same response serves every request.
  */
-function stampedTurn(deltas: number, chunkDelayMs: number): SseResponse {
+export function stampedTurn(deltas: number, chunkDelayMs: number): SseResponse {
   const stamped: SseItem = {
     get raw(): string {
       return chatChunk({ content: `t${performance.now().toFixed(3)} ` });
@@ -395,7 +395,7 @@ function stampedTurn(deltas: number, chunkDelayMs: number): SseResponse {
 }
 
 /** The stamps (`t<ms> `) in an `agent_message_chunk` message. */
-function stampsOf(text: string): number[] {
+export function stampsOf(text: string): number[] {
   const message = JSON.parse(text) as {
     params?: { update?: { content?: { text?: string } } };
   };

@@ -60,6 +60,7 @@ import type { AppendsOutcome, BenchRun, Machine, Results, RuntimeResult } from "
 import { parseSettings, selected, type Settings } from "./settings.ts";
 import { createStoreFixture, type StoreFixture } from "./store_bench.ts";
 import { measureClientCeiling } from "./throughput.ts";
+import { measureScale, scaleSelected, spliceScaleSection } from "./scale.ts";
 
 /**
  * Keeps every request to the fake LLM server (this process's and the agents', which inherit the
@@ -146,6 +147,7 @@ async function measure(settings: Settings): Promise<Results> {
   const appends: AppendsOutcome = selected(settings, "appends")
     ? await measureAllAppends(settings)
     : { results: [], errors: [] };
+  const scale = scaleSelected(settings) ? await measureScale(settings) : undefined;
   return {
     settings,
     machine: {
@@ -162,6 +164,7 @@ async function measure(settings: Settings): Promise<Results> {
     compiled,
     builds,
     profiles,
+    ...(scale === undefined ? {} : { scale }),
   };
 }
 
@@ -172,7 +175,14 @@ async function main(): Promise<void> {
   Deno.addSignalListener("SIGTERM", onSignal);
   try {
     const results = await measure(settings);
-    await Deno.writeTextFile(RESULTS_FILE, renderReport(results));
+    const previous = await Deno.readTextFile(RESULTS_FILE).catch(() => undefined);
+    await Deno.writeTextFile(
+      RESULTS_FILE,
+      spliceScaleSection(renderReport(results), previous, {
+        onlyScale: settings.only?.every((name) => name === "scale") ?? false,
+        measured: results.scale !== undefined,
+      }),
+    );
     // Leave the file as the repo's formatter wants it, so `deno fmt --check` stays clean.
     const formatted = await runCommand(DENO, ["fmt", "--quiet", RESULTS_FILE]);
     if (formatted.code !== 0) printError(`[bench] deno fmt ${RESULTS_FILE} failed`);

@@ -10,6 +10,7 @@ import { SYNC_DELAY_MS } from "../src/store/jsonl_session_store.ts";
 import { renderDelegationSection } from "./delegation.ts";
 import { renderSessionForkSection } from "./fork_bench.ts";
 import { renderWorktreeSection } from "./worktree_bench.ts";
+import { renderScaleSection } from "./scale.ts";
 import { fixed, ratioOf, ratioText, table, Tally, thousands } from "./format.ts";
 import { httpBenchCounts } from "./http.ts";
 import { renderHttpSection } from "./http_report.ts";
@@ -1000,6 +1001,7 @@ export function renderReport(run: Results): string {
     phases.http,
     renderCompactionSection(run),
     renderWorktreeSection(run),
+    renderScaleSection(run.scale),
     renderRssSection(run),
     renderNoiseSection(run),
   ];

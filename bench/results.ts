@@ -16,6 +16,7 @@ import type { StartupProfile } from "./startup_profile.ts";
 import type { AppendResult, ListResult, LoadResult, StoreFixture } from "./store_bench.ts";
 import type { ForkResult } from "./fork_bench.ts";
 import type { WorktreeResult } from "./worktree_bench.ts";
+import type { ScaleResult } from "./scale.ts";
 
 /** One figure for ours and one for the bare agent. */
 export interface Pair<T> {
@@ -171,6 +172,8 @@ export interface Results {
   readonly builds: readonly BuildStartup[] | string;
   /** The start-up module profiles, or why they were not measured. */
   readonly profiles: readonly StartupProfile[] | string;
+  /** The scale phase (`bench/scale.ts`), when `--only` named it. */
+  readonly scale?: ScaleResult;
 }
 
 /** What every per-runtime phase is given besides its runtime and result. */

@@ -39,7 +39,7 @@ export const APPEND_MODES = ["awaited", "burst", "nosync"] as const;
 export type AppendMode = typeof APPEND_MODES[number];
 
 /** The phases run once for all runtimes, after the per-runtime ones (`--only` names them too). */
-export const SHARED_PHASES = ["builds", "appends", "start-up profile"] as const;
+export const SHARED_PHASES = ["builds", "appends", "start-up profile", "scale"] as const;
 
 /** How much work one run does. */
 export interface Settings {
@@ -98,7 +98,9 @@ interface Arguments {
 const USAGE = "usage: deno run -A bench/main.ts [--quick] [--runtime deno|node|bun]... " +
   "[--only <phase>,...]\n" +
   "  --only runs only the named per-runtime phases (for working on a section; the " +
-  "report is partial): " + [...PHASE_NAMES, ...SHARED_PHASES].join(", ");
+  "report is partial): " + [...PHASE_NAMES, ...SHARED_PHASES].join(", ") + "\n" +
+  "  scale (bench/scale.ts, about ten minutes) runs only when --only names it; its section is " +
+  "spliced into the report";
 
 /**
  * The settings of a run from its command line; prints the usage and exits on `--help`.

@@ -63,6 +63,7 @@ Deno.test("renderReport() writes every section in order, then the warnings and e
     "## HTTP transport",
     "## Compaction",
     "## Worktrees and checkpoints",
+    "## Scale",
     "## Peak RSS",
     "## Noise",
     "## Warnings",
