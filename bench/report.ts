@@ -626,8 +626,9 @@ function renderSessionLoadSection(run: Results, tally: Tally): string {
         "answer) and their usage, then the turn's end. ") +
     "Each round starts ours fresh (spawn, `initialize`, then `session/load` over stdio, timed " +
     "from the request to its response) and a fresh bare SDK agent (spawn, `initialize`, " +
-    "`session/new`, then one `session/prompt` that it answers with as many " +
-    "`agent_message_chunk` notifications as the load replays, `BARE_CHUNKS`, timed the same " +
+    "`session/new`, then one `session/prompt` that it answers with a title and " +
+    "`agent_message_chunk` notifications, as many in all as the load replays (`BARE_CHUNKS` one " +
+    "fewer), timed the same " +
     "way), the order alternating round by round; both processes exit before the next side " +
     "starts. Before answering, ours reads and checks the log, rebuilds the conversation and " +
     `replays it: ${
