@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { fixed, ratioOf, ratioText, table, Tally, thousands } from "../../bench/format.ts";
+import { ratioSpread } from "../../bench/stats.ts";
 
 Deno.test("Tally.verdict() writes each result cell and counts met and missed targets", () => {
   const tally = new Tally();
@@ -9,6 +10,31 @@ Deno.test("Tally.verdict() writes each result cell and counts met and missed tar
   assert.equal(tally.verdict(true, true), "**FAIL** (see Errors)");
   assert.equal(tally.verdict(undefined, true), "**FAIL** (see Errors)");
   assert.deepEqual({ passed: tally.passed, failed: tally.failed }, { passed: 1, failed: 3 });
+});
+
+Deno.test("Tally.spreadVerdict() judges a target on the spread: pass, FAIL, or met within noise", () => {
+  const tally = new Tally();
+  assert.equal(tally.spreadVerdict({ low: 0.9, high: 1.15 }, 1.15), "pass");
+  assert.equal(tally.spreadVerdict({ low: 1.16, high: 1.4 }, 1.15), "**FAIL**");
+  assert.equal(tally.spreadVerdict({ low: 1.1, high: 1.2 }, 1.15), "met within noise");
+  assert.equal(tally.spreadVerdict(undefined, 1.15), "n/a");
+  assert.equal(tally.spreadVerdict({ low: Number.NaN, high: Number.NaN }, 1.15), "n/a");
+  assert.equal(tally.spreadVerdict({ low: 0.5, high: 0.6 }, 1.15, true), "**FAIL** (see Errors)");
+  assert.deepEqual(
+    { passed: tally.passed, failed: tally.failed, withinNoise: tally.withinNoise },
+    { passed: 2, failed: 2, withinNoise: 1 },
+  );
+});
+
+Deno.test("ratioSpread() gives the median, the nearest-rank quartiles and the extremes", () => {
+  assert.deepEqual(ratioSpread([1.4, 1.0, 1.2, 1.1, 1.3]), {
+    median: 1.2,
+    low: 1.1,
+    high: 1.3,
+    min: 1.0,
+    max: 1.4,
+  });
+  assert.ok(Number.isNaN(ratioSpread([]).low));
 });
 
 Deno.test("fixed(), thousands() and ratioText() write n/a for a missing figure", () => {
