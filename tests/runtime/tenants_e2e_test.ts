@@ -4,8 +4,8 @@
  * `acp-harness hash-token`, two tenants that cannot see or touch each other's sessions, the
  * session limit, `429` with `Retry-After`, and a SIGHUP reload that adds a token and removes one
  * (its WebSocket closed with 4401; a bad file on reload keeps the tenants); on Node.js on a
- * PostgreSQL store too, and the start-up refusals (exit 2). Signals go by `process.kill`: on Deno a child's `kill()` sent only the first
- * of several signals (the child then counts as killed).
+ * PostgreSQL store too, and the start-up refusals (exit 2). Signals go by `process.kill`: on Deno
+ * a child's `kill()` sent only the first of several signals (the child then counts as killed).
  *
  * @module
  */
