@@ -292,9 +292,10 @@ export class ObserverRegistry<S> {
     const owned = this.#owned.get(sessionId);
     if (owned === undefined) {
       throw new SessionStateError(
-        `session ${sessionId} is not open on this server, so there is nothing to observe: ` +
-          "observing works on the server instance that runs the session, while a connection " +
-          "owns it (load it without observe to own it)",
+        `session ${sessionId} is not open on this server, so there is nothing to observe here: ` +
+          "observing works only on the server instance that runs the session. If a connection " +
+          "owns it on another instance (a shared store), observe it there (connect to that " +
+          "instance); if none owns it, load it without observe to own it",
       );
     }
     if (owned.observed.tenant !== tenant) throw new SessionNotFoundError(sessionId);

@@ -1,8 +1,9 @@
 /**
  * Several real server processes (Deno, Node and Bun) on one PostgreSQL database: listing across
  * instances, leases naming their holder, takeover after a SIGKILL, migrations raced at start-up,
- * concurrent creates and lists with no lost or doubled event, and a client of the HTTP transport
- * moving from one instance to the other.
+ * concurrent creates and lists with no lost or doubled event, a client of the HTTP transport
+ * moving from one instance to the other, and an observer on the instance that does not run the
+ * session (refused, and told why; another tenant's "not found").
  */
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import assert from "node:assert/strict";
@@ -25,6 +26,7 @@ import { tempDir } from "../_helpers/temp_dir.ts";
 import { pollUntil } from "../_helpers/wait.ts";
 import { nullLogger } from "../../src/log/logger.ts";
 import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
+import { hashToken } from "../../src/server/tenants.ts";
 
 const [DENO_RUNTIME, NODE, BUN] = RUNTIMES as [Runtime, Runtime, Runtime];
 
@@ -348,6 +350,141 @@ postgresTest(
     assert.deepEqual(second.problems, []);
     await (second as unknown as { close(): Promise<void> }).close().catch(() => {});
     Deno.kill(b.child.pid as number, "SIGTERM");
+    assert.equal(await exitWithin(b, 10_000), 0, b.stderr());
+  },
+);
+
+/** A WebSocket ACP client of a `serve --http --tenants` instance, with `token`. */
+function tenantClient(url: string, token: string): AcpTestClient {
+  return memoryClient(createWebSocketStream(`${url.replace("http", "ws")}/acp`, {
+    WebSocket: NodeWebSocket as never,
+    headers: { authorization: `Bearer ${token}` },
+  }));
+}
+
+/** The error a request is answered with, its session id written as `<id>`. */
+async function errorOf(acp: AcpTestClient, method: string, params: Update, id: string) {
+  const error = await acp.request(method, params).then(
+    () => assert.fail(`${method} was not refused`),
+    (error: unknown) => error,
+  );
+  assert.ok(error instanceof RpcError, String(error));
+  return { code: error.code, message: error.message.replaceAll(id, "<id>") };
+}
+
+postgresTest(
+  "HTTP: an observer on the instance that does not run the session is refused and told where to go; nothing is written",
+  async () => {
+    await using f = await setup();
+    const script = join(f.base, "script.json");
+    await writeFile(
+      script,
+      JSON.stringify([
+        {
+          toolCalls: [{
+            id: "w1",
+            name: "write_file",
+            arguments: { path: "out.txt", content: "z" },
+          }],
+        },
+        { text: "written on A" },
+      ]),
+    );
+    const tenants = join(f.base, "tenants.json");
+    const hash = async (token: string) => await hashToken(token);
+    await writeFile(
+      tenants,
+      JSON.stringify({
+        tenants: [
+          { name: "ci", tokens: [await hash("ci-1"), await hash("ci-2")] },
+          { name: "web", tokens: [await hash("web-1")] },
+        ],
+      }),
+    );
+    const args = [
+      ...["--http", "--port", "0", "--tenants", tenants, "--model", "scripted"],
+      ...["--script", script, "--mode", "ask"],
+    ];
+    const a = f.server(NODE, args);
+    const b = f.server(DENO_RUNTIME, args);
+    const [urlA, urlB] = await Promise.all([listeningUrl(a), listeningUrl(b)]);
+    const owner = tenantClient(urlA, "ci-1");
+    const colleague = tenantClient(urlB, "ci-2");
+    const stranger = tenantClient(urlB, "web-1");
+    const clients = [owner, colleague, stranger];
+    try {
+      let asked!: () => void;
+      let answer!: () => void;
+      const askedPromise = new Promise<void>((resolve) => asked = resolve);
+      const answered = new Promise<void>((resolve) => answer = resolve);
+      owner.handlers.set("session/request_permission", async () => {
+        asked();
+        await answered;
+        return { outcome: { outcome: "selected", optionId: "allow_once" } };
+      });
+      for (const client of clients) await client.initialize();
+      const sessionId = await owner.newSession(f.cwd);
+      // A's turn runs, held at its permission request.
+      const turn = owner.prompt(sessionId, "write it");
+      await askedPromise;
+      await using reader = await openPostgresStore({ url: f.url, logger: nullLogger });
+      // Appends between commit points are written in the background: wait for the tool call's.
+      await pollUntil(
+        async () => JSON.stringify((await reader.store.load(sessionId))?.records).includes("w1"),
+        { what: "the tool call committed" },
+      );
+      const stored = JSON.stringify(await reader.store.load(sessionId));
+      const observe = {
+        sessionId,
+        cwd: f.cwd,
+        mcpServers: [],
+        _meta: { "acp-harness": { observe: true } },
+      };
+
+      // The same tenant on B: -32602, saying it runs elsewhere and what to do.
+      const refused = await errorOf(colleague, "session/load", observe, sessionId);
+      assert.equal(refused.code, -32602);
+      assert.match(refused.message, /session <id> is not open on this server/);
+      assert.match(refused.message, /owns it on another instance .*observe it there/);
+      assert.match(refused.message, /load it without observe to own it/);
+      // Another tenant on B: exactly what an unknown id gets, not the cross-instance error.
+      const random = crypto.randomUUID();
+      assert.deepEqual(
+        await errorOf(stranger, "session/load", observe, sessionId),
+        await errorOf(stranger, "session/load", { ...observe, sessionId: random }, random),
+      );
+      assert.equal((await errorOf(stranger, "session/load", observe, sessionId)).code, -32002);
+      // Nothing was written to the session, and A still holds it.
+      assert.equal(JSON.stringify(await reader.store.load(sessionId)), stored);
+      const owned = await errorOf(colleague, "session/load", { ...observe, _meta: {} }, sessionId);
+      assert.match(owned.message, /open in another acp-harness instance/);
+
+      // A's turn completes unaffected.
+      answer();
+      assert.equal(await turn, "end_turn");
+      const text = (client: AcpTestClient) =>
+        client.updates(sessionId)
+          .filter(({ update }) => update.sessionUpdate === "agent_message_chunk")
+          .map(({ update }) => (update.content as { text: string }).text).join("|");
+      assert.equal(text(owner), "written on A");
+      // Closed on A (its lease released), B's colleague loads it: owns it, sees all of it.
+      await owner.request("session/close", { sessionId });
+      const loaded = await colleague.request<{ _meta?: Update }>("session/load", {
+        sessionId,
+        cwd: f.cwd,
+        mcpServers: [],
+      });
+      assert.equal((loaded._meta?.["acp-harness"] as Update | undefined)?.observing, undefined);
+      assert.equal(text(colleague), "written on A");
+      assert.deepEqual(clients.flatMap((client) => client.problems), []);
+    } finally {
+      for (const client of clients) {
+        await (client as unknown as { close(): Promise<void> }).close().catch(() => {});
+      }
+    }
+    Deno.kill(a.child.pid as number, "SIGTERM");
+    Deno.kill(b.child.pid as number, "SIGTERM");
+    assert.equal(await exitWithin(a, 10_000), 0, a.stderr());
     assert.equal(await exitWithin(b, 10_000), 0, b.stderr());
   },
 );

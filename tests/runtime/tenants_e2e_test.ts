@@ -3,9 +3,9 @@
  * Node.js (the bundle), over real HTTP on 127.0.0.1: token hashes printed by
  * `acp-harness hash-token`, two tenants that cannot see or touch each other's sessions, the
  * session limit, `429` with `Retry-After`, and a SIGHUP reload that adds a token and removes one
- * (a bad file on reload keeps the tenants); on Node.js on a PostgreSQL store too, and the start-up
- * refusals (exit 2). Signals go by `process.kill`: on Deno a child's `kill()` sent only the first
- * of several signals (the child then counts as killed).
+ * (its WebSocket closed with 4401; a bad file on reload keeps the tenants); on Node.js on a
+ * PostgreSQL store too, and the start-up refusals (exit 2). Signals go by `process.kill`: on Deno
+ * a child's `kill()` sent only the first of several signals (the child then counts as killed).
  *
  * @module
  */
@@ -14,6 +14,7 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import process from "node:process";
+import { WebSocket as NodeWebSocket } from "ws";
 import {
   type AcpTestClient,
   exitWithin,
@@ -91,6 +92,29 @@ async function initializeStatus(url: string, token: string): Promise<number> {
     })).body?.cancel();
   }
   return response.status;
+}
+
+/** A WebSocket of `token` on `/acp`, initialized; `closed` gives the code it is closed with. */
+async function openSocket(url: string, token: string): Promise<{ closed: Promise<number> }> {
+  const socket = new NodeWebSocket(`${url.replace("http", "ws")}/acp`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  const closed = new Promise<number>((resolve) => socket.on("close", (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    socket.once("open", () => resolve());
+    socket.once("error", reject);
+  });
+  const answered = new Promise<string>((resolve) =>
+    socket.once("message", (data) => resolve(String(data)))
+  );
+  socket.send(JSON.stringify({
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: { protocolVersion: 1, clientCapabilities: {} },
+  }));
+  assert.match(await answered, /"protocolVersion":1/);
+  return { closed };
 }
 
 /** The scenario of the file's first tests, on `runtime`, with `storeArgs` (none: JSONL). */
@@ -183,12 +207,14 @@ async function scenario(
     assert.equal((await limited?.json()).title, "Too many requests");
     assert.equal((await fetch(`${url}/health`)).status, 200);
 
-    // SIGHUP: ci-new added, ci-old removed.
+    // SIGHUP: ci-new added, ci-old removed (its WebSocket closed with the code of a 401).
     assert.equal(await initializeStatus(url, "ci-old"), 200);
     assert.equal(await initializeStatus(url, "ci-new"), 401);
+    const oldSocket = await openSocket(url, "ci-old");
     await writeFile(file, JSON.stringify(tenantsFile(hashes, root, ["ci-1", "ci-new"])));
     process.kill(agent.child.pid!, "SIGHUP");
     await agent.client.waitFor(() => /tenants file reloaded/.test(agent.stderr()), 20_000);
+    assert.equal(await oldSocket.closed, 4401);
     assert.equal(await initializeStatus(url, "ci-old"), 401);
     assert.equal(await initializeStatus(url, "ci-new"), 200);
     // A bad file on reload keeps the tenants, and says why.

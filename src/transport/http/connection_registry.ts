@@ -7,8 +7,9 @@
 import type { Logger } from "../../log/logger.ts";
 import type { AgentServer, AgentServerConnection } from "../../server/agent_server.ts";
 import type { AnyMessage, Stream } from "../acp.ts";
-import { busy, tooManyFromAddress } from "./_problem.ts";
+import { busy, problem, tooManyFromAddress } from "./_problem.ts";
 import type { RequestInfo } from "./http_handler.ts";
+import { UNAUTHORIZED } from "./http_security.ts";
 import { ConnectionLimitError } from "./url_keyed_profile.ts";
 import type { TenantIdentity } from "../../server/tenants.ts";
 
@@ -33,6 +34,23 @@ export interface ConnectionRegistryOptions {
   readonly logger: Logger;
   /** The clock, in ms. */
   readonly now: () => number;
+  /**
+   * Whether an identity still holds against the tenants as last loaded (`TenantDirectory.holds`);
+   * absent: every one does (a server without tenants).
+   */
+  readonly holds?: ((identity: TenantIdentity) => boolean) | undefined;
+}
+
+/** Refuses a connection whose bearer token no longer holds: `401`, as for a token of no tenant. */
+export class TokenRevokedError extends Error {
+  /** The HTTP status to answer with. */
+  readonly status = 401;
+
+  /** Creates it, with the edge's sentence for a missing token. */
+  constructor() {
+    super(UNAUTHORIZED.detail);
+    this.name = "TokenRevokedError";
+  }
 }
 
 interface Tracked {
@@ -41,6 +59,10 @@ interface Tracked {
   readonly identity?: TenantIdentity | undefined;
   /** When the client last sent a message, in ms; `busy` while a request of it was being handled. */
   readonly activity: { last: number; busy?: boolean };
+  /** Ends the connection's socket as refused (a WebSocket's close code), before it is closed. */
+  readonly refuse?: (() => void) | undefined;
+  /** Whether it is being closed because its token no longer holds. */
+  revoked?: boolean;
 }
 
 /**
@@ -89,10 +111,14 @@ export class ConnectionRegistry {
   /**
    * The refusal of one more connection from this peer, if one is due.
    *
-   * @param info The request's peer
-   * @returns `503` (draining, or full) or `429` (the peer has its most open), else `undefined`
+   * @param info The request's peer, and whose it is
+   * @returns `401` (its token no longer holds: the tenants were reloaded since the request was
+   *   authenticated), `503` (draining, or full) or `429` (the peer has its most open), else
+   *   `undefined`
    */
   refusal(info: RequestInfo): Response | undefined {
+    const unauthorized = this.unauthorized(info);
+    if (unauthorized) return unauthorized;
     if (this.#draining || this.#open.size >= this.#options.maxConnections) {
       return busy(this.#draining);
     }
@@ -101,20 +127,50 @@ export class ConnectionRegistry {
   }
 
   /**
+   * The refusal of a request whose bearer token no longer holds: authenticated at the edge against
+   * the tenants as they were, then the tenants file was reloaded without it (a request's body can
+   * take a while to arrive). Checked where a connection is opened and before each later request of
+   * one goes on, so a reload leaves no window.
+   *
+   * @param info Whose the request is
+   * @returns `401` exactly as the edge answers a token of no tenant, else `undefined`
+   */
+  unauthorized(info: RequestInfo): Response | undefined {
+    if (!this.#revoked(info.identity)) return undefined;
+    this.#options.logger.info("request refused: its token was removed", {
+      tenant: info.identity?.scope.name,
+    });
+    return problem(UNAUTHORIZED.status, UNAUTHORIZED.title, UNAUTHORIZED.detail);
+  }
+
+  /**
    * Serves one new connection on the agent server, counted, logged and watched for idleness.
    *
    * @param stream The connection's message streams
    * @param transport What it came by, for the log
-   * @param info Its peer
+   * @param info Its peer, and whose it is
+   * @param refuse Ends its socket as refused (a WebSocket's close code) when its token no longer
+   *   holds; the connection is closed after it either way
    * @returns The agent server's connection
    * @throws {ConnectionLimitError} when a limit is reached (or the registry is closed)
+   * @throws {TokenRevokedError} when its token no longer holds (see {@link unauthorized})
    */
-  connect(stream: Stream, transport: string, info: RequestInfo): AgentServerConnection {
+  connect(
+    stream: Stream,
+    transport: string,
+    info: RequestInfo,
+    refuse?: () => void,
+  ): AgentServerConnection {
     this.#admit(info);
     const { now, server, logger } = this.#options;
     const activity = { last: now() };
+    const tracked: { entry?: Tracked } = {};
+    // Each message checks its connection's token again (a cheap lookup): one that no longer holds
+    // ends the connection, and the message goes no further.
     const touched = new TransformStream<AnyMessage, AnyMessage>({
-      transform(message, controller) {
+      transform: (message, controller) => {
+        const { entry } = tracked;
+        if (entry && this.#revoked(entry.identity)) return this.#revoke(entry);
         activity.last = now();
         controller.enqueue(message);
       },
@@ -130,7 +186,8 @@ export class ConnectionRegistry {
           : {}),
       },
     );
-    this.#track({ handle, activity, identity: info.identity }, info.remoteAddress);
+    tracked.entry = { handle, activity, identity: info.identity, refuse };
+    this.#track(tracked.entry, info.remoteAddress);
     logger.info("connection opened", {
       connectionId: handle.id,
       transport,
@@ -150,13 +207,9 @@ export class ConnectionRegistry {
   closeRevoked(holds: (identity: TenantIdentity) => boolean): number {
     let closed = 0;
     for (const entry of this.#open) {
-      if (entry.identity === undefined || holds(entry.identity)) continue;
-      this.#options.logger.info("closing a connection whose token was removed", {
-        connectionId: entry.handle.id,
-        tenant: entry.identity.scope.name,
-      });
+      if (entry.revoked || entry.identity === undefined || holds(entry.identity)) continue;
       closed++;
-      void entry.handle.close();
+      this.#revoke(entry);
     }
     return closed;
   }
@@ -167,6 +220,24 @@ export class ConnectionRegistry {
     clearInterval(this.#sweep);
   }
 
+  /** Whether an identity no longer holds against the tenants as last loaded. */
+  #revoked(identity: TenantIdentity | undefined): boolean {
+    const holds = this.#options.holds;
+    return identity !== undefined && holds !== undefined && !holds(identity);
+  }
+
+  /** Closes a connection whose token no longer holds (once), its socket refused first. */
+  #revoke(entry: Tracked): void {
+    if (entry.revoked) return;
+    entry.revoked = true;
+    this.#options.logger.info("closing a connection whose token was removed", {
+      connectionId: entry.handle.id,
+      tenant: entry.identity?.scope.name,
+    });
+    entry.refuse?.();
+    void entry.handle.close();
+  }
+
   #crowded(info: RequestInfo): boolean {
     return info.remoteAddress !== undefined &&
       (this.#perAddress.get(info.remoteAddress) ?? 0) >= this.#maxPerAddress;
@@ -175,6 +246,12 @@ export class ConnectionRegistry {
   /** Throws the refusal of one more connection from this peer, if one is due. */
   #admit(info: RequestInfo): void {
     const { maxConnections, logger } = this.#options;
+    if (this.#revoked(info.identity)) {
+      logger.info("connection refused: its token was removed", {
+        tenant: info.identity?.scope.name,
+      });
+      throw new TokenRevokedError();
+    }
     if (this.#draining) {
       throw new ConnectionLimitError("Cannot connect: the server is shutting down");
     }

@@ -26,10 +26,14 @@ export interface HttpRoutesOptions {
   readonly rfd: RfdProfile;
   /** The `/v1/acp/:id` and `/v1/rpc` profile. */
   readonly urlKeyed: UrlKeyedProfile;
-  /** The open connections: whether one more is refused, and whether the server is draining. */
+  /**
+   * The open connections: whether one more is refused, whether a request's token stopped holding
+   * since it was authenticated, and whether the server is draining.
+   */
   readonly connections: {
     readonly draining: boolean;
     refusal(info: RequestInfo): Response | undefined;
+    unauthorized(info: RequestInfo): Response | undefined;
   };
   /** Who may call. */
   readonly security: SecurityPolicy;
@@ -96,7 +100,8 @@ export function createHttpRoutes(options: HttpRoutesOptions): HttpHandler {
     // Each tenant has its own keys: the same URL of another tenant is another connection.
     const tenant = info.identity?.scope.name;
     if (tenant !== undefined) key = `${tenant}:${key}`;
-    const refused = urlKeyed.has(key) ? undefined : connections.refusal(info);
+    // After the body was read: a token removed meanwhile is refused, as the edge refuses it.
+    const refused = urlKeyed.has(key) ? connections.unauthorized(info) : connections.refusal(info);
     if (refused) return refused;
     return await urlKeyed.handle(request, key, info);
   };

@@ -16,7 +16,7 @@ export interface SecurityPolicy {
    * The tenants (`--tenants`): every request must carry the bearer token of one, which says whose
    * the request is; `token` is then not used.
    */
-  readonly tenants?: Pick<TenantDirectory, "resolve"> | undefined;
+  readonly tenants?: Pick<TenantDirectory, "resolve" | "holds"> | undefined;
   /** Browser origins allowed to call (`*` for any); a request without `Origin` is not a browser's. */
   readonly allowedOrigins: readonly string[];
   /**
@@ -34,6 +34,19 @@ export interface Refusal {
 }
 
 const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "::1", "[::1]"];
+
+/** The refusal of a request without a valid bearer token (or whose token no longer holds). */
+export const UNAUTHORIZED: Refusal = {
+  status: 401,
+  title: "Unauthorized",
+  detail: "A valid bearer token is required (Authorization: Bearer <token>)",
+};
+
+/**
+ * The WebSocket close code of a socket whose bearer token no longer holds (the tenants file was
+ * reloaded without it): the `401` of an upgrade, in the range of codes left to applications.
+ */
+export const UNAUTHORIZED_CLOSE_CODE = 4401;
 
 /**
  * Whether a bind address or host name stays on this machine: `localhost`, `127.0.0.0/8`, `::1`.
@@ -150,11 +163,7 @@ export async function admitRequest(
   ) {
     return {};
   }
-  return {
-    status: 401,
-    title: "Unauthorized",
-    detail: "A valid bearer token is required (Authorization: Bearer <token>)",
-  };
+  return UNAUTHORIZED;
 }
 
 /**

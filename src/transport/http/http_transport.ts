@@ -111,6 +111,7 @@ const DEFAULT_BODY_TIMEOUT_MS = 60_000;
  */
 export function createHttpTransport(options: HttpTransportOptions): HttpTransport {
   const { server, security, limits, logger } = options;
+  const tenants = security.tenants;
   const registry = new ConnectionRegistry({
     server,
     maxConnections: limits.maxConnections,
@@ -119,12 +120,14 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
     idleTimeoutMs: limits.idleTimeoutMs,
     logger,
     now: options.now ?? (() => Date.now()),
+    ...(tenants ? { holds: (identity: TenantIdentity) => tenants.holds(identity) } : {}),
   });
-  const connect = (stream: Stream, transport: string, info: RequestInfo) =>
-    registry.connect(stream, transport, info);
+  const connect = (stream: Stream, transport: string, info: RequestInfo, refuse?: () => void) =>
+    registry.connect(stream, transport, info, refuse);
   const rfd = new RfdProfile({
     connect,
     refusal: (info) => registry.refusal(info),
+    unauthorized: (info) => registry.unauthorized(info),
     maxBufferedBytes: limits.maxBufferedBytes,
     maxOutputStallMs: limits.stallTimeoutMs,
   });

@@ -8,14 +8,25 @@ import { AcpServer } from "@agentclientprotocol/sdk/experimental/server";
 import type { AgentServerConnection } from "../../server/agent_server.ts";
 import type { Stream } from "../acp.ts";
 import { exactIdUpgrade, restoreExactIdsIn } from "./exact_ids.ts";
-import type { RequestInfo, WebSocketUpgrade } from "./http_handler.ts";
+import type { RequestInfo, ServerWebSocket, WebSocketUpgrade } from "./http_handler.ts";
+import { UNAUTHORIZED, UNAUTHORIZED_CLOSE_CODE } from "./http_security.ts";
 
 /** What an {@link RfdProfile} is built from. */
 export interface RfdProfileOptions {
-  /** Serves one new connection; throws a `ConnectionLimitError` to refuse it. */
-  readonly connect: (stream: Stream, transport: string, info: RequestInfo) => AgentServerConnection;
+  /**
+   * Serves one new connection; throws a `ConnectionLimitError` to refuse it. `refuse` ends its
+   * socket as unauthorized, should its token stop holding (a WebSocket's; absent for HTTP).
+   */
+  readonly connect: (
+    stream: Stream,
+    transport: string,
+    info: RequestInfo,
+    refuse?: () => void,
+  ) => AgentServerConnection;
   /** The refusal of one more connection from this peer, if one is due. */
   readonly refusal: (info: RequestInfo) => Response | undefined;
+  /** The `401` of a request whose token no longer holds, if it is one. */
+  readonly unauthorized: (info: RequestInfo) => Response | undefined;
   /** Output a connection holds for a reader that is not reading, in bytes. */
   readonly maxBufferedBytes: number;
   /** How long a full buffer waits for its reader before the connection is closed, in ms. */
@@ -65,7 +76,8 @@ export class RfdProfile {
     // As the SDK reads it: an empty `Acp-Connection-Id` opens a connection too (and counts).
     const opening = request.method === "POST" && !request.headers.get("acp-connection-id");
     if (!opening) request = await this.#ofTenant(request, info);
-    const refused = opening ? this.#options.refusal(info) : undefined;
+    // Checked after the reads above: a token removed meanwhile is refused, not served.
+    const refused = opening ? this.#options.refusal(info) : this.#options.unauthorized(info);
     if (refused) return refused;
     // The SDK waits for the answer to an `initialize` whose id is neither a string nor a number
     // (an array, an object) and, unable to match it, answers 500: refused here instead.
@@ -102,9 +114,22 @@ export class RfdProfile {
    * @returns The upgrade to carry out
    */
   upgrade(info: RequestInfo): WebSocketUpgrade {
-    return exactIdUpgrade(
-      this.#acp.prepareWebSocketUpgrade({ agent: this.#agent("websocket", info) }),
-    );
+    let socket: ServerWebSocket | undefined;
+    // A socket whose token stops holding is closed with the code of a 401 (before the SDK's own
+    // close of it, which then changes nothing).
+    const refuse = (): void => socket?.close(UNAUTHORIZED_CLOSE_CODE, UNAUTHORIZED.title);
+    const agent = {
+      connect: (stream: Stream) => this.#options.connect(stream, "websocket", info, refuse),
+    };
+    const upgrade = exactIdUpgrade(this.#acp.prepareWebSocketUpgrade({ agent }));
+    return {
+      connectionId: upgrade.connectionId,
+      accept: (accepted) => {
+        socket = accepted;
+        upgrade.accept(accepted);
+      },
+      reject: () => upgrade.reject(),
+    };
   }
 
   /**
@@ -137,10 +162,6 @@ export class RfdProfile {
   /** Ends every stream and socket of the profile. */
   close(): Promise<void> {
     return this.#acp.close();
-  }
-
-  #agent(transport: string, info: RequestInfo): { connect(stream: Stream): AgentServerConnection } {
-    return { connect: (stream: Stream) => this.#options.connect(stream, transport, info) };
   }
 }
 

@@ -7,6 +7,8 @@ import {
   type ConnectionRegistryOptions,
 } from "../../../src/transport/http/connection_registry.ts";
 import { ConnectionLimitError } from "../../../src/transport/http/url_keyed_profile.ts";
+import { TokenRevokedError } from "../../../src/transport/http/connection_registry.ts";
+import { TenantDirectory, type TenantIdentity } from "../../../src/server/tenants.ts";
 
 /** A connection handle the test closes, or that records being closed by the registry. */
 interface FakeConnection extends AgentServerConnection {
@@ -37,15 +39,20 @@ function fakeConnection(id: string): FakeConnection {
   };
 }
 
-/** A registry over a fake server; `connections` holds what it connected, in order. */
+/**
+ * A registry over a fake server; `connections` holds what it connected, in order, and `inputs`
+ * the message stream each was given.
+ */
 function registry(options: Partial<ConnectionRegistryOptions> = {}) {
   const connections: FakeConnection[] = [];
+  const inputs: ReadableStream<AnyMessage>[] = [];
   const logs: string[] = [];
   const made = new ConnectionRegistry({
     server: {
-      connect: () => {
+      connect: (given) => {
         const connection = fakeConnection(`c${connections.length}`);
         connections.push(connection);
+        inputs.push(given.readable);
         return connection;
       },
     },
@@ -56,7 +63,7 @@ function registry(options: Partial<ConnectionRegistryOptions> = {}) {
     now: () => Date.now(),
     ...options,
   });
-  return { registry: made, connections, logs };
+  return { registry: made, connections, inputs, logs };
 }
 
 function stream(): Stream {
@@ -115,5 +122,60 @@ Deno.test("ConnectionRegistry closes a connection idle for the idle time, not on
   busy.pending = 0;
   await busy.closeCalled;
   assert(logs.some((line) => /closing idle connection.*"connectionId":"c1"/.test(line)));
+  open.close();
+});
+
+/** Tenant `ci` with the given token hashes (any hex), and an identity of its first. */
+function tenants(...hashes: string[]): { directory: TenantDirectory; identity: TenantIdentity } {
+  const directory = new TenantDirectory();
+  directory.replace([{ name: "ci", tokens: hashes, limits: {} }]);
+  const scope = { name: "ci", allowedRoots: undefined, budgets: {}, usage: {} as never };
+  return { directory, identity: { scope, tokenHash: hashes[0]! } };
+}
+
+Deno.test("ConnectionRegistry checks a connection's token again where it opens it, and on each message", async () => {
+  const old = "a".repeat(64);
+  const kept = "b".repeat(64);
+  const { directory, identity } = tenants(old, kept);
+  const { registry: open, connections, inputs, logs } = registry({
+    holds: (given) => directory.holds(given),
+  });
+  const keptIdentity = { ...identity, tokenHash: kept };
+  const revokedSockets: string[] = [];
+  const client = stream();
+  open.connect(client, "websocket", { identity }, () => revokedSockets.push("c0"));
+  open.connect(stream(), "http", { identity: keptIdentity });
+  assert.equal(open.unauthorized({ identity }), undefined);
+  assert.equal(open.refusal({ identity }), undefined);
+  // The reload: the old token goes (nothing has closed its connection yet).
+  directory.replace([{ name: "ci", tokens: [kept], limits: {} }]);
+  const refused = open.refusal({ identity });
+  assert.equal(refused?.status, 401);
+  assert.deepEqual(await refused?.json(), {
+    type: "about:blank",
+    title: "Unauthorized",
+    status: 401,
+    detail: "A valid bearer token is required (Authorization: Bearer <token>)",
+  });
+  assert.equal(open.unauthorized({ identity })?.status, 401);
+  assert.equal(open.unauthorized({ identity: keptIdentity }), undefined);
+  assert.equal(open.unauthorized({}), undefined);
+  assert.throws(
+    () => open.connect(stream(), "http", { identity }),
+    (error: unknown) => error instanceof TokenRevokedError && error.status === 401,
+  );
+  assert.equal(connections.length, 2, "the server was not asked for a connection");
+  // A message on the old token's open connection ends it, its socket refused, and goes no further.
+  const received = inputs[0]!.getReader().read(); // the server reads, as a connection does
+  const writer = client.writable.getWriter();
+  void writer.write({ jsonrpc: "2.0", id: 1, method: "session/list", params: {} });
+  await connections[0]!.closeCalled;
+  assert.deepEqual(revokedSockets, ["c0"]);
+  assert(logs.some((line) => /closing a connection whose token was removed.*"c0"/.test(line)));
+  void writer.close();
+  assert.equal((await received).done, true, "nothing reached the server");
+  // closeRevoked counts it no more; the kept token's connection is untouched.
+  assert.equal(open.closeRevoked((given) => directory.holds(given)), 0);
+  assert.equal(open.size, 1);
   open.close();
 });

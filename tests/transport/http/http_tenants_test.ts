@@ -272,3 +272,256 @@ Deno.test("HTTP tenants: a WebSocket is its token's tenant's, and ends when the 
   await closeClient(web);
   await closeClient(ci);
 });
+
+/**
+ * Tenants whose reload lands between a request's authentication and what comes after it: once
+ * `reloadAfterResolve` is set, the next token resolved (against the tenants as they were) is
+ * followed at once by the reload it gives, before the request goes on.
+ */
+class ReloadingTenants extends TenantDirectory {
+  reloadAfterResolve: (() => void) | undefined;
+
+  override async resolve(token: string): ReturnType<TenantDirectory["resolve"]> {
+    const identity = await super.resolve(token);
+    const reload = this.reloadAfterResolve;
+    this.reloadAfterResolve = undefined;
+    reload?.();
+    return identity;
+  }
+}
+
+/** The edge's `401` for a token of no tenant, described. */
+async function unknownTokenRefusal(http: HandlerTestServer): Promise<string> {
+  return await described(
+    await http.fetch(`${http.url}/acp`, {
+      method: "POST",
+      headers: { ...JSON_HEADERS, ...bearer("nobody") },
+      body: "{}",
+    }),
+  );
+}
+
+Deno.test("HTTP tenants: a token removed between its request's authentication and its connection's opening opens nothing (401)", async () => {
+  await using cwd = await tempDir("acp-harness-tenants-");
+  const before = [await tenant("ci", ["ci-old", "ci-kept"]), await tenant("web", ["web-1"])];
+  const after = [await tenant("ci", ["ci-kept"]), await tenant("web", ["web-1"])];
+  const tenants = new ReloadingTenants();
+  tenants.replace(before);
+  await using http = startHandler({ tenants });
+  const reload = (): void => {
+    tenants.replace(after);
+    http.transport.closeRevoked((identity) => tenants.holds(identity));
+  };
+  const kept = rfdClient(http, "ci-kept");
+  const web = rfdClient(http, "web-1");
+  await kept.initialize();
+  await web.initialize();
+  const refusal = await unknownTokenRefusal(http);
+  const opening: Array<() => Promise<Response>> = [
+    // /acp: initialize without an Acp-Connection-Id.
+    () =>
+      http.fetch(`${http.url}/acp`, {
+        method: "POST",
+        headers: { ...JSON_HEADERS, ...bearer("ci-old") },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 0,
+          method: "initialize",
+          params: { protocolVersion: 1, clientCapabilities: {} },
+        }),
+      }),
+    // /v1/acp/:id: the first request of a key.
+    () =>
+      http.fetch(`${http.url}/v1/acp/raced`, {
+        method: "POST",
+        headers: { ...JSON_HEADERS, ...bearer("ci-old") },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 0,
+          method: "initialize",
+          params: { protocolVersion: 1, clientCapabilities: {} },
+        }),
+      }),
+  ];
+  for (const open of opening) {
+    tenants.replace(before);
+    tenants.reloadAfterResolve = reload;
+    assert.equal(await described(await open()), refusal);
+  }
+  // A WebSocket upgrade: refused before the handshake, as the edge refuses it.
+  tenants.replace(before);
+  tenants.reloadAfterResolve = reload;
+  const upgrade = await http.upgrade("/acp", bearer("ci-old"));
+  if (!(upgrade instanceof Response)) upgrade.reject();
+  assert.ok(upgrade instanceof Response, "the upgrade is refused");
+  assert.equal(await described(upgrade), refusal);
+  assert.equal(http.transport.connections, 2, "only the other tokens' connections are open");
+  // The other token of the tenant, and the other tenant, are untouched.
+  assert.equal(await kept.prompt(await kept.newSession(cwd.path), "still here"), "end_turn");
+  assert.equal(await web.prompt(await web.newSession(cwd.path), "still here"), "end_turn");
+  assert.deepEqual([...kept.problems, ...web.problems], []);
+  for (const client of [kept, web]) await closeClient(client);
+});
+
+Deno.test("HTTP tenants: a request of an open connection authenticated just before its token was removed gets 401", async () => {
+  await using cwd = await tempDir("acp-harness-tenants-");
+  const before = [await tenant("ci", ["ci-old", "ci-kept"])];
+  const after = [await tenant("ci", ["ci-kept"])];
+  const tenants = new ReloadingTenants();
+  tenants.replace(before);
+  await using http = startHandler({ tenants });
+  const refusal = await unknownTokenRefusal(http);
+  const connection = await initialize(http, "ci-old");
+  const post = (id: number, method: string, params: unknown) =>
+    http.fetch(`${http.url}/acp`, {
+      method: "POST",
+      headers: { ...JSON_HEADERS, ...bearer("ci-old"), "acp-connection-id": connection },
+      body: JSON.stringify({ jsonrpc: "2.0", id, method, params }),
+    });
+  tenants.reloadAfterResolve = () => {
+    tenants.replace(after);
+    http.transport.closeRevoked((identity) => tenants.holds(identity));
+  };
+  assert.equal(
+    await described(await post(1, "session/new", { cwd: cwd.path, mcpServers: [] })),
+    refusal,
+  );
+  // The URL-keyed profile too: a key's connection, then a request raced by the reload.
+  tenants.replace(before);
+  const keyed = (id: number, method: string, params: unknown) =>
+    http.fetch(`${http.url}/v1/acp/mine`, {
+      method: "POST",
+      headers: { ...JSON_HEADERS, ...bearer("ci-old") },
+      body: JSON.stringify({ jsonrpc: "2.0", id, method, params }),
+    });
+  const opened = await keyed(0, "initialize", { protocolVersion: 1, clientCapabilities: {} });
+  assert.equal(opened.status, 200);
+  await opened.body?.cancel();
+  tenants.reloadAfterResolve = () => {
+    tenants.replace(after);
+    http.transport.closeRevoked((identity) => tenants.holds(identity));
+  };
+  assert.equal(
+    await described(await keyed(1, "session/new", { cwd: cwd.path, mcpServers: [] })),
+    refusal,
+  );
+});
+
+/** A raw WebSocket of `token` on `/acp`, initialized; `closed` gives its close code. */
+async function rawSocket(url: string, token: string): Promise<{ closed: Promise<number> }> {
+  const socket = new NodeWebSocket(`${url.replace("http", "ws")}/acp`, { headers: bearer(token) });
+  const closed = new Promise<number>((resolve) => socket.on("close", (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    socket.once("open", () => resolve());
+    socket.once("error", reject);
+  });
+  const answered = new Promise<unknown>((resolve) =>
+    socket.once("message", (data) => resolve(JSON.parse(String(data))))
+  );
+  socket.send(JSON.stringify({
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: { protocolVersion: 1, clientCapabilities: {} },
+  }));
+  assert.equal(
+    (await answered as { result: { protocolVersion: number } }).result.protocolVersion,
+    1,
+  );
+  return { closed };
+}
+
+/** The HTTP status a WebSocket upgrade of `token` is refused with (`101`: not refused). */
+async function upgradeStatus(url: string, token: string): Promise<number> {
+  const socket = new NodeWebSocket(`${url.replace("http", "ws")}/acp`, { headers: bearer(token) });
+  socket.on("error", () => {}); // terminating a refused upgrade reports one
+  return await new Promise<number>((resolve) => {
+    socket.once("unexpected-response", (_request, response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+      socket.terminate();
+    });
+    socket.once("open", () => {
+      socket.close();
+      resolve(101);
+    });
+  });
+}
+
+Deno.test("HTTP tenants over a real socket: a token removed by a reload neither opens a connection nor keeps its SSE stream or WebSocket", async () => {
+  await using cwd = await tempDir("acp-harness-tenants-");
+  const before = [await tenant("ci", ["ci-old", "ci-kept"]), await tenant("web", ["web-1"])];
+  const after = [await tenant("ci", ["ci-kept"]), await tenant("web", ["web-1"])];
+  const tenants = new ReloadingTenants();
+  tenants.replace(before);
+  await using http = await startHttpServer({ tenants });
+  const reload = (): number => {
+    tenants.replace(after);
+    return http.transport.closeRevoked((identity) => tenants.holds(identity));
+  };
+  const post = (token: string, body: unknown, connection?: string) =>
+    fetch(`${http.url}/acp`, {
+      method: "POST",
+      headers: {
+        ...JSON_HEADERS,
+        ...bearer(token),
+        ...(connection ? { "acp-connection-id": connection } : {}),
+      },
+      body: JSON.stringify(body),
+    });
+  const init = {
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: { protocolVersion: 1, clientCapabilities: {} },
+  };
+  // ci-old: a connection with its SSE stream open, and a WebSocket.
+  const opened = await post("ci-old", init);
+  assert.equal(opened.status, 200);
+  await opened.body?.cancel();
+  const connection = opened.headers.get("acp-connection-id")!;
+  const stream = await fetch(`${http.url}/acp`, {
+    headers: { ...bearer("ci-old"), accept: "text/event-stream", "acp-connection-id": connection },
+  });
+  assert.equal(stream.status, 200);
+  const socket = await rawSocket(http.url, "ci-old");
+  // The tenant's other token, and the other tenant, each with a connection.
+  const kept = memoryClient(
+    createHttpStream(`${http.url}/acp`, { headers: bearer("ci-kept") }),
+  );
+  const web = memoryClient(createWebSocketStream(`${http.url.replace("http", "ws")}/acp`, {
+    WebSocket: NodeWebSocket as never,
+    headers: bearer("web-1"),
+  }));
+  await kept.initialize();
+  await web.initialize();
+  const keptSession = await kept.newSession(cwd.path);
+  const webSession = await web.newSession(cwd.path);
+
+  assert.equal(reload(), 2);
+  // The SSE stream ends, the WebSocket closes with the code of a 401.
+  const reader = stream.body!.getReader();
+  while (!(await reader.read()).done);
+  assert.equal(await socket.closed, 4401);
+  // Nothing of it goes on: its connection's requests, a new connection, a new WebSocket.
+  const unknownToken = await post("nobody", {});
+  const refusal = JSON.stringify([unknownToken.status, await unknownToken.text()]);
+  const later = await post(
+    "ci-old",
+    { jsonrpc: "2.0", id: 1, method: "session/list", params: {} },
+    connection,
+  );
+  assert.equal(JSON.stringify([later.status, await later.text()]), refusal);
+  const again = await post("ci-old", init);
+  assert.equal(JSON.stringify([again.status, await again.text()]), refusal);
+  assert.equal(await upgradeStatus(http.url, "ci-old"), 401);
+  // A WebSocket upgrade authenticated just before the reload: refused too, over the socket.
+  tenants.replace(before);
+  tenants.reloadAfterResolve = () => void reload();
+  assert.equal(await upgradeStatus(http.url, "ci-old"), 401);
+  // The others are untouched.
+  assert.equal(await kept.prompt(keptSession, "still here"), "end_turn");
+  assert.equal(await web.prompt(webSession, "still here"), "end_turn");
+  assert.deepEqual([...kept.problems, ...web.problems], []);
+  for (const client of [kept, web]) await closeClient(client);
+});
