@@ -9,21 +9,16 @@
  */
 import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
 import assert from "node:assert/strict";
-import { mkdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import {
   type AcpTestClient,
   exitWithin,
-  listeningUrl,
   memoryClient,
-  spawnAgent,
   type StdioAgent,
 } from "../_helpers/acp_client.ts";
 import { SHUTDOWN_GRACE_MS } from "../../src/cli/cli.ts";
 import { haproxyAvailable, type HaproxyProcess, startHaproxy } from "../_helpers/haproxy.ts";
-import { postgresTest, withTestDatabase } from "../_helpers/postgres.ts";
-import { RUNTIMES } from "../_helpers/runtimes.ts";
-import { tempDir } from "../_helpers/temp_dir.ts";
+import { startInstances } from "../_helpers/instances.ts";
+import { postgresTest } from "../_helpers/postgres.ts";
 
 const AVAILABLE = haproxyAvailable();
 const TOKEN = "lb-token";
@@ -55,66 +50,28 @@ interface Cluster extends AsyncDisposable {
 }
 
 async function cluster(): Promise<Cluster> {
-  const dir = await tempDir("acp-harness-haproxy-");
-  const database = await withTestDatabase();
-  const cwd = join(dir.path, "ws");
-  const instances: StdioAgent[] = [];
+  const started = await startInstances({ script: SCRIPT, token: TOKEN, leaseTtl: LEASE_TTL });
   const clients: AcpTestClient[] = [];
   let proxy: HaproxyProcess | undefined;
   const dispose = async (): Promise<void> => {
     await Promise.all(clients.map(closeClient));
     await proxy?.stop();
-    for (const agent of instances) {
-      if (agent.child.exitCode === null && agent.child.signalCode === null) {
-        agent.child.kill("SIGKILL");
-      }
-    }
-    await Promise.all(instances.map((agent) => agent.exited));
-    try {
-      await database[Symbol.asyncDispose]();
-    } finally {
-      await dir[Symbol.asyncDispose]();
-    }
+    await started[Symbol.asyncDispose]();
   };
   try {
-    await mkdir(cwd);
-    const script = join(dir.path, "script.json");
-    await writeFile(script, JSON.stringify(SCRIPT));
-    for (const [i, runtime] of RUNTIMES.entries()) {
-      instances.push(spawnAgent(runtime.command, [
-        ...runtime.args,
-        "serve",
-        "--http",
-        "--port",
-        "0",
-        "--token",
-        TOKEN,
-        "--store",
-        database.url,
-        "--data-dir",
-        join(dir.path, `data-${i}`),
-        "--lease-ttl",
-        LEASE_TTL,
-        "--model",
-        "scripted",
-        "--script",
-        script,
-      ], { cwd, env: { ...Deno.env.toObject(), NO_COLOR: "1" } }));
-    }
-    const urls = await Promise.all(instances.map(listeningUrl));
-    proxy = await startHaproxy(urls);
+    proxy = await startHaproxy(started.urls);
   } catch (error) {
     await dispose();
     throw error;
   }
-  const started = proxy;
+  const running = proxy;
   return {
-    cwd,
-    proxy: started,
-    instances,
+    cwd: started.cwd,
+    proxy: running,
+    instances: started.agents,
     client() {
       const client = memoryClient(
-        createHttpStream(`${started.url}/acp`, { headers: AUTH, fetch: tolerantFetch }),
+        createHttpStream(`${running.url}/acp`, { headers: AUTH, fetch: tolerantFetch }),
       );
       clients.push(client);
       return client;
