@@ -10,6 +10,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { missingDependency } from "./missing_dependency.ts";
+import { watchProxy } from "./proxy_process.ts";
 import { pollUntil } from "./wait.ts";
 
 /** The HAProxy binary the tests use (`ACP_HARNESS_HAPROXY`, else `haproxy`). */
@@ -83,55 +84,13 @@ export async function startHaproxy(servers: readonly string[]): Promise<HaproxyP
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  const logs: string[] = [];
-  const waiters = new Set<() => void>();
-  const read = async (stream: ReadableStream<Uint8Array>): Promise<void> => {
-    let rest = "";
-    for await (const text of stream.pipeThrough(new TextDecoderStream())) {
-      const lines = (rest + text).split("\n");
-      rest = lines.pop() ?? "";
-      logs.push(...lines.filter((line) => line !== ""));
-      for (const waiter of [...waiters]) waiter();
-    }
-    if (rest !== "") logs.push(rest);
-    for (const waiter of [...waiters]) waiter();
-  };
-  const reading = Promise.all([read(child.stdout), read(child.stderr)]);
-  let exited = false;
-  const status = child.status.then((s) => {
-    exited = true;
-    for (const waiter of [...waiters]) waiter();
-    return s;
-  });
-  const stop = async (): Promise<void> => {
-    if (!exited) {
-      try {
-        child.kill("SIGTERM");
-      } catch { /* already gone */ }
-    }
-    await status;
-    await reading;
-  };
+  const watched = watchProxy(child, "haproxy");
+  const { logs, waitForLog, stop } = watched;
   const url = `http://127.0.0.1:${port}`;
-  const waitForLog = (pattern: RegExp, from = 0): Promise<string> =>
-    new Promise((resolve, reject) => {
-      const check = (): void => {
-        const line = logs.slice(from).find((l) => pattern.test(l));
-        if (line !== undefined) {
-          waiters.delete(check);
-          resolve(line);
-        } else if (exited) {
-          waiters.delete(check);
-          reject(new Error(`haproxy exited before logging ${pattern}:\n${logs.join("\n")}`));
-        }
-      };
-      waiters.add(check);
-      check();
-    });
   try {
     // Nothing signals "listening" on stderr, so poll the proxy's /health (a bound, not a wait).
     await pollUntil(async () => {
-      if (exited) throw new Error(`haproxy exited:\n${logs.join("\n")}`);
+      if (watched.exited) throw new Error(`haproxy exited:\n${logs.join("\n")}`);
       try {
         const response = await fetch(`${url}/health`);
         await response.body?.cancel();
