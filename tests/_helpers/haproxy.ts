@@ -8,13 +8,15 @@
  *
  * @module
  */
+import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { missingDependency } from "./missing_dependency.ts";
 import { watchProxy } from "./proxy_process.ts";
 import { pollUntil } from "./wait.ts";
 
-/** The HAProxy binary the tests use (`ACP_HARNESS_HAPROXY`, else `haproxy`). */
-export const HAPROXY: string = Deno.env.get("ACP_HARNESS_HAPROXY") || "haproxy";
+/** The HAProxy binary the tests use (`ACP_HARNESS_HAPROXY`, else Debian's `/usr/sbin/haproxy`, else `haproxy`). */
+export const HAPROXY: string = Deno.env.get("ACP_HARNESS_HAPROXY") ||
+  (existsSync("/usr/sbin/haproxy") ? "/usr/sbin/haproxy" : "haproxy");
 
 /** The example config the tests run. */
 export const HAPROXY_CONFIG: string = fileURLToPath(
