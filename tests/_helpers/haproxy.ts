@@ -8,23 +8,19 @@
  *
  * @module
  */
-import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { missingDependency } from "./missing_dependency.ts";
-import { watchProxy } from "./proxy_process.ts";
+import { freePort, proxyAvailable, proxyBinary, watchProxy } from "./proxy_process.ts";
 import { pollUntil } from "./wait.ts";
 
-/** The HAProxy binary the tests use (`ACP_HARNESS_HAPROXY`, else Debian's `/usr/sbin/haproxy`, else `haproxy`). */
-export const HAPROXY: string = Deno.env.get("ACP_HARNESS_HAPROXY") ||
-  (existsSync("/usr/sbin/haproxy") ? "/usr/sbin/haproxy" : "haproxy");
+const PROGRAM = { name: "haproxy", envVar: "ACP_HARNESS_HAPROXY" };
+
+/** The HAProxy binary the tests use ({@link proxyBinary}). */
+export const HAPROXY: string = proxyBinary(PROGRAM);
 
 /** The example config the tests run. */
 export const HAPROXY_CONFIG: string = fileURLToPath(
   new URL("../../examples/deploy/haproxy.cfg", import.meta.url),
 );
-
-const SKIPPED =
-  "HAProxy tests SKIPPED: no haproxy here (apt-get install haproxy, or set ACP_HARNESS_HAPROXY)";
 
 /**
  * Whether HAProxy runs here; in CI without it this throws, so the test file fails to load instead
@@ -33,19 +29,7 @@ const SKIPPED =
  * @returns `true`, or `false` after the loud line
  */
 export function haproxyAvailable(): boolean {
-  let ok = false;
-  try {
-    ok = new Deno.Command(HAPROXY, { args: ["-v"], stdout: "null", stderr: "null" })
-      .outputSync().code === 0;
-  } catch {
-    ok = false;
-  }
-  return ok || missingDependency({
-    key: "HAPROXY",
-    skipped: SKIPPED,
-    inCi:
-      "haproxy does not run: in CI the load-balancer tests must run, never skip (.ci/run installs it)",
-  });
+  return proxyAvailable(PROGRAM, HAPROXY);
 }
 
 /** A running HAProxy. */
@@ -58,14 +42,6 @@ export interface HaproxyProcess extends AsyncDisposable {
   waitForLog(pattern: RegExp, from?: number): Promise<string>;
   /** Stops it and waits for its exit. */
   stop(): Promise<void>;
-}
-
-/** A free loopback port (closed again; HAProxy binds it right after). */
-export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
 }
 
 /**

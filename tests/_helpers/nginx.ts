@@ -10,30 +10,28 @@
  *
  * @module
  */
-import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "./haproxy.ts";
-import { missingDependency } from "./missing_dependency.ts";
-import { type WatchedProxy, watchProxy } from "./proxy_process.ts";
+import {
+  freePort,
+  proxyAvailable,
+  proxyBinary,
+  type WatchedProxy,
+  watchProxy,
+} from "./proxy_process.ts";
 import { tempDir } from "./temp_dir.ts";
 import { pollUntil } from "./wait.ts";
 
-/**
- * The nginx binary the tests use (`ACP_HARNESS_NGINX`, else Debian's `/usr/sbin/nginx`, which a
- * user's PATH may lack, else `nginx`).
- */
-export const NGINX: string = Deno.env.get("ACP_HARNESS_NGINX") ||
-  (existsSync("/usr/sbin/nginx") ? "/usr/sbin/nginx" : "nginx");
+const PROGRAM = { name: "nginx", envVar: "ACP_HARNESS_NGINX" };
+
+/** The nginx binary the tests use ({@link proxyBinary}). */
+export const NGINX: string = proxyBinary(PROGRAM);
 
 /** The example config the tests run. */
 export const NGINX_CONFIG: string = fileURLToPath(
   new URL("../../examples/deploy/nginx.conf", import.meta.url),
 );
-
-const SKIPPED =
-  "nginx tests SKIPPED: no nginx here (apt-get install nginx, or set ACP_HARNESS_NGINX)";
 
 /**
  * Whether nginx runs here; in CI without it this throws, so the test file fails to load instead
@@ -42,19 +40,7 @@ const SKIPPED =
  * @returns `true`, or `false` after the loud line
  */
 export function nginxAvailable(): boolean {
-  let ok = false;
-  try {
-    ok = new Deno.Command(NGINX, { args: ["-v"], stdout: "null", stderr: "null" })
-      .outputSync().code === 0;
-  } catch {
-    ok = false;
-  }
-  return ok || missingDependency({
-    key: "NGINX",
-    skipped: SKIPPED,
-    inCi:
-      "nginx does not run: in CI the load-balancer tests must run, never skip (.ci/run installs it)",
-  });
+  return proxyAvailable(PROGRAM, NGINX);
 }
 
 /**
